@@ -1,0 +1,1 @@
+"""Statistics, models and comparisons: pure functions over samples."""

@@ -1,0 +1,340 @@
+"""The command line: ``assay doctor | run | runs | report | history``.
+
+Exit codes: 0 success; 1 a run finished but some jobs failed; 2 bad input or environment
+(the message says what and where); 3 a run or metric that does not exist; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from assay import __version__
+from assay.config import assay_home
+from assay.errors import AssayError
+from assay.model import Job, JobResult
+from assay.store import Index, RunStore
+
+app = typer.Typer(
+    name="assay",
+    help=(
+        "Measure HPC nodes and clusters the way vendors and HPC centres publish their numbers: "
+        "STREAM, MPI latency/bandwidth (OSU method) across MPI implementations, and more.\n\n"
+        "Start with 'assay doctor', then 'assay run quick' and 'assay report'."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(stderr=True)
+out = Console(highlight=False)
+STATE = {"debug": False}
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"assay {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print version.")
+    ] = False,
+) -> None:
+    STATE["debug"] = debug
+
+
+def _store() -> RunStore:
+    return RunStore(assay_home())
+
+
+def _index(store: RunStore) -> Index:
+    index = Index(store.home / "assay.db")
+    index.sync(store)
+    return index
+
+
+def _discover():
+    from assay.system import collect_system
+    from assay.toolchain import discover_mpis
+
+    mpis = discover_mpis()
+    return collect_system(mpis), mpis
+
+
+@app.command()
+def doctor() -> None:
+    """What was found: CPUs, caches, NUMA, MPIs, compilers, tools, GPUs; and what is missing."""
+    from assay.system import requirements_report
+
+    system, _ = _discover()
+    t = Table(title="System", show_header=False, title_justify="left")
+    t.add_column("fact")
+    t.add_column("value")
+    for key, value in system.to_dict().items():
+        if key in ("mpis", "hosts", "notes", "l3_domains", "numa_nodes"):
+            continue
+        shown = ", ".join(f"{k} {v}" for k, v in value.items()) if isinstance(value, dict) else (
+            " ".join(map(str, value)) if isinstance(value, list) else value
+        )
+        t.add_row(key, "unknown" if shown in (None, "") else str(shown))
+    if system.l3_domains:
+        t.add_row("l3_domains", "; ".join(_cpus(d) for d in system.l3_domains))
+    if system.numa_nodes:
+        t.add_row("numa_nodes", "; ".join(f"{n['id']}: {_cpus(n['cpus'])}" for n in system.numa_nodes))
+    out.print(t)
+    m = Table(title="MPI implementations", title_justify="left")
+    for col in ("name", "version", "compiler", "launcher", "found via"):
+        m.add_column(col)
+    for mpi in system.mpis:
+        m.add_row(mpi.name, mpi.version, mpi.mpicc, mpi.launcher, mpi.source)
+    out.print(m)
+    r = Table(title="Requirements", title_justify="left")
+    for col in ("what", "found", "detail"):
+        r.add_column(col)
+    for what, found, detail in requirements_report(system):
+        r.add_row(what, "[green]yes[/green]" if found else "[red]no[/red]", detail)
+    out.print(r)
+    for note in system.notes:
+        out.print(f"note: {note}")
+
+
+def _cpus(cpus: list[int]) -> str:
+    """0-3,8-11 as the kernel writes CPU lists."""
+    if not cpus:
+        return "-"
+    cpus = sorted(cpus)
+    spans, start, prev = [], cpus[0], cpus[0]
+    for c in cpus[1:] + [None]:  # type: ignore[list-item]
+        if c is not None and c == prev + 1:
+            prev = c
+            continue
+        spans.append(f"{start}-{prev}" if prev != start else str(start))
+        if c is not None:
+            start = prev = c
+    return ",".join(spans)
+
+
+@app.command()
+def run(
+    suite: Annotated[
+        str, typer.Argument(help="A built-in suite (quick, ...) or a suite TOML file.")
+    ] = "quick",
+    on: Annotated[str, typer.Option(help="Where jobs run: local.")] = "local",
+    mpi: Annotated[
+        str | None, typer.Option(help="MPIs to use, comma-separated names, or 'all'.")
+    ] = None,
+    only: Annotated[
+        str | None, typer.Option(help="Run only these probes (comma-separated).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a param: key=value or probe.key=value (repeatable)."),
+    ] = None,
+    repeat: Annotated[int | None, typer.Option(min=1, help="Repetitions of every job.")] = None,
+    label: Annotated[str, typer.Option(help="A free-text label kept with the run.")] = "",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the planned jobs and stop.")
+    ] = False,
+) -> None:
+    """Run a suite and store every result with the system it came from.
+
+    Examples:
+
+      assay run quick
+
+      assay run quick --only p2p --mpi openmpi --set max_size=65536
+
+      assay run my-suite.toml --repeat 5 --label "after BIOS update"
+    """
+    from assay.execute import execute
+    from assay.plan import Overrides, plan
+    from assay.probes import PlanContext
+    from assay.suite import resolve_suite
+
+    if on != "local":
+        raise AssayError(f"--on {on}: only 'local' is implemented so far")
+    spec, text, origin = resolve_suite(suite)
+    overrides = Overrides(
+        only=[p.strip() for p in only.split(",")] if only else [],
+        mpi=[m.strip() for m in mpi.split(",")] if mpi else None,
+        sets=list(set_ or []),
+        repeat=repeat,
+    )
+    system, mpis = _discover()
+    jobs = plan(spec, PlanContext(system=system, mpis=mpis), overrides)
+    if dry_run:
+        for job in jobs:
+            out.print(f"{job.job_id}: {' '.join(job.argv)}  env={job.env or {}}", markup=False)
+        return
+    store = _store()
+    writer = store.create(
+        suite=spec.name, suite_text=text, system=system, argv=sys.argv, n_jobs=len(jobs), label=label
+    )
+    console.print(f"run {writer.info.run_id}: suite {spec.name} ({origin}), {len(jobs)} jobs")
+    started = time.monotonic()
+    with Progress(
+        TextColumn("[bold]{task.fields[probe]}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("", total=len(jobs), probe="")
+
+        def on_start(i: int, n: int, job: Job) -> None:
+            progress.update(task, probe=job.probe, description=job.job_id)
+
+        def on_end(i: int, n: int, job: Job, result: JobResult) -> None:
+            progress.advance(task)
+            mark = "[green]ok[/green]" if result.status == "ok" else f"[red]{result.status}[/red]"
+            progress.console.print(
+                f"  {mark} {job.job_id} ({result.wall_time:.1f} s, {result.n_samples} samples)"
+            )
+            if result.status != "ok":
+                progress.console.print(f"    {result.reason}", markup=False)
+
+        outcome = execute(writer, jobs, mpis, cores=system.cores, on_start=on_start, on_end=on_end)
+    _summary(outcome, time.monotonic() - started, writer.path)
+    _index(store).close()
+    if outcome.info.status == "interrupted":
+        raise typer.Exit(130)
+    if outcome.failed:
+        raise typer.Exit(1)
+
+
+def _summary(outcome, elapsed: float, path: Path) -> None:
+    t = Table(title=f"Run {outcome.info.run_id} — {outcome.info.status}", title_justify="left")
+    for col in ("job", "status", "wall s", "samples"):
+        t.add_column(col, justify="right" if col in ("wall s", "samples") else "left")
+    for r in outcome.results:
+        style = "green" if r.status == "ok" else "red"
+        t.add_row(r.job_id, f"[{style}]{r.status}[/{style}]", f"{r.wall_time:.1f}", str(r.n_samples))
+    console.print(t)
+    console.print(
+        f"{len(outcome.results) - len(outcome.failed)}/{len(outcome.results)} jobs ok, "
+        f"{len(outcome.samples)} samples in {elapsed:.0f} s; stored in {path}\n"
+        "see the figures with: assay report"
+    )
+
+
+@app.command("runs")
+def runs_cmd(
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="Rebuild the index from the run directories.")
+    ] = False,
+) -> None:
+    """List stored runs (newest last)."""
+    store = _store()
+    index = Index(store.home / "assay.db")
+    index.sync(store, rebuild=rebuild)
+    rows = index.runs()
+    index.close()
+    if not rows:
+        out.print("no runs yet: start one with 'assay run quick'")
+        return
+    t = Table(title=f"Runs in {store.runs_dir}", title_justify="left")
+    for col in ("run", "suite", "status", "host", "jobs", "failed", "samples", "label"):
+        t.add_column(col)
+    for r in rows:
+        status = r["status"] if r["status"] != "running" else "running/killed"
+        t.add_row(
+            r["run_id"], r["suite"], status, r["hostname"], str(r["n_jobs"]),
+            str(r["n_failed"]), str(r["n_samples"]), r["label"],
+        )
+    out.print(t)
+
+
+@app.command()
+def report(
+    run_ref: Annotated[
+        str | None, typer.Argument(metavar="RUN", help="Run id or prefix; default: the latest.")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="term, md, json or csv.")] = "term",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write to this file instead of stdout.")
+    ] = None,
+) -> None:
+    """Report a run: system, STREAM, MPI latency/bandwidth tables (one column per MPI)."""
+    from assay.report import render
+
+    loaded = _store().load(run_ref)
+    text = render(loaded, fmt)
+    if output:
+        output.write_text(text)
+        console.print(f"wrote {output}")
+    else:
+        sys.stdout.write(text)
+
+
+@app.command()
+def history(
+    metric: Annotated[str, typer.Argument(help="A metric, e.g. memory.triad or p2p.latency.")],
+    params: Annotated[
+        list[str] | None, typer.Option("--params", help="Filter: key=value (repeatable).")
+    ] = None,
+) -> None:
+    """A metric across every stored run, oldest first."""
+    from assay.errors import NotFoundError
+    from assay.plan import parse_value
+    from assay.units import format_value, metric_info
+
+    where = {}
+    for p in params or []:
+        k, _, v = p.partition("=")
+        where[k] = parse_value(v)
+    store = _store()
+    index = _index(store)
+    rows = index.history(metric, where)
+    index.close()
+    if not rows:
+        raise NotFoundError(f"no samples of {metric!r}" + (f" with {where}" if where else ""))
+    unit = metric_info(metric).display
+    t = Table(title=f"{metric} history", title_justify="left")
+    for col in ("run", "host", "params", f"value ({unit})"):
+        t.add_column(col)
+    for r in rows:
+        shown = ", ".join(
+            f"{k}={v}" for k, v in sorted(r["params"].items()) if not isinstance(v, list | dict)
+        )
+        t.add_row(r["run_id"], r["hostname"], shown, format_value(r["value"], unit))
+    out.print(t)
+
+
+def main() -> None:
+    try:
+        code = app(standalone_mode=False)
+    except AssayError as exc:
+        if STATE["debug"]:
+            raise
+        console.print(Text("error: ", style="red") + Text(str(exc)))
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors and the like
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(130)
+        raise
+    # Without standalone mode click returns the code of typer.Exit instead of exiting.
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,31 @@
+"""The launcher command line for one MPI implementation (argv only, never a shell string)."""
+
+from __future__ import annotations
+
+import os
+
+from assay.model import Job, MpiInfo
+
+
+def mpi_argv(job: Job, mpi: MpiInfo, *, cores: int | None = None) -> list[str]:
+    """``mpirun``/``mpiexec`` + flags + the probe's argv, binding each rank to a core.
+
+    Binding is reported by the launcher on stderr (kept in the job's stderr), so where each
+    rank ran is recorded with the run.
+    """
+    ranks = str(job.ranks)
+    if mpi.flavor == "openmpi":
+        argv = [mpi.launcher, "-np", ranks, "--bind-to", "core", "--report-bindings"]
+        if os.geteuid() == 0:
+            argv.append("--allow-run-as-root")
+        if cores is not None and job.ranks > cores:
+            argv.append("--oversubscribe")
+        if job.ppn:
+            argv += ["--map-by", f"ppr:{job.ppn}:node"]
+    elif mpi.flavor in ("mpich", "mvapich", "intel"):
+        argv = [mpi.launcher, "-n", ranks, "-bind-to", "core"]
+        if job.ppn:
+            argv += ["-ppn", str(job.ppn)]
+    else:
+        argv = [mpi.launcher, "-n", ranks]
+    return [*argv, *mpi.launcher_flags, *job.argv]

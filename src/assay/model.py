@@ -1,0 +1,266 @@
+"""The data model: samples, jobs, job results, runs and the system record.
+
+Plain data classes with ``to_dict``/``from_dict`` so that every record round-trips
+through JSON (the run directory) and SQLite (the index) unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from assay.units import Better, metric_info
+
+JobStatus = Literal["ok", "failed", "timeout", "skipped", "interrupted"]
+RunStatus = Literal["running", "complete", "interrupted", "failed"]
+
+
+@dataclass(frozen=True)
+class Stats:
+    """How a repeated measurement varied. Fields a tool did not report are None."""
+
+    n: int
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    median: float | None = None
+    stddev: float | None = None
+    p99: float | None = None
+    p999: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Stats:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def cv(self) -> float | None:
+        """Coefficient of variation (stddev / mean), the 'how much it varied' figure."""
+        if self.stddev is None or not self.mean:
+            return None
+        return self.stddev / self.mean
+
+
+@dataclass
+class Sample:
+    """One measured point, in canonical SI units."""
+
+    probe: str
+    metric: str
+    value: float
+    unit: str
+    better: Better
+    params: dict[str, Any] = field(default_factory=dict)
+    stats: Stats | None = None
+    run_id: str = ""
+    job_id: str = ""
+
+    @classmethod
+    def make(
+        cls,
+        probe: str,
+        metric: str,
+        value: float,
+        params: dict[str, Any] | None = None,
+        stats: Stats | None = None,
+        unit: str | None = None,
+    ) -> Sample:
+        """A sample whose unit and direction come from the metric table unless given."""
+        info = metric_info(metric)
+        return cls(
+            probe=probe,
+            metric=metric,
+            value=float(value),
+            unit=unit or info.unit,
+            better=info.better,
+            params=dict(params or {}),
+            stats=stats,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "run_id": self.run_id,
+            "job_id": self.job_id,
+            "probe": self.probe,
+            "metric": self.metric,
+            "value": self.value,
+            "unit": self.unit,
+            "better": self.better,
+            "params": self.params,
+        }
+        if self.stats is not None:
+            d["stats"] = self.stats.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Sample:
+        stats = data.get("stats")
+        return cls(
+            probe=data["probe"],
+            metric=data["metric"],
+            value=float(data["value"]),
+            unit=data["unit"],
+            better=data["better"],
+            params=dict(data.get("params") or {}),
+            stats=Stats.from_dict(stats) if stats else None,
+            run_id=data.get("run_id", ""),
+            job_id=data.get("job_id", ""),
+        )
+
+
+@dataclass(frozen=True)
+class Build:
+    """What must be compiled before a job can start: a native source, by one toolchain."""
+
+    source: str  # file name under assay/native/
+    toolchain: str  # "cc" for the plain C compiler, else an MPI toolchain name
+    flags: tuple[str, ...] = ()
+    libs: tuple[str, ...] = ()
+
+
+@dataclass
+class Job:
+    """One concrete thing to launch. ``argv[0] == "{exe}"`` means the built probe binary."""
+
+    job_id: str
+    probe: str
+    argv: list[str]
+    params: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    launcher: Literal["local", "mpi"] = "local"
+    mpi: str | None = None
+    ranks: int = 1
+    nodes: int = 1
+    ppn: int | None = None
+    timeout: float = 300.0
+    build: Build | None = None
+    repetition: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        if self.build is not None:
+            d["build"] = {**dataclasses.asdict(self.build)}
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Job:
+        data = dict(data)
+        build = data.pop("build", None)
+        names = {f.name for f in dataclasses.fields(cls)}
+        job = cls(**{k: v for k, v in data.items() if k in names})
+        if build:
+            job.build = Build(
+                source=build["source"],
+                toolchain=build["toolchain"],
+                flags=tuple(build.get("flags", ())),
+                libs=tuple(build.get("libs", ())),
+            )
+        return job
+
+
+@dataclass
+class JobResult:
+    """What happened when a job ran. Paths are relative to the run directory."""
+
+    job_id: str
+    status: JobStatus
+    exit_code: int | None
+    wall_time: float
+    argv: list[str]
+    hosts: list[str] = field(default_factory=list)
+    stdout_path: str = ""
+    stderr_path: str = ""
+    reason: str = ""  # for a failed job: what went wrong, with the stderr tail
+    n_samples: int = 0
+    started: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobResult:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class RunInfo:
+    """A run's identity and outcome; ``run.json`` in the run directory."""
+
+    run_id: str
+    created: str  # ISO 8601, UTC
+    suite: str
+    status: RunStatus = "running"
+    label: str = ""
+    finished: str = ""
+    assay_version: str = ""
+    argv: list[str] = field(default_factory=list)
+    source: str = "assay"  # "assay", or "import:<format>" for imported third-party output
+    n_jobs: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunInfo:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class MpiInfo:
+    name: str  # "openmpi", "mpich", or a name from config.toml
+    version: str = "unknown"
+    mpicc: str = ""
+    launcher: str = ""
+    flavor: str = "unknown"  # "openmpi" | "mpich" | "intel" | "mvapich" | "unknown": launcher syntax
+    launcher_flags: list[str] = field(default_factory=list)
+    source: str = ""  # "alternatives", "path", "config"
+
+    @property
+    def label(self) -> str:
+        pretty = {"openmpi": "OpenMPI", "mpich": "MPICH", "intel": "Intel MPI", "mvapich": "MVAPICH2"}
+        return f"{pretty.get(self.name, self.name)} {self.version}".strip()
+
+
+@dataclass
+class System:
+    """Where a run ran. ``None`` means the fact could not be read ("unknown")."""
+
+    hostname: str | None = None
+    cpu_model: str | None = None
+    architecture: str | None = None
+    vendor: str | None = None
+    microarchitecture: str | None = None
+    sockets: int | None = None
+    cores: int | None = None  # physical cores, all sockets
+    threads: int | None = None  # logical CPUs
+    l3_bytes: int | None = None  # total last-level cache, all domains
+    l3_domains: list[list[int]] | None = None  # CPUs of each L3 (CCX) domain
+    numa_nodes: list[dict[str, Any]] | None = None  # {"id", "cpus", "memory_bytes"}
+    memory_bytes: int | None = None
+    isa: list[str] | None = None  # avx2, avx512f, fma, sve, ...
+    freq_max_hz: float | None = None
+    freq_base_hz: float | None = None
+    os: str | None = None
+    kernel: str | None = None
+    compilers: dict[str, str] = field(default_factory=dict)  # name -> version
+    mpis: list[MpiInfo] = field(default_factory=list)
+    gpus: list[dict[str, Any]] = field(default_factory=list)
+    nics: list[dict[str, Any]] = field(default_factory=list)
+    tools: dict[str, str] = field(default_factory=dict)  # fio, hpcc, slurm, ... -> version/path
+    hosts: list[str] = field(default_factory=list)  # hosts a run used (filled by the runner)
+    notes: list[str] = field(default_factory=list)  # what a collector could not read, and why
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> System:
+        data = dict(data)
+        mpis = [MpiInfo(**m) for m in data.pop("mpis", [])]
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(mpis=mpis, **{k: v for k, v in data.items() if k in names})

@@ -1,0 +1,1 @@
+"""Parsers of third-party tool output: text in, samples out (pure functions)."""

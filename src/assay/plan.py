@@ -1,0 +1,152 @@
+"""Expand a suite into concrete jobs: sweeps, MPIs, repetitions and command-line overrides.
+
+Pure: it reads the system record and the toolchains found, and launches nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from assay.errors import SuiteError
+from assay.model import Job
+from assay.probes import PlanContext, get_probe
+from assay.suite.schema import BenchSpec, SuiteSpec
+from assay.toolchain import select_mpis
+
+BENCH_KEYS = {"mpi", "ranks", "nodes", "ppn", "repeat", "timeout"}
+
+
+@dataclass
+class Overrides:
+    """What ``assay run`` may change on any suite."""
+
+    only: list[str] = field(default_factory=list)
+    mpi: list[str] | None = None
+    sets: list[str] = field(default_factory=list)  # "key=value" or "probe.key=value"
+    repeat: int | None = None
+
+
+def parse_value(text: str) -> Any:
+    """A --set value: a TOML value when it reads as one (4, 1.5, true, [1, 2]), else a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_overrides(suite: SuiteSpec, overrides: Overrides) -> SuiteSpec:
+    suite = suite.model_copy(deep=True)
+    if overrides.only:
+        known = {b.probe for b in suite.bench}
+        unknown = [p for p in overrides.only if p not in known]
+        if unknown:
+            raise SuiteError(
+                f"--only {', '.join(unknown)}: suite {suite.name!r} has no such probe",
+                hint=f"its probes: {', '.join(sorted(known))}",
+            )
+        suite.bench = [b for b in suite.bench if b.probe in overrides.only]
+    if overrides.repeat is not None:
+        suite.repeat = overrides.repeat
+        for bench in suite.bench:
+            bench.repeat = None
+    for assignment in overrides.sets:
+        _apply_set(suite, assignment)
+    return suite
+
+
+def _apply_set(suite: SuiteSpec, assignment: str) -> None:
+    key, sep, raw = assignment.partition("=")
+    if not sep or not key.strip():
+        raise SuiteError(f"--set {assignment!r}: expected key=value, e.g. --set ntimes=20")
+    key, value = key.strip(), parse_value(raw.strip())
+    probe_name, _, param = key.rpartition(".")
+    applied = False
+    for bench in suite.bench:
+        if probe_name and bench.probe != probe_name:
+            continue
+        if param in BENCH_KEYS:
+            setattr(bench, param, value)
+            applied = True
+        elif param in get_probe(bench.probe).Params.model_fields:
+            bench.params[param] = value
+            bench.sweep.pop(param, None)
+            applied = True
+    if not applied:
+        accepted = sorted(
+            {f for b in suite.bench for f in get_probe(b.probe).Params.model_fields} | BENCH_KEYS
+        )
+        raise SuiteError(
+            f"--set {key}: no probe in suite {suite.name!r} takes {param!r}",
+            hint=f"keys it takes: {', '.join(accepted)}",
+        )
+
+
+def _sweep_points(bench: BenchSpec) -> list[dict[str, Any]]:
+    keys = list(bench.sweep)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*bench.sweep.values())]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-").lower()
+
+
+def plan(suite: SuiteSpec, ctx: PlanContext, overrides: Overrides | None = None) -> list[Job]:
+    """Every job of a suite, numbered in the order they will run."""
+    if overrides is not None:
+        suite = apply_overrides(suite, overrides)
+    jobs: list[Job] = []
+    for index, bench in enumerate(suite.bench, start=1):
+        probe = get_probe(bench.probe)
+        mpis = []
+        if probe.uses_mpi:
+            wanted = (overrides.mpi if overrides and overrides.mpi else None) or bench.mpi or "all"
+            mpis = select_mpis(ctx.mpis, wanted)
+        repeat = bench.repeat or suite.repeat
+        for point in _sweep_points(bench):
+            try:
+                params = probe.Params.model_validate({**bench.params, **point})
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc'])}: "
+                    + ("unknown param" if e["type"] == "extra_forbidden" else e["msg"])
+                    for e in exc.errors()
+                )
+                known = ", ".join(probe.Params.model_fields)
+                raise SuiteError(
+                    f"suite {suite.name!r}, bench {index} ({bench.probe}): {problems}",
+                    hint=f"{bench.probe} takes: {known}",
+                ) from None
+            for draft in probe.drafts(params, ctx, mpis=mpis, ranks=bench.ranks):
+                for rep in range(1, repeat + 1):
+                    n = len(jobs) + 1
+                    suffix = f"-r{rep}" if repeat > 1 else ""
+                    job_params = {**point, **draft.params}
+                    if draft.launcher == "mpi":
+                        job_params.setdefault("ranks", bench.ranks or draft.ranks)
+                        job_params.setdefault("nodes", bench.nodes)
+                    if repeat > 1:
+                        job_params["repetition"] = rep
+                    jobs.append(
+                        Job(
+                            job_id=f"{n:03d}-{probe.name}-{_slug(draft.label)}{suffix}".rstrip("-"),
+                            probe=probe.name,
+                            argv=list(draft.argv),
+                            params=job_params,
+                            env=dict(draft.env),
+                            launcher="mpi" if draft.launcher == "mpi" else "local",
+                            mpi=draft.mpi,
+                            ranks=bench.ranks or draft.ranks,
+                            nodes=bench.nodes,
+                            ppn=bench.ppn,
+                            timeout=bench.timeout or probe.default_timeout,
+                            build=draft.build,
+                            repetition=rep,
+                        )
+                    )
+    return jobs

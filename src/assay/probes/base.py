@@ -1,0 +1,89 @@
+"""The probe contract: a params schema, the jobs it needs, and how to read its output.
+
+A probe knows how to build and run one measurement and how to read what it printed; it does
+not know where it runs (that is ``assay.launch``) nor where results go (``assay.store``).
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from assay.errors import ProbeError
+from assay.model import Job, MpiInfo, Sample, Stats, System
+
+
+class ProbeParams(BaseModel):
+    """Base of every probe's params schema: unknown params are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class PlanContext:
+    """What planning may know: the system and the toolchains found, never how jobs launch."""
+
+    system: System
+    mpis: list[MpiInfo] = field(default_factory=list)
+
+
+@dataclass
+class JobDraft:
+    """A job before the planner numbers it and applies the bench's repetitions and timeout."""
+
+    argv: list[str]
+    params: dict[str, Any]
+    env: dict[str, str] = field(default_factory=dict)
+    launcher: str = "local"
+    mpi: str | None = None
+    ranks: int = 1
+    build: Any = None  # assay.model.Build
+    label: str = ""
+
+
+class Probe(ABC):
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    Params: ClassVar[type[ProbeParams]]
+    uses_mpi: ClassVar[bool] = False
+    default_timeout: ClassVar[float] = 600.0
+
+    @abstractmethod
+    def drafts(
+        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
+    ) -> list[JobDraft]:
+        """The jobs this probe needs for one point of a sweep."""
+
+    @abstractmethod
+    def parse(self, stdout: str, job: Job) -> list[Sample]:
+        """Samples from what the job printed; raises ProbeError on a broken contract."""
+
+
+def parse_jsonl(stdout: str, probe: str, base_params: dict[str, Any]) -> list[Sample]:
+    """Read a native probe's JSON Lines: one object per measured point, nothing else.
+
+    ``base_params`` (what the plan knows: mpi, ranks, threads...) is merged under the probe's
+    own params, so a value the probe measured or decided wins over the planned one.
+    """
+    samples = []
+    for number, line in enumerate(stdout.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            metric, value = obj["metric"], float(obj["value"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise ProbeError(
+                f"{probe}: stdout line {number} is not a measurement object: {line[:120]!r}"
+            ) from None
+        stats = Stats.from_dict(obj["stats"]) if obj.get("stats") else None
+        params = {**base_params, **(obj.get("params") or {})}
+        sample = Sample.make(probe, metric, value, params, stats, unit=obj.get("unit"))
+        samples.append(sample)
+    if not samples:
+        raise ProbeError(f"{probe}: printed no measurement")
+    return samples

@@ -1,0 +1,339 @@
+"""Report tables built from a run, independent of how they are rendered.
+
+The layout follows the published pages assay reproduces: one latency row per message size
+and one column per MPI implementation, bandwidth in MB/s and Gb/s, an ``ib_send_lat``-style
+statistics table, a STREAM table, and the system the figures came from.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from assay.analysis.stats import Figure, fold_repetitions
+from assay.model import JobResult, Sample, System
+from assay.store import LoadedRun
+from assay.units import format_value, human_bytes, metric_info, to_display
+
+
+@dataclass
+class Table:
+    key: str
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    best: set[tuple[int, int]] = field(default_factory=set)  # (row, column) of a row's best
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def _variation(fig: Figure) -> float | None:
+    """How much a figure varied: across repetitions when repeated, else across iterations."""
+    stats = fig.spread or fig.sample.stats
+    return stats.cv() if stats else None
+
+
+def _count(fig: Figure) -> str:
+    if fig.repetitions > 1:
+        return f"{fig.repetitions} reps"
+    n = fig.sample.stats.n if fig.sample.stats else fig.sample.params.get("iterations")
+    return f"{n} it." if n else "1"
+
+
+def system_table(system: System, hosts: list[str]) -> Table:
+    def mb(x: int | None) -> str:
+        return "unknown" if x is None else f"{x / 2**20:.0f} MiB"
+
+    def gib(x: int | None) -> str:
+        return "unknown" if x is None else f"{x / 2**30:.1f} GiB"
+
+    freq = "unknown"
+    if system.freq_max_hz:
+        freq = f"{system.freq_max_hz / 1e9:.2f} GHz max"
+        if system.freq_base_hz:
+            freq += f", {system.freq_base_hz / 1e9:.2f} GHz base"
+    rows = [
+        ["Host", ", ".join(hosts) or system.hostname or "unknown"],
+        ["CPU", system.cpu_model or "unknown"],
+        ["Micro-architecture", system.microarchitecture or "unknown"],
+        [
+            "Sockets / cores / threads",
+            f"{system.sockets or '?'} / {system.cores or '?'} / {system.threads or '?'}",
+        ],
+        [
+            "L3 (CCX) domains",
+            f"{len(system.l3_domains)} × {mb((system.l3_bytes or 0) // len(system.l3_domains))}"
+            if system.l3_domains
+            else mb(system.l3_bytes),
+        ],
+        ["NUMA nodes", str(len(system.numa_nodes)) if system.numa_nodes else "unknown"],
+        ["Memory", gib(system.memory_bytes)],
+        ["Frequency", freq],
+        ["ISA", " ".join(system.isa) if system.isa else "unknown"],
+        ["OS / kernel", f"{system.os or 'unknown'} / {system.kernel or 'unknown'}"],
+        ["Compilers", ", ".join(system.compilers.values()) or "unknown"],
+        ["MPI", ", ".join(m.label for m in system.mpis) or "none found"],
+    ]
+    if system.gpus:
+        rows.append(["GPUs", ", ".join(str(g.get("name", "?")) for g in system.gpus)])
+    return Table("system", "System", ["", ""], rows)
+
+
+STREAM_KERNELS = ("copy", "scale", "add", "triad")
+
+
+def stream_table(figures: list[Figure]) -> Table | None:
+    by_kernel = {f.sample.metric.split(".")[1]: f for f in figures if f.sample.probe == "stream"}
+    if not by_kernel:
+        return None
+    rows = []
+    for kernel in STREAM_KERNELS:
+        fig = by_kernel.get(kernel)
+        if fig is None:
+            continue
+        p = fig.sample.params
+        rows.append(
+            [
+                kernel.capitalize(),
+                format_value(fig.sample.value, "GB/s"),
+                format_value(fig.sample.value, "MB/s", 1),
+                f"{p.get('avg_time', 0):.6f}",
+                f"{p.get('min_time', 0):.6f}",
+                f"{p.get('max_time', 0):.6f}",
+                _count(fig),
+                _pct(_variation(fig)),
+            ]
+        )
+    any_fig = next(iter(by_kernel.values()))
+    p = any_fig.sample.params
+    notes = [
+        f"{p.get('threads', '?')} threads (OMP_PROC_BIND={p.get('bind', '?')}, "
+        f"OMP_PLACES={p.get('places', '?')}); {p.get('elements', '?')} elements per array "
+        f"({p.get('array_bytes', 0) / 2**20:.0f} MiB); best rate from the minimum time of "
+        f"{p.get('ntimes', '?')} iterations, the first excluded; solution validated.",
+        "MB/s = 10^6 B/s as STREAM prints it; variation = coefficient of variation of the "
+        "per-iteration rates (or of the repetitions).",
+    ]
+    cols = [
+        "Function",
+        "Best Rate GB/s",
+        "Best Rate MB/s",
+        "Avg time s",
+        "Min time s",
+        "Max time s",
+        "n",
+        "variation",
+    ]
+    return Table("stream", "Memory bandwidth (STREAM)", cols, rows, notes)
+
+
+def _mpi_label(s: Sample) -> str:
+    return str(s.params.get("mpi_label") or s.params.get("mpi") or "MPI")
+
+
+def _by_mpi_and_size(figures: list[Figure], metric: str) -> dict[str, dict[int, Figure]]:
+    out: dict[str, dict[int, Figure]] = defaultdict(dict)
+    for f in figures:
+        if f.sample.metric == metric and "size" in f.sample.params:
+            out[_mpi_label(f.sample)][int(f.sample.params["size"])] = f
+    return dict(out)
+
+
+def _best_cells(rows: list[list[float | None]], better: str, offset: int) -> set[tuple[int, int]]:
+    best = set()
+    for r, values in enumerate(rows):
+        present = [(v, c) for c, v in enumerate(values) if v is not None]
+        if len(present) < 2:
+            continue
+        pick = min(present) if better == "lower" else max(present)
+        best.add((r, pick[1] + offset))
+    return best
+
+
+def latency_table(figures: list[Figure], metric: str = "p2p.latency") -> Table | None:
+    data = _by_mpi_and_size(figures, metric)
+    if not data:
+        return None
+    mpis = sorted(data)
+    sizes = sorted({s for per in data.values() for s in per})
+    rows, raw = [], []
+    for size in sizes:
+        values = [data[m][size].sample.value if size in data[m] else None for m in mpis]
+        raw.append(values)
+        rows.append([str(size)] + [format_value(v, "us") if v is not None else "–" for v in values])
+    notes = [
+        "Half the round-trip time of a ping-pong, averaged over the iterations (as osu_latency); "
+        "the best per row is marked when several MPIs ran."
+    ]
+    for m in mpis:
+        cvs = [c for c in (_variation(f) for f in data[m].values()) if c is not None]
+        counts = sorted({_count(f) for f in data[m].values()})
+        if cvs:
+            notes.append(
+                f"{m}: {' / '.join(counts)} per size; variation {_pct(min(cvs))}–{_pct(max(cvs))}"
+            )
+    title = "MPI latency (osu_latency method)"
+    cols = ["#bytes"] + [f"Latency [us] ({m})" for m in mpis]
+    return Table("p2p-latency", title, cols, rows, notes, best=_best_cells(raw, "lower", 1))
+
+
+def bandwidth_table(figures: list[Figure], metric: str) -> Table | None:
+    data = _by_mpi_and_size(figures, metric)
+    if not data:
+        return None
+    mpis = sorted(data)
+    sizes = sorted({s for per in data.values() for s in per})
+    rows, raw = [], []
+    for size in sizes:
+        row = [str(size)]
+        values = []
+        for m in mpis:
+            fig = data[m].get(size)
+            v = fig.sample.value if fig else None
+            values.append(v)
+            row += [format_value(v, "MB/s"), format_value(v, "Gb/s")] if v else ["–", "–"]
+        rows.append(row)
+        raw.append(values)
+    cols = ["#Size"]
+    for m in mpis:
+        cols += [f"Bandwidth (MB/s) ({m})", f"Bandwidth (Gb/s) ({m})"]
+    best = {(r, 1 + 2 * c) for r, c in _best_cells(raw, "higher", 0)}
+    bi = metric == "p2p.bibw"
+    title = "MPI bi-directional bandwidth (osu_bibw method)" if bi else "MPI bandwidth (osu_bw method)"
+    notes = [
+        "MB/s = 10^6 B/s (as OSU prints it); Gb/s = 10^9 bit/s; a window of "
+        f"{_first_param(data, 'window', 64)} messages in flight, then an acknowledgement."
+    ]
+    for m in mpis:
+        cvs = [c for c in (_variation(f) for f in data[m].values()) if c is not None]
+        if cvs:
+            notes.append(f"{m}: variation {_pct(min(cvs))}–{_pct(max(cvs))} across iterations")
+    key = "p2p-bibw" if bi else "p2p-bandwidth"
+    return Table(key, title, cols, rows, notes, best=best)
+
+
+def _first_param(data: dict[str, dict[int, Figure]], name: str, default: object) -> object:
+    for per in data.values():
+        for fig in per.values():
+            if name in fig.sample.params:
+                return fig.sample.params[name]
+    return default
+
+
+def latency_stats_tables(figures: list[Figure], metric: str = "p2p.latency") -> list[Table]:
+    """One ``ib_send_lat``-style table per MPI: the distribution behind each latency."""
+    tables = []
+    for mpi, per in sorted(_by_mpi_and_size(figures, metric).items()):
+        rows = []
+        for size in sorted(per):
+            st = per[size].sample.stats
+            if st is None:
+                continue
+            cells = [st.min, st.max, st.median, st.mean, st.stddev, st.p99, st.p999]
+            rows.append(
+                [str(size), str(st.n)]
+                + [format_value(c, "us") if c is not None else "–" for c in cells]
+            )
+        if rows:
+            cols = [
+                "#bytes",
+                "#iterations",
+                "t_min[usec]",
+                "t_max[usec]",
+                "t_typical[usec]",
+                "t_avg[usec]",
+                "t_stdev[usec]",
+                "99% percentile[usec]",
+                "99.9% percentile[usec]",
+            ]
+            tables.append(
+                Table(
+                    f"p2p-latency-stats-{mpi}",
+                    f"Latency statistics, {mpi} (ib_send_lat layout)",
+                    cols,
+                    rows,
+                    ["t_typical is the median; percentiles by nearest rank over every iteration."],
+                )
+            )
+    return tables
+
+
+def generic_table(figures: list[Figure], shown: set[str]) -> Table | None:
+    """Every figure no dedicated table shows, so nothing measured is left out of a report."""
+    rest = [f for f in figures if f.sample.metric not in shown]
+    if not rest:
+        return None
+    rows = []
+    for f in sorted(rest, key=lambda f: (f.sample.metric, str(f.sample.params))):
+        info = metric_info(f.sample.metric)
+        unit = info.display if f.sample.unit == info.unit else f.sample.unit
+        value = (
+            format_value(f.sample.value, unit)
+            if f.sample.unit == info.unit
+            else f"{f.sample.value:g}"
+        )
+        params = ", ".join(
+            f"{k}={v}" for k, v in sorted(f.sample.params.items()) if not isinstance(v, list | dict)
+        )
+        rows.append([f.sample.metric, params, value, unit, _count(f), _pct(_variation(f))])
+    cols = ["metric", "params", "value", "unit", "n", "variation"]
+    return Table("other", "Other measurements", cols, rows)
+
+
+def failures_table(results: list[JobResult]) -> Table | None:
+    failed = [r for r in results if r.status != "ok"]
+    if not failed:
+        return None
+    rows = [[r.job_id, r.status, r.reason.splitlines()[0] if r.reason else ""] for r in failed]
+    notes = [f"Full stderr of each: {r.stderr_path}" for r in failed]
+    return Table("failures", "Jobs that did not succeed", ["job", "status", "reason"], rows, notes)
+
+
+def commands_of(results: list[JobResult], probe_prefix: str) -> list[str]:
+    seen, out = set(), []
+    for r in results:
+        if r.job_id.split("-", 2)[1:2] == [probe_prefix] and r.argv:
+            # One command per distinct launcher, as the seed pages show one per table.
+            key = r.argv[0]
+            if key not in seen:
+                seen.add(key)
+                out.append(shlex.join(r.argv))
+    return out
+
+
+def build_tables(run: LoadedRun) -> list[Table]:
+    figures = fold_repetitions(run.samples)
+    hosts = sorted({h for r in run.results for h in r.hosts})
+    tables = [system_table(run.system, hosts)]
+    shown: set[str] = set()
+    stream = stream_table(figures)
+    if stream:
+        stream.commands = commands_of(run.results, "stream")
+        tables.append(stream)
+        shown |= {f"memory.{k}" for k in STREAM_KERNELS}
+    lat = latency_table(figures)
+    if lat:
+        lat.commands = commands_of(run.results, "p2p")
+        tables.append(lat)
+        shown.add("p2p.latency")
+    for metric in ("p2p.bandwidth", "p2p.bibw"):
+        bw = bandwidth_table(figures, metric)
+        if bw:
+            tables.append(bw)
+            shown.add(metric)
+    tables += latency_stats_tables(figures)
+    other = generic_table(figures, shown)
+    if other:
+        tables.append(other)
+    failures = failures_table(run.results)
+    if failures:
+        tables.append(failures)
+    return tables
+
+
+__all__ = ["Table", "build_tables", "to_display"]
