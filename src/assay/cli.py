@@ -85,14 +85,18 @@ def doctor() -> None:
     for key, value in system.to_dict().items():
         if key in ("mpis", "hosts", "notes", "l3_domains", "numa_nodes"):
             continue
-        shown = ", ".join(f"{k} {v}" for k, v in value.items()) if isinstance(value, dict) else (
-            " ".join(map(str, value)) if isinstance(value, list) else value
+        shown = (
+            ", ".join(f"{k} {v}" for k, v in value.items())
+            if isinstance(value, dict)
+            else (" ".join(map(str, value)) if isinstance(value, list) else value)
         )
         t.add_row(key, "unknown" if shown in (None, "") else str(shown))
     if system.l3_domains:
         t.add_row("l3_domains", "; ".join(_cpus(d) for d in system.l3_domains))
     if system.numa_nodes:
-        t.add_row("numa_nodes", "; ".join(f"{n['id']}: {_cpus(n['cpus'])}" for n in system.numa_nodes))
+        t.add_row(
+            "numa_nodes", "; ".join(f"{n['id']}: {_cpus(n['cpus'])}" for n in system.numa_nodes)
+        )
     out.print(t)
     m = Table(title="MPI implementations", title_justify="left")
     for col in ("name", "version", "compiler", "launcher", "found via"):
@@ -116,7 +120,7 @@ def _cpus(cpus: list[int]) -> str:
         return "-"
     cpus = sorted(cpus)
     spans, start, prev = [], cpus[0], cpus[0]
-    for c in cpus[1:] + [None]:  # type: ignore[list-item]
+    for c in [*cpus[1:], None]:
         if c is not None and c == prev + 1:
             prev = c
             continue
@@ -180,7 +184,12 @@ def run(
         return
     store = _store()
     writer = store.create(
-        suite=spec.name, suite_text=text, system=system, argv=sys.argv, n_jobs=len(jobs), label=label
+        suite=spec.name,
+        suite_text=text,
+        system=system,
+        argv=sys.argv,
+        n_jobs=len(jobs),
+        label=label,
     )
     console.print(f"run {writer.info.run_id}: suite {spec.name} ({origin}), {len(jobs)} jobs")
     started = time.monotonic()
@@ -222,7 +231,9 @@ def _summary(outcome, elapsed: float, path: Path) -> None:
         t.add_column(col, justify="right" if col in ("wall s", "samples") else "left")
     for r in outcome.results:
         style = "green" if r.status == "ok" else "red"
-        t.add_row(r.job_id, f"[{style}]{r.status}[/{style}]", f"{r.wall_time:.1f}", str(r.n_samples))
+        t.add_row(
+            r.job_id, f"[{style}]{r.status}[/{style}]", f"{r.wall_time:.1f}", str(r.n_samples)
+        )
     console.print(t)
     console.print(
         f"{len(outcome.results) - len(outcome.failed)}/{len(outcome.results)} jobs ok, "
@@ -252,8 +263,14 @@ def runs_cmd(
     for r in rows:
         status = r["status"] if r["status"] != "running" else "running/killed"
         t.add_row(
-            r["run_id"], r["suite"], status, r["hostname"], str(r["n_jobs"]),
-            str(r["n_failed"]), str(r["n_samples"]), r["label"],
+            r["run_id"],
+            r["suite"],
+            status,
+            r["hostname"],
+            str(r["n_jobs"]),
+            str(r["n_failed"]),
+            str(r["n_samples"]),
+            r["label"],
         )
     out.print(t)
 

@@ -40,7 +40,12 @@ class ParseError(AssayError):
     """Third-party output that a parser cannot read; names the source and line."""
 
     def __init__(
-        self, message: str, *, source: str = "<text>", line: int | None = None, hint: str | None = None
+        self,
+        message: str,
+        *,
+        source: str = "<text>",
+        line: int | None = None,
+        hint: str | None = None,
     ) -> None:
         where = f"{source}:{line}" if line is not None else source
         super().__init__(f"{where}: {message}", hint=hint)

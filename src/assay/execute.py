@@ -37,9 +37,16 @@ JobHook = Callable[[int, int, Job], None]
 ResultHook = Callable[[int, int, Job, JobResult], None]
 
 
-def stderr_tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
-    tail = [ln for ln in text.splitlines() if ln.strip()][-lines:]
-    return "\n".join(tail)
+def stderr_tail(text: str, probe: str = "", lines: int = STDERR_TAIL_LINES) -> str:
+    """The end of stderr, without launcher rulers, and always the probe's own diagnostics.
+
+    Our probes prefix what they say with their name ("p2p: ..."); an MPI launcher may bury
+    that line under its own boilerplate, so it is brought forward.
+    """
+    kept = [ln for ln in text.splitlines() if ln.strip() and set(ln.strip()) != {"-"}]
+    own = [ln for ln in kept if probe and ln.startswith(f"{probe}:")]
+    tail = kept[-lines:]
+    return "\n".join([ln for ln in own if ln not in tail] + tail)
 
 
 def _resolve_argv(job: Job, exe: str | None, mpis: list[MpiInfo], cores: int | None) -> list[str]:
@@ -92,7 +99,7 @@ def run_job(
         outcome.hosts,
     )
     stdout = (job_dir / "stdout").read_text(errors="replace")
-    tail = stderr_tail((job_dir / "stderr").read_text(errors="replace"))
+    tail = stderr_tail((job_dir / "stderr").read_text(errors="replace"), job.probe)
     samples: list[Sample] = []
     parse_error = ""
     if stdout.strip():

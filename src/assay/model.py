@@ -216,13 +216,20 @@ class MpiInfo:
     version: str = "unknown"
     mpicc: str = ""
     launcher: str = ""
-    flavor: str = "unknown"  # "openmpi" | "mpich" | "intel" | "mvapich" | "unknown": launcher syntax
+    flavor: str = (
+        "unknown"  # "openmpi" | "mpich" | "intel" | "mvapich" | "unknown": launcher syntax
+    )
     launcher_flags: list[str] = field(default_factory=list)
     source: str = ""  # "alternatives", "path", "config"
 
     @property
     def label(self) -> str:
-        pretty = {"openmpi": "OpenMPI", "mpich": "MPICH", "intel": "Intel MPI", "mvapich": "MVAPICH2"}
+        pretty = {
+            "openmpi": "OpenMPI",
+            "mpich": "MPICH",
+            "intel": "Intel MPI",
+            "mvapich": "MVAPICH2",
+        }
         return f"{pretty.get(self.name, self.name)} {self.version}".strip()
 
 

@@ -89,7 +89,9 @@ def _apply_set(suite: SuiteSpec, assignment: str) -> None:
 
 def _sweep_points(bench: BenchSpec) -> list[dict[str, Any]]:
     keys = list(bench.sweep)
-    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*bench.sweep.values())]
+    return [
+        dict(zip(keys, combo, strict=True)) for combo in itertools.product(*bench.sweep.values())
+    ]
 
 
 def _slug(text: str) -> str:

@@ -14,16 +14,19 @@ def mpi_argv(job: Job, mpi: MpiInfo, *, cores: int | None = None) -> list[str]:
     rank ran is recorded with the run.
     """
     ranks = str(job.ranks)
+    oversubscribed = cores is not None and job.ranks > cores * job.nodes
+    # More ranks than cores cannot be bound one per core: OpenMPI refuses, so bind none.
+    bind = "none" if oversubscribed else "core"
     if mpi.flavor == "openmpi":
-        argv = [mpi.launcher, "-np", ranks, "--bind-to", "core", "--report-bindings"]
+        argv = [mpi.launcher, "-np", ranks, "--bind-to", bind, "--report-bindings"]
         if os.geteuid() == 0:
             argv.append("--allow-run-as-root")
-        if cores is not None and job.ranks > cores:
+        if oversubscribed:
             argv.append("--oversubscribe")
         if job.ppn:
             argv += ["--map-by", f"ppr:{job.ppn}:node"]
     elif mpi.flavor in ("mpich", "mvapich", "intel"):
-        argv = [mpi.launcher, "-n", ranks, "-bind-to", "core"]
+        argv = [mpi.launcher, "-n", ranks, "-bind-to", bind]
         if job.ppn:
             argv += ["-ppn", str(job.ppn)]
     else:

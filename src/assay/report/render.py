@@ -69,8 +69,10 @@ def render_term(run: LoadedRun, tables: list[Table], width: int | None = None) -
             rt.add_column(escape(c), justify="left" if left else "right")
         for r, row in enumerate(t.rows):
             rt.add_row(
-                *[f"[bold]{escape(c)}*[/bold]" if (r, i) in t.best else escape(c)
-                  for i, c in enumerate(row)]
+                *[
+                    f"[bold]{escape(c)}*[/bold]" if (r, i) in t.best else escape(c)
+                    for i, c in enumerate(row)
+                ]
             )
         console.print()
         for cmd in t.commands:
@@ -95,14 +97,23 @@ def render_csv(run: LoadedRun) -> str:
     buf = io.StringIO()
     stat_names = ["n", "min", "max", "mean", "median", "stddev", "p99", "p999"]
     w = csv.writer(buf)
-    w.writerow(["run_id", "job_id", "probe", "metric", "value", "unit", "better", "params"] + [
-        f"stats_{s}" for s in stat_names
-    ])
+    w.writerow(
+        ["run_id", "job_id", "probe", "metric", "value", "unit", "better", "params"]
+        + [f"stats_{s}" for s in stat_names]
+    )
     for s in run.samples:
         st = s.stats.to_dict() if s.stats else {}
         w.writerow(
-            [s.run_id, s.job_id, s.probe, s.metric, repr(s.value), s.unit, s.better,
-             json.dumps(s.params, sort_keys=True)]
+            [
+                s.run_id,
+                s.job_id,
+                s.probe,
+                s.metric,
+                repr(s.value),
+                s.unit,
+                s.better,
+                json.dumps(s.params, sort_keys=True),
+            ]
             + [st.get(n, "") for n in stat_names]
         )
     return buf.getvalue()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from assay.analysis.stats import Figure, fold_repetitions
 from assay.model import JobResult, Sample, System
 from assay.store import LoadedRun
-from assay.units import format_value, human_bytes, metric_info, to_display
+from assay.units import format_value, metric_info, to_display
 
 
 @dataclass
@@ -204,7 +204,9 @@ def bandwidth_table(figures: list[Figure], metric: str) -> Table | None:
         cols += [f"Bandwidth (MB/s) ({m})", f"Bandwidth (Gb/s) ({m})"]
     best = {(r, 1 + 2 * c) for r, c in _best_cells(raw, "higher", 0)}
     bi = metric == "p2p.bibw"
-    title = "MPI bi-directional bandwidth (osu_bibw method)" if bi else "MPI bandwidth (osu_bw method)"
+    title = (
+        "MPI bi-directional bandwidth (osu_bibw method)" if bi else "MPI bandwidth (osu_bw method)"
+    )
     notes = [
         "MB/s = 10^6 B/s (as OSU prints it); Gb/s = 10^9 bit/s; a window of "
         f"{_first_param(data, 'window', 64)} messages in flight, then an acknowledgement."

@@ -31,8 +31,9 @@ def utc_now() -> str:
 
 
 def new_run_id(now: datetime | None = None) -> str:
+    """Sortable by creation time to the millisecond; two hex digits keep concurrent runs apart."""
     now = now or datetime.now(UTC)
-    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    return f"{now:%Y%m%d-%H%M%S}-{now.microsecond // 1000:03d}{secrets.token_hex(1)}"
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -134,7 +135,9 @@ class RunStore:
             path = self.runs_dir / run_id
             path.mkdir()
         except OSError as exc:
-            raise StoreError(f"cannot create a run directory under {self.runs_dir}: {exc}") from None
+            raise StoreError(
+                f"cannot create a run directory under {self.runs_dir}: {exc}"
+            ) from None
         info = RunInfo(
             run_id=run_id,
             created=utc_now(),

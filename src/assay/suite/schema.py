@@ -1,15 +1,15 @@
 """The suite schema. Unknown keys are errors, so a typo never silently changes a run.
 
-    name = "quick"
-    description = "STREAM and MPI point-to-point in a few minutes"
-    repeat = 1
+name = "quick"
+description = "STREAM and MPI point-to-point in a few minutes"
+repeat = 1
 
-    [[bench]]
-    probe = "p2p"
-    mpi = "all"            # every MPI found; or ["openmpi", "mpich"]
-    ranks = 2
-    params = { max_size = 4194304 }
-    sweep = { mode = ["latency", "bandwidth"] }   # one job per value (cartesian product)
+[[bench]]
+probe = "p2p"
+mpi = "all"            # every MPI found; or ["openmpi", "mpich"]
+ranks = 2
+params = { max_size = 4194304 }
+sweep = { mode = ["latency", "bandwidth"] }   # one job per value (cartesian product)
 """
 
 from __future__ import annotations

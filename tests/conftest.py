@@ -1,0 +1,51 @@
+"""Shared test fixtures: an isolated ASSAY_HOME and a way to run the real CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Small, fast settings for real runs in tests (the real probes, real MPIs, tiny sizes).
+FAST_SETS = [
+    "--set", "stream.elements=200000",
+    "--set", "stream.ntimes=4",
+    "--set", "p2p.max_size=4096",
+    "--set", "p2p.iterations=200",
+    "--set", "p2p.warmup=10",
+    "--set", "p2p.iterations_large=20",
+    "--set", "p2p.warmup_large=2",
+]  # fmt: skip
+
+
+@pytest.fixture
+def assay_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "assay-home"
+    monkeypatch.setenv("ASSAY_HOME", str(home))
+    monkeypatch.setenv("ASSAY_CONFIG", str(tmp_path / "no-config.toml"))
+    # Keep the compile cache shared across tests: compiling is not what they test.
+    return home
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("build-cache")
+
+
+def run_cli(*args: str, home: Path, timeout: float = 300, check: bool = False):
+    """Run ``python -m assay ARGS`` as a user would, in a separate process."""
+    env = {**os.environ, "ASSAY_HOME": str(home), "COLUMNS": "200"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "assay", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"assay {' '.join(args)} -> {proc.returncode}\n{proc.stderr}")
+    return proc

@@ -1,0 +1,186 @@
+"""The user's path end to end: real probes, real OpenMPI and MPICH, real files, real CLI."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import FAST_SETS, run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def _kill_leftovers(home: Path) -> None:
+    """Probes of a killed assay keep running in their own session; end them after a test."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if str(home) in cmd and int(proc.name) != os.getpid():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(proc.name), signal.SIGKILL)
+
+
+def test_quick_suite_end_to_end_with_both_mpis(assay_home: Path):
+    proc = run_cli("run", "quick", *FAST_SETS, home=assay_home)
+    assert proc.returncode == 0, proc.stderr
+    assert "5/5 jobs ok" in proc.stderr
+
+    md = run_cli("report", "--format", "md", home=assay_home, check=True).stdout
+    assert "## Memory bandwidth (STREAM)" in md
+    assert "| Triad |" in md
+    header = next(line for line in md.splitlines() if line.startswith("| #bytes | Latency"))
+    assert "Latency [us] (MPICH 4" in header and "Latency [us] (OpenMPI 4" in header
+    assert "Bandwidth (MB/s) (OpenMPI" in md and "Bandwidth (Gb/s) (MPICH" in md
+    assert "t_typical[usec]" in md
+    rows = [ln for ln in md.splitlines() if ln.startswith("| 4096 |")]
+    assert rows, "the 4096-byte row is missing"
+
+    doc = json.loads(run_cli("report", "-f", "json", home=assay_home, check=True).stdout)
+    metrics = {s["metric"] for s in doc["samples"]}
+    assert {"memory.triad", "p2p.latency", "p2p.bandwidth"} <= metrics
+    lat0 = [s for s in doc["samples"] if s["metric"] == "p2p.latency" and s["params"]["size"] == 0]
+    assert {s["params"]["mpi"] for s in lat0} == {"openmpi", "mpich"}
+    assert all(0 < s["value"] < 1e-3 for s in lat0)  # seconds, canonical SI
+    assert doc["system"]["hostname"] and doc["system"]["mpis"]
+
+    table = list(
+        csv.DictReader(io.StringIO(run_cli("report", "-f", "csv", home=assay_home).stdout))
+    )
+    assert len(table) == len(doc["samples"])
+
+    term = run_cli("report", home=assay_home, check=True).stdout
+    assert "Latency [us] (OpenMPI" in term  # brackets survive the terminal renderer
+
+    runs = run_cli("runs", home=assay_home, check=True).stdout
+    assert "quick" in runs and "complete" in runs
+    hist = run_cli("history", "memory.triad", home=assay_home, check=True).stdout
+    assert doc["run"]["run_id"] in hist
+
+
+def test_a_crashing_job_is_recorded_and_the_run_goes_on(assay_home: Path, tmp_path: Path):
+    suite = tmp_path / "s.toml"
+    suite.write_text(
+        'name = "crash"\n'
+        '[[bench]]\nprobe = "p2p"\nmpi = "openmpi"\nranks = 3\n'
+        "params = { max_size = 8, iterations = 10 }\n"
+        '[[bench]]\nprobe = "stream"\nparams = { elements = 100000, ntimes = 3 }\n'
+    )
+    proc = run_cli("run", str(suite), home=assay_home)
+    assert proc.returncode == 1, proc.stderr  # some jobs failed
+    assert "1/2 jobs ok" in proc.stderr
+    doc = json.loads(run_cli("report", "-f", "json", home=assay_home).stdout)
+    failed = [j for j in doc["jobs"] if j["status"] != "ok"]
+    assert len(failed) == 1 and "exit code" in failed[0]["reason"]
+    assert (
+        "p2p: needs exactly 2 MPI ranks, got 3" in failed[0]["reason"]
+    )  # the probe's own stderr tail is kept
+    assert any(s["metric"] == "memory.triad" for s in doc["samples"])
+    md = run_cli("report", "-f", "md", home=assay_home).stdout
+    assert "## Jobs that did not succeed" in md
+
+
+def test_a_hanging_job_is_killed_at_its_timeout(assay_home: Path):
+    start = time.monotonic()
+    proc = run_cli(
+        "run", "quick", "--only", "p2p", "--mpi", "mpich",
+        "--set", "mode=latency", "--set", "iterations=100000000", "--set", "timeout=2",
+        home=assay_home,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert time.monotonic() - start < 60
+    doc = json.loads(run_cli("report", "-f", "json", home=assay_home).stdout)
+    assert doc["jobs"][0]["status"] == "timeout"
+    assert "2 s timeout" in doc["jobs"][0]["reason"]
+
+
+def _start_slow_run(home: Path, tmp_path: Path) -> subprocess.Popen:
+    suite = tmp_path / "slow.toml"
+    suite.write_text(
+        'name = "slow"\n'
+        '[[bench]]\nprobe = "stream"\nparams = { elements = 100000, ntimes = 3 }\n'
+        '[[bench]]\nprobe = "p2p"\nmpi = "openmpi"\n'
+        "params = { max_size = 8, iterations = 100000000 }\n"
+    )
+    env = {**os.environ, "ASSAY_HOME": str(home)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "assay", "run", str(suite)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_first_job(home: Path, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        files = list(home.glob("runs/*/jobs.jsonl"))
+        if files and files[0].read_text().count("\n") >= 1:
+            time.sleep(1.0)  # let the second job start
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    raise AssertionError("the first job never finished")
+
+
+def test_sigkill_of_assay_keeps_every_finished_job(assay_home: Path, tmp_path: Path):
+    proc = _start_slow_run(assay_home, tmp_path)
+    try:
+        _wait_for_first_job(assay_home, proc)
+        proc.kill()  # SIGKILL: no handler runs
+        proc.wait(timeout=10)
+    finally:
+        _kill_leftovers(assay_home)
+    md = run_cli("report", "-f", "md", home=assay_home, check=True).stdout
+    assert "| Triad |" in md
+    assert "did not finish" in md
+    runs = run_cli("runs", home=assay_home, check=True).stdout
+    assert "running/killed" in runs
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_results(assay_home: Path, tmp_path: Path):
+    proc = _start_slow_run(assay_home, tmp_path)
+    try:
+        _wait_for_first_job(assay_home, proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        _kill_leftovers(assay_home)
+    assert proc.returncode == 130, err
+    doc = json.loads(run_cli("report", "-f", "json", home=assay_home).stdout)
+    assert doc["run"]["status"] == "interrupted"
+    assert [j["status"] for j in doc["jobs"]] == ["ok", "interrupted"]
+    assert any(s["metric"] == "memory.triad" for s in doc["samples"])
+
+
+def test_bad_input_gets_a_message_not_a_traceback(assay_home: Path, tmp_path: Path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "b"\n[[bench]]\nprobe = "stream"\nthreds = 2\n')
+    proc = run_cli("run", str(bad), home=assay_home)
+    assert proc.returncode == 2
+    assert f"{bad}:4" in proc.stderr and "threds" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = run_cli("report", home=assay_home)
+    assert proc.returncode == 3 and "no runs yet" in proc.stderr
+    proc = run_cli("run", "quick", "--mpi", "intel", home=assay_home)
+    assert proc.returncode == 2 and "intel not found" in proc.stderr
+
+
+def test_doctor_lists_what_it_found(assay_home: Path):
+    proc = run_cli("doctor", home=assay_home, check=True)
+    assert "openmpi" in proc.stdout and "mpich" in proc.stdout
+    assert "Requirements" in proc.stdout

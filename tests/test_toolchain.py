@@ -1,0 +1,74 @@
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assay.errors import ConfigError, ToolchainError
+from assay.model import Build
+from assay.toolchain import build_probe, discover_mpis, identify_launcher
+
+needs_both = pytest.mark.skipif(
+    not (shutil.which("mpicc.openmpi") and shutil.which("mpicc.mpich")),
+    reason="apt-get install openmpi-bin libopenmpi-dev mpich libmpich-dev",
+)
+
+
+@needs_both
+def test_discovers_openmpi_and_mpich_with_versions():
+    found = {m.name: m for m in discover_mpis({})}
+    assert found["openmpi"].flavor == "openmpi"
+    assert found["mpich"].flavor == "mpich"
+    assert found["openmpi"].version[0].isdigit() and "." in found["openmpi"].version
+    assert found["mpich"].version[0].isdigit()
+    assert found["openmpi"].source == "alternatives"
+    # the plain mpicc is one of the two through alternatives: not listed a third time
+    assert len([m for m in found.values() if m.flavor == "openmpi"]) == 1
+
+
+@needs_both
+def test_config_declares_an_mpi():
+    cfg = {
+        "mpi": [
+            {
+                "name": "my-ompi",
+                "mpicc": "mpicc.openmpi",
+                "launcher": shutil.which("mpirun.openmpi"),
+                "launcher_flags": ["--mca", "btl", "self,vader"],
+            }
+        ]
+    }
+    found = discover_mpis(cfg)
+    mine = next(m for m in found if m.name == "my-ompi")
+    assert mine.source == "config" and mine.flavor == "openmpi"
+    assert mine.launcher_flags == ["--mca", "btl", "self,vader"]
+    with pytest.raises(ConfigError, match="lacks the key 'launcher'"):
+        discover_mpis({"mpi": [{"name": "x", "mpicc": "y"}]})
+
+
+def test_unknown_launcher_is_unknown_not_a_crash(tmp_path: Path):
+    fake = tmp_path / "mpirun"
+    fake.write_text("#!/bin/sh\necho something else\n")
+    fake.chmod(0o755)
+    assert identify_launcher(str(fake)) == ("unknown", "unknown")
+    assert identify_launcher(str(tmp_path / "missing")) == ("unknown", "unknown")
+
+
+def test_build_is_cached_and_keyed_by_flags(tmp_path: Path):
+    build = Build("stream.c", "cc", ("-O2", "-fopenmp"), ("-lm",))
+    exe = build_probe(build, [], cache_dir=tmp_path)
+    assert exe.exists()
+    stamp = exe.stat().st_mtime_ns
+    assert build_probe(build, [], cache_dir=tmp_path) == exe
+    assert exe.stat().st_mtime_ns == stamp  # not recompiled
+    other = build_probe(
+        Build("stream.c", "cc", ("-O1", "-fopenmp"), ("-lm",)), [], cache_dir=tmp_path
+    )
+    assert other != exe and other.exists()
+
+
+def test_compile_error_shows_the_compilers_message(tmp_path: Path):
+    with pytest.raises(ToolchainError) as err:
+        build_probe(Build("stream.c", "cc", ("-fno-such-flag-xyz",)), [], cache_dir=tmp_path)
+    assert "compiling stream.c" in str(err.value)
+    assert "-fno-such-flag-xyz" in str(err.value)  # gcc's own complaint names the flag
+    assert not any(tmp_path.rglob(".build-*"))  # no half-built file is left behind
