@@ -1,13 +1,36 @@
-"""The probe registry: every probe assay can plan, by name."""
+"""The probe registry: every probe assay can plan, by name.
+
+Each module of this package that defines a ``Probe`` subclass with a ``name`` registers it;
+adding a probe means adding a module, nothing else.
+"""
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+
 from assay.errors import SuiteError
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
-from assay.probes.p2p import P2PProbe
-from assay.probes.stream import StreamProbe
 
-PROBES: dict[str, Probe] = {p.name: p for p in (StreamProbe(), P2PProbe())}
+
+def _discover() -> dict[str, Probe]:
+    found: dict[str, Probe] = {}
+    for module_info in pkgutil.iter_modules(__path__):
+        if module_info.name.startswith("_") or module_info.name == "base":
+            continue
+        module = importlib.import_module(f"{__name__}.{module_info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if (
+                issubclass(cls, Probe)
+                and not inspect.isabstract(cls)
+                and cls.__module__ == module.__name__
+            ):
+                found[cls.name] = cls()
+    return dict(sorted(found.items()))
+
+
+PROBES: dict[str, Probe] = _discover()
 
 
 def get_probe(name: str) -> Probe:
@@ -15,7 +38,7 @@ def get_probe(name: str) -> Probe:
         return PROBES[name]
     except KeyError:
         raise SuiteError(
-            f"unknown probe {name!r}", hint=f"known probes: {', '.join(sorted(PROBES))}"
+            f"unknown probe {name!r}", hint=f"known probes: {', '.join(PROBES)}"
         ) from None
 
 
