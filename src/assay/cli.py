@@ -297,6 +297,51 @@ def report(
         sys.stdout.write(text)
 
 
+@app.command("import")
+def import_cmd(
+    files: Annotated[list[Path], typer.Argument(help="Output files of the tool.")],
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="Which tool wrote them, or 'auto'.")
+    ] = "auto",
+    label: Annotated[
+        str, typer.Option(help="Column label in reports (e.g. 'MVAPICH2 2.3'); default: file name.")
+    ] = "",
+    system_from: Annotated[
+        str | None,
+        typer.Option("--system-from", help="Take the system record from this stored run."),
+    ] = None,
+) -> None:
+    """Store third-party outputs (OSU, IMB, perftest, STREAM, HPL, HPCC, fio, ...) as a run.
+
+    Example: assay import --format osu --label "MVAPICH2 2.3" osu_latency.txt
+    """
+    from assay.importer import import_files
+    from assay.model import System
+    from assay.parsers import FORMATS
+
+    if fmt != "auto" and fmt not in FORMATS:
+        raise AssayError(f"unknown format {fmt!r}", hint=f"formats: auto, {', '.join(FORMATS)}")
+    store = _store()
+    if system_from:
+        system = store.load(system_from).system
+    else:
+        system = System(notes=["imported output: the system it ran on was not recorded"])
+    run_id, outcomes = import_files(store, files, fmt, system=system, label=label, argv=sys.argv)
+    for o in outcomes:
+        style = {"ok": "green", "partial": "yellow"}.get(o.status, "red")
+        console.print(
+            Text(f"  {o.status:8}", style=style) + Text(f"{o.path}: {o.n_samples} samples")
+        )
+        if o.message:
+            console.print(Text(f"    {o.message}"))
+    console.print(f"stored as run {run_id}; see it with: assay report {run_id}")
+    _index(store).close()
+    if all(o.status == "failed" for o in outcomes):
+        raise typer.Exit(2)
+    if any(o.status != "ok" for o in outcomes):
+        raise typer.Exit(1)
+
+
 @app.command()
 def history(
     metric: Annotated[str, typer.Argument(help="A metric, e.g. memory.triad or p2p.latency.")],
