@@ -184,3 +184,19 @@ def test_doctor_lists_what_it_found(assay_home: Path):
     proc = run_cli("doctor", home=assay_home, check=True)
     assert "openmpi" in proc.stdout and "mpich" in proc.stdout
     assert "Requirements" in proc.stdout
+
+
+def test_network_collectives_side_by_side(assay_home: Path):
+    proc = run_cli(
+        "run", "network", "--only", "coll",
+        "--set", "coll.max_size=1024", "--set", "coll.iterations=50", "--set", "coll.warmup=5",
+        home=assay_home,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    md = run_cli("report", "-f", "md", home=assay_home, check=True).stdout
+    for op in ("allreduce", "alltoall"):
+        assert f"## MPI {op} latency (osu_{op} -f method)" in md
+    header = next(ln for ln in md.splitlines() if ln.startswith("| #bytes | Avg Latency"))
+    assert "(MPICH 4" in header and "(OpenMPI 4" in header
+    row = next(ln for ln in md.splitlines() if ln.startswith("| 1024 |"))
+    assert row.count("**") == 2  # exactly one best cell marked in the row

@@ -265,6 +265,48 @@ def latency_stats_tables(figures: list[Figure], metric: str = "p2p.latency") -> 
     return tables
 
 
+def collective_tables(figures: list[Figure]) -> list[Table]:
+    """One table per collective: average latency across ranks per MPI, with min and max
+    across ranks (osu_allreduce -f's Min/Max/Avg, IMB's t_min/t_max/t_avg)."""
+    ops = sorted({f.sample.metric for f in figures if f.sample.metric.startswith("coll.")})
+    tables = []
+    for metric in ops:
+        data = _by_mpi_and_size(figures, metric)
+        mpis = sorted(data)
+        sizes = sorted({s for per in data.values() for s in per})
+        rows, raw = [], []
+        for size in sizes:
+            row, values = [str(size)], []
+            for m in mpis:
+                fig = data[m].get(size)
+                st = fig.sample.stats if fig else None
+                values.append(fig.sample.value if fig else None)
+                row.append(format_value(fig.sample.value, "us") if fig else "–")
+                lo = format_value(st.min, "us") if st and st.min is not None else "–"
+                hi = format_value(st.max, "us") if st and st.max is not None else "–"
+                row.append(f"{lo} / {hi}")
+            rows.append(row)
+            raw.append(values)
+        cols = ["#bytes"]
+        for m in mpis:
+            cols += [f"Avg Latency [us] ({m})", f"Min / Max [us] ({m})"]
+        op = metric.split(".", 1)[1]
+        ranks = sorted(
+            {str(f.sample.params.get("ranks")) for f in figures if f.sample.metric == metric}
+        )
+        notes = [
+            f"{', '.join(ranks)} ranks; each rank times its own calls (barrier outside the timed "
+            "region), then min / max / average across ranks; the best average per row is marked."
+        ]
+        best = {(r, 1 + 2 * c) for r, c in _best_cells(raw, "lower", 0)}
+        tables.append(
+            Table(
+                f"coll-{op}", f"MPI {op} latency (osu_{op} -f method)", cols, rows, notes, best=best
+            )
+        )
+    return tables
+
+
 def generic_table(figures: list[Figure], shown: set[str]) -> Table | None:
     """Every figure no dedicated table shows, so nothing measured is left out of a report."""
     rest = [f for f in figures if f.sample.metric not in shown]
@@ -328,6 +370,11 @@ def build_tables(run: LoadedRun) -> list[Table]:
         if bw:
             tables.append(bw)
             shown.add(metric)
+    colls = collective_tables(figures)
+    for t in colls:
+        t.commands = commands_of(run.results, "coll")[:1]
+    tables += colls
+    shown |= {f.sample.metric for f in figures if f.sample.metric.startswith("coll.")}
     tables += latency_stats_tables(figures)
     other = generic_table(figures, shown)
     if other:

@@ -1,0 +1,55 @@
+"""MPI collectives (osu_allreduce -f method): per-rank timing, min / max / average across ranks."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from assay.model import Build, Job, MpiInfo, Sample
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
+from assay.probes.p2p import options_argv
+
+DEFAULT_RANKS = 2
+
+
+class CollParams(ProbeParams):
+    """None means the probe's default, which is OSU 5.x's."""
+
+    op: Literal["allreduce", "alltoall", "allgather", "bcast", "reduce", "barrier"] = "allreduce"
+    min_size: int | None = Field(default=None, ge=1)
+    max_size: int | None = Field(default=None, ge=1)
+    iterations: int | None = Field(default=None, ge=1)
+    warmup: int | None = Field(default=None, ge=0)
+    iterations_large: int | None = Field(default=None, ge=1)
+    warmup_large: int | None = Field(default=None, ge=0)
+    large_threshold: int | None = Field(default=None, ge=0)
+
+
+class CollProbe(Probe):
+    name = "coll"
+    summary = "MPI collectives: allreduce, alltoall, allgather, bcast, reduce, barrier (OSU method)"
+    Params = CollParams
+    uses_mpi = True
+    default_timeout = 900.0
+
+    def drafts(
+        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
+    ) -> list[JobDraft]:
+        assert isinstance(params, CollParams)
+        n = ranks or DEFAULT_RANKS
+        return [
+            JobDraft(
+                argv=["{exe}", *options_argv(params)],
+                params={"op": params.op, "mpi": mpi.name, "mpi_label": mpi.label},
+                launcher="mpi",
+                mpi=mpi.name,
+                ranks=n,
+                build=Build("coll.c", mpi.name, ("-O2",), ("-lm",)),
+                label=f"{params.op} {mpi.label}",
+            )
+            for mpi in mpis
+        ]
+
+    def parse(self, stdout: str, job: Job) -> list[Sample]:
+        return parse_jsonl(stdout, self.name, job.params)
