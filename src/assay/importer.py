@@ -73,10 +73,13 @@ def import_files(
                 s.params.setdefault("source_file", path.name)
             samples = parsed.samples
             status = "ok" if parsed.complete else "partial"
+            if not samples:
+                status = "failed"
+                parsed.warnings.append("no measurement could be kept from this file")
             notes = parsed.warnings + (
                 [f"incomplete; missing: {', '.join(parsed.missing)}"] if not parsed.complete else []
             )
-            result.status = "ok" if parsed.complete else "failed"
+            result.status = "ok" if status == "ok" else "failed"
             result.reason = "; ".join(notes)
             outcomes.append(ImportedFile(path, status, len(samples), result.reason))
         result.n_samples = len(samples)

@@ -109,13 +109,16 @@ def stream_table(figures: list[Figure]) -> Table | None:
                 _pct(_variation(fig)),
             ]
         )
-    any_fig = next(iter(by_kernel.values()))
-    p = any_fig.sample.params
+    p = next(iter(by_kernel.values())).sample.params
+    how = f"{p.get('threads', '?')} threads"
+    if "bind" in p:
+        how += f" (OMP_PROC_BIND={p['bind']}, OMP_PLACES={p.get('places', '?')})"
+    if "elements" in p:
+        how += f"; {p['elements']} elements per array ({8 * int(p['elements']) / 2**20:.0f} MiB)"
+    if "ntimes" in p:
+        how += f"; best rate from the minimum time of {p['ntimes']} iterations, the first excluded"
     notes = [
-        f"{p.get('threads', '?')} threads (OMP_PROC_BIND={p.get('bind', '?')}, "
-        f"OMP_PLACES={p.get('places', '?')}); {p.get('elements', '?')} elements per array "
-        f"({p.get('array_bytes', 0) / 2**20:.0f} MiB); best rate from the minimum time of "
-        f"{p.get('ntimes', '?')} iterations, the first excluded; solution validated.",
+        how + "; solution validated.",
         "MB/s = 10^6 B/s as STREAM prints it; variation = coefficient of variation of the "
         "per-iteration rates (or of the repetitions).",
     ]
@@ -137,10 +140,16 @@ def _mpi_label(s: Sample) -> str:
 
 
 def _by_mpi_and_size(figures: list[Figure], metric: str) -> dict[str, dict[int, Figure]]:
+    """Column label -> size -> figure. Runs at several rank counts (IMB's #processes blocks)
+    get a column each, so no figure overwrites another."""
+    chosen = [f for f in figures if f.sample.metric == metric and "size" in f.sample.params]
+    rank_counts = {f.sample.params.get("ranks") for f in chosen}
     out: dict[str, dict[int, Figure]] = defaultdict(dict)
-    for f in figures:
-        if f.sample.metric == metric and "size" in f.sample.params:
-            out[_mpi_label(f.sample)][int(f.sample.params["size"])] = f
+    for f in chosen:
+        label = _mpi_label(f.sample)
+        if len(rank_counts) > 1:
+            label += f", {f.sample.params.get('ranks')} ranks"
+        out[label][int(f.sample.params["size"])] = f
     return dict(out)
 
 
@@ -307,9 +316,9 @@ def collective_tables(figures: list[Figure]) -> list[Table]:
     return tables
 
 
-def generic_table(figures: list[Figure], shown: set[str]) -> Table | None:
+def generic_table(figures: list[Figure], shown: set[int]) -> Table | None:
     """Every figure no dedicated table shows, so nothing measured is left out of a report."""
-    rest = [f for f in figures if f.sample.metric not in shown]
+    rest = [f for f in figures if id(f) not in shown]
     if not rest:
         return None
     rows = []
@@ -350,32 +359,59 @@ def commands_of(results: list[JobResult], probe_prefix: str) -> list[str]:
     return out
 
 
+# Which probes measure with the method a dedicated table names (OSU's p2p and collective
+# method: our probes, OSU itself, IMB); others (HPCC's ping-pong, say) go to "Other".
+P2P_METHOD = frozenset({"p2p", "osu", "imb"})
+COLL_METHOD = frozenset({"coll", "osu", "imb"})
+
+
+def _claim(figures: list[Figure], probes: frozenset[str], prefix: str) -> list[Figure]:
+    return [f for f in figures if f.sample.probe in probes and f.sample.metric.startswith(prefix)]
+
+
 def build_tables(run: LoadedRun) -> list[Table]:
     figures = fold_repetitions(run.samples)
     hosts = sorted({h for r in run.results for h in r.hosts})
     tables = [system_table(run.system, hosts)]
-    shown: set[str] = set()
-    stream = stream_table(figures)
+    shown: set[int] = set()
+
+    stream_figs = [
+        f
+        for f in figures
+        if f.sample.probe == "stream"
+        and f.sample.metric in {f"memory.{k}" for k in STREAM_KERNELS}
+        and f.sample.params.get("scope", "node") == "node"
+    ]
+    stream = stream_table(stream_figs)
     if stream:
         stream.commands = commands_of(run.results, "stream")
         tables.append(stream)
-        shown |= {f"memory.{k}" for k in STREAM_KERNELS}
-    lat = latency_table(figures)
+        shown |= {id(f) for f in stream_figs}
+
+    p2p_figs = _claim(figures, P2P_METHOD, "p2p.")
+    lat = latency_table(p2p_figs)
     if lat:
         lat.commands = commands_of(run.results, "p2p")
         tables.append(lat)
-        shown.add("p2p.latency")
     for metric in ("p2p.bandwidth", "p2p.bibw"):
-        bw = bandwidth_table(figures, metric)
+        bw = bandwidth_table(p2p_figs, metric)
         if bw:
             tables.append(bw)
-            shown.add(metric)
-    colls = collective_tables(figures)
+    shown |= {
+        id(f)
+        for f in p2p_figs
+        if f.sample.metric in ("p2p.latency", "p2p.bandwidth", "p2p.bibw")
+        and "size" in f.sample.params
+    }
+
+    coll_figs = [f for f in _claim(figures, COLL_METHOD, "coll.") if "size" in f.sample.params]
+    colls = collective_tables(coll_figs)
     for t in colls:
         t.commands = commands_of(run.results, "coll")[:1]
     tables += colls
-    shown |= {f.sample.metric for f in figures if f.sample.metric.startswith("coll.")}
-    tables += latency_stats_tables(figures)
+    shown |= {id(f) for f in coll_figs}
+
+    tables += latency_stats_tables(p2p_figs)
     other = generic_table(figures, shown)
     if other:
         tables.append(other)

@@ -1,0 +1,421 @@
+"""fio ``--output-format=json`` and ``json+`` (fio 3.x), local and client/server.
+
+Per job (``jobs``, or ``client_stats`` for ``fio --client``) and per direction that moved
+data (read, write, trim; ``mixed`` with ``unified_rw_reporting``):
+
+* ``storage.iops``: ``iops`` (op/s; stat.c: ``1000.0 * total_io_u / runtime_ms``);
+* ``storage.bandwidth``: ``bw_bytes`` (B/s; stat.c: ``1000 * io_bytes / runtime_ms``). The
+  ``bw``/``bw_min``/``bw_mean``... fields are KiB/s (``bw_bytes / 1024``), used only as stats;
+* ``storage.latency``, seconds, twice: ``params["latency"] == "completion"`` from ``clat_ns``
+  and ``"total"`` from ``lat_ns``. fio's ``lat`` is the whole life of an I/O, submission
+  included (``slat + clat``); ``clat`` starts at submission. The completion latency is the one
+  fio reports percentiles and json+ histogram bins for by default (``clat_percentiles=1``,
+  ``lat_percentiles=0``), so it carries the percentiles. For a comparison with tools that
+  report response time (Vdbench) use ``latency == "total"``: the two differ by the submission
+  latency, which is large only for asynchronous engines at high queue depth.
+
+The value of a latency sample is fio's mean; its ``Stats`` carry ``n`` (fio's ``N``), min,
+max, mean, stddev and, from fio's percentiles, median (p50), p99 and p999 (p99.9); p90 and
+p99.99 go to the params ``lat_p90`` and ``lat_p9999``.
+
+Job options: a job's ``job options`` override the ``global options`` (fio's own precedence).
+``bs`` is read the way fio reads sizes: with the default ``kb_base=1024``, ``4k`` and ``4kB``
+are 4096 bytes and ``4KiB`` is 4000 (fio's HOWTO, ``kb_base``: "compatibility mode"); with
+``kb_base=1000`` the other way round. Without a ``bs`` option, ``io_bytes / total_ios``.
+``iodepth`` and ``numjobs`` default to 1 (fio's documented defaults).
+
+``group_reporting``: one entry then covers all ``numjobs`` threads (fio sums IOPS and bandwidth
+and merges the latency histograms); without it there is one entry per thread, told apart by
+the param ``instance``. Client/server: each host's entries carry ``host``; fio's
+``All clients`` entry is kept with ``host == "All clients"`` -- fio 3.33 writes no percentiles
+for it (and the hostname of the last client), so they are computed by merging the per-host
+json+ bins (``merge_clat_histograms``) when every host has them.
+
+fio prints text before the JSON at times (``fio: ...`` warnings, ``<host>`` lines of clients):
+everything before the first ``{`` is skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from assay.errors import ParseError
+from assay.model import Sample, Stats
+from assay.parsers.base import ParseResult
+
+TOOL = "fio"
+DIRECTIONS = ("read", "write", "trim", "mixed")
+ALL_CLIENTS = "All clients"
+# fio's default percentile_list (options.c, "percentile_list")
+DEFAULT_PERCENTILES = (
+    1.0,
+    5.0,
+    10.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    70.0,
+    80.0,
+    90.0,
+    95.0,
+    99.0,
+    99.5,
+    99.9,
+    99.95,
+    99.99,
+)
+
+
+def ns_to_s(value: float) -> float:
+    """fio's *_ns fields are nanoseconds; divided in decimal so 109056 ns is 0.000109056 s."""
+    if not math.isfinite(value):
+        return value * 1e-9
+    return float(Decimal(repr(float(value))) / Decimal(1_000_000_000))
+
+
+_SIZE = re.compile(r"^\s*(?P<num>\d+(?:\.\d+)?)\s*(?P<suffix>[a-zA-Z]*)\s*$")
+_PREFIX_POWER = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
+
+
+# ---------------------------------------------------------------------------- histograms
+
+
+def merge_bins(bins_list: Iterable[Mapping[str, int] | Mapping[int, int]]) -> dict[int, int]:
+    """Add up fio json+ ``clat_ns.bins`` (bucket value in ns -> count) of several jobs/hosts.
+
+    The buckets are fio's fixed log-linear ones (stat.c ``plat_idx_to_val``), identical in
+    every job, so adding counts bucket by bucket is the histogram of all the I/Os together.
+    """
+    merged: dict[int, int] = {}
+    for bins in bins_list:
+        for key, count in bins.items():
+            value = int(key)
+            merged[value] = merged.get(value, 0) + int(count)
+    return merged
+
+
+def percentiles_from_bins(
+    bins: Mapping[int, int], percentiles: Iterable[float] = DEFAULT_PERCENTILES
+) -> dict[float, int]:
+    """fio's own rule (stat.c ``calc_clat_percentiles``): the p-th percentile is the first
+    bucket whose cumulative count reaches ``p / 100 * N``. Returns ns per percentile."""
+    items = sorted((int(k), int(v)) for k, v in bins.items())
+    total = sum(count for _, count in items)
+    out: dict[float, int] = {}
+    if total == 0:
+        return out
+    wanted = sorted(float(p) for p in percentiles)
+    j = 0
+    cumulative = 0
+    for value, count in items:
+        cumulative += count
+        # exact rational arithmetic: fio compares in long double, never quite like a double
+        while j < len(wanted) and cumulative >= Fraction(wanted[j]) / 100 * total:
+            out[wanted[j]] = value
+            j += 1
+        if j == len(wanted):
+            break
+    return out
+
+
+def merge_clat_histograms(
+    bins_list: Iterable[Mapping[str, int] | Mapping[int, int]],
+    percentiles: Iterable[float] = DEFAULT_PERCENTILES,
+) -> dict[float, int]:
+    """Percentiles (ns) of several jobs or hosts together, from their merged json+ bins.
+
+    Percentiles of a union are never the average of the parts' percentiles: this merges the
+    histograms and reads the percentiles off the merged one, the way fio does for
+    ``group_reporting``. For a single job it gives fio's own percentiles exactly.
+    """
+    return percentiles_from_bins(merge_bins(bins_list), percentiles)
+
+
+# ---------------------------------------------------------------------------- options
+
+
+def parse_size(text: str, kb_base: int = 1024) -> int | None:
+    """A fio size option ("4k", "1m", "4KiB", "512") in bytes; None if not a plain size.
+
+    fio's "compatibility mode" (kb_base=1024, the default): k/K/kB/KB are powers of 2 and
+    KiB/MiB powers of 10; kb_base=1000 swaps them (fio HOWTO, "kb_base").
+    """
+    m = _SIZE.match(text)
+    if not m:
+        return None
+    suffix = m["suffix"].lower()
+    iec = suffix.endswith("ib") and len(suffix) == 3
+    prefix = suffix[0] if suffix else ""
+    if (
+        prefix not in _PREFIX_POWER
+        or len(suffix) > 3
+        or (len(suffix) >= 2 and not (suffix.endswith("b") or iec))
+    ):
+        return None
+    binary = (kb_base != 1000) != iec  # compat mode: SI-looking = binary, IEC-looking = decimal
+    base = 1024 if binary else 1000
+    return int(float(m["num"]) * base ** _PREFIX_POWER[prefix])
+
+
+def _block_sizes(value: str, kb_base: int) -> dict[str, int | str]:
+    """fio's bs=read[,write[,trim]]; a missing write/trim size is the read one."""
+    parts = [p.strip() for p in value.split(",")]
+    sizes: dict[str, int | str] = {}
+    for i, ddir in enumerate(("read", "write", "trim")):
+        raw = parts[i] if i < len(parts) and parts[i] else parts[0]
+        size = parse_size(raw, kb_base)
+        sizes[ddir] = size if size is not None else raw  # ranges ("4k-16k") stay text
+    sizes["mixed"] = sizes["read"]
+    return sizes
+
+
+def _int_option(options: Mapping[str, str], name: str, default: int) -> int:
+    try:
+        return int(options.get(name, default))
+    except (TypeError, ValueError):
+        return default
+
+
+# ---------------------------------------------------------------------------- parsing
+
+
+def looks_like(text: str) -> bool:
+    """fio JSON: a "fio version" key, or "jobs"/"client_stats" with "jobname"."""
+    head = text[:65536]
+    if '"fio version"' in head:
+        return True
+    return '"jobname"' in head and ('"jobs"' in head or '"client_stats"' in head)
+
+
+def _load(text: str, source: str, result: ParseResult) -> dict[str, Any]:
+    if not text.strip():
+        raise ParseError("empty input, no fio JSON", source=source)
+    m = re.search(r"^\{", text, re.MULTILINE) or re.search(r"\{", text)
+    if m is None:
+        raise ParseError(
+            "no JSON object found: not fio --output-format=json output", source=source, line=1
+        )
+    start = m.start()
+    skipped = text[:start]
+    if skipped.strip():
+        n = skipped.count("\n")
+        first = skipped.strip().splitlines()[0]
+        result.warnings.append(f"skipped {n} line(s) of text before fio's JSON: {first[:120]!r}")
+    try:
+        doc, end = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError as err:
+        raise ParseError(
+            f"fio JSON is not valid ({err.msg}); truncated?", source=source, line=err.lineno
+        ) from None
+    rest = text[end:].strip()
+    if rest:
+        result.warnings.append(f"text after fio's JSON ignored: {rest.splitlines()[0][:120]!r}")
+    if not isinstance(doc, dict):
+        raise ParseError(
+            "fio JSON is not an object", source=source, line=text.count("\n", 0, start) + 1
+        )
+    return doc
+
+
+def _latency_stats(lat: Mapping[str, Any]) -> tuple[Stats, dict[str, float]]:
+    pct = {float(k): v for k, v in (lat.get("percentile") or {}).items()}
+    extra: dict[str, float] = {}
+    if 90.0 in pct:
+        extra["lat_p90"] = ns_to_s(pct[90.0])
+    if 99.99 in pct:
+        extra["lat_p9999"] = ns_to_s(pct[99.99])
+
+    def p(q: float) -> float | None:
+        return ns_to_s(pct[q]) if q in pct else None
+
+    stats = Stats(
+        n=int(lat.get("N", 0)),
+        min=ns_to_s(lat["min"]),
+        max=ns_to_s(lat["max"]),
+        mean=ns_to_s(lat["mean"]),
+        stddev=ns_to_s(lat["stddev"]) if "stddev" in lat else None,
+        median=p(50.0),
+        p99=p(99.0),
+        p999=p(99.9),
+    )
+    return stats, extra
+
+
+def _entry_samples(
+    entry: Mapping[str, Any],
+    options: Mapping[str, str],
+    params_base: dict[str, Any],
+    result: ParseResult,
+    merged_bins: Mapping[str, Mapping[int, int]] | None = None,
+) -> None:
+    kb_base = _int_option(options, "kb_base", 1024)
+    sizes = _block_sizes(options["bs"], kb_base) if "bs" in options else {}
+    for ddir in DIRECTIONS:
+        data = entry.get(ddir)
+        if not isinstance(data, Mapping):
+            continue
+        if not data.get("io_bytes") and not data.get("total_ios"):
+            continue  # this direction moved nothing
+        params = dict(params_base)
+        params["direction"] = ddir
+        bs: int | str | None = sizes.get(ddir)
+        if bs is None and data.get("total_ios"):
+            per_io = data["io_bytes"] / data["total_ios"]
+            bs = int(per_io) if float(per_io).is_integer() else None
+        if bs is not None:
+            params["bs"] = bs
+
+        iops_stats = None
+        if data.get("iops_samples"):
+            iops_stats = Stats(
+                n=int(data["iops_samples"]),
+                min=float(data["iops_min"]),
+                max=float(data["iops_max"]),
+                mean=float(data["iops_mean"]),
+                stddev=float(data["iops_stddev"]),
+            )
+        result.samples.append(
+            Sample.make(TOOL, "storage.iops", float(data["iops"]), params, iops_stats)
+        )
+        bw_stats = None
+        if data.get("bw_samples"):
+            kib = 1024.0  # bw_min/max/mean/dev are KiB/s (stat.c: bw_bytes / 1024)
+            bw_stats = Stats(
+                n=int(data["bw_samples"]),
+                min=data["bw_min"] * kib,
+                max=data["bw_max"] * kib,
+                mean=data["bw_mean"] * kib,
+                stddev=data["bw_dev"] * kib,
+            )
+        result.samples.append(
+            Sample.make(TOOL, "storage.bandwidth", float(data["bw_bytes"]), params, bw_stats)
+        )
+
+        for field, kind in (("clat_ns", "completion"), ("lat_ns", "total")):
+            lat = data.get(field)
+            if not isinstance(lat, Mapping) or not lat.get("N"):
+                continue
+            lat = dict(lat)
+            lat_params = {**params, "latency": kind}
+            if "percentile" not in lat and merged_bins and kind == "completion":
+                bins = merged_bins.get(ddir)
+                if bins:
+                    lat["percentile"] = {
+                        f"{k:f}": v for k, v in percentiles_from_bins(bins).items()
+                    }
+                    lat_params["percentiles"] = "merged from per-host bins"
+            stats, extra = _latency_stats(lat)
+            lat_params.update(extra)
+            result.samples.append(
+                Sample.make(TOOL, "storage.latency", stats.mean or 0.0, lat_params, stats)
+            )
+
+
+def _common_params(entry: Mapping[str, Any], options: Mapping[str, str]) -> dict[str, Any]:
+    params: dict[str, Any] = {"job": entry.get("jobname", "")}
+    params["rw"] = options.get("rw", options.get("readwrite", "read"))  # fio's default: read
+    params["iodepth"] = _int_option(options, "iodepth", 1)
+    params["numjobs"] = _int_option(options, "numjobs", 1)
+    if "rwmixread" in options:
+        params["rwmixread"] = _int_option(options, "rwmixread", 50)
+    elif "rwmixwrite" in options:
+        params["rwmixread"] = 100 - _int_option(options, "rwmixwrite", 50)
+    elif str(params["rw"]) in ("rw", "readwrite", "randrw"):
+        params["rwmixread"] = 50  # fio's default mix
+    if "ioengine" in options:
+        params["ioengine"] = options["ioengine"]
+    if "direct" in options:
+        params["direct"] = _int_option(options, "direct", 0)
+    for name in ("usr_cpu", "sys_cpu"):  # percent of the job's run time, as fio prints them
+        if name in entry:
+            params[name] = float(entry[name])
+    return params
+
+
+def parse(text: str, source: str = "<text>") -> ParseResult:
+    """Parse fio JSON or JSON+ (local ``jobs`` or client/server ``client_stats``)."""
+    result = ParseResult(tool=TOOL)
+    doc = _load(text, source, result)
+    if "fio version" in doc:
+        result.meta["version"] = doc["fio version"]
+    for key in ("time", "timestamp"):
+        if key in doc:
+            result.meta[key] = doc[key]
+    global_options: dict[str, str] = dict(doc.get("global options") or {})
+    if global_options:
+        result.meta["global_options"] = global_options
+    if "disk_util" in doc:
+        result.meta["disk_util"] = doc["disk_util"]
+
+    entries = doc.get("client_stats")
+    client_mode = isinstance(entries, list)
+    if not client_mode:
+        entries = doc.get("jobs")
+    if not isinstance(entries, list):
+        raise ParseError("fio JSON has neither 'jobs' nor 'client_stats'", source=source, line=1)
+    if not entries:
+        raise ParseError("fio JSON has no job", source=source, line=1)
+
+    failed: list[dict[str, Any]] = []
+    # how many entries share a job name (and host): without group_reporting one per thread
+    seen: dict[tuple[str, str | None], int] = {}
+    counts: dict[tuple[str, str | None], int] = {}
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ParseError("a fio job entry is not an object", source=source)
+        if entry.get("jobname") == ALL_CLIENTS:
+            continue
+        k = (entry.get("jobname", ""), entry.get("hostname") if client_mode else None)
+        counts[k] = counts.get(k, 0) + 1
+
+    for entry in entries:
+        name = entry.get("jobname", "")
+        options = {**global_options, **(entry.get("job options") or {})}
+        group: list[dict[str, Any]] = []
+        if client_mode and name == ALL_CLIENTS:
+            # fio's sum of every client in the group; its "hostname" is just the last client's
+            group = [
+                e
+                for e in entries
+                if e.get("jobname") != ALL_CLIENTS and e.get("groupid") == entry.get("groupid")
+            ]
+            if group:
+                options = {**global_options, **(group[0].get("job options") or {})}
+        error = entry.get("error") or next((e["error"] for e in group if e.get("error")), 0)
+        if error:
+            host = ALL_CLIENTS if group else entry.get("hostname")
+            failed.append({"job": name, "host": host, "error": error})
+            result.warnings.append(f"job {name!r}: fio error {error}; its results are not reported")
+            continue
+        params = _common_params(entry, options)
+        merged: dict[str, dict[int, int]] | None = None
+        if client_mode and name == ALL_CLIENTS:
+            names = {e.get("jobname") for e in group}
+            params["job"] = names.pop() if len(names) == 1 else ALL_CLIENTS
+            params["host"] = ALL_CLIENTS
+            merged = {}
+            for ddir in DIRECTIONS:
+                parts = [((e.get(ddir) or {}).get("clat_ns") or {}).get("bins") for e in group]
+                if parts and all(parts):
+                    merged[ddir] = merge_bins(p for p in parts if p)
+        elif client_mode:
+            params["host"] = entry.get("hostname")
+        k = (name, entry.get("hostname") if client_mode else None)
+        if counts.get(k, 0) > 1:
+            params["instance"] = seen.get(k, 0)
+            seen[k] = seen.get(k, 0) + 1
+        _entry_samples(entry, options, params, result, merged)
+
+    if failed:
+        result.meta["failed"] = failed
+    if not result.samples and not failed:
+        result.warnings.append("no job moved any data")
+    return result

@@ -1,0 +1,662 @@
+"""HPC Challenge (HPCC) ``hpccoutf.txt``: the Summary section's key=value block, checked
+against the body's validation lines.
+
+Units, from HPCC 1.5's source (github.com/icl-utk-edu/hpcc):
+
+* ``HPL_Tflops``: ``src/io.c`` prints ``HPLrdata.Gflops * 1e-3``; HPL's Gflops are 1e9 flop/s
+  (see ``hpl.py``), so Tflops are 1e12 flop/s.
+* ``*STREAM_*`` (GB/s): ``STREAM/stream.c`` computes ``1e-9 * bytes * VectorSize / mintime``,
+  i.e. 1e9 B/s -- not GiB, and not McCalpin's MB/s.
+* ``PTRANS_GBs``: ``PTRANS/pdtransdriver.c`` computes ``1e-9 / wtime * m * n * sizeof(double)``.
+* ``*_GUPs``: billions (1e9) of updates per second, as the RandomAccess section says
+  ("Billion(10^9) Updates per second [GUP/s]").
+* ``*DGEMM_Gflops``, ``*FFT_Gflops``: 1e9 flop/s (``DGEMM/tstdgemm.c``: ``2e-9 n^3 / t``;
+  ``FFT/tstfft.c``: ``1e-9 * 5 n log2(n) / t``).
+* ``*_usec`` and ``*_GBytes`` (``src/bench_lat_bw_1.5.2.c``): ``latency * 1e6 /* usec */`` and
+  ``bandwidth * 1e-9 /* GB/s */`` from seconds and byte/s; latency is measured with 8-byte
+  messages, bandwidth with 2,000,000-byte ones.
+
+Star tests run on every process at once and HPCC reports their *average* per process
+(``STREAM/onecpu.c``, ``DGEMM/onecpu.c``: ``MPI_Reduce(..., MPI_SUM)`` then ``/= commSize``);
+Single tests run on one randomly chosen process; MPI tests (and PTRANS, HPL) are global.
+
+HPCC initialises every result to -1 (``src/io.c``, ``HPCC_Init``) and prints -1 for a test that
+did not run (the latency/bandwidth test needs two processes): such values are "not measured",
+never samples.
+
+Validation. ``Success=0`` (``Failure`` in ``HPCC_Params``) means *some* test failed its check:
+an HPL or PTRANS residual, a STREAM validation, a DGEMM or FFT residual, RandomAccess errors.
+Only rank 0 writes the file, so the body shows the checks of rank 0 alone (and none at all
+for a Single test that ran elsewhere). A rate is returned only when its section's check is
+visible and passed, or when HPCC says everything passed (``Success=1``):
+
+* a section whose visible check failed: its rates go to ``meta["failed"]``, with a warning;
+* ``Success=0`` and a section whose check cannot be seen for every process: the same;
+* HPL: every test in the HPL section is read with ``hpl.py`` -- one ``compute.hpl`` sample per
+  test that PASSED. ``HPL_Tflops`` is only HPCC's best test (``HPL_pddriver.c`` keeps the
+  highest Gflops whether or not it passed), so it is used only when the body has no HPL test.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.errors import ParseError
+from assay.model import Sample, Stats
+from assay.parsers import hpl
+from assay.parsers.base import ParseResult, parse_number
+from assay.units import Better
+
+TOOL = "hpcc"
+
+_BANNER = re.compile(r"This is the DARPA/DOE HPC Challenge Benchmark version (?P<v>\S+)")
+_HOSTNAME = re.compile(r"^Hostname: '(?P<h>.*)'\s*$")
+_BEGIN = re.compile(r"^Begin of (?P<name>\S+) section\.\s*$")
+_END = re.compile(r"^End of (?P<name>\S+) section\.\s*$")
+_KEYVAL = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*?)\s*$")
+_NODE_ERRORS = re.compile(r"^Node\(s\) with error (?P<n>\d+)\s*$")
+_NODE_SELECTED = re.compile(r"^Node selected (?P<n>\d+)\s*$")
+_MINAVGMAX = re.compile(
+    r"^(?P<stat>Minimum|Average|Maximum) (?:(?P<kernel>Copy|Scale|Add|Triad) )?"
+    r"(?P<unit>GB/s|Gflop/s|GUP/s) (?P<v>\S+)\s*$"
+)
+_RA_FOUND = re.compile(r"^Found (?P<n>\d+) errors in \d+ locations \((?P<verdict>passed|failed)\)")
+_DGEMM_RESID = re.compile(r"^Scaled residual: (?P<v>\S+)\s*$")
+_FFT_N = re.compile(r"^Vector size:\s+(?P<n>\d+)\s*$")
+_FFT_ERR = re.compile(r"^max\(\|x-x0\|\):\s+(?P<v>\S+)\s*$")
+_PTRANS_ROW = re.compile(r"^(WALL|CPU)\s+.*\s(?P<check>PASSED|FAILED|BYPASS)\s")
+_PTRANS_COUNT = re.compile(
+    r"^\s*(?P<k>\d+) tests (?:completed and (?P<what>passed|failed) residual checks|"
+    r"(?P<skip>skipped) because of illegal input values)\."
+)
+
+LATENCY_MSG_BYTES = 8  # bench_lat_bw_1.5.2.c: *msg_length_for_lat = 8
+BANDWIDTH_MSG_BYTES = 2_000_000  # bench_lat_bw_1.5.2.c: *msg_length_for_bw = 2000000
+
+
+@dataclass(frozen=True)
+class _Key:
+    """How one Summary key becomes a sample."""
+
+    key: str
+    metric: str
+    scale: float  # to canonical SI
+    section: str  # the body section whose check covers it
+    params: tuple[tuple[str, Any], ...] = ()
+    extra: tuple[tuple[str, str], ...] = ()  # param name <- other Summary key
+    unit: str | None = None  # when the metric's family default is not right
+    better: Better | None = None
+    stats_from: str | None = None  # Min/Avg/Max label in a Star section ("Copy", "" ...)
+
+
+def _keys() -> list[_Key]:
+    keys: list[_Key] = []
+    stream_extra = (("elements", "STREAM_VectorSize"), ("threads", "STREAM_Threads"))
+    for kernel in ("Copy", "Scale", "Add", "Triad"):
+        metric = f"memory.{kernel.lower()}"
+        keys.append(
+            _Key(
+                f"StarSTREAM_{kernel}",
+                metric,
+                1e9,
+                "StarSTREAM",
+                (("variant", "star"), ("per", "process")),
+                stream_extra,
+                stats_from=kernel,
+            )
+        )
+        keys.append(
+            _Key(
+                f"SingleSTREAM_{kernel}",
+                metric,
+                1e9,
+                "SingleSTREAM",
+                (("variant", "single"),),
+                stream_extra,
+            )
+        )
+    keys += [
+        _Key(
+            "StarDGEMM_Gflops",
+            "compute.dgemm",
+            1e9,
+            "StarDGEMM",
+            (("variant", "star"), ("per", "process")),
+            (("n", "DGEMM_N"),),
+            stats_from="",
+        ),
+        _Key(
+            "SingleDGEMM_Gflops",
+            "compute.dgemm",
+            1e9,
+            "SingleDGEMM",
+            (("variant", "single"),),
+            (("n", "DGEMM_N"),),
+        ),
+        _Key(
+            "PTRANS_GBs",
+            "memory.ptrans",
+            1e9,
+            "PTRANS",
+            (("variant", "mpi"),),
+            (
+                ("N", "PTRANS_n"),
+                ("NB", "PTRANS_nb"),
+                ("P", "PTRANS_nprow"),
+                ("Q", "PTRANS_npcol"),
+                ("time_s", "PTRANS_time"),
+            ),
+        ),
+        _Key(
+            "StarFFT_Gflops",
+            "compute.fft",
+            1e9,
+            "StarFFT",
+            (("variant", "star"), ("per", "process")),
+            (("n", "FFT_N"),),
+            stats_from="",
+        ),
+        _Key(
+            "SingleFFT_Gflops",
+            "compute.fft",
+            1e9,
+            "SingleFFT",
+            (("variant", "single"),),
+            (("n", "FFT_N"),),
+        ),
+        _Key(
+            "MPIFFT_Gflops",
+            "compute.fft",
+            1e9,
+            "MPIFFT",
+            (("variant", "mpi"),),
+            (("n", "MPIFFT_N"),),
+        ),
+    ]
+    for gen, suffix in (("poly", ""), ("lcg", "_LCG")):
+        gups = (("generator", gen),)
+        keys += [
+            _Key(
+                f"MPIRandomAccess{suffix}_GUPs",
+                "memory.randomaccess",
+                1e9,
+                f"MPIRandomAccess{suffix}",
+                (("variant", "mpi"), *gups),
+                (("table_words", f"MPIRandomAccess{suffix}_N"),),
+                unit="op/s",
+            ),
+            _Key(
+                f"StarRandomAccess{suffix}_GUPs",
+                "memory.randomaccess",
+                1e9,
+                f"StarRandomAccess{suffix}",
+                (("variant", "star"), ("per", "process"), *gups),
+                (("table_words", f"RandomAccess{suffix}_N"),),
+                unit="op/s",
+                stats_from="",
+            ),
+            _Key(
+                f"SingleRandomAccess{suffix}_GUPs",
+                "memory.randomaccess",
+                1e9,
+                f"SingleRandomAccess{suffix}",
+                (("variant", "single"), *gups),
+                (("table_words", f"RandomAccess{suffix}_N"),),
+                unit="op/s",
+            ),
+        ]
+    lat = (("pattern", "pingpong"), ("size", LATENCY_MSG_BYTES))
+    bw = (("pattern", "pingpong"), ("size", BANDWIDTH_MSG_BYTES))
+    for stat in ("Min", "Avg", "Max"):
+        keys.append(
+            _Key(
+                f"{stat}PingPongLatency_usec",
+                "p2p.latency",
+                1e-6,
+                "LatencyBandwidth",
+                (*lat, ("stat", stat.lower())),
+            )
+        )
+        keys.append(
+            _Key(
+                f"{stat}PingPongBandwidth_GBytes",
+                "p2p.bandwidth",
+                1e9,
+                "LatencyBandwidth",
+                (*bw, ("stat", stat.lower())),
+            )
+        )
+    for order, name in (("natural", "Naturally"), ("random", "Randomly")):
+        keys.append(
+            _Key(
+                f"{name}OrderedRingLatency_usec",
+                "p2p.ring.latency",
+                1e-6,
+                "LatencyBandwidth",
+                (("order", order), ("size", LATENCY_MSG_BYTES)),
+                unit="s",
+                better="lower",
+            )
+        )
+        keys.append(
+            _Key(
+                f"{name}OrderedRingBandwidth_GBytes",
+                "p2p.ring.bandwidth",
+                1e9,
+                "LatencyBandwidth",
+                (("order", order), ("per", "process"), ("size", BANDWIDTH_MSG_BYTES)),
+                unit="B/s",
+                better="higher",
+            )
+        )
+    return keys
+
+
+KEYS: list[_Key] = _keys()
+
+
+@dataclass
+class _Section:
+    name: str
+    first_line: int  # line number of the "Begin of" line
+    lines: list[str] = field(default_factory=list)
+    closed: bool = False
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@dataclass
+class _Summary:
+    values: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+
+    def number(self, key: str, source: str) -> float | None:
+        if key not in self.values:
+            return None
+        return parse_number(self.values[key], source=source, line=self.lines[key])
+
+
+def looks_like(text: str) -> bool:
+    """HPCC's output file: its banner or its Summary section."""
+    return "HPC Challenge Benchmark" in text or "Begin of Summary section." in text
+
+
+def _last_run(text: str, result: ParseResult) -> tuple[list[str], int]:
+    """hpcc appends to hpccoutf.txt: keep the last run, numbered as in the file."""
+    lines = text.splitlines()
+    starts = [i for i, ln in enumerate(lines) if _BANNER.search(ln)]
+    if len(starts) > 1:
+        result.warnings.append(
+            f"the file holds {len(starts)} HPCC runs (hpcc appends to hpccoutf.txt); "
+            f"only the last one, from line {starts[-1] + 1}, is read"
+        )
+        # the "####" rule printed just before the banner belongs to the new run
+        first = starts[-1]
+        if first > 0 and lines[first - 1].startswith("#"):
+            first -= 1
+        return lines[first:], first + 1
+    return lines, 1
+
+
+def _split(lines: list[str], first_line: int, source: str) -> tuple[list[str], dict[str, _Section]]:
+    preamble: list[str] = []
+    sections: dict[str, _Section] = {}
+    current: _Section | None = None
+    for offset, line in enumerate(lines):
+        lineno = first_line + offset
+        if m := _BEGIN.match(line):
+            current = _Section(m["name"], lineno)
+            sections[current.name] = current
+            continue
+        if m := _END.match(line):
+            if current is None or m["name"] != current.name:
+                raise ParseError(
+                    f"'End of {m['name']} section.' without its beginning",
+                    source=source,
+                    line=lineno,
+                )
+            current.closed = True
+            current = None
+            continue
+        if current is None:
+            preamble.append(line)
+        else:
+            current.lines.append(line)
+    return preamble, sections
+
+
+def _read_summary(section: _Section) -> _Summary:
+    summary = _Summary()
+    for offset, line in enumerate(section.lines, start=1):
+        if m := _KEYVAL.match(line):
+            summary.values[m["key"]] = m["value"]
+            summary.lines[m["key"]] = section.first_line + offset
+    return summary
+
+
+def _star_stats(section: _Section | None, source: str) -> dict[str, dict[str, float]]:
+    """Star sections' "Minimum/Average/Maximum <kernel> <unit> x" lines, per kernel label."""
+    stats: dict[str, dict[str, float]] = {}
+    if section is None:
+        return stats
+    for offset, line in enumerate(section.lines, start=1):
+        if m := _MINAVGMAX.match(line):
+            value = parse_number(m["v"], source=source, line=section.first_line + offset)
+            stats.setdefault(m["kernel"] or "", {})[m["stat"]] = value
+    return stats
+
+
+def _check(
+    name: str,
+    section: _Section | None,
+    *,
+    procs: int | None,
+    threshold: float | None,
+    eps: float | None,
+    source: str,
+) -> tuple[str, str]:
+    """("passed" | "failed" | "unknown" | "none", why) for the check a section prints."""
+    if name == "LatencyBandwidth":
+        return "none", "the latency/bandwidth test has no validation"
+    if section is None:
+        return "unknown", f"no {name} section in the output"
+    root_only = name.startswith("Star") and (procs or 1) > 1
+    verdict: str | None = None
+    for offset, line in enumerate(section.lines, start=1):
+        lineno = section.first_line + offset
+        if (m := _NODE_ERRORS.match(line)) and int(m["n"]):
+            return "failed", f"{m['n']} process(es) reported an error"
+        if (m := _NODE_SELECTED.match(line)) and int(m["n"]) != 0 and verdict is None:
+            # a Single test on another rank: rank 0 printed nothing of its check (doIO)
+            return "unknown", f"the check ran on rank {m['n']}, whose output HPCC does not write"
+        if line.startswith("Failed Validation"):
+            return "failed", line.strip()
+        if line.startswith("Solution Validates"):
+            verdict = "passed"
+        if m := _RA_FOUND.match(line):
+            if m["verdict"] == "failed":
+                return "failed", line.strip()
+            verdict = "passed"
+        if m := _PTRANS_ROW.match(line):
+            if m["check"] == "FAILED":
+                return "failed", f"PTRANS residual check FAILED (line {lineno})"
+            verdict = verdict or ("passed" if m["check"] == "PASSED" else None)
+        if (
+            (m := _PTRANS_COUNT.match(line))
+            and int(m["k"])
+            and (m["what"] == "failed" or m["skip"])
+        ):
+            return "failed", line.strip()
+        if m := _DGEMM_RESID.match(line):
+            if threshold is None:
+                continue
+            resid = parse_number(m["v"], source=source, line=lineno)
+            if not resid < threshold:
+                return "failed", f"DGEMM scaled residual {resid} >= {threshold}"
+            verdict = "passed"
+    if name in ("StarFFT", "SingleFFT"):
+        verdict = _fft_verdict(section, threshold=threshold, eps=eps, source=source) or verdict
+        if verdict == "failed":
+            return "failed", "FFT error max(|x-x0|) / ln(n) / eps is not below the threshold"
+    if verdict == "passed" and root_only:
+        return "unknown", "only rank 0's check is in the output"
+    if verdict == "passed":
+        return "passed", ""
+    return "unknown", f"the {name} section shows no check"
+
+
+def _fft_verdict(
+    section: _Section, *, threshold: float | None, eps: float | None, source: str
+) -> str | None:
+    """FFT/tstfft.c: passed if ``maxErr / log(n) / eps < thrsh``."""
+    n = err = None
+    for offset, line in enumerate(section.lines, start=1):
+        if m := _FFT_N.match(line):
+            n = int(m["n"])
+        elif m := _FFT_ERR.match(line):
+            err = parse_number(m["v"], source=source, line=section.first_line + offset)
+    if n is None or err is None or threshold is None or not eps or n < 2:
+        return None
+    return "passed" if err / math.log(n) / eps < threshold else "failed"
+
+
+def _sample(
+    metric: str,
+    value: float,
+    params: dict[str, Any],
+    stats: Stats | None = None,
+    *,
+    unit: str | None = None,
+    better: Better | None = None,
+) -> Sample:
+    sample = Sample.make(TOOL, metric, value, params, stats, unit=unit)
+    if better is not None:
+        sample.better = better  # p2p.ring.* is not in units.METRICS; its family has no default
+    return sample
+
+
+def _hpl_from_summary(summary: _Summary, params: dict[str, Any], source: str) -> Sample | None:
+    """The summary's HPL result (HPCC's best test), when the body has no HPL test to read."""
+    tflops = summary.number("HPL_Tflops", source)
+    if tflops is None or tflops < 0:
+        return None
+    v = summary.values
+    # HPL_pdtest.c's T/V column: "W%c%1d%c%c%1d%c%1d" of order, depth, bcast, rfact, ndiv,
+    # pfact, nbmin -- the same characters HPCC stores in HPL_order, HPL_depth, ...
+    parts = (
+        "HPL_order",
+        "HPL_depth",
+        "HPL_ctop",
+        "HPL_crfact",
+        "HPL_nbdiv",
+        "HPL_cpfact",
+        "HPL_nbmin",
+    )
+    variant = "W" + "".join(v[k] for k in parts) if all(k in v for k in parts) else None
+    out: dict[str, Any] = {
+        "N": int(summary.number("HPL_N", source) or 0) or None,
+        "NB": int(summary.number("HPL_NB", source) or 0) or None,
+        "P": int(summary.number("HPL_nprow", source) or 0) or None,
+        "Q": int(summary.number("HPL_npcol", source) or 0) or None,
+        "variant": variant,
+        "time_s": summary.number("HPL_time", source),
+    }
+    # HPL 2's scaled residual ||Ax-b||_oo / (eps * (||x||_oo * ||A||_oo + ||b||_oo) * N);
+    # HPCC's HPL_XnormI is x's inf-norm (HPL_pdtest.c swaps the norms of the row vector x).
+    norms = [
+        summary.number(k, source)
+        for k in ("HPL_RnormI", "HPL_eps", "HPL_XnormI", "HPL_AnormI", "HPL_BnormI")
+    ]
+    if all(x is not None for x in norms) and out["N"]:
+        rnorm, eps, xnorm, anorm, bnorm = (float(x) for x in norms)  # type: ignore[arg-type]
+        denom = eps * (xnorm * anorm + bnorm) * out["N"]
+        out["residual"] = rnorm / denom if denom else None
+    out["residual_passed"] = True  # only called when Success=1: every HPL test passed
+    out.update(params)
+    return _sample(
+        hpl.METRIC, hpl.times(tflops, 1e12), {k: x for k, x in out.items() if x is not None}
+    )
+
+
+def parse(text: str, source: str = "<text>") -> ParseResult:
+    """Parse an ``hpccoutf.txt`` (HPCC 1.4/1.5)."""
+    if not text.strip():
+        raise ParseError("empty input, no HPCC output", source=source)
+    if not looks_like(text):
+        raise ParseError(
+            "not an HPCC output file: no 'HPC Challenge Benchmark' banner and no Summary section",
+            source=source,
+            line=1,
+        )
+    result = ParseResult(tool=TOOL)
+    lines, first_line = _last_run(text, result)
+    preamble, sections = _split(lines, first_line, source)
+
+    for line in preamble:
+        if m := _BANNER.search(line):
+            result.meta["version"] = m["v"]
+        elif m := _HOSTNAME.match(line):
+            result.meta["hostname"] = m["h"]
+    for section in sections.values():
+        if not section.closed:
+            result.complete = False
+            result.missing.append(f"end of the {section.name} section (line {section.first_line})")
+
+    # HPL's header (printed first by HPCC_InitHPL) gives eps and the residual threshold that
+    # HPCC also applies to DGEMM, FFT and PTRANS.
+    header = hpl.read_tests("\n".join(preamble), source=source)
+    threshold, eps = header.threshold, header.eps
+    if threshold is not None:
+        result.meta["threshold"] = threshold
+
+    summary_section = sections.get("Summary")
+    summary = _read_summary(summary_section) if summary_section else _Summary()
+    if summary_section is None:
+        result.complete = False
+        result.missing.append("Summary section (Begin of Summary section. ... End of ...)")
+    procs_value = summary.number("CommWorldProcs", source)
+    procs = int(procs_value) if procs_value is not None else None
+    common: dict[str, Any] = {"procs": procs} if procs is not None else {}
+    if procs is not None:
+        result.meta["procs"] = procs
+    success = summary.number("Success", source)
+    failure = summary.number("Failure", source)
+    failed_run = (success is not None and success == 0) or bool(failure)
+    if success is not None or failure is not None:
+        result.meta["success"] = not failed_run
+
+    # HPL: every test of the body, through hpl.py.
+    failed: list[dict[str, Any]] = []
+    hpl_section = sections.get("HPL")
+    hpl_tests = hpl.HplOutput()
+    if hpl_section is not None:
+        hpl_tests = hpl.read_tests(
+            hpl_section.text(), source=source, first_line=hpl_section.first_line + 1
+        )
+    if hpl_tests.tests:
+        hpl_result = hpl.build_result(hpl_tests, source=source, probe=TOOL)
+        for s in hpl_result.samples:
+            s.params.update(common)
+        result.samples += hpl_result.samples
+        result.warnings += hpl_result.warnings
+        result.missing += hpl_result.missing
+        result.complete = result.complete and hpl_result.complete
+        failed += [{"section": "HPL", **rec} for rec in hpl_result.meta.get("failed", [])]
+        failed += [
+            {"section": "HPL", "unchecked": True, **rec}
+            for rec in hpl_result.meta.get("unchecked", [])
+        ]
+        if "summary" in hpl_result.meta:
+            result.meta["hpl_summary"] = hpl_result.meta["summary"]
+        _compare_best(summary, hpl_tests, result, source)
+    elif summary.values:
+        tflops = summary.number("HPL_Tflops", source)
+        if failed_run:
+            if tflops is not None and tflops >= 0:
+                failed.append(
+                    {
+                        "section": "HPL",
+                        "key": "HPL_Tflops",
+                        "reason": "Success=0 and no HPL test in the output to check",
+                    }
+                )
+                result.warnings.append(
+                    "HPL_Tflops not reported: HPCC reports a failed check "
+                    "and the output shows no HPL test to clear it"
+                )
+        elif (sample := _hpl_from_summary(summary, common, source)) is not None:
+            result.samples.append(sample)
+
+    # Everything else from the Summary section, checked against its body section.
+    verdicts: dict[str, tuple[str, str]] = {}
+    not_measured: list[str] = []
+    for key in KEYS:
+        value = summary.number(key.key, source)
+        if value is None:
+            if summary_section is not None and not summary_section.closed:
+                result.missing.append(f"Summary key {key.key}")
+            continue
+        if value < 0 or math.isnan(value):
+            not_measured.append(key.key)
+            continue
+        if key.section not in verdicts:
+            verdicts[key.section] = _check(
+                key.section,
+                sections.get(key.section),
+                procs=procs,
+                threshold=threshold,
+                eps=eps,
+                source=source,
+            )
+        status, why = verdicts[key.section]
+        if status == "failed" or (status == "unknown" and failed_run):
+            reason = why if status == "failed" else f"HPCC reports Success=0 and {why}"
+            failed.append(
+                {"section": key.section, "key": key.key, "value": value, "reason": reason}
+            )
+            continue
+        params: dict[str, Any] = dict(key.params)
+        for name, other in key.extra:
+            extra = summary.number(other, source)
+            if extra is not None and extra >= 0:
+                params[name] = int(extra) if float(extra).is_integer() else extra
+        params.update(common)
+        stats = None
+        if key.stats_from is not None:
+            mam = _star_stats(sections.get(key.section), source).get(key.stats_from, {})
+            if len(mam) == 3:
+                stats = Stats(
+                    n=procs or 1,
+                    min=hpl.times(mam["Minimum"], key.scale),
+                    max=hpl.times(mam["Maximum"], key.scale),
+                    mean=hpl.times(mam["Average"], key.scale),
+                )
+        result.samples.append(
+            _sample(
+                key.metric,
+                hpl.times(value, key.scale),
+                params,
+                stats,
+                unit=key.unit,
+                better=key.better,
+            )
+        )
+
+    for section, (status, why) in sorted(verdicts.items()):
+        if status == "failed":
+            result.warnings.append(f"{section}: check failed ({why}); its rates are not reported")
+        elif status == "unknown" and failed_run:
+            result.warnings.append(f"{section}: not reported, HPCC reports Success=0 and {why}")
+    if failed:
+        result.meta["failed"] = failed
+    if not_measured:
+        result.meta["not_measured"] = not_measured
+    if not result.samples and not failed and not result.missing:
+        raise ParseError("no HPCC result found (no Summary values, no HPL test)", source=source)
+    return result
+
+
+def _compare_best(
+    summary: _Summary, tests: hpl.HplOutput, result: ParseResult, source: str
+) -> None:
+    """HPL_Tflops is HPCC's best test, passed or not: say so when the best one failed."""
+    tflops = summary.number("HPL_Tflops", source)
+    if tflops is None or tflops < 0 or not tests.tests:
+        return
+    best = max(tests.tests, key=lambda t: t.gflops)
+    result.meta["hpl_best"] = {**best.record(), "passed": best.passed}
+    # the body prints Gflops with 4 significant digits, the summary with %g (6)
+    if abs(best.gflops - tflops * 1e3) > 1e-3 * max(best.gflops, tflops * 1e3):
+        result.warnings.append(
+            f"HPL_Tflops={tflops} does not match the best HPL test in the output "
+            f"({best.gflops} Gflops, line {best.line})"
+        )
+    elif not best.passed:
+        result.warnings.append(
+            f"HPL_Tflops={tflops} is HPCC's best test, which FAILED its residual check "
+            f"(line {best.line}); only tests that passed are reported"
+        )

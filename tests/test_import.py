@@ -1,0 +1,55 @@
+"""``assay import``: real third-party outputs stored as runs and reported like our own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_cli
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def test_import_auto_detects_keeps_raw_output_and_reports(assay_home: Path):
+    files = [FIX / "hpcc" / "hpccoutf.txt", FIX / "stream" / "revyos_lpi4a_omp8.txt"]
+    proc = run_cli("import", *map(str, files), home=assay_home)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(run_cli("report", "-f", "json", home=assay_home, check=True).stdout)
+    assert doc["run"]["source"] == "import:auto"
+    by_probe = {s["probe"] for s in doc["samples"]}
+    assert by_probe == {"hpcc", "stream"}
+    triad = [s for s in doc["samples"] if s["probe"] == "stream" and s["metric"] == "memory.triad"]
+    assert len(triad) == 1 and triad[0]["value"] == 6125.3e6  # STREAM's MB/s is 10^6 B/s
+    run_dir = next((assay_home / "runs").iterdir())
+    kept = sorted(p.read_text() for p in run_dir.glob("jobs/*/stdout"))
+    assert sorted(f.read_text() for f in files) == kept  # the raw outputs travel with the run
+    md = run_cli("report", "-f", "md", home=assay_home, check=True).stdout
+    assert "| Triad | 6.13 | 6125.3 |" in md  # the STREAM table shows the imported STREAM
+    assert "variant=star" in md  # HPCC's own STREAM is kept apart, in "Other measurements"
+
+
+def test_a_failed_residual_is_never_a_rate_and_bad_files_do_not_hide_good_ones(
+    assay_home: Path, tmp_path: Path
+):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    proc = run_cli(
+        "import", "--format", "hpl", str(FIX / "hpl" / "sc14_hpl21_failed.txt"),
+        str(FIX / "hpl" / "sc14_hpl21.txt"), str(empty), home=assay_home,
+    )  # fmt: skip
+    assert proc.returncode == 1  # some files failed
+    assert "residual check FAILED" in proc.stderr
+    doc = json.loads(run_cli("report", "-f", "json", home=assay_home).stdout)
+    statuses = [j["status"] for j in doc["jobs"]]
+    assert statuses == ["failed", "ok", "failed"]
+    assert all(s["params"]["residual_passed"] for s in doc["samples"])
+    assert doc["samples"], "the good file's rates were lost"
+
+
+def test_unknown_format_and_unrecognised_text(assay_home: Path, tmp_path: Path):
+    proc = run_cli("import", "--format", "nope", str(tmp_path), home=assay_home)
+    assert proc.returncode == 2 and "unknown format 'nope'" in proc.stderr
+    junk = tmp_path / "junk.txt"
+    junk.write_text("hello\nworld\n")
+    proc = run_cli("import", str(junk), home=assay_home)
+    assert proc.returncode == 2 and "cannot tell which tool wrote this" in proc.stderr

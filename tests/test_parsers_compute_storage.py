@@ -1,0 +1,562 @@
+"""Parsers of HPL, HPCC, STREAM and fio output, on real outputs of the real tools.
+
+Fixtures (tests/fixtures/<tool>/README.md says where each came from) keep the fast tests
+fast; the tests marked ``slow`` run hpcc and fio here and parse what they print.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from assay.errors import ParseError
+from assay.parsers import fio, hpcc, hpl, stream
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def by_metric(samples, metric, **params):
+    return [
+        s
+        for s in samples
+        if s.metric == metric and all(s.params.get(k) == v for k, v in params.items())
+    ]
+
+
+def summary_value(text: str, key: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(key + "="):
+            return float(line.split("=", 1)[1])
+    raise KeyError(key)
+
+
+# ------------------------------------------------------------------------------------- HPL
+
+
+def test_hpl_21_one_test_passed():
+    r = hpl.parse(fixture("hpl/sc14_hpl21.txt"), "sc14_hpl21.txt")
+    assert r.complete and not r.missing and not r.warnings
+    (s,) = r.samples
+    assert s.probe == "hpl" and s.metric == "compute.hpl" and s.unit == "flop/s"
+    assert s.value == 979.690e9  # "9.79690e+02" Gflops, HPL's Gflops = 1e9 flop/s
+    assert s.params == {
+        "N": 100000,
+        "NB": 192,
+        "P": 6,
+        "Q": 8,
+        "variant": "WR01C2R4",
+        "time_s": 680.50,
+        "residual": 0.0021839,
+        "residual_passed": True,
+    }
+    assert r.meta["version"] == "2.1"
+    assert r.meta["threshold"] == 16.0
+    assert r.meta["summary"] == {"finished": 1, "passed": 1, "failed": 0, "skipped": 0}
+
+
+def test_hpl_failed_residual_is_never_a_rate():
+    r = hpl.parse(fixture("hpl/sc14_hpl21_failed.txt"), "sc14_hpl21_failed.txt")
+    assert r.samples == []
+    (failed,) = r.meta["failed"]
+    assert (failed["N"], failed["NB"], failed["P"], failed["Q"]) == (100000, 192, 6, 8)
+    assert failed["residual"] == 21.839 and failed["gflops"] == 979.69
+    assert any("FAILED" in w for w in r.warnings)
+    assert r.meta["summary"]["failed"] == 1
+
+
+def test_hpl_23_interrupted_run_keeps_checked_tests():
+    r = hpl.parse(fixture("hpl/kish29_hpl23_interrupted.txt"), "res")
+    assert r.meta["version"] == "2.3"
+    assert [s.params["variant"] for s in r.samples] == ["WR00L2L2", "WR00L2L4", "WR00L2C2"]
+    assert [s.value for s in r.samples] == [4617.8, 4472.8, 3937.6]  # 4.6178e-06 Gflops ...
+    assert all(s.params["residual"] == 1.72533487e-02 for s in r.samples)
+    # killed by Ctrl-C: HPL's closing counts never came
+    assert not r.complete
+    assert any("Finished" in m for m in r.missing)
+
+
+def test_hpl_result_without_its_check_is_incomplete():
+    text = fixture("hpl/sc14_hpl21.txt")
+    cut = text[: text.index("HPL_pdgesv() start time")]
+    r = hpl.parse(cut, "cut.txt")
+    assert r.samples == []
+    assert not r.complete
+    assert any("residual check for WR01C2R4 N=100000 NB=192 P=6 Q=8" in m for m in r.missing)
+
+
+def test_hpl_reads_the_hpl_part_of_hpcc_output():
+    text = fixture("hpcc/hpccoutf.txt")
+    r = hpl.parse(text, "hpccoutf.txt")
+    assert [(s.params["N"], s.params["NB"]) for s in r.samples] == [
+        (500, 64),
+        (500, 80),
+        (1000, 64),
+        (1000, 80),
+    ]
+    # PTRANS's look-alike counts ("... residual checks.") are not HPL's
+    assert r.meta["summary"] == {"finished": 4, "passed": 4, "failed": 0, "skipped": 0}
+    assert not hpl.looks_like(text) and hpcc.looks_like(text)
+
+
+def test_hpl_bad_input():
+    with pytest.raises(ParseError, match="empty"):
+        hpl.parse("", "empty.txt")
+    with pytest.raises(ParseError, match=r"revyos\.txt: no HPL result line"):
+        hpl.parse(fixture("stream/revyos_lpi4a_omp8.txt"), "revyos.txt")
+    assert hpl.looks_like(fixture("hpl/sc14_hpl21.txt"))
+    assert not hpl.looks_like(fixture("stream/revyos_lpi4a_omp8.txt"))
+
+
+# ------------------------------------------------------------------------------------ HPCC
+
+
+def test_hpcc_fixture_all_metrics():
+    text = fixture("hpcc/hpccoutf.txt")
+    r = hpcc.parse(text, "hpccoutf.txt")
+    assert r.complete and not r.missing and not r.warnings
+    assert r.meta["version"] == "1.5.0" and r.meta["procs"] == 2 and r.meta["success"]
+
+    hpls = by_metric(r.samples, "compute.hpl")
+    assert len(hpls) == 4 and all(s.params["residual_passed"] for s in hpls)
+    assert all(s.params["procs"] == 2 and s.value > 0 for s in hpls)
+    best = max(hpls, key=lambda s: s.value)
+    assert best.value == pytest.approx(summary_value(text, "HPL_Tflops") * 1e12, rel=1e-3)
+    assert r.meta["hpl_best"]["passed"]
+
+    # HPCC's STREAM GB/s are 1e9 B/s (STREAM/stream.c: 1e-9 * bytes / time)
+    (triad,) = by_metric(r.samples, "memory.triad", variant="star")
+    assert triad.value == pytest.approx(summary_value(text, "StarSTREAM_Triad") * 1e9, rel=1e-12)
+    assert triad.unit == "B/s" and triad.params["per"] == "process"
+    assert triad.params["elements"] == summary_value(text, "STREAM_VectorSize")
+    assert triad.stats is not None and triad.stats.n == 2
+    assert by_metric(r.samples, "memory.triad", variant="single")[0].value > 0
+
+    (dgemm,) = by_metric(r.samples, "compute.dgemm", variant="star")
+    assert dgemm.stats.min <= dgemm.stats.mean <= dgemm.stats.max
+    assert dgemm.value == pytest.approx(dgemm.stats.mean, rel=1e-5)
+
+    ra = by_metric(r.samples, "memory.randomaccess")
+    assert len(ra) == 6 and all(s.unit == "op/s" for s in ra)
+    (mpi_ra,) = by_metric(r.samples, "memory.randomaccess", variant="mpi", generator="poly")
+    assert mpi_ra.value == pytest.approx(
+        summary_value(text, "MPIRandomAccess_GUPs") * 1e9, rel=1e-12
+    )
+
+    assert {s.params["variant"] for s in by_metric(r.samples, "compute.fft")} == {
+        "star",
+        "single",
+        "mpi",
+    }
+    (ptrans,) = by_metric(r.samples, "memory.ptrans")
+    assert ptrans.params["N"] == 250 and ptrans.unit == "B/s"
+
+    lat = {s.params["stat"]: s for s in by_metric(r.samples, "p2p.latency")}
+    assert lat["min"].value <= lat["avg"].value <= lat["max"].value
+    assert lat["max"].value == pytest.approx(
+        summary_value(text, "MaxPingPongLatency_usec") * 1e-6, rel=1e-12
+    )
+    assert lat["max"].params["size"] == 8 and lat["max"].better == "lower"
+    bw = by_metric(r.samples, "p2p.bandwidth", stat="min")[0]
+    assert bw.value == pytest.approx(
+        summary_value(text, "MinPingPongBandwidth_GBytes") * 1e9, rel=1e-12
+    )
+    ring = by_metric(r.samples, "p2p.ring.latency", order="random")[0]
+    assert ring.unit == "s" and ring.better == "lower"
+    assert by_metric(r.samples, "p2p.ring.bandwidth", order="natural")[0].unit == "B/s"
+
+
+def test_hpcc_failed_hpl_residual_is_never_a_rate():
+    r = hpcc.parse(fixture("hpcc/hpccoutf_hpl_failed.txt"), "hpccoutf_hpl_failed.txt")
+    hpls = by_metric(r.samples, "compute.hpl")
+    assert [(s.params["N"], s.params["NB"]) for s in hpls] == [(500, 64), (500, 80), (1000, 80)]
+    failed_hpl = [f for f in r.meta["failed"] if f["section"] == "HPL"]
+    assert failed_hpl and failed_hpl[0]["N"] == 1000 and failed_hpl[0]["residual"] == 47.947
+    # HPL_Tflops is HPCC's best test, which is the failed one
+    assert not r.meta["hpl_best"]["passed"]
+    assert any("HPL_Tflops" in w and "FAILED" in w for w in r.warnings)
+    assert r.meta["success"] is False
+    # Success=0: Star/Single rates, whose checks only rank 0 (or nobody) printed, are dropped
+    assert not [s for s in r.samples if s.params.get("variant") in ("star", "single")]
+    # global checks that passed in the output stay
+    assert by_metric(r.samples, "memory.randomaccess", variant="mpi")
+    assert by_metric(r.samples, "memory.ptrans")
+    assert by_metric(r.samples, "p2p.latency")
+
+
+def test_hpcc_truncated_summary():
+    text = fixture("hpcc/hpccoutf.txt")
+    cut = text[: text.index("StarSTREAM_Copy=")]
+    r = hpcc.parse(cut, "cut.txt")
+    assert not r.complete
+    assert any("end of the Summary section" in m for m in r.missing)
+    assert "Summary key StarSTREAM_Triad" in r.missing
+    assert len(by_metric(r.samples, "compute.hpl")) == 4
+    assert by_metric(r.samples, "compute.dgemm")  # read before the cut
+    assert not by_metric(r.samples, "memory.triad")
+
+
+def test_hpcc_without_summary():
+    text = fixture("hpcc/hpccoutf.txt")
+    cut = text[: text.index("Begin of Summary section.")]
+    r = hpcc.parse(cut, "cut.txt")
+    assert not r.complete
+    assert any(m.startswith("Summary section") for m in r.missing)
+    assert [s.metric for s in r.samples] == ["compute.hpl"] * 4
+
+
+def drop_section(text: str, name: str) -> str:
+    start = text.index(f"Begin of {name} section.")
+    end = text.index(f"End of {name} section.") + len(f"End of {name} section.\n")
+    return text[:start] + text[end:]
+
+
+def test_hpcc_summary_hpl_when_the_body_has_no_hpl_test():
+    text = drop_section(fixture("hpcc/hpccoutf.txt"), "HPL")
+    r = hpcc.parse(text, "nohpl.txt")
+    (s,) = by_metric(r.samples, "compute.hpl")
+    assert s.value == pytest.approx(summary_value(text, "HPL_Tflops") * 1e12, rel=1e-12)
+    assert (s.params["N"], s.params["NB"], s.params["P"], s.params["Q"]) == (1000, 64, 1, 2)
+    assert s.params["variant"] == "WR11C2R4"  # rebuilt from HPL_order, HPL_depth, ...
+    # the scaled residual, recomputed from the summary's norms, is the body's 0.0047947
+    assert s.params["residual"] == pytest.approx(0.0047947, rel=1e-4)
+    # Success=0 and no HPL test to look at: HPL_Tflops may be a failed test's
+    failed = drop_section(fixture("hpcc/hpccoutf_hpl_failed.txt"), "HPL")
+    r = hpcc.parse(failed, "nohpl_failed.txt")
+    assert not by_metric(r.samples, "compute.hpl")
+    assert any(f.get("key") == "HPL_Tflops" for f in r.meta["failed"])
+
+
+def test_hpcc_appended_runs_reads_the_last():
+    text = fixture("hpcc/hpccoutf.txt")
+    failed = fixture("hpcc/hpccoutf_hpl_failed.txt")
+    r = hpcc.parse(failed + text, "twice.txt")  # hpcc appends: the second run is the last
+    assert any("2 HPCC runs" in w and "line 634" in w for w in r.warnings)
+    assert len(r.samples) == len(hpcc.parse(text).samples)
+    assert len(by_metric(r.samples, "compute.hpl")) == 4
+    assert by_metric(r.samples, "compute.hpl")[0].params["N"] == 500
+
+
+def test_hpcc_bad_input():
+    with pytest.raises(ParseError, match="empty"):
+        hpcc.parse("  \n", "empty.txt")
+    with pytest.raises(ParseError, match=r"fio\.json:1: not an HPCC output file"):
+        hpcc.parse(fixture("fio/write_1m.json"), "fio.json")
+
+
+@pytest.mark.slow
+def test_hpcc_real_run(tmp_path):
+    """Run Debian's hpcc (HPCC 1.5.0) on one process with a small HPL problem."""
+    if shutil.which("hpcc") is None:
+        pytest.skip("hpcc is not installed")
+    # the fixture's input (Debian's example, N=500 1000, NB=64 80), on a 1x1 grid
+    inp = fixture("hpcc/hpccinf.txt").replace("2            Qs", "1            Qs")
+    (tmp_path / "hpccinf.txt").write_text(inp)
+    mpirun = shutil.which("mpirun.openmpi")
+    argv = [mpirun, "--allow-run-as-root", "-np", "1", "hpcc"] if mpirun else ["hpcc"]
+    subprocess.run(argv, cwd=tmp_path, check=True, timeout=120, capture_output=True)
+    out = tmp_path / "hpccoutf.txt"
+    r = hpcc.parse(out.read_text(), str(out))
+    assert r.complete, r.missing
+    assert r.meta["success"] and r.meta["procs"] == 1
+    hpls = by_metric(r.samples, "compute.hpl")
+    assert len(hpls) == 4
+    assert all(s.params["residual_passed"] and s.value > 0 for s in hpls)
+    assert all(s.params["P"] == 1 and s.params["Q"] == 1 for s in hpls)
+    assert by_metric(r.samples, "memory.triad", variant="star")[0].value > 0
+    assert by_metric(r.samples, "compute.dgemm", variant="single")[0].value > 0
+    # one process: no latency/bandwidth test, HPCC prints -1 for it
+    assert "MaxPingPongLatency_usec" in r.meta["not_measured"]
+    assert not by_metric(r.samples, "p2p.latency")
+
+
+# ---------------------------------------------------------------------------------- STREAM
+
+
+def test_stream_510_openmp():
+    r = stream.parse(fixture("stream/revyos_lpi4a_omp8.txt"), "stream.md")
+    assert r.complete and not r.warnings
+    assert [s.metric for s in r.samples] == [
+        "memory.copy",
+        "memory.scale",
+        "memory.add",
+        "memory.triad",
+    ]
+    copy = r.samples[0]
+    assert copy.value == 8239.8e6  # MB/s, MB = 1e6 B
+    assert copy.unit == "B/s" and copy.probe == "stream"
+    assert copy.params == {
+        "elements": 10_000_000,
+        "threads": 8,
+        "min_time": 0.019418,
+        "avg_time": 0.019513,
+        "max_time": 0.019651,
+    }
+    assert copy.stats.n == 9 and copy.stats.max == copy.value
+    assert copy.stats.min == pytest.approx(copy.value * 0.019418 / 0.019651)
+    assert r.meta["version"] == "5.10" and r.meta["ntimes"] == 10
+
+
+def test_stream_serial_build_has_one_thread():
+    r = stream.parse(fixture("stream/qemu_ppc_linux_verbose.txt"), "mail.txt")
+    assert r.complete
+    assert {s.params["threads"] for s in r.samples} == {1}
+    assert by_metric(r.samples, "memory.triad")[0].value == 683.0e6
+
+
+def test_stream_failed_validation_is_an_error():
+    with pytest.raises(ParseError, match=r"^failed\.txt:29: STREAM failed its validation"):
+        stream.parse(fixture("stream/qemu_sam460ex_failed.txt"), "failed.txt")
+
+
+def test_stream_truncated():
+    text = fixture("stream/revyos_lpi4a_omp8.txt")
+    r = stream.parse(text[: text.index("Solution Validates")], "cut.txt")
+    assert not r.complete and len(r.samples) == 4
+    assert any("Solution Validates" in m for m in r.missing)
+    r = stream.parse(text[: text.index("Add:")], "cut.txt")
+    assert [s.metric for s in r.samples] == ["memory.copy", "memory.scale"]
+    assert "Add row of the table" in r.missing and "Triad row of the table" in r.missing
+
+
+def test_stream_bad_input():
+    with pytest.raises(ParseError, match="empty"):
+        stream.parse("", "e.txt")
+    with pytest.raises(ParseError, match=r"hpl\.txt: no STREAM result table"):
+        stream.parse(fixture("hpl/sc14_hpl21.txt"), "hpl.txt")
+    assert stream.looks_like(fixture("stream/revyos_lpi4a_omp8.txt"))
+    assert not stream.looks_like(fixture("hpcc/hpccoutf.txt"))
+    assert not stream.looks_like(fixture("hpl/sc14_hpl21.txt"))
+
+
+# ------------------------------------------------------------------------------------- fio
+
+
+def fio_doc(name: str) -> dict:
+    text = fixture(name)
+    return json.loads(text[text.index("{") :])
+
+
+def fio_percentiles(lat: dict) -> dict[float, int]:
+    return {float(k): v for k, v in lat["percentile"].items()}
+
+
+def test_fio_jsonplus_single_job():
+    r = fio.parse(fixture("fio/randread_8k.jsonplus.json"), "randread.json")
+    assert not r.warnings and r.meta["version"] == "fio-3.33"
+    raw = fio_doc("fio/randread_8k.jsonplus.json")["jobs"][0]["read"]
+    (iops,) = by_metric(r.samples, "storage.iops")
+    assert iops.value == raw["iops"] and iops.unit == "op/s"
+    assert iops.params["job"] == "randread" and iops.params["direction"] == "read"
+    assert iops.params["bs"] == 8192 and iops.params["rw"] == "randread"
+    assert iops.params["iodepth"] == 1 and iops.params["numjobs"] == 1
+    assert "host" not in iops.params and "instance" not in iops.params
+    assert not by_metric(r.samples, "storage.iops", direction="write")  # wrote nothing
+    (bw,) = by_metric(r.samples, "storage.bandwidth")
+    assert bw.value == raw["bw_bytes"]
+    (clat,) = by_metric(r.samples, "storage.latency", latency="completion")
+    pct = fio_percentiles(raw["clat_ns"])
+    assert clat.value == pytest.approx(raw["clat_ns"]["mean"] * 1e-9)
+    assert clat.stats.n == raw["clat_ns"]["N"]
+    assert clat.stats.median == pytest.approx(pct[50.0] * 1e-9)
+    assert clat.stats.p99 == pytest.approx(pct[99.0] * 1e-9) and clat.stats.p999 == pytest.approx(
+        pct[99.9] * 1e-9
+    )
+    assert clat.params["lat_p90"] == pytest.approx(pct[90.0] * 1e-9)
+    assert clat.params["lat_p9999"] == pytest.approx(pct[99.99] * 1e-9)
+    (total,) = by_metric(r.samples, "storage.latency", latency="total")
+    assert total.value >= clat.value  # lat = slat + clat
+    assert "usr_cpu" in iops.params and "sys_cpu" in iops.params
+
+
+def test_fio_histogram_percentiles_agree_with_fio():
+    """fio's own percentiles, recomputed from its json+ bins: equal for every job and host."""
+    checked = 0
+    for name in (
+        "fio/randread_8k.jsonplus.json",
+        "fio/randrw_numjobs2_group.jsonplus.json",
+        "fio/randread_numjobs2_nogroup.jsonplus.json",
+        "fio/client_server_2hosts.jsonplus.txt",
+    ):
+        doc = fio_doc(name)
+        for job in doc.get("jobs", doc.get("client_stats")):
+            for ddir in ("read", "write"):
+                lat = job[ddir]["clat_ns"]
+                if "bins" in lat and "percentile" in lat:
+                    assert fio.merge_clat_histograms([lat["bins"]]) == fio_percentiles(lat)
+                    checked += 1
+    assert checked == 9
+
+
+def test_fio_percentiles_across_jobs_are_merged_not_averaged():
+    doc = fio_doc("fio/randread_numjobs2_nogroup.jsonplus.json")
+    jobs = [j["read"]["clat_ns"] for j in doc["jobs"]]
+    merged_bins = fio.merge_bins(j["bins"] for j in jobs)
+    assert sum(merged_bins.values()) == sum(j["N"] for j in jobs)
+    merged = fio.merge_clat_histograms([j["bins"] for j in jobs])
+    for p, value in merged.items():
+        parts = [fio_percentiles(j)[p] for j in jobs]
+        assert min(parts) <= value <= max(parts)
+        assert value in merged_bins  # a bucket value, as fio reports them
+    assert list(merged.values()) == sorted(merged.values())
+    # and the parser keeps the two threads apart
+    r = fio.parse(fixture("fio/randread_numjobs2_nogroup.jsonplus.json"))
+    assert [s.params["instance"] for s in by_metric(r.samples, "storage.iops")] == [0, 1]
+    assert {s.params["numjobs"] for s in r.samples} == {2}
+
+
+def test_fio_group_reporting_randrw():
+    r = fio.parse(fixture("fio/randrw_numjobs2_group.jsonplus.json"))
+    iops = by_metric(r.samples, "storage.iops")
+    assert [s.params["direction"] for s in iops] == ["read", "write"]
+    assert all(s.params["rwmixread"] == 50 and s.params["numjobs"] == 2 for s in iops)
+    assert all("instance" not in s.params for s in iops)
+
+
+def test_fio_client_server_hosts_and_all_clients():
+    text = fixture("fio/client_server_2hosts.jsonplus.txt")
+    r = fio.parse(text, "cs.txt")
+    assert any("before fio's JSON" in w and "<vm>" in w for w in r.warnings)
+    hosts = {s.params["host"] for s in r.samples}
+    assert hosts == {"127.0.0.1", "127.0.0.2", "All clients"}
+    read = {s.params["host"]: s for s in by_metric(r.samples, "storage.iops", direction="read")}
+    assert read["All clients"].value == pytest.approx(
+        read["127.0.0.1"].value + read["127.0.0.2"].value, rel=1e-3
+    )
+    assert read["127.0.0.1"].params["rwmixread"] == 70  # from "global options"
+    # fio writes no percentiles for "All clients": they come from the merged host bins
+    doc = fio_doc("fio/client_server_2hosts.jsonplus.txt")
+    hosts_lat = [e["read"]["clat_ns"] for e in doc["client_stats"][:2]]
+    merged = fio.merge_clat_histograms([h["bins"] for h in hosts_lat])
+    (agg,) = by_metric(
+        r.samples, "storage.latency", host="All clients", direction="read", latency="completion"
+    )
+    assert agg.params["percentiles"] == "merged from per-host bins"
+    assert agg.stats.n == sum(h["N"] for h in hosts_lat)
+    assert agg.stats.median == pytest.approx(merged[50.0] * 1e-9)
+    assert agg.stats.p99 == pytest.approx(merged[99.0] * 1e-9)
+
+
+def test_fio_plain_json_and_sizes():
+    r = fio.parse(fixture("fio/write_1m.json"))
+    (bw,) = by_metric(r.samples, "storage.bandwidth")
+    assert bw.params["direction"] == "write" and bw.params["bs"] == 1 << 20
+    (clat,) = by_metric(r.samples, "storage.latency", latency="completion")
+    assert clat.stats.median is not None  # plain json has percentiles too, no bins
+    # fio's "compatibility mode" units (kb_base=1024): k is 1024, KiB is 1000
+    assert fio.parse_size("4k") == 4096 and fio.parse_size("4kB") == 4096
+    assert fio.parse_size("4KiB") == 4000 and fio.parse_size("4KiB", kb_base=1000) == 4096
+    assert fio.parse_size("4k", kb_base=1000) == 4000 and fio.parse_size("512") == 512
+    assert fio.parse_size("1m") == 1 << 20 and fio.parse_size("4k-16k") is None
+
+
+def test_fio_failed_job_is_not_a_rate():
+    doc = fio_doc("fio/randread_8k.jsonplus.json")
+    doc["jobs"][0]["error"] = 5  # EIO, as fio reports a job that died on an I/O error
+    r = fio.parse(json.dumps(doc), "err.json")
+    assert r.samples == []
+    assert r.meta["failed"] == [{"job": "randread", "host": None, "error": 5}]
+    # a client that failed also spoils fio's "All clients" sum
+    doc = fio_doc("fio/client_server_2hosts.jsonplus.txt")
+    doc["client_stats"][0]["error"] = 5
+    r = fio.parse(json.dumps(doc), "cs_err.json")
+    assert {s.params["host"] for s in r.samples} == {"127.0.0.2"}
+    assert [f["host"] for f in r.meta["failed"]] == ["127.0.0.1", "All clients"]
+
+
+def test_fio_bad_input():
+    with pytest.raises(ParseError, match="empty"):
+        fio.parse("", "e.json")
+    with pytest.raises(ParseError, match=r"hpcc\.txt:1: no JSON object"):
+        fio.parse(fixture("hpcc/hpccinf.txt"), "hpcc.txt")
+    text = fixture("fio/randread_8k.jsonplus.json")
+    cut = text[: len(text) // 2]
+    with pytest.raises(ParseError, match=r"cut\.json:\d+: fio JSON is not valid"):
+        fio.parse(cut, "cut.json")
+    with pytest.raises(ParseError, match="neither 'jobs' nor 'client_stats'"):
+        fio.parse('{"fio version": "fio-3.33"}', "x.json")
+    assert fio.looks_like(text) and not fio.looks_like(fixture("hpcc/hpccoutf.txt"))
+    junk = "fio: this platform does not support process shared mutexes\n" + text
+    assert fio.parse(junk).warnings
+
+
+# ------------------------------------------------------------------------------ fio, live
+
+
+def run_fio(tmp_path: Path, *args: str) -> str:
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    argv = ["fio", f"--filename={tmp_path / 'f'}", "--size=16M", "--ioengine=psync"]
+    argv += ["--direct=0", "--runtime=1", "--time_based", "--output-format=json+", *args]
+    done = subprocess.run(argv, check=True, timeout=60, capture_output=True, text=True)
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_fio_real_randread(tmp_path):
+    out = run_fio(tmp_path, "--name=t", "--rw=randread", "--bs=8k")
+    r = fio.parse(out, "fio-randread")
+    (iops,) = by_metric(r.samples, "storage.iops")
+    assert iops.value > 0 and iops.params["bs"] == 8192
+    raw = json.loads(out[out.index("{") :])["jobs"][0]["read"]["clat_ns"]
+    assert fio.merge_clat_histograms([raw["bins"]]) == fio_percentiles(raw)
+    (clat,) = by_metric(r.samples, "storage.latency", latency="completion")
+    assert clat.stats.median == pytest.approx(fio_percentiles(raw)[50.0] * 1e-9)
+
+
+@pytest.mark.slow
+def test_fio_real_randrw_group_reporting(tmp_path):
+    out = run_fio(
+        tmp_path,
+        "--name=m",
+        "--rw=randrw",
+        "--rwmixread=50",
+        "--bs=4k",
+        "--numjobs=2",
+        "--group_reporting",
+    )
+    r = fio.parse(out)
+    assert {s.params["direction"] for s in r.samples} == {"read", "write"}
+    assert all(s.params["numjobs"] == 2 and s.params["rwmixread"] == 50 for s in r.samples)
+    assert len(by_metric(r.samples, "storage.iops")) == 2  # one entry for both threads
+
+
+@pytest.mark.slow
+def test_fio_real_two_jobs_merged(tmp_path):
+    out = run_fio(tmp_path, "--name=n", "--rw=randread", "--bs=4k", "--numjobs=2")
+    jobs = json.loads(out[out.index("{") :])["jobs"]
+    assert len(jobs) == 2
+    lats = [j["read"]["clat_ns"] for j in jobs]
+    merged = fio.merge_clat_histograms([lat["bins"] for lat in lats])
+    for p, value in merged.items():
+        parts = [fio_percentiles(lat)[p] for lat in lats]
+        assert min(parts) <= value <= max(parts)
+    r = fio.parse(out)
+    assert len(by_metric(r.samples, "storage.iops")) == 2
+
+
+# --------------------------------------------------------------------------- --format auto
+
+
+@pytest.mark.parametrize(
+    ("name", "module"),
+    [
+        ("hpl/sc14_hpl21.txt", hpl),
+        ("hpl/kish29_hpl23_interrupted.txt", hpl),
+        ("hpcc/hpccoutf.txt", hpcc),
+        ("stream/revyos_lpi4a_omp8.txt", stream),
+        ("stream/qemu_ppc_linux_verbose.txt", stream),
+        ("fio/client_server_2hosts.jsonplus.txt", fio),
+        ("fio/write_1m.json", fio),
+    ],
+)
+def test_looks_like_is_exclusive(name, module):
+    text = fixture(name)
+    assert [m for m in (hpl, hpcc, stream, fio) if m.looks_like(text)] == [module]
