@@ -21,3 +21,10 @@ def test_formatting():
     assert human_bytes(1000) == "1000 B"
     assert format_value(12061.33e6, "MB/s") == "12061.33"
     assert format_value(2.4e-9, "us") == "0.0024"
+
+
+def test_suffix_defaults_give_unit_and_direction():
+    assert metric_info("p2p.pingping.latency").better == "lower"
+    assert metric_info("gpu.nccl.allreduce.busbw").unit == "B/s"
+    assert metric_info("gpu.nccl.allreduce.time").better == "lower"
+    assert metric_info("p2p.message_rate").unit == "op/s"

@@ -108,10 +108,26 @@ FAMILY_DEFAULTS: dict[str, MetricInfo] = {
 }
 
 
+# By the last part of the name: p2p.pingping.latency, gpu.nccl.allreduce.busbw, ...
+SUFFIX_DEFAULTS: dict[str, MetricInfo] = {
+    "latency": MetricInfo("s", "lower", "us", "latency"),
+    "time": MetricInfo("s", "lower", "us", "time"),
+    "bandwidth": MetricInfo("B/s", "higher", "MB/s", "bandwidth"),
+    "bibw": MetricInfo("B/s", "higher", "MB/s", "bi-directional bandwidth"),
+    "busbw": MetricInfo("B/s", "higher", "GB/s", "bus bandwidth"),
+    "algbw": MetricInfo("B/s", "higher", "GB/s", "algorithm bandwidth"),
+    "message_rate": MetricInfo("op/s", "higher", "op/s", "message rate"),
+    "iops": MetricInfo("op/s", "higher", "IOPS", "IOPS"),
+}
+
+
 def metric_info(metric: str) -> MetricInfo:
-    """Metadata for a dotted metric name; unknown names get their family's defaults."""
+    """Metadata for a dotted metric name; unknown names get their suffix's or family's defaults."""
     if metric in METRICS:
         return METRICS[metric]
+    suffix = metric.rsplit(".", 1)[-1]
+    if suffix in SUFFIX_DEFAULTS:
+        return SUFFIX_DEFAULTS[suffix]
     family = metric.split(".", 1)[0]
     if family in FAMILY_DEFAULTS:
         return FAMILY_DEFAULTS[family]

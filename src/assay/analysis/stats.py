@@ -11,6 +11,7 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -21,7 +22,8 @@ PER_REPETITION = frozenset({"repetition", "hosts", "wtick", "timer_resolution"})
 
 
 def nearest_rank(sorted_values: Sequence[float], p: float) -> float:
-    k = max(1, math.ceil(p / 100 * len(sorted_values)))
+    # Fraction arithmetic: in floats 99.9 / 100 * 1000 is 999.0000000000001, whose ceil is 1000.
+    k = max(1, math.ceil(Fraction(str(p)) * len(sorted_values) / 100))
     return float(sorted_values[k - 1])
 
 
@@ -42,7 +44,16 @@ def summarize(values: Iterable[float]) -> Stats:
 
 
 def group_key(sample: Sample) -> str:
-    params = {k: v for k, v in sample.params.items() if k not in PER_REPETITION}
+    """What identifies a measurement across repetitions: its probe, metric and planned params.
+
+    Float params are things a tool measured or derived alongside (min_time, bw_peak, p90) and
+    differ between repetitions, so they never split a group; planned params are ints/strings.
+    """
+    params = {
+        k: v
+        for k, v in sample.params.items()
+        if k not in PER_REPETITION and not isinstance(v, float)
+    }
     return json.dumps([sample.probe, sample.metric, params], sort_keys=True, default=str)
 
 

@@ -9,11 +9,13 @@ missing (a truncated table), in which case ``ParseResult.complete`` is False and
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import ParseError
-from assay.model import Sample
+from assay.model import Sample, Stats
 
 
 @dataclass
@@ -32,3 +34,44 @@ def parse_number(token: str, *, source: str, line: int) -> float:
         return float(token)
     except ValueError:
         raise ParseError(f"expected a number, found {token!r}", source=source, line=line) from None
+
+
+def make_sample(
+    probe: str,
+    metric: str,
+    value: float,
+    params: dict[str, Any],
+    stats: Stats | None = None,
+    *,
+    unit: str,
+    better: str,
+) -> Sample:
+    """A sample whose unit and direction are the ones the tool's column means, whatever the
+    metric table's default for that family."""
+    sample = Sample.make(probe, metric, value, params, stats, unit=unit)
+    if sample.better != better:
+        sample = dataclasses.replace(sample, better=better)  # type: ignore[arg-type]
+    return sample
+
+
+TOOL_NAMES = {
+    "osu": "OSU",
+    "imb": "IMB",
+    "perftest": "perftest",
+    "nccl": "nccl-tests",
+    "hpl": "HPL",
+    "hpcc": "HPCC",
+    "stream": "STREAM",
+    "fio": "fio",
+}
+
+
+def other_tool(text: str, this: str) -> str:
+    """Which other tool's output ``text`` looks like, for a wrong-tool error message."""
+    for fmt, name in TOOL_NAMES.items():
+        if fmt == this:
+            continue
+        module = importlib.import_module(f"assay.parsers.{fmt}")  # at call time: no import cycle
+        if module.looks_like(text):
+            return name
+    return ""

@@ -41,7 +41,8 @@ def _variation(fig: Figure) -> float | None:
 def _count(fig: Figure) -> str:
     if fig.repetitions > 1:
         return f"{fig.repetitions} reps"
-    n = fig.sample.stats.n if fig.sample.stats else fig.sample.params.get("iterations")
+    # A tool's own iteration count wins: IMB's and OSU's stats.n count ranks, not iterations.
+    n = fig.sample.params.get("iterations") or (fig.sample.stats.n if fig.sample.stats else None)
     return f"{n} it." if n else "1"
 
 

@@ -1,0 +1,428 @@
+"""OSU Micro-Benchmarks (OMB 3.x to 7.x) text output.
+
+A file holds one or more *blocks*. A block opens with the title line OMB prints first,
+``# OSU MPI Latency Test v5.6.2``, ``# OSU MPI-CUDA Allreduce Latency Test v7.0``, then
+optional comment lines (``# Datatype: MPI_CHAR.``, which OMB 7.x prints before *or* after the
+column header; ``# Send Buffer on DEVICE (D) and Receive Buffer on DEVICE (D)`` for ``-d cuda``;
+``# [ pairs: 1 ] [ window size: 64 ]`` for osu_mbw_mr), one column header and the rows.
+
+Samples (canonical SI; OSU's "MB/s" is 1e6 B/s, its "us" microseconds):
+
+===========================  ==============================================================
+benchmark                    metric (value)
+===========================  ==============================================================
+osu_latency, osu_multi_lat,  ``p2p.latency``: the printed latency (OMB's average)
+osu_latency_mt/_mp
+osu_bw                       ``p2p.bandwidth``
+osu_bibw                     ``p2p.bibw``
+osu_mbw_mr                   ``p2p.bandwidth`` (aggregate over the pairs) and
+                             ``p2p.message_rate`` (messages/s, unit op/s)
+blocking collectives         ``coll.<op>`` (allreduce, alltoall, bcast, barrier...): Avg Latency
+non-blocking collectives     ``coll.i<op>``: "Pure Comm.(us)", the collective alone, comparable
+                             with the blocking one; ``coll.i<op>.overall``: "Overall(us)", the
+                             latency with the overlapped compute. Compute and Overlap(%) are
+                             not kept.
+===========================  ==============================================================
+
+With ``-f`` (full statistics) the Min/Max columns become ``Stats(min, max, mean=avg)``. They
+are the spread *across ranks* of each rank's average, and OMB does not print the rank count,
+so ``Stats.n`` is 0 ("not printed"); the printed iteration count goes to ``params["iterations"]``.
+Tail columns of newer OMB 7.x (P50/P90/P99 Tail Lat) map to ``Stats.median`` and ``Stats.p99``;
+Stats has no p90 field, so P90 is kept in ``params["p90"]`` (seconds).
+
+params: ``tool="osu"``, ``benchmark`` ("osu_latency"), ``version`` ("5.6.2"), ``size`` (bytes,
+absent for barrier), ``iterations`` (when printed), ``device`` ("cuda", "rocm"... for MPI-CUDA
+titles), ``send_buffer``/``recv_buffer`` ("device"/"host"/"managed"), ``datatype``, ``pairs`` and
+``window`` (osu_mbw_mr).
+
+With ``-c`` (OMB 6+) a row whose Validation column is not "Pass" is skipped with a warning.
+Blocks OMB prints for benchmarks outside this scope (one-sided MPI_Put/Get..., hello, init,
+OpenSHMEM/UPC...) are skipped with a warning. Lines the MPI runtime writes into the table
+(``[host:pid] ...`` help aggregation, UCX log lines) are skipped with a warning naming the line.
+Any other line inside a table that is not a row ends the table; a row after it means two
+streams were interleaved, and that line raises ParseError. A table cut off mid-line (the file
+does not end with a newline) loses its last row and the result is ``complete=False``. OMB does
+not print the largest size it will run, so a file cut exactly at a line boundary cannot be told
+from a finished one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from assay.errors import ParseError
+from assay.model import Sample, Stats
+from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+
+PROBE = "osu"
+_sample = partial(make_sample, PROBE)
+US = 1e-6  # OMB prints microseconds
+MB = 1e6  # OMB's MB/s: bytes / 1e6 per second (osu_bw.c divides by 1e6)
+
+_TITLE = re.compile(
+    r"^\s*#\s*OSU\s+(?P<api>[A-Za-z][A-Za-z_]*)(?:-(?P<device>[A-Za-z]+))?\s+"
+    r"(?P<name>.+?)\s+Test(?:\s+v(?P<version>\S+))?\s*$"
+)
+_DATATYPE = re.compile(r"^\s*#\s*Datatype:\s*(?P<dt>[\w ]+?)\.?\s*$")
+_BUFFERS = re.compile(
+    r"^\s*#\s*Send Buffer on (?P<send>\w+)(?:\s*\(\w\))?\s+and\s+"
+    r"Receive Buffer on (?P<recv>\w+)",
+    re.IGNORECASE,
+)
+_PAIRS = re.compile(r"pairs:\s*(?P<pairs>\d+)\s*\]\s*\[\s*window size:\s*(?P<window>\d+)")
+# Lines an MPI runtime or UCX writes into the same stream: "[host:pid] ..." / "[1700.5] [host:..".
+_RUNTIME_MESSAGE = re.compile(r"^\s*\[[^\]]*\]")
+
+# Column headers OMB prints, most specific first (names end up as keys in _Row.values).
+_COLUMNS: list[tuple[str, re.Pattern[str]]] = [
+    (name, re.compile(pattern, re.IGNORECASE))
+    for name, pattern in [
+        ("size", r"Size"),
+        ("avg", r"Avg\s+Latency\s*\(us\)"),
+        ("min", r"Min\s+Latency\s*\(us\)"),
+        ("max", r"Max\s+Latency\s*\(us\)"),
+        ("avg", r"Latency\s*\(us\)"),
+        ("iterations", r"Iterations"),
+        ("p50", r"P50\s+Tail\s+Lat\s*\(us\)"),
+        ("p90", r"P90\s+Tail\s+Lat\s*\(us\)"),
+        ("p99", r"P99\s+Tail\s+Lat\s*\(us\)"),
+        ("bw", r"Bandwidth\s*\(MB/s\)"),
+        ("bw", r"MB/s(?:ec)?"),
+        ("msgrate", r"Messages/s(?:ec)?"),
+        ("overall", r"Overall\s*\(us\)"),
+        ("compute", r"Compute\s*\(us\)"),
+        ("pure", r"Pure\s+Comm\.?\s*\(us\)"),
+        ("overlap", r"Overlap\s*\(%\)"),
+        ("validation", r"Validation"),  # OMB 6+ with -c: "Pass" / "Fail" per row
+    ]
+]
+
+# Collective names as OMB titles spell them -> MPI operation name.
+_COLLECTIVES = {
+    "allgather": "allgather",
+    "allgatherv": "allgatherv",
+    "allreduce": "allreduce",
+    "all-to-all personalized exchange": "alltoall",
+    "all-to-allv personalized exchange": "alltoallv",
+    "all-to-allw personalized exchange": "alltoallw",
+    "alltoall": "alltoall",
+    "alltoallv": "alltoallv",
+    "alltoallw": "alltoallw",
+    "barrier": "barrier",
+    "broadcast": "bcast",
+    "bcast": "bcast",
+    "gather": "gather",
+    "gatherv": "gatherv",
+    "reduce": "reduce",
+    "reduce_scatter": "reduce_scatter",
+    "reduce-scatter": "reduce_scatter",
+    "reduce scatter": "reduce_scatter",
+    "reduce_scatter_block": "reduce_scatter_block",
+    "scatter": "scatter",
+    "scatterv": "scatterv",
+}
+
+_POINT_TO_POINT = {
+    "latency": ("osu_latency", "latency"),
+    "multi latency": ("osu_multi_lat", "latency"),
+    "multi-threaded latency": ("osu_latency_mt", "latency"),
+    "multi-process latency": ("osu_latency_mp", "latency"),
+    "bandwidth": ("osu_bw", "bandwidth"),
+    "bi-directional bandwidth": ("osu_bibw", "bibw"),
+    "multiple bandwidth / message rate": ("osu_mbw_mr", "mbw_mr"),
+}
+
+
+@dataclass(frozen=True)
+class _Kind:
+    benchmark: str  # "osu_allreduce"
+    measure: str  # "latency" | "bandwidth" | "bibw" | "mbw_mr" | "collective" | "nonblocking"
+    op: str = ""  # collective operation, "" for point-to-point
+
+
+@dataclass
+class _Block:
+    line: int
+    title: str
+    kind: _Kind | None
+    version: str | None
+    device: str | None
+    params: dict[str, Any] = field(default_factory=dict)
+    columns: list[str] = field(default_factory=list)
+    rows: list[tuple[int, dict[str, float]]] = field(default_factory=list)
+    garbage: tuple[int, str] | None = None  # first non-row line after the rows started
+
+
+def _kind_of(name: str) -> _Kind | None:
+    """The benchmark behind an OMB title ("Allreduce Latency" -> osu_allreduce)."""
+    n = " ".join(name.lower().split())
+    if n in _POINT_TO_POINT:
+        benchmark, measure = _POINT_TO_POINT[n]
+        return _Kind(benchmark, measure)
+    if not n.endswith(" latency"):
+        return None
+    coll = n.removesuffix(" latency")
+    nonblocking = coll.startswith("non-blocking ")
+    coll = coll.removeprefix("non-blocking ")
+    op = _COLLECTIVES.get(coll)
+    if op is None:
+        return None
+    if nonblocking:
+        return _Kind(f"osu_i{op}", "nonblocking", f"i{op}")
+    return _Kind(f"osu_{op}", "collective", op)
+
+
+def _is_header(text: str) -> bool:
+    body = text.strip().lstrip("#").strip()
+    return body.startswith(("Size", "Avg Latency", "Latency", "Overall("))
+
+
+def _parse_header(text: str, *, source: str, line: int) -> list[str]:
+    body = text.strip().lstrip("#")
+    names: list[str] = []
+    pos = 0
+    while pos < len(body):
+        if body[pos].isspace():
+            pos += 1
+            continue
+        for name, pattern in _COLUMNS:
+            m = pattern.match(body, pos)
+            if m:
+                names.append(name)
+                pos = m.end()
+                break
+        else:
+            raise ParseError(
+                f"unknown OSU column header {body[pos:].strip()!r}", source=source, line=line
+            )
+    return names
+
+
+def _row_samples(block: _Block, values: dict[str, float]) -> list[Sample]:
+    kind = block.kind
+    assert kind is not None
+    params: dict[str, Any] = {"tool": "osu", "benchmark": kind.benchmark}
+    if block.version:
+        params["version"] = block.version
+    if "size" in values:
+        params["size"] = int(values["size"])
+    if "iterations" in values:
+        params["iterations"] = int(values["iterations"])
+    params.update(block.params)
+
+    if kind.measure in ("bandwidth", "bibw"):
+        metric = "p2p.bandwidth" if kind.measure == "bandwidth" else "p2p.bibw"
+        return [_sample(metric, values["bw"] * MB, params, unit="B/s", better="higher")]
+    if kind.measure == "mbw_mr":
+        out = [_sample("p2p.bandwidth", values["bw"] * MB, params, unit="B/s", better="higher")]
+        if "msgrate" in values:
+            out.append(
+                _sample("p2p.message_rate", values["msgrate"], params, unit="op/s", better="higher")
+            )
+        return out
+    if kind.measure == "nonblocking":
+        return [
+            _sample(f"coll.{kind.op}", values["pure"] * US, params, unit="s", better="lower"),
+            _sample(
+                f"coll.{kind.op}.overall", values["overall"] * US, params, unit="s", better="lower"
+            ),
+        ]
+
+    # latency-like: point-to-point latency or a blocking collective
+    stats = None
+    if any(k in values for k in ("min", "max", "p50", "p99")):
+        stats = Stats(
+            n=0,  # the spread is across ranks and OMB does not print how many
+            min=values["min"] * US if "min" in values else None,
+            max=values["max"] * US if "max" in values else None,
+            mean=values["avg"] * US,
+            median=values["p50"] * US if "p50" in values else None,
+            p99=values["p99"] * US if "p99" in values else None,
+        )
+    if "p90" in values:
+        params["p90"] = values["p90"] * US
+    metric = "p2p.latency" if kind.measure == "latency" else f"coll.{kind.op}"
+    return [_sample(metric, values["avg"] * US, params, stats, unit="s", better="lower")]
+
+
+_REQUIRED = {
+    "latency": ("avg",),
+    "collective": ("avg",),
+    "bandwidth": ("size", "bw"),
+    "bibw": ("size", "bw"),
+    "mbw_mr": ("size", "bw"),
+    "nonblocking": ("overall", "pure"),
+}
+
+
+def looks_like(text: str) -> bool:
+    """True when the text holds an OMB title line ("# OSU MPI ... Test")."""
+    return any(_TITLE.match(line) for line in text.splitlines())
+
+
+def parse(text: str, source: str = "<text>") -> ParseResult:
+    """Read OSU Micro-Benchmarks output into samples (see the module docstring)."""
+    if not text.strip():
+        raise ParseError("empty output: there is nothing to parse", source=source)
+    lines = text.splitlines()
+    if not looks_like(text):
+        other = other_tool(text, "osu")
+        looks = f"; it looks like {other} output" if other else ""
+        raise ParseError(
+            f"not OSU Micro-Benchmarks output: no '# OSU MPI ... Test' title line{looks}",
+            source=source,
+            hint="OMB prints a title such as '# OSU MPI Latency Test v7.2' before each table",
+        )
+
+    warnings: list[str] = []
+    missing: list[str] = []
+    blocks: list[_Block] = []
+    block: _Block | None = None
+    cut_last_line = not text.endswith("\n")
+
+    for lineno, raw in enumerate(lines, start=1):
+        stripped = raw.strip()
+        title = _TITLE.match(raw)
+        if title:
+            api = title["api"]
+            kind = _kind_of(title["name"]) if api == "MPI" else None
+            block = _Block(
+                line=lineno,
+                title=stripped.lstrip("#").strip(),
+                kind=kind,
+                version=title["version"],
+                device=title["device"].lower() if title["device"] else None,
+            )
+            if block.device:
+                block.params["device"] = block.device
+            blocks.append(block)
+            if kind is None:
+                warnings.append(
+                    f"{source}:{lineno}: skipped '{block.title}': not a benchmark assay reads"
+                )
+            continue
+        if block is None or not stripped or block.kind is None:
+            continue  # preamble before the first title, blank lines, skipped blocks
+
+        dt = _DATATYPE.match(raw)
+        if dt:
+            block.params["datatype"] = dt["dt"].strip()
+            continue
+        buffers = _BUFFERS.match(raw)
+        if buffers:
+            block.params["send_buffer"] = buffers["send"].lower()
+            block.params["recv_buffer"] = buffers["recv"].lower()
+            continue
+        pairs = _PAIRS.search(raw)
+        if pairs and stripped.startswith("#"):
+            block.params["pairs"] = int(pairs["pairs"])
+            block.params["window"] = int(pairs["window"])
+            continue
+        if not block.columns:
+            if _is_header(raw):
+                block.columns = _parse_header(raw, source=source, line=lineno)
+                need = [c for c in _REQUIRED[block.kind.measure] if c not in block.columns]
+                if need:
+                    raise ParseError(
+                        f"the {block.kind.benchmark} header lacks column(s) {', '.join(need)}",
+                        source=source,
+                        line=lineno,
+                    )
+            elif stripped[0].isdigit():
+                raise ParseError(
+                    f"row before the column header of '{block.title}'", source=source, line=lineno
+                )
+            elif not stripped.startswith("#"):
+                warnings.append(f"{source}:{lineno}: ignored {stripped[:80]!r}")
+            continue
+        if _RUNTIME_MESSAGE.match(raw):
+            if block.garbage is not None:
+                continue  # after the table: launcher chatter before the next block
+            warnings.append(f"{source}:{lineno}: skipped a runtime message: {stripped[:80]!r}")
+            continue
+        if stripped[0].isdigit():
+            if block.garbage is not None:
+                bad_line, bad_text = block.garbage
+                raise ParseError(
+                    f"unexpected line inside the {block.kind.benchmark} table (interleaved "
+                    f"output?): {bad_text[:80]!r}",
+                    source=source,
+                    line=bad_line,
+                )
+            tokens = stripped.split()
+            truncated = cut_last_line and lineno == len(lines)
+            if len(tokens) != len(block.columns):
+                if truncated:
+                    break  # the last row was cut off mid-line: handled below
+                raise ParseError(
+                    f"expected {len(block.columns)} columns in the {block.kind.benchmark} table, "
+                    f"found {len(tokens)}: {stripped[:80]!r} (interleaved output?)",
+                    source=source,
+                    line=lineno,
+                )
+            if truncated:
+                break
+            cells = dict(zip(block.columns, tokens, strict=True))
+            verdict = cells.pop("validation", "Pass")
+            if verdict.lower() != "pass":
+                warnings.append(
+                    f"{source}:{lineno}: skipped the {block.kind.benchmark} row {tokens[0]}: "
+                    f"OMB validation says {verdict!r} (wrong data)"
+                )
+                continue
+            values = {
+                name: parse_number(tok, source=source, line=lineno) for name, tok in cells.items()
+            }
+            block.rows.append((lineno, values))
+            continue
+        if block.rows and block.garbage is None:
+            block.garbage = (lineno, stripped)  # the table may have ended here
+
+    complete = True
+    if cut_last_line and lines and block is not None and block.kind is not None:
+        last = lines[-1].strip()
+        if last and last[0].isdigit():
+            complete = False
+            after = (
+                f" after size {int(block.rows[-1][1]['size'])}"
+                if (block.rows and "size" in block.rows[-1][1])
+                else ""
+            )
+            missing.append(
+                f"{block.kind.benchmark}: the row{after} was cut off (output ends mid-line); "
+                "later sizes, if any, are unknown"
+            )
+    for b in blocks:
+        if b.kind is not None and not b.rows:
+            complete = False
+            missing.append(f"{b.kind.benchmark} (line {b.line}): no rows after '{b.title}'")
+
+    samples: list[Sample] = []
+    for b in blocks:
+        for _, values in b.rows:
+            samples.extend(_row_samples(b, values))
+    if not samples and complete:
+        raise ParseError(
+            f"no OSU benchmark assay reads in this output ({'; '.join(b.title for b in blocks)})",
+            source=source,
+        )
+
+    versions = sorted({b.version for b in blocks if b.version})
+    meta: dict[str, Any] = {
+        "tool": "osu",
+        "benchmarks": [b.kind.benchmark for b in blocks if b.kind is not None],
+        "versions": versions,
+    }
+    if len(versions) == 1:
+        meta["version"] = versions[0]
+    return ParseResult(
+        tool="osu",
+        samples=samples,
+        meta=meta,
+        complete=complete,
+        missing=missing,
+        warnings=warnings,
+    )

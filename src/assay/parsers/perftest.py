@@ -1,0 +1,357 @@
+"""perftest (linux-rdma/perftest: ib_send_lat, ib_write_bw, ...) text output.
+
+Each test prints a settings block between dashed lines (title such as ``Send Latency Test`` or
+``RDMA_Write BW Test``, then ``Device : mlx5_0``, ``Link type : IB``... two per line, separated
+by spaces or tabs), the local/remote addresses, the column header, the rows and a closing dashed
+line. Rows may be separated by tabs; perftest may print ``Conflicting CPU frequency values
+detected`` between rows (skipped, counted in a warning).
+
+Latency (``ib_*_lat``): ``rdma.latency`` with value = ``t_typical``, the median, which perftest
+itself reports as the representative figure (print_report_lat sorts the samples and prints the
+median as t_typical), and ``Stats(n=#iterations, min=t_min, max=t_max, median=t_typical,
+mean=t_avg, stddev=t_stdev, p99, p999)``. Older perftest prints only t_min/t_max/t_typical;
+the duration mode (``-D``) prints only t_avg, which is then the value. Times are microseconds;
+``--report-cycles`` output (cycles) is refused.
+
+Bandwidth (``ib_*_bw``): ``rdma.bandwidth`` with value = BW average, ``params["bw_peak"]``
+(B/s; absent when perftest did not measure it and printed 0.00) and ``params["msg_rate"]``
+(messages/s, from MsgRate[Mpps]). Units: perftest's ``MB/sec`` and ``MiB/sec`` are both
+2**20 bytes per second and ``Gb/sec`` (``--report_gbits``) is 1e9 bits per second:
+print_report_bw in src/perftest_resources.c (linux-rdma/perftest) divides by
+``format_factor = (report_fmt == MBS) ? 0x100000 : 125000000``.
+
+params: ``tool="perftest"``, ``benchmark`` ("ib_send_lat"), ``size``, ``iterations``,
+``device``, ``link_type``, ``connection`` ("RC"), ``qps``, and ``bidirectional=True`` for the
+bidirectional tests.
+
+A table is complete when its closing dashed line follows, or when its last size is 8388608
+(2**23, the largest size ``-a`` runs: "Run sizes from 2 till 2^23"); otherwise the result is
+``complete=False``. A line inside a table that is not a row, a known perftest warning or the
+closing line ends the table; a row after it means interleaved output and raises ParseError.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from assay.errors import ParseError
+from assay.model import Sample, Stats
+from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+
+PROBE = "perftest"
+_sample = partial(make_sample, PROBE)
+US = 1e-6
+ALL_MAX_SIZE = 2**23  # ib_*: "-a, --all  Run sizes from 2 till 2^23"
+
+# bytes per second per unit perftest prints (print_report_bw: format_factor)
+_BW_UNITS = {"MB/sec": float(0x100000), "MiB/sec": float(0x100000), "Gb/sec": 125_000_000.0}
+
+_TITLE = re.compile(
+    r"^\s*(?P<verb>[A-Za-z][\w ]*?)\s+(?:(?P<bidir>Bidirectional)\s+)?"
+    r"(?P<kind>Latency|BW)\s+Test\s*$"
+)
+_DASHES = re.compile(r"^\s*-{20,}\s*$")
+_SETTING = re.compile(r"(?P<key>[A-Za-z][\w .*/()-]*?)\s*:\s*(?P<val>[^\s:]+)")
+_CPU_FREQ = re.compile(r"^\s*Conflicting CPU frequency values detected")
+
+_COLUMNS: list[tuple[str, re.Pattern[str]]] = [
+    (name, re.compile(pattern))
+    for name, pattern in [
+        ("size", r"#bytes"),
+        ("sl", r"#sl"),
+        ("iterations", r"#iterations"),
+        ("t_min", r"t_min\[(?P<unit>\w+)\]"),
+        ("t_max", r"t_max\[(?P<unit>\w+)\]"),
+        ("t_typical", r"t_typical\[(?P<unit>\w+)\]"),
+        ("t_avg", r"t_avg\[(?P<unit>\w+)\]"),
+        ("t_stdev", r"t_stdev\[(?P<unit>\w+)\]"),
+        ("p999", r"99\.9%\s+percentile\[(?P<unit>\w+)\]"),
+        ("p99", r"99%\s+percentile\[(?P<unit>\w+)\]"),
+        ("bw_peak", r"BW\s+peak\[(?P<unit>[\w/]+)\]"),
+        ("bw_avg", r"BW\s+average\[(?P<unit>[\w/]+)\]"),
+        ("msg_rate", r"MsgRate\[Mpps\]"),
+        ("port_bw", r"BW\s+Port\d\[(?P<unit>[\w/]+)\]"),
+        ("port_rate", r"MsgRate\s+Port\d\[Mpps\]"),
+        ("cpu_util", r"CPU_Util\[%\]"),
+    ]
+]
+
+_VERBS = {"send": "send", "rdma_write": "write", "rdma_read": "read"}
+_SETTINGS_PARAMS = {
+    "Device": "device",
+    "Link type": "link_type",
+    "Connection type": "connection",
+    "Number of qps": "qps",
+}
+
+
+@dataclass
+class _Table:
+    benchmark: str
+    kind: str  # "Latency" | "BW"
+    line: int
+    bidirectional: bool
+    settings: dict[str, str] = field(default_factory=dict)
+    columns: list[str] = field(default_factory=list)
+    bw_factor: float | None = None
+    rows: list[dict[str, float]] = field(default_factory=list)
+    closed: bool = False
+    garbage: tuple[int, str] | None = None
+
+
+def _benchmark(verb: str, kind: str) -> str:
+    v = verb.strip().lower()
+    base = "atomic" if v.startswith("atomic") else _VERBS.get(v, v.replace(" ", "_"))
+    return f"ib_{base}_{'lat' if kind == 'Latency' else 'bw'}"
+
+
+def _parse_header(text: str, *, source: str, line: int) -> tuple[list[str], float | None]:
+    names: list[str] = []
+    bw_factor: float | None = None
+    pos = 0
+    body = text.rstrip()
+    while pos < len(body):
+        if body[pos].isspace():
+            pos += 1
+            continue
+        for name, pattern in _COLUMNS:
+            m = pattern.match(body, pos)
+            if m:
+                unit = m.groupdict().get("unit")
+                if (name.startswith("t_") or name in ("p99", "p999")) and unit != "usec":
+                    raise ParseError(
+                        f"perftest latency in {unit!r} (--report-cycles?): assay needs usec",
+                        source=source,
+                        line=line,
+                    )
+                if name in ("bw_peak", "bw_avg"):
+                    if unit not in _BW_UNITS:
+                        raise ParseError(
+                            f"unknown perftest bandwidth unit {unit!r}", source=source, line=line
+                        )
+                    bw_factor = _BW_UNITS[unit]
+                names.append(name)
+                pos = m.end()
+                break
+        else:
+            raise ParseError(
+                f"unknown perftest column header {body[pos:].strip()!r}", source=source, line=line
+            )
+    return names, bw_factor
+
+
+def _table_samples(table: _Table) -> list[Sample]:
+    out: list[Sample] = []
+    base: dict[str, Any] = {"tool": "perftest", "benchmark": table.benchmark}
+    for key, name in _SETTINGS_PARAMS.items():
+        if key in table.settings:
+            value: Any = table.settings[key]
+            base[name] = int(value) if name == "qps" and value.isdigit() else value
+    if table.bidirectional:
+        base["bidirectional"] = True
+    for row in table.rows:
+        params = dict(base)
+        params["size"] = int(row["size"])
+        if "iterations" in row:
+            params["iterations"] = int(row["iterations"])
+        if table.kind == "Latency":
+            typical = row.get("t_typical", row.get("t_avg"))
+            if typical is None:
+                continue
+            stats = Stats(
+                n=int(row["iterations"]) if "iterations" in row else 0,
+                min=_us(row, "t_min"),
+                max=_us(row, "t_max"),
+                median=_us(row, "t_typical"),
+                mean=_us(row, "t_avg"),
+                stddev=_us(row, "t_stdev"),
+                p99=_us(row, "p99"),
+                p999=_us(row, "p999"),
+            )
+            out.append(
+                _sample("rdma.latency", typical * US, params, stats, unit="s", better="lower")
+            )
+        else:
+            assert table.bw_factor is not None
+            if row.get("bw_peak"):  # 0.00 means perftest did not measure the peak
+                params["bw_peak"] = row["bw_peak"] * table.bw_factor
+            if "msg_rate" in row:
+                params["msg_rate"] = row["msg_rate"] * 1e6
+            out.append(
+                _sample(
+                    "rdma.bandwidth",
+                    row["bw_avg"] * table.bw_factor,
+                    params,
+                    unit="B/s",
+                    better="higher",
+                )
+            )
+    return out
+
+
+def _us(row: dict[str, float], key: str) -> float | None:
+    return row[key] * US if key in row else None
+
+
+def _is_column_header(stripped: str) -> bool:
+    return stripped.startswith("#bytes")
+
+
+def looks_like(text: str) -> bool:
+    """True for a perftest table header (``#bytes #iterations`` with perftest's columns)."""
+    for line in text.splitlines():
+        s = line.strip()
+        # "#iterations", where IMB's header says "#repetitions"
+        if _is_column_header(s) and "#iterations" in s and ("t_" in s or "BW " in s):
+            return True
+    return False
+
+
+def parse(text: str, source: str = "<text>") -> ParseResult:
+    """Read perftest output into samples (see the module docstring)."""
+    if not text.strip():
+        raise ParseError("empty output: there is nothing to parse", source=source)
+    if not looks_like(text):
+        other = other_tool(text, "perftest")
+        looks = f"; it looks like {other} output" if other else ""
+        raise ParseError(
+            "not perftest output: no '#bytes #iterations ...' result header with perftest's "
+            f"columns (t_min[usec]..., BW peak[...]){looks}",
+            source=source,
+        )
+
+    lines = text.splitlines()
+    cut_last_line = not text.endswith("\n")
+    tables: list[_Table] = []
+    table: _Table | None = None
+    warnings: list[str] = []
+    cpu_freq_lines = 0
+    truncated_row = False
+
+    for lineno, raw in enumerate(lines, start=1):
+        stripped = raw.strip()
+        if not stripped:
+            continue
+        title = _TITLE.match(raw)
+        if title:
+            table = _Table(
+                benchmark=_benchmark(title["verb"], title["kind"]),
+                kind=title["kind"],
+                line=lineno,
+                bidirectional=bool(title["bidir"]),
+            )
+            tables.append(table)
+            continue
+        if table is None:
+            if _is_column_header(stripped):
+                raise ParseError(
+                    "perftest result header without the test title before it "
+                    "('Send Latency Test', 'RDMA_Write BW Test'...)",
+                    source=source,
+                    line=lineno,
+                )
+            continue
+        if not table.columns:
+            if _is_column_header(stripped):
+                table.columns, table.bw_factor = _parse_header(raw, source=source, line=lineno)
+                kind_ok = ("bw_avg" in table.columns) == (table.kind == "BW")
+                if not kind_ok or "size" not in table.columns:
+                    raise ParseError(
+                        f"the columns do not fit a {table.kind} test ({table.benchmark})",
+                        source=source,
+                        line=lineno,
+                    )
+            elif not _DASHES.match(raw) and not stripped.startswith(
+                ("local address", "remote address", "GID")
+            ):
+                for m in _SETTING.finditer(raw):
+                    table.settings.setdefault(m["key"].strip(), m["val"])
+            continue
+        if table.closed:
+            continue  # between this table and the next title: shell prompts, cleanup messages
+        if _DASHES.match(raw):
+            table.closed = True
+            continue
+        if _CPU_FREQ.match(raw):
+            cpu_freq_lines += 1
+            continue
+        if _is_column_header(stripped) and not table.rows:
+            continue  # the same header printed twice (server and client on one terminal)
+        if stripped[0].isdigit():
+            if table.garbage is not None:
+                bad_line, bad_text = table.garbage
+                raise ParseError(
+                    f"unexpected line inside the {table.benchmark} table (interleaved output?): "
+                    f"{bad_text[:80]!r}",
+                    source=source,
+                    line=bad_line,
+                )
+            tokens = stripped.split()
+            last = cut_last_line and lineno == len(lines)
+            if len(tokens) != len(table.columns):
+                if last:
+                    truncated_row = True
+                    break
+                raise ParseError(
+                    f"expected {len(table.columns)} columns in the {table.benchmark} table, "
+                    f"found {len(tokens)}: {stripped[:80]!r} (interleaved output?)",
+                    source=source,
+                    line=lineno,
+                )
+            if last:
+                truncated_row = True
+                break
+            table.rows.append(
+                {
+                    name: parse_number(tok, source=source, line=lineno)
+                    for name, tok in zip(table.columns, tokens, strict=True)
+                }
+            )
+            continue
+        if table.rows and table.garbage is None:
+            table.garbage = (lineno, stripped)
+
+    complete = not truncated_row
+    missing: list[str] = []
+    for t in tables:
+        ended = t.closed or (t.rows and int(t.rows[-1]["size"]) >= ALL_MAX_SIZE)
+        if t.columns and t.rows and ended and not (truncated_row and t is tables[-1]):
+            continue
+        if not t.columns and not t.rows and t is not tables[-1]:
+            # a title and settings but no table: the test failed or a server waited in vain
+            warnings.append(f"{source}:{t.line}: {t.benchmark} printed no result table")
+            continue
+        complete = False
+        after = f" after size {int(t.rows[-1]['size'])}" if t.rows else ""
+        missing.append(
+            f"{t.benchmark} (line {t.line}): rows{after} and the closing line "
+            "(output ends inside the table)"
+        )
+    if cpu_freq_lines:
+        warnings.append(
+            f"{source}: perftest warned {cpu_freq_lines} time(s) 'Conflicting CPU frequency values "
+            "detected' (CPU frequency not at max: results may be noisy)"
+        )
+
+    samples: list[Sample] = []
+    for t in tables:
+        samples.extend(_table_samples(t))
+    if not samples and complete:
+        raise ParseError("perftest output without any result row", source=source)
+
+    meta: dict[str, Any] = {
+        "tool": "perftest",
+        "benchmarks": [t.benchmark for t in tables],
+        "settings": [t.settings for t in tables],
+    }
+    return ParseResult(
+        tool="perftest",
+        samples=samples,
+        meta=meta,
+        complete=complete,
+        missing=missing,
+        warnings=warnings,
+    )
