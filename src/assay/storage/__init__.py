@@ -1,0 +1,1 @@
+"""Storage workloads: fio job definitions, the standard workloads, Vdbench translation."""
