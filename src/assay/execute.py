@@ -92,6 +92,7 @@ def run_job(
         timeout=job.timeout,
         stdout_path=job_dir / "stdout",
         stderr_path=job_dir / "stderr",
+        cwd=job_dir,  # whatever else a probe writes (raw tool output, plots) stays with the run
     )
     result.exit_code, result.wall_time, result.hosts = (
         outcome.exit_code,

@@ -1,18 +1,34 @@
-"""STREAM (Copy, Scale, Add, Triad) on the native OpenMP probe, by McCalpin's rules."""
+"""STREAM (Copy, Scale, Add, Triad) on the native OpenMP probe, by McCalpin's rules.
+
+``scope`` chooses where it runs: ``node`` (every core, the classic figure), ``l3`` (one
+instance per L3 domain - a CCX on AMD - pinned to its cores, memory on its NUMA node),
+``numa`` (one instance per NUMA node, memory bound to it) or ``all`` (the three). The
+per-domain figures are what a vendor's "260 GB/s (32-33 GB/s per CCX)" is made of, and what
+shows one slow memory channel or a CCX with a bad DIMM behind it.
+"""
 
 from __future__ import annotations
 
 import math
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
-from assay.model import Build, Job, MpiInfo, Sample
+from assay.errors import SuiteError
+from assay.model import Build, Job, MpiInfo, Sample, System
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
 
 STREAM_DEFAULT_ELEMENTS = 10_000_000  # stream.c's STREAM_ARRAY_SIZE
 ARRAYS = 3
 ELEMENT_BYTES = 8
+CPU_DIR = Path("/sys/devices/system/cpu")
+STREAM_BUILD = Build("stream.c", "cc", ("-O3", "-march=native", "-fopenmp"), ("-lm",))
+
+Scope = Literal["node", "l3", "numa", "all"]
+DomainScope = Literal["l3", "numa"]
 
 
 class StreamParams(ProbeParams):
@@ -21,6 +37,10 @@ class StreamParams(ProbeParams):
     threads: int | Literal["all"] = "all"
     bind: str = Field(default="spread", description="OMP_PROC_BIND")
     places: str = Field(default="cores", description="OMP_PLACES")
+    scope: Scope = Field(
+        default="node",
+        description="node (all cores), l3 (one run per L3 domain), numa (per NUMA node), all",
+    )
 
 
 def stream_elements(l3_bytes: int | None, memory_bytes: int | None) -> int:
@@ -36,9 +56,187 @@ def stream_elements(l3_bytes: int | None, memory_bytes: int | None) -> int:
     return int(wanted)
 
 
+def cpulist(cpus: list[int]) -> str:
+    """CPUs the way the kernel and numactl write them: [0, 1, 2, 3, 8] -> "0-3,8"."""
+    parts: list[str] = []
+    ordered = sorted(set(cpus))
+    start = prev = None
+    for c in [*ordered, None]:
+        if c is not None and prev is not None and c == prev + 1:
+            prev = c
+            continue
+        if start is not None:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = c
+    return ",".join(parts)
+
+
+def thread_siblings(cpu_dir: Path = CPU_DIR) -> dict[int, int]:
+    """CPU -> the first CPU of its core, from sysfs; empty when sysfs does not say.
+
+    STREAM runs one thread per core: a second hardware thread adds no memory bandwidth and
+    only shares the core's load/store queues.
+    """
+    first: dict[int, int] = {}
+    for topo in cpu_dir.glob("cpu[0-9]*/topology"):
+        try:
+            cpu = int(topo.parent.name[3:])
+            text = (topo / "thread_siblings_list").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        siblings = []
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            if lo.isdigit():
+                siblings += range(int(lo), int(hi or lo) + 1)
+        if siblings:
+            first[cpu] = min(siblings)
+    return first
+
+
+def one_cpu_per_core(cpus: list[int], core_of: dict[int, int]) -> list[int]:
+    """The first hardware thread of each core among ``cpus``; a CPU sysfs does not know
+    counts as a core of its own."""
+    seen: set[int] = set()
+    chosen = []
+    for c in sorted(cpus):
+        core = core_of.get(c, c)
+        if core not in seen:
+            seen.add(core)
+            chosen.append(c)
+    return chosen
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Where one per-domain STREAM instance runs and what it may use."""
+
+    scope: DomainScope
+    id: int
+    cpus: list[int]  # one per core: the CPUs the threads are pinned to
+    membind: list[int] | None  # NUMA nodes the arrays live on; None: local allocation
+    l3_bytes: int | None  # the last-level cache this instance can fill
+    memory_bytes: int | None  # memory of the nodes it allocates from
+
+
+def _l3_per_domain(system: System) -> int | None:
+    if not system.l3_bytes:
+        return None
+    # l3_bytes is the sum over domains; the collector reads equal instances on real parts.
+    return system.l3_bytes // max(1, len(system.l3_domains or [None]))
+
+
+def _cpu_nodes(system: System) -> list[dict]:
+    """NUMA nodes that have CPUs; a memory-only node (HBM, CXL) has no cores to run on."""
+    return [n for n in system.numa_nodes or [] if n.get("cpus")]
+
+
+def _nodes_memory(nodes: list[dict], system: System) -> int | None:
+    sizes = [n.get("memory_bytes") for n in nodes]
+    if nodes and all(sizes):
+        return sum(s for s in sizes if s)
+    return system.memory_bytes
+
+
+def l3_domains(system: System, core_of: dict[int, int]) -> list[Domain]:
+    """One domain per L3 instance, its memory on the NUMA node(s) holding its CPUs."""
+    per_l3 = _l3_per_domain(system)
+    out = []
+    for i, cpus in enumerate(system.l3_domains or []):
+        nodes = [n for n in _cpu_nodes(system) if set(n["cpus"]) & set(cpus)]
+        membind = [int(n["id"]) for n in nodes] or None
+        memory = _nodes_memory(nodes, system)
+        out.append(Domain("l3", i, one_cpu_per_core(cpus, core_of), membind, per_l3, memory))
+    return out
+
+
+def numa_domains(system: System, core_of: dict[int, int]) -> list[Domain]:
+    """One domain per NUMA node with CPUs; its L3 is that of the L3 domains it holds."""
+    per_l3 = _l3_per_domain(system)
+    out = []
+    for node in _cpu_nodes(system):
+        cpus = list(node["cpus"])
+        l3 = None
+        if per_l3:
+            inside = [d for d in system.l3_domains or [] if set(d) & set(cpus)]
+            l3 = per_l3 * len(inside) if inside else None
+        if l3 is None and system.l3_bytes:
+            l3 = system.l3_bytes // max(1, len(_cpu_nodes(system)))
+        memory = _nodes_memory([node], system)
+        out.append(
+            Domain("numa", int(node["id"]), one_cpu_per_core(cpus, core_of), [int(node["id"])],
+                   l3, memory)
+        )  # fmt: skip
+    return out
+
+
+def domain_argv(domain: Domain, elements: int, ntimes: int) -> list[str]:
+    """numactl pins the instance to the domain's cores and its arrays to the domain's memory,
+    so first touch cannot place a page elsewhere."""
+    mem = f"--membind={cpulist(domain.membind)}" if domain.membind else "--localalloc"
+    return [
+        "numactl", mem, f"--physcpubind={cpulist(domain.cpus)}",
+        "{exe}", "--elements", str(elements), "--ntimes", str(ntimes),
+    ]  # fmt: skip
+
+
+def domain_draft(domain: Domain, params: StreamParams) -> JobDraft:
+    """One STREAM instance on one domain. STREAM's array rule applies to the caches this
+    instance can use: each array >= 4x the domain's L3, at most half the domain's memory."""
+    elements = params.elements or stream_elements(domain.l3_bytes, domain.memory_bytes)
+    threads = len(domain.cpus)
+    # An explicit place per pinned CPU: the threads cannot leave the domain, one per core.
+    places = ",".join(f"{{{c}}}" for c in domain.cpus)
+    return JobDraft(
+        argv=domain_argv(domain, elements, params.ntimes),
+        params={
+            "scope": domain.scope,
+            "domain": domain.id,
+            "cpus": cpulist(domain.cpus),
+            "membind": cpulist(domain.membind) if domain.membind else "local",
+            "threads": threads,
+            "bind": params.bind,
+            "places": places,
+            "domain_l3_bytes": domain.l3_bytes,
+        },
+        env={"OMP_NUM_THREADS": str(threads), "OMP_PROC_BIND": params.bind, "OMP_PLACES": places},
+        build=STREAM_BUILD,
+        label=f"{domain.scope} {domain.id}",
+    )
+
+
+def domains_for(scope: Scope, system: System, core_of: dict[int, int]) -> list[Domain]:
+    """The domains a scope covers. An explicit l3/numa scope on a system whose domains are
+    unknown is an error; ``all`` measures whichever of them are known."""
+    out: list[Domain] = []
+    if scope in ("l3", "all"):
+        if not system.l3_domains and scope == "l3":
+            raise SuiteError(
+                "stream scope 'l3': this system's L3 domains are unknown",
+                hint="'assay system' shows what could not be read; use scope = 'node'",
+            )
+        out += l3_domains(system, core_of)
+    if scope in ("numa", "all"):
+        if not _cpu_nodes(system) and scope == "numa":
+            raise SuiteError(
+                "stream scope 'numa': this system's NUMA nodes (with CPUs) are unknown",
+                hint="'assay system' shows what could not be read; use scope = 'node'",
+            )
+        out += numa_domains(system, core_of)
+    return out
+
+
+def require_numactl() -> None:
+    if shutil.which("numactl") is None:
+        raise SuiteError(
+            "stream per-domain scopes pin each instance with numactl, which is not installed",
+            hint="apt-get install numactl (Debian/Ubuntu) or dnf install numactl",
+        )
+
+
 class StreamProbe(Probe):
     name = "stream"
-    summary = "memory bandwidth: STREAM Copy/Scale/Add/Triad (OpenMP, validated)"
+    summary = "memory bandwidth: STREAM Copy/Scale/Add/Triad (OpenMP, validated), per domain"
     Params = StreamParams
     default_timeout = 600.0
 
@@ -46,8 +244,20 @@ class StreamProbe(Probe):
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
     ) -> list[JobDraft]:
         assert isinstance(params, StreamParams)
-        elements = params.elements or stream_elements(ctx.system.l3_bytes, ctx.system.memory_bytes)
-        threads = ctx.system.cores or ctx.system.threads or 1
+        drafts = []
+        if params.scope in ("node", "all"):
+            drafts.append(self._node_draft(params, ctx.system))
+        if params.scope != "node":
+            domains = domains_for(params.scope, ctx.system, thread_siblings())
+            if domains:
+                require_numactl()
+            drafts += [domain_draft(d, params) for d in domains]
+        return drafts
+
+    @staticmethod
+    def _node_draft(params: StreamParams, system: System) -> JobDraft:
+        elements = params.elements or stream_elements(system.l3_bytes, system.memory_bytes)
+        threads = system.cores or system.threads or 1
         if params.threads != "all":
             threads = params.threads
         env = {
@@ -55,15 +265,18 @@ class StreamProbe(Probe):
             "OMP_PROC_BIND": params.bind,
             "OMP_PLACES": params.places,
         }
-        return [
-            JobDraft(
-                argv=["{exe}", "--elements", str(elements), "--ntimes", str(params.ntimes)],
-                params={"threads": threads, "bind": params.bind, "places": params.places},
-                env=env,
-                build=Build("stream.c", "cc", ("-O3", "-march=native", "-fopenmp"), ("-lm",)),
-                label=f"{threads} threads",
-            )
-        ]
+        return JobDraft(
+            argv=["{exe}", "--elements", str(elements), "--ntimes", str(params.ntimes)],
+            params={
+                "scope": "node",
+                "threads": threads,
+                "bind": params.bind,
+                "places": params.places,
+            },
+            env=env,
+            build=STREAM_BUILD,
+            label=f"{threads} threads",
+        )
 
     def parse(self, stdout: str, job: Job) -> list[Sample]:
         return parse_jsonl(stdout, self.name, job.params)
