@@ -35,9 +35,15 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("build-cache")
 
 
-def run_cli(*args: str, home: Path, timeout: float = 300, check: bool = False):
+def run_cli(
+    *args: str,
+    home: Path,
+    timeout: float = 300,
+    check: bool = False,
+    env: dict[str, str] | None = None,
+):
     """Run ``python -m assay ARGS`` as a user would, in a separate process."""
-    env = {**os.environ, "ASSAY_HOME": str(home), "COLUMNS": "200"}
+    env = {**os.environ, "ASSAY_HOME": str(home), "COLUMNS": "200", **(env or {})}
     proc = subprocess.run(
         [sys.executable, "-m", "assay", *args],
         capture_output=True,

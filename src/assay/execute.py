@@ -86,20 +86,28 @@ def run_job(
         return result, []
     result.argv = argv
     writer.save_job(job, argv)
-    outcome = run_process(
-        argv,
-        env=job.env,
-        timeout=job.timeout,
-        stdout_path=job_dir / "stdout",
-        stderr_path=job_dir / "stderr",
-        cwd=job_dir,  # whatever else a probe writes (raw tool output, plots) stays with the run
-    )
+    for name, text in job.inputs.items():
+        (job_dir / name).write_text(text)
+    try:
+        outcome = run_process(
+            argv,
+            env=job.env,
+            timeout=job.timeout,
+            stdout_path=job_dir / "stdout",
+            stderr_path=job_dir / "stderr",
+            cwd=job_dir,  # whatever else a probe writes (raw tool output, plots) stays with the run
+        )
+    except AssayError as exc:  # the program could not even start: this job fails, the run goes on
+        result.reason = str(exc)
+        writer.record(result, [])
+        return result, []
     result.exit_code, result.wall_time, result.hosts = (
         outcome.exit_code,
         round(outcome.wall_time, 3),
         outcome.hosts,
     )
-    stdout = (job_dir / "stdout").read_text(errors="replace")
+    result_file = job_dir / (job.output_file or "stdout")
+    stdout = result_file.read_text(errors="replace") if result_file.exists() else ""
     tail = stderr_tail((job_dir / "stderr").read_text(errors="replace"), job.probe)
     samples: list[Sample] = []
     parse_error = ""

@@ -138,6 +138,10 @@ class Job:
     timeout: float = 300.0
     build: Build | None = None
     repetition: int = 1
+    # Files written into the job directory before launch (name -> text), e.g. HPL.dat.
+    inputs: dict[str, str] = field(default_factory=dict)
+    # The file (in the job directory) holding the result, for tools that do not use stdout.
+    output_file: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

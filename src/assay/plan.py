@@ -146,9 +146,11 @@ def plan(suite: SuiteSpec, ctx: PlanContext, overrides: Overrides | None = None)
                             ranks=bench.ranks or draft.ranks,
                             nodes=bench.nodes,
                             ppn=bench.ppn,
-                            timeout=bench.timeout or probe.default_timeout,
+                            timeout=bench.timeout or draft.timeout or probe.default_timeout,
                             build=draft.build,
                             repetition=rep,
+                            inputs=dict(draft.inputs),
+                            output_file=draft.output_file,
                         )
                     )
     return jobs

@@ -43,6 +43,9 @@ class JobDraft:
     ranks: int = 1
     build: Any = None  # assay.model.Build
     label: str = ""
+    inputs: dict[str, str] = field(default_factory=dict)
+    output_file: str | None = None
+    timeout: float | None = None  # when the probe knows better than its default
 
 
 class Probe(ABC):
