@@ -46,6 +46,8 @@ def test_quick_suite_end_to_end_with_both_mpis(assay_home: Path):
     assert "Latency [us] (MPICH 4" in header and "Latency [us] (OpenMPI 4" in header
     assert "Bandwidth (MB/s) (OpenMPI" in md and "Bandwidth (Gb/s) (MPICH" in md
     assert "t_typical[usec]" in md
+    model = md.split("## MPI latency/bandwidth model (Hockney)", 1)[1].split("##", 1)[0]
+    assert "| OpenMPI 4" in model and "| MPICH 4" in model  # α, β, n½ under each MPI
     rows = [ln for ln in md.splitlines() if ln.startswith("| 4096 |")]
     assert rows, "the 4096-byte row is missing"
 

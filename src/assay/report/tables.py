@@ -7,6 +7,7 @@ statistics table, a STREAM table, and the system the figures came from.
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from assay.analysis.stats import Figure, fold_repetitions
 from assay.model import JobResult, Sample, System
 from assay.store import LoadedRun
-from assay.units import format_value, metric_info, to_display
+from assay.units import format_value, human_bytes, metric_info, to_display
 
 
 @dataclass
@@ -317,6 +318,57 @@ def collective_tables(figures: list[Figure]) -> list[Table]:
     return tables
 
 
+def hockney_table(figures: list[Figure]) -> Table | None:
+    """The Hockney model t(n) = α + n/β fitted to each MPI's latency curve (and β also from
+    its bandwidth curve), with n½ and the eager → rendezvous switch where the curve steps."""
+    from assay.analysis.models import InsufficientDataError, fit_hockney, fit_hockney_bandwidth
+
+    lat = _by_mpi_and_size(figures, "p2p.latency")
+    bw = _by_mpi_and_size(figures, "p2p.bandwidth")
+    rows = []
+    for mpi in sorted(set(lat) | set(bw)):
+        row = [mpi]
+        try:
+            sizes = sorted(lat.get(mpi, {}))
+            fit = fit_hockney(sizes, [lat[mpi][s].sample.value for s in sizes])
+            row += [
+                format_value(fit.alpha, "us"),
+                format_value(fit.beta, "MB/s") if math.isfinite(fit.beta) else "∞",
+                human_bytes(round(fit.n_half)) if math.isfinite(fit.n_half) else "–",
+                f"{human_bytes(fit.switch.size_before)} → {human_bytes(fit.switch.size_after)}"
+                if fit.switch
+                else "none seen",
+                f"{fit.r2:.3f}",
+            ]
+        except InsufficientDataError:
+            row += ["–"] * 5
+        try:
+            sizes = sorted(bw.get(mpi, {}))
+            bfit = fit_hockney_bandwidth(sizes, [bw[mpi][s].sample.value for s in sizes])
+            row.append(format_value(bfit.beta, "MB/s") if math.isfinite(bfit.beta) else "∞")
+        except InsufficientDataError:
+            row.append("–")
+        rows.append(row)
+    if not rows:
+        return None
+    cols = [
+        "MPI",
+        "α (zero-byte latency) [us]",
+        "β from latency [MB/s]",
+        "n½",
+        "protocol switch",
+        "R²",
+        "β from bandwidth [MB/s]",
+    ]
+    notes = [
+        "Hockney model t(n) = α + n/β, a robust (Huber) fit on relative residuals; α and β from "
+        "either side of a protocol switch when the curve steps; n½ = α·β is the message size "
+        "that reaches half of β. β from osu_bw keeps 64 messages in flight, so it can exceed "
+        "the ping-pong β."
+    ]
+    return Table("p2p-model", "MPI latency/bandwidth model (Hockney)", cols, rows, notes)
+
+
 def generic_table(figures: list[Figure], shown: set[int]) -> Table | None:
     """Every figure no dedicated table shows, so nothing measured is left out of a report."""
     rest = [f for f in figures if id(f) not in shown]
@@ -412,6 +464,9 @@ def build_tables(run: LoadedRun) -> list[Table]:
     tables += colls
     shown |= {id(f) for f in coll_figs}
 
+    model = hockney_table(p2p_figs)
+    if model:
+        tables.append(model)
     tables += latency_stats_tables(p2p_figs)
     other = generic_table(figures, shown)
     if other:
