@@ -113,3 +113,15 @@ def test_set_values_are_typed():
     assert parse_value("1.5") == 1.5
     assert parse_value("[1, 2]") == [1, 2]
     assert parse_value("spread") == "spread"
+
+
+def test_memory_suite_plans_domains_and_the_latency_ladder():
+    spec, _, _ = resolve_suite("memory")
+    system = System(
+        cores=2, threads=2, l3_bytes=32 * 2**20, memory_bytes=8 * 2**30,
+        l3_domains=[[0, 1]], numa_nodes=[{"id": 0, "cpus": [0, 1], "memory_bytes": 8 * 2**30}],
+    )  # fmt: skip
+    jobs = plan(spec, PlanContext(system=system, mpis=MPIS))
+    scopes = [j.params.get("scope") for j in jobs if j.probe == "stream"]
+    assert scopes == ["node", "l3", "numa"]
+    assert [j.probe for j in jobs][-1] == "memlat"

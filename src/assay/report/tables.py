@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from assay.analysis.stats import Figure, fold_repetitions
 from assay.model import JobResult, Sample, System
+from assay.report.domains import TABLE_METRICS, domain_tables
 from assay.store import LoadedRun
 from assay.units import format_value, human_bytes, metric_info, to_display
 
@@ -422,6 +423,9 @@ def _claim(figures: list[Figure], probes: frozenset[str], prefix: str) -> list[F
     return [f for f in figures if f.sample.probe in probes and f.sample.metric.startswith(prefix)]
 
 
+DOMAIN_METRICS = frozenset().union(*TABLE_METRICS.values())
+
+
 def build_tables(run: LoadedRun) -> list[Table]:
     figures = fold_repetitions(run.samples)
     hosts = sorted({h for r in run.results for h in r.hosts})
@@ -437,9 +441,21 @@ def build_tables(run: LoadedRun) -> list[Table]:
     ]
     stream = stream_table(stream_figs)
     if stream:
-        stream.commands = commands_of(run.results, "stream")
+        stream.commands = [
+            c for c in commands_of(run.results, "stream") if not c.startswith("numactl ")
+        ]
         tables.append(stream)
         shown |= {id(f) for f in stream_figs}
+    domain_figs = [
+        f
+        for f in figures
+        if f.sample.probe in ("stream", "memlat")
+        and id(f) not in shown
+        and f.sample.metric in DOMAIN_METRICS
+    ]
+    for table in domain_tables(domain_figs, run.system, run.results):
+        tables.append(table)
+        shown |= {id(f) for f in domain_figs if f.sample.metric in TABLE_METRICS[table.key]}
 
     p2p_figs = _claim(figures, P2P_METHOD, "p2p.")
     lat = latency_table(p2p_figs)

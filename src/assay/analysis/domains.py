@@ -1,0 +1,108 @@
+"""Per-domain bandwidth: the vendor's one-line summary, and the domain that lags its peers.
+
+Pure functions over plain numbers. A seed page says "STREAM Triad ~260 GB/s (32-33 GB/s per
+CCX)": the whole-node figure, then the range over the L3 domains. The range alone hides
+*which* domain is low; a domain well below its peers usually means a missing or slower DIMM,
+a channel in a lower-speed mode, or memory allocated on the wrong node, so it is named.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+
+SLOW_THRESHOLD = 0.10  # a domain more than 10% below its peers' median is flagged
+
+# What one domain of a scope is called in a summary line.
+DOMAIN_WORDS = {"l3": "L3 domain", "numa": "NUMA node"}
+
+
+@dataclass(frozen=True)
+class SlowDomain:
+    """A domain whose figure is more than ``threshold`` below the median of the others."""
+
+    domain: Hashable
+    value: float
+    peers_median: float
+    shortfall: float  # 1 - value / peers_median: 0.15 means 15% below
+
+    def describe(self) -> str:
+        return f"{100 * self.shortfall:.1f}% below the median of its peers"
+
+
+@dataclass(frozen=True)
+class DomainSummary:
+    """One scope's figures: the whole node (if measured), the range per domain, the laggards."""
+
+    scope: str
+    node: float | None
+    low: float
+    high: float
+    count: int
+    slow: list[SlowDomain] = field(default_factory=list)
+
+
+def slow_domains(
+    values: Mapping[Hashable, float], threshold: float = SLOW_THRESHOLD
+) -> list[SlowDomain]:
+    """Domains more than ``threshold`` below the median of their peers, worst first.
+
+    Each domain is compared with the median of the *others*: with two NUMA nodes at 100 and
+    85, the median of all (92.5) would hide the 15% gap; the median of the peer (100) shows
+    it. A domain with no peers is never flagged. Higher is better (bandwidth).
+    """
+    flagged = []
+    for domain, value in values.items():
+        peers = [v for d, v in values.items() if d != domain]
+        if not peers:
+            continue
+        median = statistics.median(peers)
+        if median <= 0:
+            continue
+        shortfall = 1.0 - value / median
+        if shortfall > threshold:
+            flagged.append(SlowDomain(domain, value, median, shortfall))
+    return sorted(flagged, key=lambda s: -s.shortfall)
+
+
+def summarize_domains(
+    values: Mapping[Hashable, float],
+    node: float | None = None,
+    scope: str = "l3",
+    threshold: float = SLOW_THRESHOLD,
+) -> DomainSummary:
+    """The node figure, the min-max over the domains and the slow ones, for one scope."""
+    if not values:
+        raise ValueError("summarize_domains: no per-domain values")
+    return DomainSummary(
+        scope=scope,
+        node=node,
+        low=min(values.values()),
+        high=max(values.values()),
+        count=len(values),
+        slow=slow_domains(values, threshold),
+    )
+
+
+def format_gbs(bytes_per_s: float) -> str:
+    """Three significant figures in GB/s (10^9 B/s, as STREAM's MB): 260, 32.4, 9.87."""
+    gbs = bytes_per_s / 1e9
+    if gbs >= 100:
+        return f"{gbs:.0f}"
+    return f"{gbs:.3g}"
+
+
+def summary_line(summary: DomainSummary, kernel: str = "Triad", word: str | None = None) -> str:
+    """The seed's line: "Triad 260 GB/s (32.1–33.0 GB/s per CCX)".
+
+    ``word`` names one domain ("CCX" on AMD); by default "L3 domain" or "NUMA node". Without a
+    whole-node figure the line starts with the range. A single domain gives one value.
+    """
+    word = word or DOMAIN_WORDS.get(summary.scope, summary.scope)
+    low, high = format_gbs(summary.low), format_gbs(summary.high)
+    span = low if low == high else f"{low}–{high}"
+    per = f"{span} GB/s per {word}"
+    if summary.node is None:
+        return f"{kernel} {per} ({summary.count} × {word})"
+    return f"{kernel} {format_gbs(summary.node)} GB/s ({per})"
