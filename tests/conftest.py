@@ -13,6 +13,8 @@ import pytest
 FAST_SETS = [
     "--set", "stream.elements=200000",
     "--set", "stream.ntimes=4",
+    "--set", "dgemm.n=256",
+    "--set", "dgemm.min_time=0.05",
     "--set", "p2p.max_size=4096",
     "--set", "p2p.iterations=200",
     "--set", "p2p.warmup=10",

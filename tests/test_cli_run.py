@@ -37,7 +37,7 @@ def _kill_leftovers(home: Path) -> None:
 def test_quick_suite_end_to_end_with_both_mpis(assay_home: Path):
     proc = run_cli("run", "quick", *FAST_SETS, home=assay_home)
     assert proc.returncode == 0, proc.stderr
-    assert "5/5 jobs ok" in proc.stderr
+    assert "6/6 jobs ok" in proc.stderr
 
     md = run_cli("report", "--format", "md", home=assay_home, check=True).stdout
     assert "## Memory bandwidth (STREAM)" in md

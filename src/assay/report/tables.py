@@ -319,6 +319,51 @@ def collective_tables(figures: list[Figure]) -> list[Table]:
     return tables
 
 
+COMPUTE_METRICS = ("compute.rpeak", "compute.dgemm", "compute.sgemm", "compute.hpl")
+
+
+def compute_table(figures: list[Figure]) -> Table | None:
+    """Rpeak with its derivation, DGEMM/SGEMM and HPL Rmax with their share of Rpeak."""
+    rows, notes = [], []
+    seen_rpeak: set[str] = set()
+    order = {m: i for i, m in enumerate(COMPUTE_METRICS)}
+    for f in sorted(figures, key=lambda f: order.get(f.sample.metric, 9)):
+        s, p = f.sample, f.sample.params
+        if s.metric == "compute.rpeak":
+            precision = str(p.get("precision", "dp")).upper()
+            if precision in seen_rpeak:
+                continue  # every job that knows Rpeak records it; show it once
+            seen_rpeak.add(precision)
+            rows.append([f"Rpeak ({precision})", format_value(s.value, "GFLOP/s"), "", "", ""])
+            if p.get("derivation") or p.get("rpeak_derivation"):
+                notes.append(f"Rpeak {precision}: {p.get('derivation') or p['rpeak_derivation']}")
+            continue
+        fraction = p.get("rpeak_fraction") or p.get("efficiency")
+        if s.metric == "compute.hpl":
+            what = "HPL Rmax"
+            detail = f"N={p.get('N')} NB={p.get('NB')} P×Q={p.get('P')}×{p.get('Q')}"
+            detail += f", {p.get('time_s')} s, residual {p.get('residual')} PASSED"
+        else:
+            what = s.metric.split(".")[1].upper()
+            detail = f"n={p.get('n')}, {p.get('threads', '?')} threads"
+        rows.append(
+            [
+                what,
+                format_value(s.value, "GFLOP/s"),
+                f"{100 * fraction:.1f}%" if isinstance(fraction, float) else "–",
+                _count(f),
+                detail,
+            ]
+        )
+        why = p.get("rpeak_note") or (p.get("rpeak_derivation") if "rpeak" not in p else None)
+        if fraction is None and why:
+            notes.append(f"{what}: no % of Rpeak — {why}")
+    if not rows:
+        return None
+    cols = ["", "GFLOP/s", "% of Rpeak", "n", "details"]
+    return Table("compute", "Compute (Rpeak, DGEMM, HPL)", cols, rows, sorted(set(notes)))
+
+
 def hockney_table(figures: list[Figure]) -> Table | None:
     """The Hockney model t(n) = α + n/β fitted to each MPI's latency curve (and β also from
     its bandwidth curve), with n½ and the eager → rendezvous switch where the curve steps."""
@@ -456,6 +501,18 @@ def build_tables(run: LoadedRun) -> list[Table]:
     for table in domain_tables(domain_figs, run.system, run.results):
         tables.append(table)
         shown |= {id(f) for f in domain_figs if f.sample.metric in TABLE_METRICS[table.key]}
+
+    # HPCC's own DGEMM (inside the hpl probe's run) is a different method: "Other" shows it.
+    compute_figs = [
+        f
+        for f in figures
+        if (f.sample.probe == "dgemm" and f.sample.metric in COMPUTE_METRICS)
+        or (f.sample.probe == "hpl" and f.sample.metric in ("compute.hpl", "compute.rpeak"))
+    ]
+    compute = compute_table(compute_figs)
+    if compute:
+        tables.append(compute)
+        shown |= {id(f) for f in compute_figs}
 
     p2p_figs = _claim(figures, P2P_METHOD, "p2p.")
     lat = latency_table(p2p_figs)

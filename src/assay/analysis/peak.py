@@ -1,0 +1,434 @@
+"""Rpeak: the theoretical peak of one node, cores x clock x FLOPs per cycle per core.
+
+This is the figure TOP500 lists as Rpeak and vendors print next to HPL's Rmax ("~1000
+GigaFLOPS Rpeak, ~860 Rmax"). The FLOPs per cycle of each micro-architecture live in
+``assay/data/flops_per_cycle.toml``, each entry with its sources; a micro-architecture that is
+not there is *unknown*: the result then carries no value and says which override to set, it
+never falls back on a guess from the ISA flags.
+
+Which clock: the base (nominal) clock by default, the convention of TOP500 Rpeak figures;
+``clock = "max"`` picks the max (turbo) clock; ``clock_ghz`` gives one outright (an all-core
+AVX-512 clock, say, with ``clock_kind = "all-core AVX-512"`` to label it). The result always
+says which clock it used.
+
+Overrides, in ``~/.config/assay/config.toml`` and/or as the ``overrides`` argument (which
+wins), any subset::
+
+    [peak]
+    uarch = "zen2"              # use this table entry (for a CPU assay cannot identify)
+    cores = 120
+    clock_ghz = 2.45
+    clock_kind = "all-core"     # a label for clock_ghz (default "user")
+    clock = "base"              # or "max": which measured clock, when clock_ghz is not set
+    flops_per_cycle_dp = 16
+    flops_per_cycle_sp = 32
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Literal
+
+from assay.config import load_config
+from assay.errors import AssayError, ConfigError
+from assay.model import System
+
+Precision = Literal["dp", "sp"]
+PRECISIONS: tuple[Precision, ...] = ("dp", "sp")
+PRECISION_LABEL: dict[Precision, str] = {"dp": "DP", "sp": "SP"}
+
+TABLE_FILE = "flops_per_cycle.toml"
+OVERRIDE_KEYS = (
+    "uarch",
+    "cores",
+    "clock_ghz",
+    "clock_kind",
+    "clock",
+    "flops_per_cycle_dp",
+    "flops_per_cycle_sp",
+)
+CLOCK_CHOICES = ("base", "max")
+# What assay.system.collectors.freq_base_hz notes when its "base" clock is really the current
+# clock of /proc/cpuinfo (no cpufreq, no "@ 2.60GHz" in the model name, common in VMs).
+CURRENT_CLOCK_NOTE = "freq_base_hz: the current clock"
+FIX_UARCH = 'uarch = "<name>" or flops_per_cycle_dp / flops_per_cycle_sp'
+FIX_PER_CYCLE = "flops_per_cycle_dp / flops_per_cycle_sp"
+
+
+class PeakUnknownError(AssayError):
+    """Rpeak cannot be stated without guessing: micro-architecture, cores or clock unknown."""
+
+
+class FlopsTableError(AssayError):
+    """The FLOPs-per-cycle table shipped with assay is malformed (a bug in assay)."""
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UarchEntry:
+    """One micro-architecture's FLOPs per cycle per core, with how they arise and why."""
+
+    name: str
+    simd: str  # "AVX2, 2 FMA units, 256-bit": for the derivation sentence
+    pipes: int
+    vector_bits: int
+    flops_per_lane: int
+    dp: int
+    sp: int
+    requires: tuple[str, ...]
+    source: tuple[str, ...]
+    note: str = ""
+
+    def flops_per_cycle(self, precision: Precision) -> int:
+        return self.dp if precision == "dp" else self.sp
+
+
+_ENTRY_INTS = ("pipes", "vector_bits", "flops_per_lane", "dp", "sp")
+
+
+def parse_table(data: Mapping[str, Any], origin: str = TABLE_FILE) -> dict[str, UarchEntry]:
+    """Entries of a parsed flops_per_cycle.toml; any malformed entry is an error."""
+    entries: dict[str, UarchEntry] = {}
+    for name, raw in (data.get("uarch") or {}).items():
+        where = f"{origin}: [uarch.{name}]"
+        if not isinstance(raw, Mapping):
+            raise FlopsTableError(f"{where} is not a table")
+        try:
+            ints = {k: raw[k] for k in _ENTRY_INTS}
+            simd, requires, source = raw["simd"], raw["requires"], raw["source"]
+        except KeyError as exc:
+            raise FlopsTableError(f"{where} lacks the key {exc}") from None
+        if not all(isinstance(v, int) and v > 0 for v in ints.values()):
+            raise FlopsTableError(f"{where}: {', '.join(_ENTRY_INTS)} must be positive integers")
+        if not (isinstance(source, list) and source and all(isinstance(s, str) for s in source)):
+            raise FlopsTableError(f"{where}: source must be a non-empty list of strings")
+        entries[name] = UarchEntry(
+            name=name,
+            simd=str(simd),
+            requires=tuple(str(r) for r in requires),
+            source=tuple(source),
+            note=str(raw.get("note", "")),
+            **ints,
+        )
+    if not entries:
+        raise FlopsTableError(f"{origin} has no [uarch.*] entries")
+    return entries
+
+
+@functools.cache
+def load_table() -> dict[str, UarchEntry]:
+    """The table shipped in the package (read once)."""
+    text = (resources.files("assay") / "data" / TABLE_FILE).read_text()
+    return parse_table(tomllib.loads(text))
+
+
+# --- the result ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PeakResult:
+    """Rpeak of one node in flop/s; a value is None when it could not be stated (see reason)."""
+
+    dp_flops: float | None
+    sp_flops: float | None
+    cores: int | None
+    clock_hz: float | None
+    clock_kind: str | None  # "base", "max", "current" or "user" (or the user's own label)
+    flops_per_cycle_dp: float | None
+    flops_per_cycle_sp: float | None
+    uarch: str | None
+    derivation: str  # the DP sentence: "120 cores × 2.45 GHz (base) × 16 DP ... = 4.70 TFLOP/s"
+    derivation_sp: str
+    sources: tuple[str, ...] = ()
+    reason: str = ""  # why a value is None; "" when both are known
+    notes: tuple[str, ...] = ()  # caveats: one-FMA SKUs, which clock stood in for the base...
+    overridden: tuple[str, ...] = ()  # the inputs the user gave
+
+    @property
+    def known(self) -> bool:
+        return self.dp_flops is not None and self.sp_flops is not None
+
+    def value(self, precision: Precision) -> float | None:
+        return self.dp_flops if precision == "dp" else self.sp_flops
+
+    def derivation_for(self, precision: Precision) -> str:
+        return self.derivation if precision == "dp" else self.derivation_sp
+
+    def require(self, precision: Precision = "dp") -> float:
+        """The peak, or PeakUnknownError saying what to set."""
+        value = self.value(precision)
+        if value is None:
+            raise PeakUnknownError(
+                f"no {PRECISION_LABEL[precision]} Rpeak: {self.reason}",
+                hint=f"known micro-architectures: {', '.join(sorted(load_table()))}",
+            )
+        return value
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        for key in ("sources", "notes", "overridden"):
+            d[key] = list(d[key])
+        return d
+
+
+# --- overrides ----------------------------------------------------------------------------------
+
+
+def _positive_number(key: str, value: Any, origin: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigError(f"{origin}: {key} must be a positive number, got {value!r}")
+    if not math.isfinite(value):
+        raise ConfigError(f"{origin}: {key} must be finite, got {value!r}")
+    return float(value)
+
+
+def validate_overrides(raw: Mapping[str, Any], origin: str = "[peak]") -> dict[str, Any]:
+    """Checked, normalised overrides: unknown keys and wrong types are errors, never ignored."""
+    unknown = sorted(set(raw) - set(OVERRIDE_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{origin}: unknown key(s) {', '.join(unknown)}",
+            hint=f"keys it takes: {', '.join(OVERRIDE_KEYS)}",
+        )
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key == "cores":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{origin}: cores must be a positive integer, got {value!r}")
+            out[key] = value
+        elif key in ("clock_ghz", "flops_per_cycle_dp", "flops_per_cycle_sp"):
+            out[key] = _positive_number(key, value, origin)
+        elif key == "clock":
+            if value not in CLOCK_CHOICES:
+                raise ConfigError(
+                    f"{origin}: clock must be one of {', '.join(CLOCK_CHOICES)}, got {value!r}"
+                )
+            out[key] = value
+        elif key == "uarch":
+            table = load_table()
+            if value not in table:
+                raise ConfigError(
+                    f"{origin}: uarch {value!r} is not in {TABLE_FILE}",
+                    hint=f"known: {', '.join(sorted(table))}",
+                )
+            out[key] = value
+        else:  # clock_kind
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{origin}: clock_kind must be a non-empty string")
+            out[key] = value.strip()
+    if "clock_kind" in out and "clock_ghz" not in out:
+        raise ConfigError(f"{origin}: clock_kind labels clock_ghz, which is not set")
+    return out
+
+
+def merged_overrides(
+    config: Mapping[str, Any], overrides: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """config.toml's [peak] table, then the caller's overrides on top."""
+    section = config.get("peak") or {}
+    if not isinstance(section, Mapping):
+        raise ConfigError("config.toml: [peak] must be a table")
+    merged = validate_overrides(section, "config.toml [peak]")
+    merged.update(validate_overrides(overrides or {}, "peak overrides"))
+    return merged
+
+
+# --- the pieces of the product -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Clock:
+    hz: float | None
+    kind: str | None
+    note: str = ""
+    reason: str = ""  # why hz is None: the override key names the fix
+
+
+def _base_clock_is_current(system: System) -> bool:
+    return any(note.startswith(CURRENT_CLOCK_NOTE) for note in system.notes)
+
+
+def select_clock(system: System, ov: Mapping[str, Any]) -> Clock:
+    """The clock Rpeak uses, and which one it is; never an unlabelled stand-in."""
+    if "clock_ghz" in ov:
+        return Clock(ov["clock_ghz"] * 1e9, ov.get("clock_kind", "user"))
+    base, top = system.freq_base_hz, system.freq_max_hz
+    if ov.get("clock") == "max":
+        if top:
+            return Clock(top, "max", note="the max (turbo) clock: no all-core FMA load holds it")
+        return Clock(None, None, reason="the max clock is unknown (no cpufreq)")
+    if base:
+        if _base_clock_is_current(system):
+            return Clock(
+                base,
+                "current",
+                note="the base clock is unknown: the current clock of /proc/cpuinfo stands "
+                "in for it; set clock_ghz to the nominal clock for a vendor-comparable Rpeak",
+            )
+        return Clock(base, "base")
+    if top:
+        return Clock(
+            top,
+            "max",
+            note="the base clock is unknown: the max (turbo) clock stands in for it, an upper "
+            "bound; set clock_ghz to the nominal clock",
+        )
+    return Clock(None, None, reason="the clock is unknown (no base or max frequency was read)")
+
+
+@dataclass(frozen=True)
+class PerCycle:
+    value: float | None
+    label: str = ""  # "(zen2: AVX2, 2 FMA units, 256-bit)"
+    sources: tuple[str, ...] = ()
+    note: str = ""
+    reason: str = ""
+    fix: str = ""  # the override keys that would supply the value
+
+
+def _unknown_uarch_reason(system: System) -> str:
+    if system.microarchitecture:
+        return f"micro-architecture {system.microarchitecture!r} has no entry in {TABLE_FILE}"
+    return f"unknown micro-architecture ({system.cpu_model or 'CPU model unknown'})"
+
+
+def flops_per_cycle(system: System, ov: Mapping[str, Any], precision: Precision) -> PerCycle:
+    """FLOPs per cycle per core for one precision: the user's, the table's, or a reason."""
+    key = f"flops_per_cycle_{precision}"
+    if key in ov:
+        return PerCycle(ov[key], label="(set by the user)", sources=("user override",))
+    name = ov.get("uarch") or system.microarchitecture
+    entry = load_table().get(name) if name else None
+    if entry is None:
+        return PerCycle(None, reason=_unknown_uarch_reason(system), fix=FIX_UARCH)
+    named = ", named by the user" if "uarch" in ov else ""
+    label = f"({entry.name}{named}: {entry.simd})"
+    if system.isa is None:
+        return PerCycle(
+            entry.flops_per_cycle(precision),
+            label,
+            entry.source,
+            note=f"the CPU flags are unknown: could not confirm {', '.join(entry.requires)}",
+        )
+    missing = [flag for flag in entry.requires if flag not in system.isa]
+    if missing:
+        return PerCycle(
+            None,
+            reason=f"{entry.name} reaches {entry.flops_per_cycle(precision)} "
+            f"{PRECISION_LABEL[precision]} FLOP/cycle only with {', '.join(missing)}, which "
+            "this CPU's flags lack (masked by a hypervisor?)",
+            fix=FIX_PER_CYCLE,
+        )
+    return PerCycle(entry.flops_per_cycle(precision), label, entry.source, note=entry.note)
+
+
+def format_flops(value: float) -> str:
+    """4.70 TFLOP/s, 860.00 GFLOP/s: the unit that keeps the number readable."""
+    for unit, factor in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9)):
+        if value >= factor:
+            return f"{value / factor:.2f} {unit}"
+    return f"{value / 1e6:.2f} MFLOP/s"
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def derivation_text(
+    cores: int, cores_by_user: bool, clock: Clock, per_cycle: PerCycle, precision: Precision
+) -> str:
+    """The sentence that shows the product, e.g. 120 cores × 2.45 GHz (base) × 16 DP FLOP/cycle
+    (zen2: AVX2, 2 FMA units, 256-bit) = 4.70 TFLOP/s."""
+    assert clock.hz is not None and per_cycle.value is not None
+    value = cores * clock.hz * per_cycle.value
+    by_user = " (set by the user)" if cores_by_user else ""
+    return (
+        f"{cores} cores{by_user} × {clock.hz / 1e9:.2f} GHz ({clock.kind}) × "
+        f"{_number(per_cycle.value)} {PRECISION_LABEL[precision]} FLOP/cycle "
+        f"{per_cycle.label} = {format_flops(value)}"
+    )
+
+
+def _unique(items: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(i for i in items if i))
+
+
+def override_reason(missing: list[tuple[str, str]]) -> str:
+    """What is unknown, then the override keys that would supply it, in one sentence."""
+    if not missing:
+        return ""
+    what = "; ".join(_unique([m for m, _ in missing]))
+    keys = ", ".join(_unique([k for _, k in missing]))
+    return f"{what}: set an override, [peak] {keys} in config.toml (or pass overrides)"
+
+
+# --- Rpeak --------------------------------------------------------------------------------------
+
+
+def rpeak(
+    system: System,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    config: Mapping[str, Any] | None = None,
+) -> PeakResult:
+    """Rpeak of the node ``system`` describes: cores × clock × FLOPs/cycle/core, DP and SP.
+
+    ``config`` defaults to the user's config.toml (its [peak] table); ``overrides`` win over it.
+    Raises ConfigError for a malformed override; an unknown input is not an error but a
+    result whose value is None and whose ``reason`` says what to set.
+    """
+    ov = merged_overrides(load_config() if config is None else config, overrides)
+    cores = ov.get("cores", system.cores)
+    clock = select_clock(system, ov)
+    per_cycle = {p: flops_per_cycle(system, ov, p) for p in PRECISIONS}
+
+    missing: list[tuple[str, str]] = []  # (what is unknown, the override that fixes it)
+    if not cores:
+        missing.append(("the core count is unknown", "cores"))
+    if clock.reason:
+        missing.append((clock.reason, "clock_ghz"))
+    values: dict[Precision, float | None] = {}
+    sentences: dict[Precision, str] = {}
+    for p in PRECISIONS:
+        pc = per_cycle[p]
+        if cores and clock.hz and pc.value is not None:
+            values[p] = cores * clock.hz * pc.value
+            sentences[p] = derivation_text(cores, "cores" in ov, clock, pc, p)
+        else:
+            values[p] = None
+            own = [(pc.reason, pc.fix)] if pc.reason else []
+            sentences[p] = f"no {PRECISION_LABEL[p]} Rpeak: {override_reason(missing + own)}"
+    dp, sp = per_cycle["dp"], per_cycle["sp"]
+    if dp.reason and dp.reason == sp.reason:  # the usual case: one cause for both precisions
+        missing.append((dp.reason, dp.fix))
+    else:
+        missing += [
+            (f"{PRECISION_LABEL[p]}: {pc.reason}", pc.fix)
+            for p, pc in per_cycle.items()
+            if pc.reason
+        ]
+
+    return PeakResult(
+        dp_flops=values["dp"],
+        sp_flops=values["sp"],
+        cores=cores,
+        clock_hz=clock.hz,
+        clock_kind=clock.kind,
+        flops_per_cycle_dp=per_cycle["dp"].value,
+        flops_per_cycle_sp=per_cycle["sp"].value,
+        uarch=ov.get("uarch") or system.microarchitecture,
+        derivation=sentences["dp"],
+        derivation_sp=sentences["sp"],
+        sources=_unique([s for p in PRECISIONS for s in per_cycle[p].sources]),
+        reason=override_reason(missing),
+        notes=_unique([clock.note, *(per_cycle[p].note for p in PRECISIONS)]),
+        overridden=tuple(k for k in OVERRIDE_KEYS if k in ov),
+    )

@@ -1,0 +1,227 @@
+"""DGEMM and SGEMM through a CBLAS (OpenBLAS by default), checked, with % of Rpeak.
+
+The native probe (``native/dgemm.c``) times C = A·B on n x n matrices, counts 2·n³ FLOPs a
+multiply and reports the best rate; it checks C before reporting anything. This side picks
+n, the BLAS and its threads, and puts each rate next to the node's Rpeak
+(``assay.analysis.peak``): a ``compute.rpeak`` sample per precision measured, and
+``rpeak_fraction`` in each rate's params, or ``rpeak_note`` saying why there is no Rpeak.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import Field
+
+from assay.analysis.peak import PeakResult, Precision, rpeak
+from assay.errors import SuiteError
+from assay.model import Build, Job, MpiInfo, Sample
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
+
+# The auto order rule (dgemm_order).
+TARGET_CALL_S = 0.5  # one DGEMM call should take about this long at the expected rate
+# Without an Rpeak the expected rate is this much a core: a modest AVX2 core (16 FLOP/cycle at
+# ~2 GHz). It sizes the matrices and nothing else; no Rpeak is ever derived from it.
+SIZING_RATE_PER_CORE = 30e9
+MEMORY_FRACTION = 0.1  # the three double matrices take at most this share of memory
+MIN_ORDER, MAX_ORDER, ORDER_STEP = 1024, 40000, 64
+MATRICES = 3
+DOUBLE_BYTES = 8
+
+DEFAULT_LIBS: dict[str, tuple[str, ...]] = {"openblas": ("-lopenblas",)}
+# Every BLAS threads from one of these; setting them all is harmless.
+THREAD_VARIABLES = (
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+)
+RPEAK_KEY = "rpeak"  # job param carrying the Rpeak from plan time to parse(); never in a sample
+METRIC_PRECISION: dict[str, tuple[Precision, str]] = {
+    "compute.dgemm": ("dp", "d"),
+    "compute.sgemm": ("sp", "s"),
+}
+
+
+class DgemmParams(ProbeParams):
+    n: int | None = Field(
+        default=None, ge=16, le=100_000, description="matrix order; default: auto (dgemm_order)"
+    )
+    precision: Literal["d", "s", "both"] = "both"
+    min_time: float = Field(default=1.0, gt=0, le=86400, description="timed seconds, at least")
+    reps: int = Field(default=3, ge=1, description="timed multiplies, at least")
+    warmup: int = Field(default=1, ge=0, description="untimed multiplies first")
+    threads: int | Literal["all"] = "all"
+    blas: str = Field(
+        default="openblas",
+        pattern=r"^[A-Za-z0-9_.+-]+$",
+        description="the BLAS's name; 'openblas' also reports its build and core",
+    )
+    blas_libs: list[str] | None = Field(
+        default=None, description='link flags, e.g. ["-lmkl_rt"]; default for openblas'
+    )
+    blas_include: str | None = Field(default=None, description="directory of its CBLAS header")
+    blas_header: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_./+-]+\.h$", description="default cblas.h"
+    )
+    corrupt_for_test: bool = Field(
+        default=False, description="make the result wrong on purpose: proves the check fails"
+    )
+
+
+def dgemm_order(expected_flops: float, memory_bytes: int | None) -> int:
+    """The auto matrix order: one multiply should take about ``TARGET_CALL_S`` at the expected
+    rate (the Rpeak of the cores used, else ``SIZING_RATE_PER_CORE`` a core), so
+    2·n³ = 0.5 s × rate and n = cbrt(0.25 × rate); then at most 10% of memory for the three
+    double matrices (3 × 8 × n² bytes), at least 1024, at most 40000, rounded down to a
+    multiple of 64.
+    """
+    n = math.cbrt(TARGET_CALL_S * expected_flops / 2)
+    if memory_bytes:
+        n = min(n, math.sqrt(MEMORY_FRACTION * memory_bytes / (MATRICES * DOUBLE_BYTES)))
+    n = min(max(n, MIN_ORDER), MAX_ORDER)
+    return max(MIN_ORDER, int(n) // ORDER_STEP * ORDER_STEP)
+
+
+def build_for(params: DgemmParams) -> Build:
+    """Compile flags and link libraries for the chosen CBLAS."""
+    libs = tuple(params.blas_libs) if params.blas_libs is not None else None
+    if libs is None:
+        libs = DEFAULT_LIBS.get(params.blas)
+    if libs is None:
+        raise SuiteError(
+            f"dgemm: no link flags known for blas {params.blas!r}",
+            hint='give them: params = { blas = "mkl", blas_libs = ["-lmkl_rt"] }',
+        )
+    flags = ["-O2", f"-DASSAY_BLAS={params.blas}"]
+    if params.blas == "openblas":
+        flags.append("-DASSAY_OPENBLAS")
+    if params.blas_include:
+        flags.append(f"-I{params.blas_include}")
+    if params.blas_header:
+        flags.append(f"-DASSAY_CBLAS_HEADER=<{params.blas_header}>")
+    return Build("dgemm.c", "cc", tuple(flags), (*libs, "-lm"))
+
+
+def rpeak_summary(peak: PeakResult) -> dict[str, Any]:
+    """What parse() needs of the Rpeak, as plain JSON values (it only sees the Job)."""
+    cores = peak.cores or 0
+    return {
+        "dp": peak.dp_flops,
+        "sp": peak.sp_flops,
+        "cores": peak.cores,
+        "per_core_dp": peak.dp_flops / cores if peak.dp_flops and cores else None,
+        "per_core_sp": peak.sp_flops / cores if peak.sp_flops and cores else None,
+        "derivation_dp": peak.derivation,
+        "derivation_sp": peak.derivation_sp,
+        "clock_kind": peak.clock_kind,
+        "uarch": peak.uarch,
+        "reason": peak.reason,
+    }
+
+
+def rpeak_samples(probe: str, info: dict[str, Any], letters: list[str]) -> list[Sample]:
+    """One compute.rpeak sample per precision measured whose peak is known."""
+    out = []
+    for precision, letter in METRIC_PRECISION.values():
+        value = info.get(precision)
+        if letter in letters and value:
+            params = {
+                "precision": letter,
+                "derivation": info.get(f"derivation_{precision}", ""),
+                "clock_kind": info.get("clock_kind"),
+                "uarch": info.get("uarch"),
+                "cores": info.get("cores"),
+            }
+            out.append(Sample.make(probe, "compute.rpeak", value, params))
+    return out
+
+
+def annotate_rate(sample: Sample, info: dict[str, Any], threads: int | None) -> None:
+    """Put rpeak_fraction (or the reason there is none) into a dgemm/sgemm sample's params.
+
+    A run on fewer threads than cores is compared with the peak of the cores it used, since a
+    fraction of the whole node's peak would only restate the thread count.
+    """
+    precision, _ = METRIC_PRECISION[sample.metric]
+    node, per_core, cores = (
+        info.get(precision),
+        info.get(f"per_core_{precision}"),
+        info.get("cores"),
+    )
+    if not node or not per_core or not cores:
+        sample.params["rpeak_note"] = info.get("reason") or "no Rpeak known"
+        return
+    used = min(threads, cores) if threads else cores
+    sample.params["rpeak_fraction"] = sample.value / (per_core * used)
+    if used < cores:
+        sample.params["rpeak_scope"] = f"{used} of {cores} cores"
+
+
+class DgemmProbe(Probe):
+    name = "dgemm"
+    summary = "compute: CBLAS DGEMM/SGEMM (OpenBLAS by default), checked, with % of Rpeak"
+    Params = DgemmParams
+    default_timeout = 900.0
+
+    def drafts(
+        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
+    ) -> list[JobDraft]:
+        assert isinstance(params, DgemmParams)
+        system = ctx.system
+        threads = system.cores or system.threads or 1
+        if params.threads != "all":
+            threads = params.threads
+        peak = rpeak(system)
+        per_core = peak.dp_flops / peak.cores if peak.dp_flops and peak.cores else None
+        if params.n:
+            n, rule = params.n, "given"
+        else:
+            rate = (per_core or SIZING_RATE_PER_CORE) * threads
+            n = dgemm_order(rate, system.memory_bytes)
+            at = (
+                "Rpeak" if per_core else f"{SIZING_RATE_PER_CORE / 1e9:g} GFLOP/s a core (no Rpeak)"
+            )
+            rule = f"auto: ~{TARGET_CALL_S:g} s a DGEMM at {at}, at most 10% of memory"
+        argv = [
+            "{exe}",
+            "--n", str(n),
+            "--precision", params.precision,
+            "--min-time", repr(params.min_time),
+            "--reps", str(params.reps),
+            "--warmup", str(params.warmup),
+        ]  # fmt: skip
+        if params.corrupt_for_test:
+            argv.append("--corrupt-for-test")
+        env = {var: str(threads) for var in THREAD_VARIABLES}
+        # OpenMP builds of a BLAS bind by these; pthread builds ignore them.
+        env |= {"OMP_PROC_BIND": "spread", "OMP_PLACES": "cores"}
+        job_params: dict[str, Any] = {
+            "n": n,
+            "n_rule": rule,
+            "threads": threads,
+            "blas": params.blas,
+            RPEAK_KEY: rpeak_summary(peak),
+        }
+        return [
+            JobDraft(
+                argv=argv,
+                params=job_params,
+                env=env,
+                build=build_for(params),
+                label=f"{params.precision} n{n} {threads} threads",
+            )
+        ]
+
+    def parse(self, stdout: str, job: Job) -> list[Sample]:
+        base = {k: v for k, v in job.params.items() if k != RPEAK_KEY}
+        samples = parse_jsonl(stdout, self.name, base)
+        info = job.params.get(RPEAK_KEY) or {}
+        letters = []
+        for sample in samples:
+            if sample.metric in METRIC_PRECISION:
+                threads = sample.params.get("threads")
+                annotate_rate(sample, info, threads if isinstance(threads, int) else None)
+                letters.append(METRIC_PRECISION[sample.metric][1])
+        return samples + rpeak_samples(self.name, info, letters)

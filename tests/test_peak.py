@@ -1,0 +1,332 @@
+"""Rpeak (assay.analysis.peak): the FLOPs/cycle table, overrides, unknowns, the derivation.
+
+Pure: no probe runs. The expected peaks are the published figures of real parts (vendor
+datasheets, TOP500), computed independently of the table as cores × GHz × FLOPs/cycle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from assay.analysis.peak import (
+    FlopsTableError,
+    PeakUnknownError,
+    format_flops,
+    load_table,
+    parse_table,
+    rpeak,
+)
+from assay.errors import ConfigError
+from assay.model import System
+from assay.system import uarch as uarch_ids
+
+X86_FLAGS = ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl"]
+ARM_FLAGS = ["asimd", "sve", "sve2"]
+
+# Micro-architectures assay can identify but deliberately leaves out of the table for want of
+# a source at hand (flops_per_cycle.toml's header lists them): they must come out "unknown".
+UNLISTED = {
+    "cooperlake",
+    "graniterapids",
+    "sierraforest",
+    "knm",
+    "thunderx2",
+    "tsv110",
+    "ampere1",
+    "neoverse-v3",
+    "neoverse-n3",
+}
+
+
+def node(uarch: str | None, cores: int | None = 64, ghz: float | None = 2.0, **kw) -> System:
+    isa = ARM_FLAGS if uarch and (uarch.startswith("neoverse") or uarch == "a64fx") else X86_FLAGS
+    fields = {
+        "cpu_model": "Test CPU",
+        "microarchitecture": uarch,
+        "cores": cores,
+        "freq_base_hz": ghz * 1e9 if ghz else None,
+        "isa": isa,
+    }
+    return System(**{**fields, **kw})
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+
+def identified_uarchs() -> set[str]:
+    names = set(uarch_ids.INTEL_FAMILY6.values())
+    names |= {name for _, _, name in uarch_ids._INTEL_0x55_BY_STEPPING}
+    names |= {name for *_, name in uarch_ids.AMD_MODEL_RANGES}
+    names |= set(uarch_ids.ARM_PARTS.values())
+    return names
+
+
+def test_every_identified_uarch_is_in_the_table_or_knowingly_left_out():
+    table = set(load_table())
+    ids = identified_uarchs()
+    assert ids - table == UNLISTED, "add the new micro-architecture to flops_per_cycle.toml"
+    assert not UNLISTED & table
+    assert {"skylake-client"} <= table - ids  # a name only an override reaches
+
+
+@pytest.mark.parametrize("name", sorted(load_table()))
+def test_each_entry_is_consistent_and_cited(name: str):
+    e = load_table()[name]
+    # the numbers follow from the units that produce them
+    assert e.dp == e.pipes * (e.vector_bits // 64) * e.flops_per_lane
+    assert e.sp == e.pipes * (e.vector_bits // 32) * e.flops_per_lane
+    assert e.flops_per_lane in (1, 2) and e.vector_bits in (128, 256, 512)
+    assert e.requires and e.simd
+    assert e.source and all(s.startswith(("https://", "http://")) for s in e.source)
+
+
+def test_families_have_the_expected_flops_per_cycle():
+    expected = {
+        "sandybridge": 8,  # AVX, separate add + mul, no FMA
+        "haswell": 16,
+        "broadwell": 16,
+        "skylake-client": 16,
+        "knl": 32,
+        "skylake-sp": 32,
+        "cascadelake": 32,
+        "icelake-sp": 32,
+        "sapphirerapids": 32,
+        "emeraldrapids": 32,
+        "zen": 8,  # 128-bit datapath
+        "zen2": 16,
+        "zen3": 16,
+        "zen4": 16,  # AVX-512 double-pumped on 256-bit pipes
+        "zen5": 32,
+        "neoverse-n1": 8,
+        "neoverse-n2": 8,
+        "neoverse-v1": 16,
+        "neoverse-v2": 16,
+        "a64fx": 32,
+    }
+    table = load_table()
+    assert {name: table[name].dp for name in expected} == expected
+    assert all(table[name].sp == 2 * dp for name, dp in expected.items())
+
+
+def test_one_fma_skus_and_mobile_zen5_are_flagged():
+    table = load_table()
+    for name in ("skylake-sp", "cascadelake"):
+        assert "one AVX-512 FMA unit" in table[name].note
+        assert "flops_per_cycle_dp = 16" in table[name].note
+    assert "Strix Point" in table["zen5"].note
+
+
+def test_a_malformed_table_is_an_error():
+    good = {"simd": "x", "pipes": 2, "vector_bits": 256, "flops_per_lane": 2, "dp": 16}
+    good |= {"sp": 32, "requires": ["avx2"], "source": ["https://example.org"]}
+    assert parse_table({"uarch": {"a": good}})["a"].dp == 16
+    for broken in (
+        {k: v for k, v in good.items() if k != "dp"},
+        {**good, "pipes": 0},
+        {**good, "dp": "16"},
+        {**good, "source": []},
+        {**good, "source": "https://example.org"},
+    ):
+        with pytest.raises(FlopsTableError):
+            parse_table({"uarch": {"a": broken}})
+    with pytest.raises(FlopsTableError):
+        parse_table({})
+
+
+# --- Rpeak of real parts, per family ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("uarch", "cores", "ghz", "published_dp"),
+    [
+        ("haswell", 12, 2.5, 480e9),  # Xeon E5-2680 v3
+        ("cascadelake", 28, 2.7, 2419.2e9),  # Xeon Platinum 8280
+        ("icelake-sp", 40, 2.3, 2944e9),  # Xeon Platinum 8380
+        ("sapphirerapids", 56, 2.0, 3584e9),  # Xeon Platinum 8480+
+        ("zen", 32, 2.2, 563.2e9),  # EPYC 7601
+        ("zen2", 64, 2.25, 2304e9),  # EPYC 7742, AMD: "2.3 TFLOPS"
+        ("zen3", 64, 2.45, 2508.8e9),  # EPYC 7763
+        ("zen4", 96, 2.4, 3686.4e9),  # EPYC 9654
+        ("zen5", 128, 2.7, 11059.2e9),  # EPYC 9755
+        ("neoverse-n1", 64, 2.5, 1280e9),  # Graviton2
+        ("neoverse-v1", 64, 2.6, 2662.4e9),  # Graviton3
+        ("neoverse-v2", 144, 3.1, 7142.4e9),  # Grace CPU Superchip, NVIDIA: "7.1 TFLOPS"
+        ("a64fx", 48, 2.2, 3379.2e9),  # Fugaku node, "3.38 TFLOPS"
+    ],
+)
+def test_rpeak_of_real_parts(uarch: str, cores: int, ghz: float, published_dp: float):
+    r = rpeak(node(uarch, cores, ghz), config={})
+    assert r.known and r.reason == ""
+    assert r.dp_flops == pytest.approx(published_dp)
+    assert r.sp_flops == pytest.approx(2 * published_dp)
+    assert (r.cores, r.clock_kind, r.uarch) == (cores, "base", uarch)
+    assert r.clock_hz == pytest.approx(ghz * 1e9)
+    assert r.sources == load_table()[uarch].source
+    assert r.derivation.startswith(f"{cores} cores × {ghz:.2f} GHz (base) × ")
+    assert r.derivation.endswith(f"= {format_flops(published_dp)}")
+    assert "SP FLOP/cycle" in r.derivation_sp
+
+
+def test_derivation_sentence_reads_as_the_brief_says():
+    r = rpeak(node("zen2", 120, 2.45), config={})
+    assert r.derivation == (
+        "120 cores × 2.45 GHz (base) × 16 DP FLOP/cycle (zen2: AVX2, 2 FMA units, 256-bit) "
+        "= 4.70 TFLOP/s"
+    )
+    assert r.derivation_sp.endswith(
+        "32 SP FLOP/cycle (zen2: AVX2, 2 FMA units, 256-bit) = 9.41 TFLOP/s"
+    )
+
+
+def test_format_flops():
+    assert format_flops(4.704e12) == "4.70 TFLOP/s"
+    assert format_flops(860e9) == "860.00 GFLOP/s"
+    assert format_flops(1.5e15) == "1.50 PFLOP/s"
+    assert format_flops(2.5e6) == "2.50 MFLOP/s"
+
+
+# --- unknown: never a guess ---------------------------------------------------------------------
+
+
+def test_unknown_uarch_gives_no_value_and_says_set_an_override():
+    # AVX-512 flags alone would suggest 32 DP FLOP/cycle: that must not be used
+    r = rpeak(node(None, cpu_model="Intel(R) Xeon(R) Processor"), config={})
+    assert r.dp_flops is None and r.sp_flops is None and not r.known
+    assert r.flops_per_cycle_dp is None and r.sources == ()
+    assert "unknown micro-architecture (Intel(R) Xeon(R) Processor)" in r.reason
+    assert "set an override" in r.reason and "[peak] uarch" in r.reason
+    assert r.derivation.startswith("no DP Rpeak: unknown micro-architecture")
+    # what is known is still reported
+    assert (r.cores, r.clock_kind) == (64, "base")
+    with pytest.raises(PeakUnknownError, match="unknown micro-architecture") as info:
+        r.require("dp")
+    assert "zen2" in (info.value.hint or "")
+
+
+def test_identified_but_unlisted_uarch_is_unknown_too():
+    r = rpeak(node("graniterapids"), config={})
+    assert r.dp_flops is None
+    assert "'graniterapids' has no entry in flops_per_cycle.toml" in r.reason
+
+
+def test_masked_isa_refuses_the_table_value():
+    # a hypervisor that hides AVX-512 from a Skylake-SP guest: 32 DP FLOP/cycle is out of reach
+    r = rpeak(node("skylake-sp", isa=["avx", "avx2", "fma"]), config={})
+    assert r.dp_flops is None and "avx512f" in r.reason
+    assert "flops_per_cycle_dp / flops_per_cycle_sp" in r.reason
+
+
+def test_unknown_isa_keeps_the_value_but_says_it_was_not_confirmed():
+    r = rpeak(node("haswell", isa=None), config={})
+    assert r.dp_flops == pytest.approx(64 * 2e9 * 16)
+    assert any("could not confirm avx2, fma" in n for n in r.notes)
+
+
+def test_unknown_cores_or_clock():
+    r = rpeak(node("zen2", cores=None, ghz=None), config={})
+    assert r.dp_flops is None
+    assert "core count is unknown" in r.reason and "clock is unknown" in r.reason
+    assert "[peak] cores, clock_ghz in config.toml" in r.reason
+
+
+# --- clocks -------------------------------------------------------------------------------------
+
+
+def test_base_clock_is_preferred_and_max_is_a_labelled_stand_in():
+    both = node("zen3", ghz=2.45, freq_max_hz=3.5e9)
+    assert rpeak(both, config={}).clock_kind == "base"
+    r = rpeak(both, {"clock": "max"}, config={})
+    assert (r.clock_kind, r.clock_hz) == ("max", 3.5e9)
+    assert "(max)" in r.derivation
+    only_max = node("zen3", ghz=None, freq_max_hz=3.5e9)
+    r = rpeak(only_max, config={})
+    assert r.clock_kind == "max" and any("stands in" in n for n in r.notes)
+
+
+def test_a_base_clock_read_from_cpu_mhz_is_called_current():
+    note = "freq_base_hz: the current clock ('cpu MHz' in /proc/cpuinfo), not the base"
+    r = rpeak(node("zen3", notes=[note]), config={})
+    assert r.clock_kind == "current" and "(current)" in r.derivation
+    assert any("current clock" in n for n in r.notes)
+
+
+# --- overrides ----------------------------------------------------------------------------------
+
+
+def test_config_overrides_and_argument_overrides_win_over_config():
+    config = {"peak": {"cores": 120, "clock_ghz": 2.45, "flops_per_cycle_dp": 16}}
+    r = rpeak(node(None), config=config)
+    assert r.dp_flops == pytest.approx(4.704e12)
+    assert r.clock_kind == "user"
+    assert r.derivation == (
+        "120 cores (set by the user) × 2.45 GHz (user) × 16 DP FLOP/cycle (set by the user) "
+        "= 4.70 TFLOP/s"
+    )
+    assert r.sources == ("user override",)
+    # SP was not given and the micro-architecture is unknown: no SP value, said so
+    assert r.sp_flops is None and r.reason.startswith("SP: unknown micro-architecture")
+    assert set(r.overridden) == {"cores", "clock_ghz", "flops_per_cycle_dp"}
+
+    r = rpeak(node(None), {"cores": 60, "flops_per_cycle_sp": 32}, config=config)
+    assert r.dp_flops == pytest.approx(60 * 2.45e9 * 16)
+    assert r.sp_flops == pytest.approx(60 * 2.45e9 * 32)
+    assert r.known
+
+
+def test_naming_the_uarch_and_labelling_the_clock():
+    r = rpeak(node(None), {"uarch": "zen4", "clock_ghz": 3.0, "clock_kind": "all-core"}, config={})
+    assert r.dp_flops == pytest.approx(64 * 3e9 * 16)
+    assert r.uarch == "zen4" and r.clock_kind == "all-core"
+    assert "(zen4, named by the user: " in r.derivation and "(all-core)" in r.derivation
+    # a one-FMA Xeon Silver: the table says 32, the user knows better
+    r = rpeak(node("skylake-sp"), {"flops_per_cycle_dp": 16, "flops_per_cycle_sp": 32}, config={})
+    assert r.flops_per_cycle_dp == 16 and r.dp_flops == pytest.approx(64 * 2e9 * 16)
+
+
+def test_rpeak_reads_peak_from_config_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[peak]\nuarch = "haswell"\ncores = 4\nclock_ghz = 3.0\n')
+    monkeypatch.setenv("ASSAY_CONFIG", str(cfg))
+    r = rpeak(node(None))
+    assert r.dp_flops == pytest.approx(4 * 3e9 * 16)
+    monkeypatch.setenv("ASSAY_CONFIG", str(tmp_path / "absent.toml"))
+    assert rpeak(node(None)).dp_flops is None
+
+
+@pytest.mark.parametrize(
+    ("overrides", "words"),
+    [
+        ({"cpus": 4}, "unknown key(s) cpus"),
+        ({"cores": 0}, "cores must be a positive integer"),
+        ({"cores": True}, "cores must be a positive integer"),
+        ({"cores": 2.5}, "cores must be a positive integer"),
+        ({"clock_ghz": "2.4"}, "clock_ghz must be a positive number"),
+        ({"clock_ghz": -1}, "clock_ghz must be a positive number"),
+        ({"flops_per_cycle_dp": float("inf")}, "must be finite"),
+        ({"uarch": "pentium4"}, "uarch 'pentium4' is not in flops_per_cycle.toml"),
+        ({"clock": "turbo"}, "clock must be one of base, max"),
+        ({"clock_kind": "all-core"}, "clock_kind labels clock_ghz, which is not set"),
+    ],
+)
+def test_bad_overrides_are_errors_not_ignored(overrides: dict, words: str):
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        rpeak(node("zen2"), overrides, config={})
+    with pytest.raises(ConfigError, match=re.escape("config.toml [peak]")):
+        rpeak(node("zen2"), config={"peak": overrides})
+
+
+def test_peak_must_be_a_table():
+    with pytest.raises(ConfigError, match=r"\[peak\] must be a table"):
+        rpeak(node("zen2"), config={"peak": 16})
+
+
+def test_result_serialises_to_json():
+    r = rpeak(node("zen2"), config={})
+    again = json.loads(json.dumps(r.to_dict()))
+    assert again["dp_flops"] == r.dp_flops and again["sources"] == list(r.sources)
+    assert dataclasses.replace(r).derivation_for("sp") == r.derivation_sp
