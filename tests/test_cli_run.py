@@ -92,7 +92,7 @@ def test_a_crashing_job_is_recorded_and_the_run_goes_on(assay_home: Path, tmp_pa
     )  # the probe's own stderr tail is kept
     assert any(s["metric"] == "memory.triad" for s in doc["samples"])
     md = run_cli("report", "-f", "md", home=assay_home).stdout
-    assert "## Jobs that did not succeed" in md
+    assert "## Jobs that failed or were skipped" in md
 
 
 def test_a_hanging_job_is_killed_at_its_timeout(assay_home: Path):

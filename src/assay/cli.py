@@ -209,7 +209,8 @@ def run(
 
         def on_end(i: int, n: int, job: Job, result: JobResult) -> None:
             progress.advance(task)
-            mark = "[green]ok[/green]" if result.status == "ok" else f"[red]{result.status}[/red]"
+            colour = {"ok": "green", "skipped": "yellow"}.get(result.status, "red")
+            mark = f"[{colour}]{result.status}[/{colour}]"
             progress.console.print(
                 f"  {mark} {job.job_id} ({result.wall_time:.1f} s, {result.n_samples} samples)"
             )
@@ -230,13 +231,17 @@ def _summary(outcome, elapsed: float, path: Path) -> None:
     for col in ("job", "status", "wall s", "samples"):
         t.add_column(col, justify="right" if col in ("wall s", "samples") else "left")
     for r in outcome.results:
-        style = "green" if r.status == "ok" else "red"
+        style = {"ok": "green", "skipped": "yellow"}.get(r.status, "red")
         t.add_row(
             r.job_id, f"[{style}]{r.status}[/{style}]", f"{r.wall_time:.1f}", str(r.n_samples)
         )
     console.print(t)
+    skipped = sum(1 for r in outcome.results if r.status == "skipped")
+    ok = len(outcome.results) - len(outcome.failed) - skipped
     console.print(
-        f"{len(outcome.results) - len(outcome.failed)}/{len(outcome.results)} jobs ok, "
+        f"{ok}/{len(outcome.results)} jobs ok"
+        + (f", {skipped} skipped (nothing to measure here)" if skipped else "")
+        + ", "
         f"{len(outcome.samples)} samples in {elapsed:.0f} s; stored in {path}\n"
         "see the figures with: assay report"
     )

@@ -30,7 +30,8 @@ class RunOutcome:
 
     @property
     def failed(self) -> list[JobResult]:
-        return [r for r in self.results if r.status != "ok"]
+        """Jobs that did not succeed; a skip (nothing to measure here) is not a failure."""
+        return [r for r in self.results if r.status not in ("ok", "skipped")]
 
 
 JobHook = Callable[[int, int, Job], None]
@@ -76,6 +77,11 @@ def run_job(
         stderr_path=str(rel / "stderr"),
         started=started,
     )
+    if job.skip_reason:
+        result.status, result.reason = "skipped", job.skip_reason
+        writer.save_job(job, list(job.argv))
+        writer.record(result, [])
+        return result, []
     try:
         exe = str(build_probe(job.build, mpis)) if job.build else None
         argv = _resolve_argv(job, exe, mpis, cores)

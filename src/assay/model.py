@@ -142,6 +142,9 @@ class Job:
     inputs: dict[str, str] = field(default_factory=dict)
     # The file (in the job directory) holding the result, for tools that do not use stdout.
     output_file: str | None = None
+    # Set when the plan already knows this job cannot run here (no RDMA device, no GPU):
+    # it is recorded as skipped with this reason, never launched, never a failure.
+    skip_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -151,6 +151,7 @@ def plan(suite: SuiteSpec, ctx: PlanContext, overrides: Overrides | None = None)
                             repetition=rep,
                             inputs=dict(draft.inputs),
                             output_file=draft.output_file,
+                            skip_reason=draft.skip_reason,
                         )
                     )
     return jobs

@@ -46,6 +46,7 @@ class JobDraft:
     inputs: dict[str, str] = field(default_factory=dict)
     output_file: str | None = None
     timeout: float | None = None  # when the probe knows better than its default
+    skip_reason: str | None = None  # this cannot run here: record a skip, not a failure
 
 
 class Probe(ABC):

@@ -71,7 +71,7 @@ class Index:
         run = store.load(run_id)
         self.db.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
         self.db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
-        n_failed = sum(1 for r in run.results if r.status != "ok")
+        n_failed = sum(1 for r in run.results if r.status not in ("ok", "skipped"))
         self.db.execute(
             "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
