@@ -293,7 +293,7 @@ def report(
     """Report a run: system, STREAM, MPI latency/bandwidth tables (one column per MPI)."""
     from assay.report import render
 
-    loaded = _store().load(run_ref)
+    loaded = _store().load(run_ref, samples=fmt != "json")  # json streams them as stored
     text = render(loaded, fmt)
     if output:
         output.write_text(text)

@@ -125,6 +125,8 @@ def metric_info(metric: str) -> MetricInfo:
     """Metadata for a dotted metric name; unknown names get their suffix's or family's defaults."""
     if metric in METRICS:
         return METRICS[metric]
+    if metric.startswith("storage.metadata."):
+        return MetricInfo("op/s", "higher", "op/s", "metadata operations")
     suffix = metric.rsplit(".", 1)[-1]
     if suffix in SUFFIX_DEFAULTS:
         return SUFFIX_DEFAULTS[suffix]

@@ -7,7 +7,6 @@ the 990th smallest, a measured value and never an interpolation.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -43,18 +42,28 @@ def summarize(values: Iterable[float]) -> Stats:
     )
 
 
-def group_key(sample: Sample) -> str:
+def _frozen(value: object) -> object:
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    return value
+
+
+def group_key(sample: Sample) -> tuple:
     """What identifies a measurement across repetitions: its probe, metric and planned params.
 
     Float params are things a tool measured or derived alongside (min_time, bw_peak, p90) and
     differ between repetitions, so they never split a group; planned params are ints/strings.
     """
-    params = {
-        k: v
-        for k, v in sample.params.items()
-        if k not in PER_REPETITION and not isinstance(v, float)
-    }
-    return json.dumps([sample.probe, sample.metric, params], sort_keys=True, default=str)
+    params = tuple(
+        sorted(
+            (k, _frozen(v))
+            for k, v in sample.params.items()
+            if k not in PER_REPETITION and not isinstance(v, float)
+        )
+    )
+    return (sample.probe, sample.metric, params)
 
 
 @dataclass
@@ -72,7 +81,7 @@ def fold_repetitions(samples: Iterable[Sample]) -> list[Figure]:
     The median, not the best: a report states what the system does, and the spread says how
     steadily. A single repetition keeps its own in-run statistics (iterations) in ``sample``.
     """
-    groups: dict[str, list[Sample]] = {}
+    groups: dict[tuple, list[Sample]] = {}
     for s in samples:
         groups.setdefault(group_key(s), []).append(s)
     figures = []

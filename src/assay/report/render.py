@@ -12,6 +12,7 @@ from rich.table import Table as RichTable
 
 from assay.errors import AssayError
 from assay.store import LoadedRun
+from assay.store.rundir import complete_lines
 
 from .tables import Table, build_tables
 
@@ -84,13 +85,19 @@ def render_term(run: LoadedRun, tables: list[Table], width: int | None = None) -
 
 
 def render_json(run: LoadedRun) -> str:
-    doc = {
+    """The whole run as one JSON document. Samples are passed through as stored (each is
+    already a JSON object on its own line), so a million of them cost no re-encoding."""
+    head = {
         "run": run.info.to_dict(),
         "system": run.system.to_dict(),
         "jobs": [r.to_dict() for r in run.results],
-        "samples": [s.to_dict() for s in run.samples],
     }
-    return json.dumps(doc, indent=2) + "\n"
+    if run.samples:
+        rows = [json.dumps(s.to_dict(), sort_keys=True) for s in run.samples]
+    else:
+        rows = [line.rstrip("\n") for line in complete_lines(run.path / "samples.jsonl")]
+    text = json.dumps(head, indent=2)[:-2]  # reopen the object to append "samples"
+    return text + ',\n  "samples": [\n    ' + ",\n    ".join(rows) + "\n  ]\n}\n"
 
 
 def render_csv(run: LoadedRun) -> str:

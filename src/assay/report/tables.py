@@ -443,7 +443,9 @@ def failures_table(results: list[JobResult]) -> Table | None:
         return None
     rows = [[r.job_id, r.status, r.reason.splitlines()[0] if r.reason else ""] for r in failed]
     notes = [f"Full stderr of each: {r.stderr_path}" for r in failed]
-    return Table("failures", "Jobs that failed or were skipped", ["job", "status", "reason"], rows, notes)
+    return Table(
+        "failures", "Jobs that failed or were skipped", ["job", "status", "reason"], rows, notes
+    )
 
 
 def commands_of(results: list[JobResult], probe_prefix: str) -> list[str]:

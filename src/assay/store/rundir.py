@@ -55,6 +55,17 @@ def _append_lines(path: Path, objects: list[dict[str, Any]]) -> None:
         os.fsync(f.fileno())
 
 
+def complete_lines(path: Path) -> Iterator[str]:
+    """Every complete line (a last line cut short by a kill is left out), unparsed."""
+    if not path.exists():
+        return
+    with open(path) as f:
+        for line in f:
+            if not line.endswith("\n"):
+                break
+            yield line
+
+
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """Every complete line; a last line cut short by a kill is skipped, not an error."""
     if not path.exists():
@@ -179,7 +190,8 @@ class RunStore:
             raise NotFoundError(f"no run {ref!r}", hint="'assay runs' lists them")
         raise NotFoundError(f"run {ref!r} is ambiguous: {', '.join(matches[:5])}")
 
-    def load(self, ref: str | None = None) -> LoadedRun:
+    def load(self, ref: str | None = None, *, samples: bool = True) -> LoadedRun:
+        """A stored run; ``samples=False`` skips reading them (for streaming them raw)."""
         run_id = self.resolve(ref)
         path = self.runs_dir / run_id
         try:
@@ -197,7 +209,9 @@ class RunStore:
             info=info,
             path=path,
             system=system,
-            samples=[Sample.from_dict(d) for d in read_jsonl(path / "samples.jsonl")],
+            samples=[Sample.from_dict(d) for d in read_jsonl(path / "samples.jsonl")]
+            if samples
+            else [],
             results=[JobResult.from_dict(d) for d in read_jsonl(path / "jobs.jsonl")],
             suite_text=suite_file.read_text() if suite_file.exists() else "",
         )

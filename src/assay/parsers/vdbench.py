@@ -1,0 +1,296 @@
+"""Vdbench raw-I/O (SD/WD) reports: ``summary.html``, ``totals.html`` or Vdbench's console.
+
+Every run starts with a ``Starting RD=name; I/O rate: ...; elapsed=...; For loops: ...`` line
+and has a table of reporting intervals ended by a weighted average over the intervals after
+the warm-up, the ``avg_M-N`` line (Vdbench 5.04.07 Users Guide, "Report files": "the
+weighted average for all intervals except the first", or after ``warmup=``). Two column
+sets exist, both read from the two header lines (their words are paired column by column)::
+
+    5.04.06 and before:  resp time | read resp | write resp | resp max | resp stddev
+    5.04.07:             resp time | read resp | write resp | read max | write max | resp stddev
+
+followed by ``queue depth`` and, where Vdbench reads the CPU (not on macOS), ``cpu% sys+u``
+and ``cpu% sys``. ``totals.html`` prints the header once and then only the ``avg_`` lines.
+
+Units. ``i/o rate`` is I/O per second. ``MB/sec`` is 2**20 bytes per second: the header says
+``1024**2`` and Vdbench's flatfile legend reads "MB/sec: Megabytes per second (MB=1024*1024)".
+Response times are milliseconds ("All I/O times are in milliseconds", guide, summary.html).
+
+Samples, one set per ``avg_`` line: ``storage.iops``, ``storage.bandwidth`` (B/s),
+``storage.latency`` (s) with ``params["direction"]`` "total" (``resp time``; stats max =
+``resp max`` or the larger of read/write max, stddev = ``resp stddev``), "read" and "write"
+(``read resp``/``write resp``, their max in 5.04.07; left out when the run did no reads or no
+writes). Stats ``n`` is the number of intervals averaged. An ``avg_2-1`` line (a run shorter
+than two intervals: nothing was averaged) gives no samples, only a warning. The interval lines
+are counted (``meta["runs"]``), not returned: Vdbench's own average is the result.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from assay.errors import ParseError
+from assay.model import Stats
+from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+
+TOOL = "vdbench"
+MIB = 2**20  # "MB/sec 1024**2"
+
+_TAG = re.compile(r"<[^>]*>")
+_TIME = r"(?:\d{1,2}:\d{2}:\d{2}\.\d+)"
+_START = re.compile(r"Starting RD=(?P<rd>[^;]+?)\s*(?:;(?P<rest>.*))?$")
+_ROW = re.compile(
+    rf"^(?:{_TIME}\s*)?(?P<interval>avg_\d+(?:-\d+)?|\d+)\s+(?P<values>[-+0-9.eENaInfity\s]+)$"
+)
+_AVG = re.compile(r"avg_(?P<first>\d+)(?:-(?P<last>\d+))?")
+_VERSION = re.compile(r"Vdbench distribution: vdbench(?P<v>\d+)")
+_FSD_HEADER = re.compile(r"\.Interval\.\s+\.ReqstdOps")
+
+
+@dataclass
+class _Run:
+    name: str | None
+    line: int
+    info: dict[str, Any] = field(default_factory=dict)
+    intervals: int = 0
+    averages: int = 0
+
+
+def looks_like(text: str) -> bool:
+    """Vdbench's report title, banner or its ``1024**2`` interval header."""
+    if "<title>Vdbench" in text or "Vdbench distribution:" in text:
+        return True
+    if "Vdbench summary report" in text:
+        return True
+    return "1024**2" in text and re.search(r"\binterval\b", text) is not None
+
+
+def parse(text: str, source: str = "<text>") -> ParseResult:
+    """Samples of every ``avg_`` line of a Vdbench SD/WD report."""
+    if not text.strip():
+        raise ParseError("empty input, no Vdbench output", source=source)
+    result = ParseResult(tool=TOOL)
+    if m := _VERSION.search(text):
+        digits = m["v"]
+        result.meta["version"] = (
+            f"{digits[0]}.{digits[1:3]}.{digits[3:]}" if len(digits) == 5 else digits
+        )
+    lines = [_TAG.sub("", raw).rstrip() for raw in text.splitlines()]
+    columns: list[str] | None = None
+    runs: list[_Run] = []
+    run: _Run | None = None
+    last_data = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        lineno = i + 1
+        stripped = line.strip()
+        i += 1
+        if not stripped:
+            continue
+        if m := _START.search(stripped):
+            run = _Run(m["rd"].strip(), lineno, _run_info(m["rest"] or ""))
+            runs.append(run)
+            continue
+        if _FSD_HEADER.search(stripped):
+            raise ParseError(
+                "a Vdbench file system (FSD/FWD) report: only raw I/O (SD/WD) reports are read",
+                source=source,
+                line=lineno,
+            )
+        if re.search(r"\binterval\b", stripped) and "MB/sec" in stripped:
+            # header: its second line is the next non-empty one (1024**2 under MB/sec)
+            j = i
+            while j < len(lines) and not lines[j].strip():
+                j += 1
+            if j >= len(lines) or "1024**2" not in lines[j]:
+                raise ParseError(
+                    "interval header without its second line ('rate 1024**2 ...')",
+                    source=source,
+                    line=lineno,
+                )
+            columns = _columns(stripped, lines[j], source, lineno)
+            result.meta.setdefault("column_set", "5.04.07" if "read max" in columns else "5.04.06")
+            i = j + 1
+            continue
+        m = _ROW.match(stripped)
+        if m is None:
+            continue
+        if columns is None:
+            raise ParseError("interval line before the table header", source=source, line=lineno)
+        tokens = m["values"].split()
+        if len(tokens) != len(columns):
+            if i - 1 == last_data and len(tokens) < len(columns):
+                result.complete = False
+                result.missing.append(f"the rest of the line at {source}:{lineno} (cut short)")
+                break
+            raise ParseError(
+                f"{len(tokens)} values for {len(columns)} columns ({', '.join(columns)})",
+                source=source,
+                line=lineno,
+            )
+        values = dict(
+            zip(columns, (parse_number(t, source=source, line=lineno) for t in tokens), strict=True)
+        )
+        if run is None:  # a table without its 'Starting RD=' line (console excerpt)
+            run = _Run(None, lineno)
+            runs.append(run)
+        if m["interval"].startswith("avg_"):
+            run.averages += 1
+            _samples(m["interval"], values, run, result, source, lineno)
+        else:
+            run.intervals += 1
+    if not runs:
+        if columns is None:
+            other = other_tool(text, TOOL)
+            hint = f"this looks like {other} output" if other else None
+            raise ParseError(
+                "no Vdbench interval table ('interval  i/o  MB/sec ... 1024**2') found",
+                source=source,
+                hint=hint,
+            )
+        raise ParseError("a Vdbench header without any interval line", source=source)
+    result.meta["runs"] = [
+        {"name": r.name, "line": r.line, "intervals": r.intervals, **r.info} for r in runs
+    ]
+    for r in runs:
+        if r.averages == 0:
+            result.complete = False
+            result.missing.append(f"avg_ line of run {r.name or '?'} (started at line {r.line})")
+    return result
+
+
+def _columns(first: str, second: str, source: str, line: int) -> list[str]:
+    words1 = first.split()
+    words1 = words1[words1.index("interval") + 1 :]
+    words2 = second.split()
+    if len(words1) != len(words2):
+        raise ParseError(
+            f"header lines do not pair up ({len(words1)} and {len(words2)} words)",
+            source=source,
+            line=line,
+        )
+    return [f"{a} {b}" for a, b in zip(words1, words2, strict=True)]
+
+
+def _run_info(rest: str) -> dict[str, Any]:
+    """``I/O rate: Uncontrolled MAX; elapsed=120 warmup=30; For loops: threads=2``."""
+    info: dict[str, Any] = {}
+    if m := re.search(r"I/O rate:\s*([^;]+)", rest):
+        rate = m[1].strip()
+        lower = rate.lower()
+        if "curve" in lower:
+            info["iorate_requested"] = "curve"
+        elif "max" in lower:
+            info["iorate_requested"] = "max"
+        else:
+            try:
+                info["iorate_requested"] = float(rate)
+            except ValueError:
+                info["iorate_requested"] = rate
+        if "uncontrolled" in lower:
+            info["controlled"] = False
+        elif "controlled" in lower:
+            info["controlled"] = True
+    if m := re.search(r"elapsed=(\d+)", rest):
+        info["elapsed_s"] = int(m[1])  # the RD's elapsed=, seconds
+    if m := re.search(r"warmup=(\d+)", rest):
+        info["warmup_s"] = int(m[1])
+    if m := re.search(r"For loops:\s*(.*)$", rest):
+        loops = m[1].strip()
+        if loops and loops != "None":
+            info["for_loops"] = loops  # as Vdbench prints them: "threads=2 xfersize=8k"
+    return info
+
+
+def _samples(
+    label: str, values: dict[str, float], run: _Run, result: ParseResult, source: str, line: int
+) -> None:
+    m = _AVG.fullmatch(label)
+    assert m is not None
+    first = int(m["first"])
+    last = int(m["last"]) if m["last"] else first
+    if last < first:
+        result.warnings.append(
+            f"{source}:{line}: {label} of run {run.name}: the run had fewer than two intervals, "
+            "nothing was averaged"
+        )
+        return
+    params: dict[str, Any] = {}
+    if run.name is not None:
+        params["run"] = run.name
+    params.update(run.info)
+    params["interval"] = label
+    for column, key in (
+        ("bytes i/o", "bytes_per_io"),
+        ("read pct", "read_pct"),
+        ("queue depth", "queue_depth"),
+        ("cpu% sys+u", "cpu_sys_user_pct"),
+        ("cpu% sys", "cpu_sys_pct"),
+    ):
+        if column in values and math.isfinite(values[column]):
+            params[key] = values[column]
+    n = last - first + 1
+    rate = _need(values, "i/o rate", source, line)
+    result.samples.append(
+        make_sample(TOOL, "storage.iops", rate, params, unit="op/s", better="higher")
+    )
+    mb = _need(values, "MB/sec 1024**2", source, line)
+    result.samples.append(
+        make_sample(TOOL, "storage.bandwidth", _times(mb, MIB), params, unit="B/s", better="higher")
+    )
+    read_max = values.get("read max")
+    write_max = values.get("write max")
+    total_max = values.get("resp max")
+    if total_max is None and read_max is not None and write_max is not None:
+        total_max = max(read_max, write_max)
+    stddev = values.get("resp stddev")
+    read_pct = values.get("read pct")
+    for direction, column, max_ms in (
+        ("total", "resp time", total_max),
+        ("read", "read resp", read_max),
+        ("write", "write resp", write_max),
+    ):
+        if direction == "read" and read_pct == 0:
+            continue
+        if direction == "write" and read_pct == 100:
+            continue
+        mean = _need(values, column, source, line)
+        stats = Stats(
+            n=n,
+            mean=_ms(mean),
+            max=_ms(max_ms) if max_ms is not None else None,
+            stddev=_ms(stddev) if direction == "total" and stddev is not None else None,
+        )
+        result.samples.append(
+            make_sample(
+                TOOL,
+                "storage.latency",
+                _ms(mean),
+                {**params, "direction": direction},
+                stats,
+                unit="s",
+                better="lower",
+            )
+        )
+
+
+def _need(values: dict[str, float], column: str, source: str, line: int) -> float:
+    if column not in values:
+        raise ParseError(f"no '{column}' column in this Vdbench table", source=source, line=line)
+    return values[column]
+
+
+def _ms(value: float) -> float:
+    return _times(value, 1e-3)
+
+
+def _times(value: float, factor: float) -> float:
+    """``value * factor`` in decimal, so that 0.10 MB/s is 104857.6 B/s exactly."""
+    if not math.isfinite(value):
+        return value * factor
+    return float(Decimal(repr(value)) * Decimal(repr(factor)))
