@@ -263,7 +263,8 @@ def runs_cmd(
         out.print("no runs yet: start one with 'assay run quick'")
         return
     t = Table(title=f"Runs in {store.runs_dir}", title_justify="left")
-    for col in ("run", "suite", "status", "host", "jobs", "failed", "samples", "label"):
+    t.add_column("run", no_wrap=True, min_width=21)  # ids are what users copy: never cut
+    for col in ("suite", "status", "host", "jobs", "failed", "samples", "label"):
         t.add_column(col)
     for r in rows:
         status = r["status"] if r["status"] != "running" else "running/killed"
@@ -300,6 +301,84 @@ def report(
         console.print(f"wrote {output}")
     else:
         sys.stdout.write(text)
+
+
+@app.command()
+def compare(
+    old: Annotated[str, typer.Argument(metavar="RUN", help="The reference run (id or prefix).")],
+    new: Annotated[
+        str, typer.Argument(metavar="RUN2", help="The run to judge; default: the latest.")
+    ] = "latest",
+    fail_below: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-below",
+            help="Exit 1 when a figure is significantly worse than RATIO × the reference "
+            "(e.g. 0.95: more than 5% worse).",
+        ),
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="term or md.")] = "term",
+) -> None:
+    """Compare two runs figure by figure: ratio (> 1 = better), and whether it is significant.
+
+    Example, in CI after a change: assay compare BASELINE --fail-below 0.95
+    """
+    from assay.analysis.compare import compare as compare_runs
+    from assay.analysis.stats import fold_repetitions
+    from assay.units import format_value, metric_info
+
+    store = _store()
+    a, b = store.load(old), store.load(new)
+    rows, only = compare_runs(fold_repetitions(a.samples), fold_repetitions(b.samples))
+    if not rows:
+        raise AssayError(
+            f"runs {a.info.run_id} and {b.info.run_id} have no figure in common",
+            hint="compare runs of the same suite (or of suites sharing probes)",
+        )
+    failing = [
+        r
+        for r in rows
+        if fail_below is not None and r.verdict == "worse" and r.goodness < fail_below
+    ]
+    title = f"{b.info.run_id} against {a.info.run_id}"
+    header = ["metric", "params", "reference", "this run", "unit", "ratio", "verdict"]
+    table_rows = []
+    for r in rows:
+        unit = metric_info(r.metric).display if r.unit == metric_info(r.metric).unit else r.unit
+        table_rows.append(
+            [
+                r.metric,
+                ", ".join(f"{k}={v}" for k, v in r.params),
+                format_value(r.old, unit),
+                format_value(r.new, unit),
+                unit,
+                f"{r.goodness:.3f}",
+                r.verdict + (" ✗" if r in failing else ""),
+            ]
+        )
+    if fmt == "md":
+        print(f"## {title}\n")
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for row in table_rows:
+            print("| " + " | ".join(row) + " |")
+    else:
+        t = Table(title=title, title_justify="left")
+        for col in header:
+            t.add_column(col)
+        for row in table_rows:
+            t.add_row(*[Text(c) for c in row])
+        out.print(t)
+    out.print(
+        "ratio > 1: this run is better (higher rate or lower latency); significance: Welch's t "
+        "over repetitions or iterations, |t| < 2 is not significant",
+        markup=False,
+    )
+    for line in only[:20]:
+        out.print(line, markup=False)
+    if failing:
+        console.print(f"{len(failing)} figure(s) significantly worse than {fail_below} × reference")
+        raise typer.Exit(1)
 
 
 @app.command("import")

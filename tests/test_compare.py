@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from assay.analysis.compare import compare
+from assay.analysis.stats import Figure
+from assay.model import JobResult, Sample, Stats, System
+from assay.store import RunStore
+from conftest import run_cli
+
+
+def fig(metric: str, value: float, sd: float, n: int = 100, **params) -> Figure:
+    stats = Stats(n=n, mean=value, stddev=sd)
+    return Figure(Sample.make("p2p", metric, value, params, stats), 1, None)
+
+
+def test_goodness_is_direction_aware_and_significance_honest():
+    old = [
+        fig("p2p.latency", 2.0e-6, 0.01e-6, size=8),
+        fig("p2p.bandwidth", 10e9, 0.05e9, size=4096),
+        fig("p2p.latency", 3.0e-6, 1e-6, size=16),
+    ]
+    new = [
+        fig("p2p.latency", 1.0e-6, 0.01e-6, size=8),  # half the latency: better
+        fig("p2p.bandwidth", 8e9, 0.05e9, size=4096),  # less bandwidth: worse
+        fig("p2p.latency", 3.05e-6, 1e-6, size=16),  # within the noise
+        fig("p2p.latency", 9e-6, 1e-6, size=32),  # only in the new run
+    ]
+    rows, only = compare(old, new)
+    by = {(r.metric, dict(r.params)["size"]): r for r in rows}
+    assert by[("p2p.latency", "8")].goodness == 2.0
+    assert by[("p2p.latency", "8")].verdict == "better"
+    assert by[("p2p.bandwidth", "4096")].goodness == 0.8
+    assert by[("p2p.bandwidth", "4096")].verdict == "worse"
+    assert by[("p2p.latency", "16")].verdict == "not significant"
+    assert only == ["only in the second run: p2p.latency {'size': '32'}"]
+
+
+def test_no_statistics_is_unknown_not_a_guess():
+    a = Figure(Sample.make("x", "memory.triad", 10e9, {}), 1, None)
+    b = Figure(Sample.make("x", "memory.triad", 5e9, {}), 1, None)
+    (row,), _ = compare([a], [b])
+    assert row.goodness == 0.5 and row.verdict == "unknown"
+
+
+def _store_run(store: RunStore, triad: float) -> str:
+    w = store.create(suite="t", suite_text="", system=System(hostname="h"), argv=[])
+    s = Sample.make("stream", "memory.triad", triad, {"threads": 2},
+                    Stats(n=9, mean=triad, stddev=triad * 0.01))  # fmt: skip
+    w.record(JobResult(job_id="001", status="ok", exit_code=0, wall_time=1, argv=[]), [s])
+    w.finish("complete")
+    return w.info.run_id
+
+
+def test_cli_fail_below_gives_an_exit_code_ci_can_use(assay_home: Path):
+    store = RunStore(assay_home)
+    base = _store_run(store, 20e9)
+    _store_run(store, 15e9)
+    proc = run_cli("compare", base, "--fail-below", "0.95", home=assay_home)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "0.750" in proc.stdout and "worse" in proc.stdout
+    proc = run_cli("compare", base, "--fail-below", "0.5", home=assay_home)
+    assert proc.returncode == 0
