@@ -17,7 +17,9 @@ import numpy as np
 from assay.model import Sample, Stats
 
 # Params that differ between repetitions of the same measurement and so never split a group.
-PER_REPETITION = frozenset({"repetition", "hosts", "wtick", "timer_resolution", "loads"})
+PER_REPETITION = frozenset(
+    {"repetition", "hosts", "wtick", "timer_resolution", "loads", "littles_flag"}
+)
 
 
 def nearest_rank(sorted_values: Sequence[float], p: float) -> float:

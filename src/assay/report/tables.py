@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from assay.analysis.stats import Figure, fold_repetitions
 from assay.model import JobResult, Sample, System
 from assay.report.domains import TABLE_METRICS, domain_tables
+from assay.report.storage import storage_figures, storage_tables
 from assay.store import LoadedRun
 from assay.units import format_value, human_bytes, metric_info, to_display
 
@@ -538,6 +539,9 @@ def build_tables(run: LoadedRun) -> list[Table]:
         t.commands = commands_of(run.results, "coll")[:1]
     tables += colls
     shown |= {id(f) for f in coll_figs}
+
+    tables += storage_tables(figures)
+    shown |= {id(f) for f in storage_figures(figures)}
 
     model = hockney_table(p2p_figs)
     if model:

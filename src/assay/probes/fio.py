@@ -1,0 +1,224 @@
+"""fio: the six standard storage workloads, sweeps, and Vdbench-style response-time curves.
+
+One job per sweep point runs ``python -m assay.storage.driver`` in the job directory (see its
+docstring): it writes the fio job files, runs fio, keeps fio's json+ output and prints the
+samples. A plan is static and a curve's rates come from its own max run, hence the driver.
+
+Params (defaults in ``FioParams``):
+
+* ``workloads``: standard workload names (``assay.storage.workloads.NAMES``). Default: all six,
+  or none when ``jobs`` is given.
+* ``jobs``: custom fio jobs, each a dict of ``FioJob`` fields (``name``, ``rw``, ``bs`` required;
+  other fio options under ``extra``) -- what the Vdbench translation produces. They run after
+  the listed workloads, each as its own fio run (and its own curve in curve mode); a field they
+  leave out comes from this probe's params (size, runtime, ramp_time, numjobs, iodepth,
+  ioengine, direct). Without ``filename`` they use assay's files in the target directory; with
+  one, the safety rules apply to that file. So ``jobs = [...]`` alone runs only them, and
+  ``workloads = [...]`` with ``jobs`` runs both.
+* ``mode``: ``workloads`` or ``curve`` (Vdbench ``iorate=curve``); ``curve``: percentages;
+  ``max_latency_ms``: stop a curve after the first point whose mean latency passes it.
+* ``target``: a directory (assay creates its own files, or its own ``assay-fio/`` directory in
+  a directory of the user's); a device or an existing file only with ``destructive``. Default:
+  a scratch directory inside the job directory. Relative paths are taken from where ``assay run``
+  was started.
+* ``size`` (bytes per file, one file per fio thread; "256m" style accepted), ``runtime`` and
+  ``ramp_time`` (s per run), ``numjobs``, ``iodepth``, ``bs`` (overrides each workload's),
+  ``ioengine`` (libaio; psync when libaio is missing), ``direct`` (buffered, with a warning in
+  the params, when the target cannot do O_DIRECT), ``destructive``, ``keep`` (leave the files),
+  ``fio`` (path), ``knee_method`` (``kneedle`` or ``slope``).
+
+Sweeps over numjobs, iodepth or bs come from the suite's ``sweep``. The job's time budget is
+computed from the runs it will do (``driver.estimate_seconds``) and the driver keeps to it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from assay.errors import SuiteError
+from assay.model import Job, MpiInfo, Sample
+from assay.parsers.fio import parse_size
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
+from assay.storage import safety
+from assay.storage.driver import CURVE_DEFAULT, DriverSpec, estimate_seconds
+from assay.storage.workloads import NAMES, WORKLOADS
+
+DEFAULT_SIZE = 256 * 2**20
+# Extra time the runner gives a job beyond the driver's own budget: the driver stops fio and
+# removes the test files when its budget runs out, which it must be allowed to finish.
+CLEANUP_GRACE_S = 30.0
+
+
+def _bytes(value: Any, what: str) -> Any:
+    if isinstance(value, str):
+        parsed = parse_size(value)
+        if parsed is None:
+            raise ValueError(f"{what} {value!r} is not a size (e.g. 268435456, 256m, 8k)")
+        return parsed
+    return value
+
+
+class FioParams(ProbeParams):
+    workloads: list[str] | None = Field(
+        default=None, description="standard workloads; default all six (none when jobs given)"
+    )
+    jobs: list[dict[str, Any]] = Field(
+        default_factory=list, description="custom fio jobs (FioJob fields), after the workloads"
+    )
+    mode: Literal["workloads", "curve"] = "workloads"
+    curve: list[int] = Field(default_factory=lambda: list(CURVE_DEFAULT), min_length=1)
+    max_latency_ms: float | None = Field(default=None, gt=0)
+    target: str | None = Field(default=None, description="directory; default: job scratch")
+    size: int = Field(default=DEFAULT_SIZE, gt=0, description="bytes per file (per fio thread)")
+    runtime: float = Field(default=30.0, gt=0, description="seconds measured per run")
+    ramp_time: float = Field(default=5.0, ge=0, description="warm-up seconds, not counted")
+    numjobs: int = Field(default=1, ge=1)
+    iodepth: int = Field(default=16, ge=1)
+    bs: int | None = Field(default=None, gt=0, description="block size override, bytes")
+    ioengine: str = "libaio"
+    direct: bool = True
+    destructive: bool = False
+    keep: bool = False
+    fio: str = "fio"
+    knee_method: Literal["kneedle", "slope"] = "kneedle"
+
+    @field_validator("size", "bs", mode="before")
+    @classmethod
+    def _sizes(cls, value: Any) -> Any:
+        return _bytes(value, "size")
+
+    @field_validator("workloads")
+    @classmethod
+    def _known(cls, names: list[str] | None) -> list[str] | None:
+        unknown = [n for n in names or [] if n not in WORKLOADS]
+        if unknown:
+            raise ValueError(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(NAMES)}")
+        return names
+
+    @field_validator("curve")
+    @classmethod
+    def _percent(cls, pcts: list[int]) -> list[int]:
+        bad = [p for p in pcts if not 1 <= p <= 100]
+        if bad:
+            raise ValueError(f"curve points are percentages of the max, 1..100: {bad}")
+        return pcts
+
+    @model_validator(mode="after")
+    def _something(self) -> FioParams:
+        if self.workloads == [] and not self.jobs:
+            raise ValueError("nothing to run: workloads is empty and no jobs are given")
+        return self
+
+
+def chosen_workloads(params: FioParams) -> list[str]:
+    if params.workloads is not None:
+        return list(params.workloads)
+    return [] if params.jobs else list(NAMES)
+
+
+def driver_spec(params: FioParams, target: str | None) -> DriverSpec:
+    """The driver's spec for one sweep point; the deadline is the computed budget."""
+    workloads = chosen_workloads(params)
+    n_items = len(workloads) + len(params.jobs)
+    # an upper bound on what the fills write: assay's files, plus each custom job's own
+    fill_bytes = params.size * params.numjobs + sum(
+        int(j.get("size") or params.size) * int(j.get("numjobs") or params.numjobs)
+        for j in params.jobs
+    )
+    longest = max([params.runtime] + [float(j["runtime"]) for j in params.jobs if j.get("runtime")])
+    budget = estimate_seconds(
+        mode=params.mode,
+        n_items=n_items,
+        n_curve=len(set(params.curve)),
+        runtime=longest,
+        ramp_time=params.ramp_time,
+        fill_bytes=fill_bytes,
+    )
+    return DriverSpec(
+        mode=params.mode,
+        workloads=workloads,
+        jobs=params.jobs,
+        curve=params.curve,
+        max_latency_ms=params.max_latency_ms,
+        target=target,
+        size=params.size,
+        runtime=params.runtime,
+        ramp_time=params.ramp_time,
+        numjobs=params.numjobs,
+        iodepth=params.iodepth,
+        bs=params.bs,
+        ioengine=params.ioengine,
+        direct=params.direct,
+        destructive=params.destructive,
+        keep=params.keep,
+        fio=params.fio,
+        knee_method=params.knee_method,
+        deadline_s=round(budget, 1),
+    )
+
+
+def check_target(target: str, destructive: bool) -> None:
+    """Refuse a device or a user's file at plan time, before a run is created (stat only).
+    The driver checks again when it starts: the target may change in between."""
+    try:
+        safety.place(safety.observe(target), destructive=destructive)
+    except safety.SafetyError as exc:
+        raise SuiteError(f"fio: {exc}", hint=exc.hint) from None
+
+
+def label_of(params: FioParams) -> str:
+    names = chosen_workloads(params) + [str(j.get("name", "job")) for j in params.jobs]
+    what = "six" if names == list(NAMES) else "+".join(names)
+    return f"{params.mode} {what} nj{params.numjobs} qd{params.iodepth}"
+
+
+def make_draft(argv: list[str], params: dict[str, Any], label: str, timeout: float) -> JobDraft:
+    draft = JobDraft(argv=argv, params=params, label=label)
+    # The job's timeout is the driver's budget plus time to clean up. JobDraft has no timeout
+    # field yet (the planner uses the bench's or the probe's default); set it if it has one.
+    if "timeout" in {f.name for f in dataclasses.fields(JobDraft)}:
+        draft.timeout = timeout  # type: ignore[attr-defined]
+    return draft
+
+
+class FioProbe(Probe):
+    name = "fio"
+    summary = "storage: six standard fio workloads, sweeps, Vdbench-style response curves"
+    Params = FioParams
+    # Until the planner takes a job's own timeout, a bound no storage run here comes near; the
+    # driver keeps to the budget computed from its runs (deadline_s) and cleans up itself.
+    default_timeout = 24 * 3600.0
+
+    def drafts(
+        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
+    ) -> list[JobDraft]:
+        assert isinstance(params, FioParams)
+        target = None
+        if params.target is not None:
+            target = str(Path(params.target).expanduser().absolute())
+            check_target(target, params.destructive)
+        spec = driver_spec(params, target)
+        argv = [sys.executable, "-m", "assay.storage.driver", "--spec",
+                json.dumps(spec.model_dump(), sort_keys=True)]  # fmt: skip
+        job_params: dict[str, Any] = {
+            "mode": params.mode,
+            "numjobs": params.numjobs,
+            "iodepth": params.iodepth,
+            "runtime": params.runtime,
+            "ramp_time": params.ramp_time,
+            "size": params.size,
+            "target": target or "scratch",
+        }
+        if params.bs:
+            job_params["bs"] = params.bs
+        timeout = (spec.deadline_s or 0) + CLEANUP_GRACE_S
+        return [make_draft(argv, job_params, label_of(params), timeout)]
+
+    def parse(self, stdout: str, job: Job) -> list[Sample]:
+        return parse_jsonl(stdout, self.name, job.params)

@@ -1,0 +1,410 @@
+"""Storage tables: the six workloads, sweeps, and response-time curves (fio probe).
+
+``storage_tables(figures)`` builds, from folded figures of the ``fio`` probe's driver:
+
+* ``storage-workloads``: one row per workload and direction (a mix has a read row and a write
+  row), at the run's common configuration -- numjobs, iodepth, IOPS, MiB/s, and the mean, p99
+  and p99.9 of the total latency (fio ``lat``: submission + completion, Vdbench's response
+  time);
+* ``storage-sweep-<workload>``: a workload measured at several numjobs / iodepth / block sizes,
+  one row per configuration, with the totals over directions and Little's law;
+* ``storage-curve-<workload>…``: a Vdbench ``iorate=curve``: the uncontrolled run, then offered
+  %, target and achieved IOPS, mean and p99 latency and Little's law per point; the knee (and how
+  it was found) and the plot files, relative to the run directory, in the notes.
+
+``storage_figures(figures)`` are the figures these tables claim: every sample the driver printed
+(it marks them with a ``workload`` param), the completion-latency ones included, which the
+tables do not show but the JSON and CSV reports keep. fio output imported with ``assay import``
+has no ``workload`` and is left to the generic table.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from assay.analysis.stats import Figure
+from assay.report import tables as _tables  # a module: build_tables may import this one early
+from assay.storage.workloads import NAMES
+from assay.units import format_value, human_bytes
+
+if TYPE_CHECKING:
+    from assay.report.tables import Table
+
+PROBE = "fio"
+DIRECTION_ORDER = ("read", "write", "trim", "mixed")
+LATENCY_KIND = "total"  # the latency the tables show; "completion" is kept in the samples
+Config = tuple[int, int, str]  # numjobs, iodepth, block size as shown
+
+
+def storage_figures(figures: list[Figure]) -> list[Figure]:
+    """The figures storage_tables shows (or deliberately keeps out of the generic table)."""
+    return [
+        f
+        for f in figures
+        if f.sample.probe == PROBE
+        and f.sample.metric.startswith("storage.")
+        and "workload" in f.sample.params
+    ]
+
+
+@dataclass
+class Point:
+    """One fio run (repetitions folded): its figures by (metric, direction)."""
+
+    workload: str
+    config: Config
+    mode: str
+    curve_pct: int | None
+    params: dict[str, Any]
+    job_id: str
+    figures: dict[tuple[str, str], Figure] = field(default_factory=dict)
+    repetitions: int = 1
+
+    def directions(self) -> list[str]:
+        present = {d for (m, d) in self.figures if m == "storage.iops"}
+        return [d for d in DIRECTION_ORDER if d in present]
+
+    def value(self, metric: str, direction: str) -> Figure | None:
+        return self.figures.get((metric, direction))
+
+    def totals(self) -> tuple[float, float | None, float | None]:
+        """(IOPS, mean latency s, p99 s) over every direction, from the folded figures.
+
+        The mean over directions is weighted by IOPS (every direction ran equally long, so by
+        I/O count). A p99 over several directions needs their merged histogram, which only the
+        driver had: its ``point_p99_s`` (of the first repetition) is used then."""
+        iops = weighted = 0.0
+        lat_iops = 0.0
+        p99 = None
+        directions = self.directions()
+        for d in directions:
+            f_iops, f_lat = self.value("storage.iops", d), self.value("storage.latency", d)
+            if f_iops is None:
+                continue
+            iops += f_iops.sample.value
+            if f_lat is not None:
+                weighted += f_iops.sample.value * f_lat.sample.value
+                lat_iops += f_iops.sample.value
+                if len(directions) == 1 and f_lat.sample.stats:
+                    p99 = f_lat.sample.stats.p99
+        mean = weighted / lat_iops if lat_iops else None
+        if len(directions) > 1:
+            p99 = self.params.get("point_p99_s")
+        return iops, mean, p99
+
+    def bandwidth(self) -> float:
+        return sum(f.sample.value for (m, _), f in self.figures.items() if m == "storage.bandwidth")
+
+    def littles(self) -> str:
+        """Little's law from the folded figures: IOPS × mean latency against the configured
+        concurrency, with the driver's flag (raised on an uncontrolled run only)."""
+        expected = self.params.get("outstanding_expected")
+        iops, mean, _ = self.totals()
+        if not expected or mean is None:
+            return "–"
+        cell = f"{iops * mean:.2f} / {expected}"
+        flag = self.params.get("littles_flag")
+        if flag:
+            cell += " (" + str(flag).split(":", 1)[0] + ")"
+        return cell
+
+
+def _config(p: dict[str, Any]) -> Config:
+    bs = p.get("bs")
+    shown = human_bytes(bs) if isinstance(bs, int) else str(bs or "?")
+    return int(p.get("numjobs", 1)), int(p.get("iodepth", 1)), shown
+
+
+def _points(figures: list[Figure]) -> list[Point]:
+    points: dict[tuple[Any, ...], Point] = {}
+    for f in figures:
+        p = f.sample.params
+        mode = str(p.get("mode", "workloads"))
+        if mode == "curve-summary":
+            continue
+        if f.sample.metric == "storage.latency" and p.get("latency") != LATENCY_KIND:
+            continue
+        pct = p.get("curve_pct")
+        key = (p["workload"], _config(p), mode, pct, p.get("target"))
+        point = points.get(key)
+        if point is None:
+            point = points[key] = Point(
+                p["workload"], _config(p), mode, pct, dict(p), f.sample.job_id
+            )
+        point.figures[(f.sample.metric, str(p.get("direction", "?")))] = f
+        point.repetitions = max(point.repetitions, f.repetitions)
+    return list(points.values())
+
+
+def _order(name: str) -> tuple[int, str]:
+    return (NAMES.index(name) if name in NAMES else len(NAMES), name)
+
+
+def _ms(seconds: float | None) -> str:
+    return "–" if seconds is None else format_value(seconds, "ms", 3)
+
+
+def _run_notes(points: list[Point]) -> list[str]:
+    notes = []
+    reps = sorted({pt.repetitions for pt in points if pt.repetitions > 1})
+    if reps:
+        notes.append(
+            f"Points measured {'/'.join(map(str, reps))} times (repetitions, or the same "
+            "configuration in two benches) show the median."
+        )
+    for name in ("direct_fallback", "ioengine_fallback"):
+        for text in sorted({str(pt.params[name]) for pt in points if name in pt.params}):
+            notes.append(f"Warning: {text}.")
+    for pt in points:
+        if pt.params.get("littles_flag"):
+            notes.append(
+                f"Little's law, {pt.workload} (numjobs {pt.config[0]}, iodepth {pt.config[1]}): "
+                f"{pt.params['littles_flag']}."
+            )
+    return notes
+
+
+def _settings_note(points: list[Point]) -> str:
+    p = points[0].params
+    parts = []
+    if "runtime" in p:
+        parts.append(f"{p['runtime']:g} s measured after {p.get('ramp_time', 0):g} s warm-up")
+    if "ioengine" in p:
+        parts.append(f"ioengine={p['ioengine']}")
+    if "direct" in p:
+        parts.append(f"direct={p['direct']}")
+    if isinstance(p.get("size"), int):
+        parts.append(f"{human_bytes(p['size'])} per file (one per thread)")
+    if "target" in p:
+        parts.append(f"target {p['target']}")
+    return "; ".join(parts)
+
+
+def workloads_table(points: list[Point]) -> Table | None:
+    """The six workloads (and any custom job) at the run's common configuration."""
+    chosen = [pt for pt in points if pt.mode == "workloads"]
+    if not chosen:
+        return None
+    # The (numjobs, iodepth) most workloads ran at; a sweep's other points are in its own
+    # table. Block sizes differ by workload, so they are not part of it.
+    threads = sorted({(pt.workload, pt.config[:2]) for pt in chosen})
+    base = Counter(c for _, c in threads).most_common(1)[0][0]
+    rows = []
+    shown: list[Point] = []
+    for name in sorted({pt.workload for pt in chosen}, key=_order):
+        mine = sorted((pt for pt in chosen if pt.workload == name), key=lambda pt: pt.config)
+        at_base = [pt for pt in mine if pt.config[:2] == base]
+        for pt in at_base or mine:
+            shown.append(pt)
+            for d in pt.directions():
+                iops = pt.value("storage.iops", d)
+                bw = pt.value("storage.bandwidth", d)
+                lat = pt.value("storage.latency", d)
+                st = lat.sample.stats if lat else None
+                rows.append(
+                    [
+                        name,
+                        d,
+                        str(pt.config[0]),
+                        str(pt.config[1]),
+                        pt.config[2],
+                        format_value(iops.sample.value, "IOPS", 0) if iops else "–",
+                        format_value(bw.sample.value, "MiB/s") if bw else "–",
+                        _ms(lat.sample.value if lat else None),
+                        _ms(st.p99 if st else None),
+                        _ms(st.p999 if st else None),
+                    ]
+                )
+    cols = [
+        "Workload",
+        "Direction",
+        "numjobs",
+        "iodepth",
+        "Block",
+        "IOPS",
+        "MiB/s",
+        "Mean latency ms",
+        "p99 ms",
+        "p99.9 ms",
+    ]
+    notes = [
+        "Latency is fio's total latency (lat: submission + completion), Vdbench's response "
+        "time; p99 / p99.9 from fio's json+ histogram. A 50/50 mix has a read and a write row.",
+        _settings_note(shown),
+        "MiB/s = 2^20 B/s. Raw fio job files and json+ outputs: jobs/<job>/NN-<workload>.fio, "
+        ".json in the run directory.",
+        *_run_notes(shown),
+    ]
+    return _tables.Table(
+        "storage-workloads", "Storage workloads (fio)", cols, rows, [n for n in notes if n]
+    )
+
+
+def sweep_tables(points: list[Point]) -> list[Table]:
+    """A table per workload measured at more than one configuration."""
+    chosen = [pt for pt in points if pt.mode == "workloads"]
+    tables = []
+    for name in sorted({pt.workload for pt in chosen}, key=_order):
+        mine = sorted((pt for pt in chosen if pt.workload == name), key=lambda pt: pt.config)
+        if len({pt.config for pt in mine}) < 2:
+            continue
+        varying = [
+            label
+            for i, label in enumerate(("numjobs", "iodepth", "block size"))
+            if len({pt.config[i] for pt in mine}) > 1
+        ]
+        rows = []
+        for pt in mine:
+            iops, mean, p99 = pt.totals()
+            rows.append(
+                [
+                    str(pt.config[0]),
+                    str(pt.config[1]),
+                    pt.config[2],
+                    format_value(iops, "IOPS", 0),
+                    format_value(pt.bandwidth(), "MiB/s"),
+                    _ms(mean),
+                    _ms(p99),
+                    pt.littles(),
+                ]
+            )
+        cols = [
+            "numjobs",
+            "iodepth",
+            "Block",
+            "IOPS",
+            "MiB/s",
+            "Mean latency ms",
+            "p99 ms",
+            "Outstanding measured / configured",
+        ]
+        notes = [
+            "Totals over directions; latency is fio's total latency, mean over every I/O, p99 "
+            "from the merged json+ histogram.",
+            "Little's law: outstanding I/Os measured = IOPS × mean latency, against numjobs × "
+            "iodepth configured (iodepth 1 for a synchronous engine); far below it, the client "
+            "(CPU, engine), not the storage, set the pace.",
+            *_run_notes(mine),
+        ]
+        tables.append(
+            _tables.Table(
+                f"storage-sweep-{name}",
+                f"Storage sweep: {name} by {', '.join(varying)} (fio)",
+                cols,
+                rows,
+                notes,
+            )
+        )
+    return tables
+
+
+def _summaries(figures: list[Figure]) -> dict[tuple[Any, ...], Figure]:
+    out = {}
+    for f in figures:
+        p = f.sample.params
+        if p.get("mode") == "curve-summary":
+            out[(p["workload"], _config(p), p.get("target"))] = f
+    return out
+
+
+def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
+    """A table per response-time curve."""
+    summaries = _summaries(figures)
+    curves: dict[tuple[Any, ...], list[Point]] = {}
+    for pt in points:
+        if pt.mode in ("max", "curve"):
+            curves.setdefault((pt.workload, pt.config, pt.params.get("target")), []).append(pt)
+    several = len({k[0] for k in curves}) < len(curves)
+    tables = []
+    for key in sorted(curves, key=lambda k: (_order(k[0]), k[1])):
+        name, config, _ = key
+        pts = sorted(curves[key], key=lambda pt: (pt.mode != "max", pt.curve_pct or 0))
+        summary = summaries.get(key)
+        s = summary.sample.params if summary else {}
+        knee_pct = s.get("knee_curve_pct")
+        rows, best = [], set()
+        for pt in pts:
+            target = pt.params.get("target_iops")
+            achieved, mean, p99 = pt.totals()
+            if pt.mode == "max":
+                offered = "max (uncontrolled)"
+            else:
+                offered = f"{pt.curve_pct}%" + (" (knee)" if pt.curve_pct == knee_pct else "")
+            if pt.mode == "curve" and pt.curve_pct == knee_pct:
+                best.add((len(rows), 2))
+            rows.append(
+                [
+                    offered,
+                    format_value(target, "IOPS", 0) if target else "–",
+                    format_value(achieved, "IOPS", 0),
+                    f"{100 * achieved / target:.0f}%" if target else "–",
+                    _ms(mean),
+                    _ms(p99),
+                    pt.littles(),
+                ]
+            )
+        cols = [
+            "Offered",
+            "Target IOPS",
+            "Achieved IOPS",
+            "of target",
+            "Mean latency ms",
+            "p99 ms",
+            "Outstanding measured / configured",
+        ]
+        notes = [_knee_note(s, summary is not None)]
+        if s.get("curve_stopped"):
+            notes.append(f"Curve {s['curve_stopped']}.")
+        job = summary.sample.job_id if summary else pts[0].job_id
+        plots = [s[k] for k in ("plot_svg", "plot_png") if s.get(k)]
+        if plots:
+            notes.append("Plot: " + ", ".join(f"jobs/{job}/{name}" for name in plots) + ".")
+        notes += [
+            "Vdbench iorate=curve: an uncontrolled run, then runs capped at the given % of its "
+            "IOPS (fio rate_iops per thread, Poisson arrivals), concurrency unchanged "
+            f"(numjobs {config[0]} × iodepth {config[1]}); latency is fio's total latency.",
+            "Little's law: outstanding measured = IOPS × mean latency; capped points keep the "
+            "queue partly empty on purpose, so only the uncontrolled run is flagged.",
+            *_run_notes([pt for pt in pts if pt.mode == "max"]),
+        ]
+        suffix = f"-nj{config[0]}-qd{config[1]}" if several else ""
+        tables.append(
+            _tables.Table(
+                f"storage-curve-{name}{suffix}",
+                f"Response-time curve: {name}, {config[2]}, numjobs {config[0]}, "
+                f"iodepth {config[1]} (fio)",
+                cols,
+                rows,
+                notes,
+                best=best,
+            )
+        )
+    return tables
+
+
+def _knee_note(s: dict[str, Any], have_summary: bool) -> str:
+    if not have_summary:
+        return "The curve did not finish: no knee was looked for."
+    if "knee_curve_pct" in s:
+        return (
+            f"Knee at {s['knee_curve_pct']}% offered: {format_value(s['knee_iops'], 'IOPS', 0)} "
+            f"IOPS at {_ms(s['knee_latency_s'])} ms mean latency; found by {s['knee_method']}."
+        )
+    return f"No knee: {str(s.get('knee_note', 'not found')).removeprefix('no knee: ')}."
+
+
+def storage_tables(figures: list[Figure]) -> list[Table]:
+    """Workloads, sweep and curve tables from the fio probe's figures (others are ignored)."""
+    mine = storage_figures(figures)
+    if not mine:
+        return []
+    points = _points(mine)
+    tables: list[Table] = []
+    six = workloads_table(points)
+    if six:
+        tables.append(six)
+    tables += sweep_tables(points)
+    tables += curve_tables(points, mine)
+    return tables

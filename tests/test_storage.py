@@ -1,0 +1,577 @@
+"""Storage: the six workloads, safety rules, the fio driver, the fio probe and storage tables.
+
+Pure tests first; the real fio runs (through the CLI and the driver) are marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from assay.analysis.stats import fold_repetitions
+from assay.errors import SuiteError
+from assay.model import Sample, Stats, System
+from assay.probes import PlanContext, get_probe
+from assay.probes.fio import FioParams, driver_spec
+from assay.report.storage import storage_figures, storage_tables
+from assay.storage import driver, safety
+from assay.storage.fiojob import job_file
+from assay.storage.workloads import (
+    FILENAME_FORMAT,
+    NAMES,
+    WORKLOADS,
+    RunSettings,
+    custom_job,
+    effective_iodepth,
+    fill_job,
+    needs_fill,
+    rate_per_job,
+    with_rate,
+    workload_job,
+)
+from conftest import run_cli
+
+HAVE_FIO = shutil.which("fio") is not None
+needs_fio = pytest.mark.skipif(not HAVE_FIO, reason="fio is not installed")
+SETTINGS = RunSettings(size=16 * 2**20, runtime=10, ramp_time=2, numjobs=2, iodepth=8)
+
+
+def block_device() -> str | None:
+    """A block device path on this machine (e.g. /dev/vda), or None."""
+    for name in ["vda", "sda", "nvme0n1", *sorted(os.listdir("/sys/block"))]:
+        path = Path("/dev") / name
+        try:
+            if stat.S_ISBLK(path.stat().st_mode):
+                return str(path)
+        except OSError:
+            continue
+    return None
+
+
+# ---------------------------------------------------------------------------- workloads
+
+
+def test_the_six_workloads_keep_their_names_and_patterns():
+    assert NAMES == (
+        "randread-8k",
+        "randwrite-8k",
+        "seqread-64k",
+        "seqwrite-64k",
+        "seqmix-64k",
+        "randmix-8k",
+    )
+    shape = {n: (w.rw, w.bs, w.rwmixread) for n, w in WORKLOADS.items()}
+    assert shape == {
+        "randread-8k": ("randread", 8192, None),
+        "randwrite-8k": ("randwrite", 8192, None),
+        "seqread-64k": ("read", 65536, None),
+        "seqwrite-64k": ("write", 65536, None),
+        "seqmix-64k": ("rw", 65536, 50),
+        "randmix-8k": ("randrw", 8192, 50),
+    }
+    assert [w.reads for w in WORKLOADS.values()] == [True, False, True, False, True, True]
+    assert [w.writes for w in WORKLOADS.values()] == [False, True, False, True, True, True]
+
+
+def test_workload_job_file_is_direct_time_based_with_warmup_and_assay_files():
+    text = job_file([workload_job(WORKLOADS["randmix-8k"], SETTINGS, directory="/t/assay-fio")])
+    lines = text.splitlines()
+    assert lines[0] == "[randmix-8k]"
+    for expected in (
+        "rw=randrw",
+        "bs=8192",
+        "rwmixread=50",
+        f"size={16 * 2**20}",
+        "directory=/t/assay-fio",
+        "iodepth=8",
+        "numjobs=2",
+        "direct=1",
+        "ioengine=libaio",
+        "runtime=10",
+        "ramp_time=2",
+        "time_based",
+        "group_reporting",
+        "lat_percentiles=1",
+        f"filename_format={FILENAME_FORMAT}",
+    ):
+        assert expected in lines, expected
+    assert FILENAME_FORMAT == "assay-fio-$jobnum"
+    assert not any(ln.startswith("rate") for ln in lines)
+
+
+def test_bs_override_and_sync_engine_iodepth():
+    job = workload_job(WORKLOADS["seqread-64k"], RunSettings(1, 1, 0, bs=4096), directory="/d")
+    assert job.bs == 4096 and job.ramp_time is None
+    assert effective_iodepth("psync", 32) == 1
+    assert effective_iodepth("libaio", 32) == 32
+
+
+def test_fill_is_one_sequential_pass_over_every_file():
+    fill = fill_job(64 * 2**20, 4, directory="/t")
+    text = job_file([fill])
+    assert "rw=write" in text and f"bs={2**20}" in text and "numjobs=4" in text
+    assert "time_based" not in text and "runtime" not in text and "ramp_time" not in text
+    assert "end_fsync=1" in text and "filename_format=assay-fio-$jobnum" in text
+    with pytest.raises(ValueError, match="outside"):
+        fill_job(2**20, 1, directory="/t", bs=4096)
+
+
+def test_what_needs_a_fill():
+    assert needs_fill("randread", None, filled=False)
+    assert needs_fill("randrw", 50, filled=False)
+    assert needs_fill("randwrite", None, filled=False)  # allocation, not overwrite, otherwise
+    assert not needs_fill("write", None, filled=False)  # a sequential write is its own fill
+    assert not needs_fill("randread", None, filled=True)
+
+
+def test_rate_is_per_thread_and_per_direction():
+    assert rate_per_job(1000, 4, "randread", None) == 250
+    assert rate_per_job(1000, 2, "randrw", 50) == "250,250"
+    assert rate_per_job(1000, 1, "rw", 70) == "700,300"
+    assert rate_per_job(0.2, 8, "randread", None) == 1  # 0 would mean "no cap" to fio
+    capped = with_rate(workload_job(WORKLOADS["randmix-8k"], SETTINGS, directory="/d"), 1000)
+    text = job_file([capped])
+    assert "rate_iops=250,250" in text and "rate_process=poisson" in text
+    read = with_rate(workload_job(WORKLOADS["randread-8k"], SETTINGS, directory="/d"), 1000)
+    assert "rate_iops=500" in job_file([read]).splitlines()
+
+
+def test_custom_jobs_take_the_run_settings_and_name_bad_fields():
+    job = custom_job({"name": "RndRead", "rw": "randread", "bs": 8192}, SETTINGS, directory="/d")
+    assert (job.size, job.runtime, job.numjobs, job.iodepth) == (16 * 2**20, 10, 2, 8)
+    assert job.directory == "/d" and job.extra["filename_format"] == FILENAME_FORMAT
+    own = custom_job(
+        {"name": "x", "rw": "write", "bs": 65536, "filename": "/f", "numjobs": 3},
+        SETTINGS,
+        directory="/d",
+    )
+    assert own.filename == "/f" and own.directory is None and own.numjobs == 3
+    with pytest.raises(ValueError, match="missing bs"):
+        custom_job({"name": "x", "rw": "read"}, SETTINGS, directory="/d")
+    with pytest.raises(ValueError, match=r"unknown field.*seekpct"):
+        custom_job({"name": "x", "rw": "read", "bs": 1, "seekpct": 0}, SETTINGS, directory="/d")
+    with pytest.raises(ValueError, match="target"):
+        custom_job(
+            {"name": "x", "rw": "read", "bs": 1, "directory": "/x"}, SETTINGS, directory="/d"
+        )
+
+
+# ---------------------------------------------------------------------------- safety
+
+
+def test_place_decides_where_files_go():
+    absent = safety.place(safety.TargetState("/t/new", "absent"), destructive=False)
+    assert (absent.workdir, absent.create, absent.owned) == ("/t/new", True, True)
+    mine = safety.place(safety.TargetState("/t/old", "assay-dir"), destructive=False)
+    assert (mine.workdir, mine.create) == ("/t/old", False)
+    users = safety.place(
+        safety.TargetState(
+            "/mnt/nfs", "dir", sub=safety.TargetState("/mnt/nfs/assay-fio", "absent")
+        ),
+        destructive=False,
+    )
+    assert (users.workdir, users.create) == ("/mnt/nfs/assay-fio", True)
+    with pytest.raises(safety.SafetyError, match="not assay's"):
+        safety.place(
+            safety.TargetState("/mnt", "dir", sub=safety.TargetState("/mnt/assay-fio", "other")),
+            destructive=False,
+        )
+
+
+def test_refuses_an_existing_file_assay_did_not_create(tmp_path: Path):
+    precious = tmp_path / "data.bin"
+    precious.write_bytes(b"keep me")
+    state = safety.observe(precious)
+    assert state.kind == "file"
+    with pytest.raises(safety.SafetyError, match="existing file assay did not create"):
+        safety.place(state, destructive=False)
+    allowed = safety.place(state, destructive=True)
+    assert allowed.filename == str(precious) and not allowed.owned
+    with pytest.raises(safety.SafetyError, match="refused"):
+        safety.check_filename(state, destructive=False, assay_files=set())
+    assert safety.check_filename(safety.observe(tmp_path / "new"), destructive=False,
+                                 assay_files=set())  # fmt: skip
+
+
+def test_refuses_a_block_device():
+    dev = block_device()
+    if dev is None:
+        pytest.skip("no block device on this machine")
+    state = safety.observe(dev)
+    assert state.kind == "device"
+    with pytest.raises(safety.SafetyError, match=f"target {dev} is a device"):
+        safety.place(state, destructive=False)
+    assert safety.place(state, destructive=True).owned is False  # never removed afterwards
+
+
+def test_refuses_when_the_files_do_not_fit_and_says_the_numbers():
+    needed = safety.space_needed(256 * 2**20, 4)
+    assert needed == 2**30
+    problem = safety.space_problem(needed, 512 * 2**20, "/scratch", detail="4 file(s) x 256 MiB")
+    assert problem is not None
+    assert "1.00 GiB" in problem and "512.00 MiB free" in problem
+    assert f"{2**30} B needed" in problem and f"{512 * 2**20} B free" in problem
+    assert safety.space_problem(needed, 2 * 2**30, "/scratch") is None
+    # the reserve counts: exactly the space needed is not enough
+    assert safety.space_problem(needed, needed, "/scratch") is not None
+    # assay's files already there only need what they lack
+    assert safety.space_needed(100, 2, {"assay-fio-0": 100, "assay-fio-1": 40}) == 60
+
+
+def test_direct_fallback_records_a_warning():
+    assert safety.direct_fallback(True, True, "/t") == (True, None)
+    assert safety.direct_fallback(False, False, "/t") == (False, None)
+    direct, warning = safety.direct_fallback(False, True, "/dev/shm/x")
+    assert direct is False and "O_DIRECT" in (warning or "") and "/dev/shm/x" in (warning or "")
+
+
+def test_o_direct_probe_reads_einval_as_unsupported(tmp_path: Path, monkeypatch):
+    assert safety.supports_o_direct(tmp_path) in (True, False)
+    assert not list(tmp_path.iterdir())  # the probe file is removed
+
+    def einval(*args, **kwargs):
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(safety.os, "open", einval)
+    assert safety.supports_o_direct(tmp_path) is False
+
+
+def test_cleanup_removes_only_what_assay_wrote(tmp_path: Path):
+    target = tmp_path / "t"
+    placement = safety.place(safety.observe(target), destructive=False)
+    safety.prepare(placement)
+    assert (target / safety.MARKER).is_file()
+    (target / "assay-fio-0").write_bytes(b"x")
+    safety.cleanup(placement)
+    assert not target.exists()
+
+    users = tmp_path / "users"
+    users.mkdir()
+    (users / "theirs").write_text("x")
+    placement = safety.place(safety.observe(users), destructive=False)
+    safety.prepare(placement)
+    (users / "assay-fio" / "assay-fio-0").write_bytes(b"x")
+    safety.cleanup(placement)
+    assert sorted(p.name for p in users.iterdir()) == ["theirs"]
+
+    precious = tmp_path / "precious"
+    precious.write_text("x")
+    safety.cleanup(safety.place(safety.observe(precious), destructive=True))
+    assert precious.exists()
+
+
+# ---------------------------------------------------------------------------- driver, pure
+
+
+def _lat(mean_ns: float, n: int, bins: dict[str, int]) -> dict:
+    return {"mean": mean_ns, "N": n, "min": 1, "max": 2, "stddev": 0, "bins": bins}
+
+
+def test_point_figures_sum_iops_and_merge_histograms():
+    doc = {
+        "jobs": [
+            {
+                "jobname": "randmix-8k",
+                "read": {"total_ios": 100, "iops": 1000.0,
+                         "lat_ns": _lat(100_000, 100, {"100000": 99, "900000": 1})},
+                "write": {"total_ios": 100, "iops": 1000.0,
+                          "lat_ns": _lat(300_000, 100, {"300000": 98, "2000000": 2})},
+            }
+        ]
+    }  # fmt: skip
+    fig = driver.point_figures(doc)
+    assert fig.iops == 2000.0 and fig.completions == 200
+    assert fig.latency_s == pytest.approx(200e-6)
+    # 99% of 200 I/Os = 198th: the merged histogram's 900 us bucket, not an average of p99s
+    assert fig.p99_s == pytest.approx(900e-6)
+
+
+def test_littles_law_flags_a_queue_not_kept_full_only_when_uncontrolled():
+    job = workload_job(WORKLOADS["randread-8k"], RunSettings(1, 1, 0, 4, 16), directory="/d")
+    full = driver.PointFigures(64_000, 1e-3, None, None, 1)  # 64 outstanding of 64
+    assert "littles_flag" not in driver.littles_params(full, job, rate_limited=False)
+    thin = driver.PointFigures(16_000, 1e-3, None, None, 1)  # 16 of 64: CPU-bound client
+    p = driver.littles_params(thin, job, rate_limited=False)
+    assert p["outstanding_expected"] == 64 and p["outstanding_measured"] == pytest.approx(16)
+    assert p["littles_flag"].startswith("queue not full")
+    assert "littles_flag" not in driver.littles_params(thin, job, rate_limited=True)
+    sync = driver.littles_params(full, job, rate_limited=False, ioengine="psync")
+    assert sync["outstanding_expected"] == 4
+
+
+def test_curve_targets_and_knee():
+    assert driver.curve_targets(1000, [100, 10, 50, 10]) == [(10, 100), (50, 500), (100, 1000)]
+    # M/M/1: W = s / (1 - rho); the knee is where the latency starts to climb
+    s = 1e-4
+    rhos = [0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95]
+    points = [
+        (round(r * 100), driver.PointFigures(r / s, s / (1 - r), None, None, 1)) for r in rhos
+    ]
+    found = driver.knee_params(points, "kneedle")
+    assert 70 <= found["knee_curve_pct"] <= 90, found
+    assert found["knee_method"].startswith("kneedle")
+    flat = [(p, driver.PointFigures(p * 10.0, 1e-4, None, None, 1)) for p in (10, 50, 90)]
+    assert driver.knee_params(flat, "kneedle")["knee_note"].startswith("no knee")
+    assert "3 needed" in driver.knee_params(flat[:2], "kneedle")["knee_note"]
+
+
+def test_time_budget_counts_every_run():
+    curve = driver.estimate_seconds(
+        mode="curve", n_items=1, n_curve=6, runtime=10, ramp_time=2, fill_bytes=0
+    )
+    six = driver.estimate_seconds(
+        mode="workloads", n_items=6, n_curve=6, runtime=10, ramp_time=2, fill_bytes=0
+    )
+    assert curve == pytest.approx(7 * (12 + driver.RUN_OVERHEAD_S) + driver.GRACE_S)
+    assert six == pytest.approx(6 * (12 + driver.RUN_OVERHEAD_S) + driver.GRACE_S)
+
+
+def _spec(**kw) -> str:
+    base = {"mode": "workloads", "workloads": ["randread-8k"], "size": 2**20, "runtime": 1,
+            "ramp_time": 0, "numjobs": 1, "iodepth": 1}  # fmt: skip
+    return json.dumps({**base, **kw})
+
+
+@needs_fio
+def test_driver_refuses_bad_specs_and_targets_with_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert driver.main(["--spec", "{not json"]) == driver.EXIT_SPEC
+    assert driver.main(["--spec", _spec(workloads=["nope"])]) == driver.EXIT_SPEC
+    precious = tmp_path / "precious"
+    precious.write_text("keep")
+    assert driver.main(["--spec", _spec(target=str(precious))]) == driver.EXIT_SPEC
+    assert precious.read_text() == "keep"
+    monkeypatch.setattr(safety, "free_bytes", lambda path: 10 * 2**20)
+    assert driver.main(["--spec", _spec(size=64 * 2**20, target=str(tmp_path / "t"))]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""  # stdout is for samples only
+    assert "unknown workload 'nope'" in err
+    assert "existing file assay did not create" in err
+    assert "64.00 MiB" in err and "10.00 MiB free" in err
+    assert all(line.startswith("fio-driver:") for line in err.splitlines() if line[:1] != " ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["precious"]  # nothing written
+
+
+# ---------------------------------------------------------------------------- probe
+
+
+def _ctx() -> PlanContext:
+    return PlanContext(system=System())
+
+
+def test_probe_params_validate():
+    assert FioParams(size="256m").size == 256 * 2**20
+    assert FioParams().workloads is None
+    with pytest.raises(ValueError, match="unknown workload"):
+        FioParams(workloads=["randread-4k"])
+    with pytest.raises(ValueError, match=r"1\.\.100"):
+        FioParams(curve=[10, 150])
+    with pytest.raises(ValueError, match="nothing to run"):
+        FioParams(workloads=[])
+
+
+def test_probe_drafts_one_driver_job_with_its_spec(tmp_path: Path):
+    probe = get_probe("fio")
+    params = FioParams(mode="curve", workloads=["randread-8k"], runtime=5, ramp_time=1,
+                       target=str(tmp_path / "t"), numjobs=2)  # fmt: skip
+    (draft,) = probe.drafts(params, _ctx(), mpis=[], ranks=None)
+    assert draft.argv[:4] == [sys.executable, "-m", "assay.storage.driver", "--spec"]
+    spec = driver.DriverSpec.model_validate(json.loads(draft.argv[4]))
+    assert spec.mode == "curve" and spec.workloads == ["randread-8k"]
+    assert spec.target == str(tmp_path / "t") and spec.numjobs == 2
+    assert spec.curve == [10, 50, 70, 80, 90, 100]
+    fill = 2 * 256 * 2**20 / driver.FILL_RATE_ASSUMED  # two threads' files at a slow rate
+    budget = 7 * (6 + driver.RUN_OVERHEAD_S) + driver.GRACE_S + fill
+    assert spec.deadline_s == pytest.approx(budget, abs=0.1)
+    assert draft.params["target"] == str(tmp_path / "t")
+    # all six by default, none when custom jobs are given (unless listed)
+    assert driver_spec(FioParams(), None).workloads == list(NAMES)
+    custom = [{"name": "RndRead", "rw": "randread", "bs": 8192}]
+    assert driver_spec(FioParams(jobs=custom), None).workloads == []
+    both = driver_spec(FioParams(jobs=custom, workloads=["seqread-64k"]), None)
+    assert both.workloads == ["seqread-64k"] and both.jobs == custom
+
+
+def test_probe_refuses_a_device_target_at_plan_time():
+    dev = block_device()
+    if dev is None:
+        pytest.skip("no block device on this machine")
+    with pytest.raises(SuiteError, match="is a device"):
+        get_probe("fio").drafts(FioParams(target=dev), _ctx(), mpis=[], ranks=None)
+
+
+# ---------------------------------------------------------------------------- report, pure
+
+
+def _sample(metric: str, value: float, job: str, **params) -> Sample:
+    s = Sample.make("fio", metric, value, params)
+    s.job_id = job
+    return s
+
+
+def test_curve_table_marks_the_knee_and_names_the_plot():
+    common = {"workload": "randread-8k", "numjobs": 1, "iodepth": 32, "bs": 8192,
+              "target": "scratch", "outstanding_expected": 32}  # fmt: skip
+    samples = []
+    runs = [
+        ("max", None, 1000.0, 0.03),
+        ("curve", 10, 100.0, 0.001),
+        ("curve", 50, 500.0, 0.002),
+        ("curve", 90, 900.0, 0.02),
+    ]
+    for mode, pct, iops, lat in runs:
+        p = {**common, "mode": mode, "direction": "read"}
+        if pct:
+            p.update(curve_pct=pct, target_iops=10.0 * pct)
+        samples.append(_sample("storage.iops", iops, "005-fio-curve", **p))
+        st = Stats(n=10, mean=lat, p99=2 * lat)
+        samples.append(Sample.make("fio", "storage.latency", lat, {**p, "latency": "total"}, st))
+        samples[-1].job_id = "005-fio-curve"
+    summary = {**common, "mode": "curve-summary", "knee_curve_pct": 50, "knee_iops": 500.0,
+               "knee_latency_s": 0.002, "knee_method": "kneedle(S=1)", "plot_svg": "c.svg",
+               "plot_png": "c.png"}  # fmt: skip
+    samples.append(_sample("storage.iops", 900.0, "005-fio-curve", **summary))
+    figures = fold_repetitions(samples)
+    assert len(storage_figures(figures)) == len(figures)
+    (table,) = [t for t in storage_tables(figures) if t.key.startswith("storage-curve")]
+    assert [r[0] for r in table.rows] == ["max (uncontrolled)", "10%", "50% (knee)", "90%"]
+    assert table.rows[2][2] == "500" and (2, 2) in table.best
+    assert table.rows[1][1] == "100" and table.rows[1][3] == "100%"
+    assert table.rows[0][6] == "30.00 / 32"  # 1000 IOPS x 30 ms
+    notes = " ".join(table.notes)
+    assert "Knee at 50%" in notes and "kneedle" in notes
+    assert "jobs/005-fio-curve/c.svg" in notes and "jobs/005-fio-curve/c.png" in notes
+
+
+# ---------------------------------------------------------------------------- real runs
+
+
+FAST = ["--set", "runtime=1", "--set", "ramp_time=0", "--set", "size=8m"]
+
+
+def _report_json(home: Path) -> dict:
+    return json.loads(run_cli("report", "-f", "json", home=home, check=True).stdout)
+
+
+def _run_dir(home: Path) -> Path:
+    (run,) = (home / "runs").iterdir()
+    return run
+
+
+@pytest.mark.slow
+@needs_fio
+def test_storage_suite_end_to_end(assay_home: Path):
+    proc = run_cli("run", "storage", *FAST, home=assay_home, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    samples = _report_json(assay_home)["samples"]
+    six = [s for s in samples if s["params"].get("mode") == "workloads"]
+    for name in NAMES:
+        iops = [s for s in six if s["params"]["workload"] == name and s["metric"] == "storage.iops"]
+        lat = [
+            s
+            for s in six
+            if s["params"]["workload"] == name
+            and s["metric"] == "storage.latency"
+            and s["params"]["latency"] == "total"
+        ]
+        assert iops and all(s["value"] > 0 for s in iops), name
+        assert lat and all(0 < s["value"] < 1 and s["stats"]["p99"] > 0 for s in lat), name
+    mix = {s["params"]["direction"] for s in six if s["params"]["workload"] == "randmix-8k"}
+    assert mix == {"read", "write"}
+    sweep = {s["params"]["numjobs"] for s in six if s["params"]["workload"] == "randread-8k"}
+    assert sweep == {1, 2, 4}
+    curve = [s for s in samples if s["params"].get("mode") == "curve"
+             and s["metric"] == "storage.iops"]  # fmt: skip
+    assert len({s["params"]["curve_pct"] for s in curve}) >= 3
+    assert all("outstanding_measured" in s["params"] for s in curve)
+    (summary,) = [s for s in samples if s["params"].get("mode") == "curve-summary"]
+    assert "knee_curve_pct" in summary["params"] or "knee_note" in summary["params"]
+
+    run = _run_dir(assay_home)
+    plot = run / "jobs" / summary["job_id"] / summary["params"]["plot_svg"]
+    assert plot.is_file() and plot.read_text().lstrip().startswith("<?xml")
+    assert plot.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
+    assert list(run.glob("jobs/*/*-randread-8k.json"))  # fio's raw output is kept
+    assert not list(run.glob("jobs/*/scratch")), "test files were not removed"
+    assert not list(run.rglob("assay-fio-*"))
+
+    from assay.store.rundir import RunStore
+
+    tables = storage_tables(fold_repetitions(RunStore(assay_home).load(None).samples))
+    keys = [t.key for t in tables]
+    assert keys == ["storage-workloads", "storage-sweep-randread-8k", "storage-curve-randread-8k"]
+    assert [r[0] for r in tables[0].rows].count("randmix-8k") == 2
+
+
+@pytest.mark.slow
+@needs_fio
+def test_keep_leaves_the_files_and_the_next_run_reuses_then_removes_them(
+    assay_home: Path, tmp_path: Path
+):
+    target = tmp_path / "target"
+    suite = tmp_path / "one.toml"
+    suite.write_text(
+        'name = "one"\n[[bench]]\nprobe = "fio"\n'
+        f'params = {{ workloads = ["randread-8k"], target = "{target}" }}\n'
+    )
+    first = run_cli("run", str(suite), *FAST, "--set", "keep=true", home=assay_home)
+    assert first.returncode == 0, first.stderr
+    assert (target / safety.MARKER).is_file()
+    assert (target / "assay-fio-0").stat().st_size == 8 * 2**20
+    assert safety.read_marker(target) == {"assay-fio-0": 8 * 2**20}
+
+    second = run_cli("run", str(suite), *FAST, home=assay_home)
+    assert second.returncode == 0, second.stderr
+    newest = sorted((assay_home / "runs").iterdir())[-1]
+    err = next(newest.glob("jobs/*/stderr")).read_text()
+    assert "fill:" not in err  # the kept files were filled already
+    assert not (target / "assay-fio-0").exists()
+    assert (target / safety.MARKER).is_file()  # not created by this run: only its files go
+
+
+@pytest.mark.slow
+@needs_fio
+def test_cli_refuses_a_users_file_and_a_device(assay_home: Path, tmp_path: Path):
+    precious = tmp_path / "precious.img"
+    precious.write_bytes(b"\1" * 4096)
+    proc = run_cli("run", "storage", "--set", f"target={precious}", home=assay_home)
+    assert proc.returncode == 2
+    assert "existing file assay did not create" in proc.stdout + proc.stderr
+    assert precious.read_bytes() == b"\1" * 4096
+    dev = block_device()
+    if dev:
+        proc = run_cli("run", "storage", "--set", f"target={dev}", home=assay_home)
+        assert proc.returncode == 2 and "is a device" in proc.stdout + proc.stderr
+    assert not (assay_home / "runs").exists() or not list((assay_home / "runs").iterdir())
+
+
+@pytest.mark.slow
+@needs_fio
+def test_driver_removes_its_files_when_terminated(tmp_path: Path):
+    spec = _spec(runtime=60, size=8 * 2**20)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay.storage.driver", "--spec", spec],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    scratch = tmp_path / driver.SCRATCH
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob("*-randread-8k.fio")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (scratch / "assay-fio-0").exists()
+    os.killpg(proc.pid, signal.SIGTERM)  # what the runner does on a timeout
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == driver.EXIT_FIO, err.decode()
+    assert b"terminated" in err
+    assert not scratch.exists()
