@@ -61,3 +61,13 @@ def test_cli_fail_below_gives_an_exit_code_ci_can_use(assay_home: Path):
     assert "0.750" in proc.stdout and "worse" in proc.stdout
     proc = run_cli("compare", base, "--fail-below", "0.5", home=assay_home)
     assert proc.returncode == 0
+
+
+def test_plan_io_reads_the_seeds_example(assay_home: Path):
+    proc = run_cli("plan-io", "--latency", "1.3ms", "--iops", "5000", home=assay_home)
+    assert proc.returncode == 0 and "→ 7 thread(s)" in proc.stdout
+    proc = run_cli("plan-io", "--latency", "1300us", "--iops", "5000", "--hosts", "2",
+                   home=assay_home)  # fmt: skip
+    assert "→ 4 thread(s) per host" in proc.stdout
+    proc = run_cli("plan-io", "--latency", "fast", "--iops", "5", home=assay_home)
+    assert proc.returncode == 2 and "expected a duration" in proc.stderr

@@ -381,6 +381,55 @@ def compare(
         raise typer.Exit(1)
 
 
+def _duration_s(text: str) -> float:
+    """'1.3ms', '1300us', '0.0013s' or '0.0013' (seconds) -> seconds."""
+    from assay.plan import parse_value
+
+    t = text.strip().lower()
+    for suffix, factor in (("ms", 1e-3), ("us", 1e-6), ("µs", 1e-6), ("ns", 1e-9), ("s", 1.0)):
+        if t.endswith(suffix):
+            t, scale = t[: -len(suffix)], factor
+            break
+    else:
+        scale = 1.0
+    value = parse_value(t)
+    if not isinstance(value, int | float) or value <= 0:
+        raise AssayError(f"--latency {text!r}: expected a duration such as 1.3ms or 800us")
+    return float(value) * scale
+
+
+@app.command("plan-io")
+def plan_io(
+    latency: Annotated[
+        str, typer.Option(help="Latency of one I/O at low load, e.g. 1.3ms (run 1 thread first).")
+    ],
+    iops: Annotated[float, typer.Option(min=0, help="The IOPS you want to reach.")],
+    hosts: Annotated[int, typer.Option(min=1, help="Client hosts sharing the load.")] = 1,
+) -> None:
+    """Threads (outstanding I/Os) needed for a target IOPS, by Little's law: L = IOPS × latency.
+
+    As the Azure NetApp Files notes explain: run with one thread to find the best latency,
+    then threads = latency × desired I/O rate. Example: assay plan-io --latency 1.3ms --iops 5000
+    """
+    from assay.analysis.models import threads_needed
+
+    seconds = _duration_s(latency)
+    per_host = threads_needed(iops, seconds, hosts)
+    total = iops * seconds
+    out.print(
+        f"{iops:g} IOPS × {seconds * 1e3:g} ms = {total:.2f} I/Os in flight"
+        + (f", {total / hosts:.2f} per host" if hosts > 1 else "")
+        + f" → {per_host} thread(s){' per host' if hosts > 1 else ''}"
+        " (threads × iodepth for an asynchronous engine).",
+        markup=False,
+    )
+    out.print(
+        "This holds while the latency stays at its low-load value; near saturation it grows "
+        "(see the response-time curve of the storage suite).",
+        markup=False,
+    )
+
+
 @app.command("import")
 def import_cmd(
     files: Annotated[list[Path], typer.Argument(help="Output files of the tool.")],
