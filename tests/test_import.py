@@ -53,3 +53,20 @@ def test_unknown_format_and_unrecognised_text(assay_home: Path, tmp_path: Path):
     junk.write_text("hello\nworld\n")
     proc = run_cli("import", str(junk), home=assay_home)
     assert proc.returncode == 2 and "cannot tell which tool wrote this" in proc.stderr
+
+
+def test_imported_perftest_and_osu_land_in_the_same_tables_as_our_probes(assay_home: Path):
+    files = [
+        FIX / "perftest" / "mlx4_qdr_ib_send_lat_a.txt",
+        FIX / "perftest" / "nvidia_gpu_operator_ib_write_bw_a_report_gbits.txt",
+        FIX / "osu" / "alaska_ompi4_ucx_osu_latency.out",
+    ]
+    proc = run_cli("import", "--label", "site", *map(str, files), home=assay_home)
+    assert proc.returncode == 0, proc.stderr
+    md = run_cli("report", "-f", "md", home=assay_home, check=True).stdout
+    assert "## MPI latency (osu_latency method)" in md
+    assert "## RDMA latency, site (ib_send_lat layout)" in md
+    assert "| 2 | 1000 | 0.92 | 4.89 | 0.97 | 1.01 | 0.25 | 1.92 | 4.89 |" in md
+    assert "## RDMA bandwidth, site" in md
+    assert "| 8388608 | 5000 | 11013.75 | 11013.75 | 92.39 | 0.001377 |" in md
+    assert "## Other measurements" not in md  # nothing of these falls through

@@ -8,6 +8,7 @@ residual check FAILED is a failed job, never a rate. With ``hpcc``, HPCC's other
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Literal
 
@@ -112,6 +113,11 @@ class HplProbe(Probe):
             job_params["input"] = "generated"
             factor = HPCC_TIME_FACTOR if engine == "hpcc" else 2.0
             timeout = 120.0 + factor * size.est_seconds
+        skip = None
+        if engine == "hpcc" and not shutil.which("hpcc"):
+            skip = "hpcc not found: apt-get install hpcc (or point params.xhpl to an xhpl)"
+        if engine == "xhpl" and not shutil.which(str(params.xhpl)):
+            skip = f"xhpl {params.xhpl} not found or not executable"
         if engine == "hpcc":
             argv, inputs, output = ["hpcc"], {"hpccinf.txt": text}, "hpccoutf.txt"
         else:
@@ -129,6 +135,7 @@ class HplProbe(Probe):
                 output_file=output,
                 timeout=timeout,
                 label=f"{engine} {chosen.label}",
+                skip_reason=skip,
             )
         ]
 

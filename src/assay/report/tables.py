@@ -140,7 +140,13 @@ def stream_table(figures: list[Figure]) -> Table | None:
 
 
 def _mpi_label(s: Sample) -> str:
-    return str(s.params.get("mpi_label") or s.params.get("mpi") or "MPI")
+    """The column a figure belongs to: its MPI, an import's label, or a perftest device."""
+    p = s.params
+    if p.get("mpi_label") or p.get("mpi"):
+        return str(p.get("mpi_label") or p.get("mpi"))
+    if p.get("device"):
+        return f"{p.get('benchmark', '')} {p['device']}".strip()
+    return "MPI"
 
 
 def _by_mpi_and_size(figures: list[Figure], metric: str) -> dict[str, dict[int, Figure]]:
@@ -240,8 +246,11 @@ def _first_param(data: dict[str, dict[int, Figure]], name: str, default: object)
     return default
 
 
-def latency_stats_tables(figures: list[Figure], metric: str = "p2p.latency") -> list[Table]:
-    """One ``ib_send_lat``-style table per MPI: the distribution behind each latency."""
+def latency_stats_tables(
+    figures: list[Figure], metric: str = "p2p.latency", what: str = "Latency statistics"
+) -> list[Table]:
+    """One ``ib_send_lat``-style table per MPI (or RDMA device): the distribution behind
+    each latency."""
     tables = []
     for mpi, per in sorted(_by_mpi_and_size(figures, metric).items()):
         rows = []
@@ -268,13 +277,51 @@ def latency_stats_tables(figures: list[Figure], metric: str = "p2p.latency") -> 
             ]
             tables.append(
                 Table(
-                    f"p2p-latency-stats-{mpi}",
-                    f"Latency statistics, {mpi} (ib_send_lat layout)",
+                    f"{metric.replace('.', '-')}-stats-{_slug_key(mpi)}",
+                    f"{what}, {mpi} (ib_send_lat layout)",
                     cols,
                     rows,
                     ["t_typical is the median; percentiles by nearest rank over every iteration."],
                 )
             )
+    return tables
+
+
+def _slug_key(text: str) -> str:
+    return "".join(c if c.isalnum() or c == "." else "-" for c in text.lower()).strip("-")
+
+
+def rdma_bandwidth_tables(figures: list[Figure]) -> list[Table]:
+    """perftest's bandwidth table (``ib_send_bw -a``): MiB/s as perftest prints it, and Gb/s."""
+    tables = []
+    for label, per in sorted(_by_mpi_and_size(figures, "rdma.bandwidth").items()):
+        rows = []
+        for size in sorted(per):
+            s = per[size].sample
+            peak = s.params.get("bw_peak")
+            rate = s.params.get("msg_rate")
+            rows.append(
+                [
+                    str(size),
+                    str(s.params.get("iterations", "–")),
+                    format_value(peak, "MiB/s") if isinstance(peak, float) else "–",
+                    format_value(s.value, "MiB/s"),
+                    format_value(s.value, "Gb/s"),
+                    f"{rate / 1e6:.6f}" if isinstance(rate, float) else "–",  # op/s → Mpps
+                ]
+            )
+        cols = [
+            "#bytes",
+            "#iterations",
+            "BW peak[MiB/sec]",
+            "BW average[MiB/sec]",
+            "BW average[Gb/sec]",
+            "MsgRate[Mpps]",
+        ]
+        notes = ["MiB = 2^20 B as perftest counts its MB/sec; Gb = 10^9 bit (--report_gbits)."]
+        tables.append(
+            Table(f"rdma-bw-{_slug_key(label)}", f"RDMA bandwidth, {label}", cols, rows, notes)
+        )
     return tables
 
 
@@ -547,6 +594,15 @@ def build_tables(run: LoadedRun) -> list[Table]:
     if model:
         tables.append(model)
     tables += latency_stats_tables(p2p_figs)
+
+    rdma_figs = [
+        f
+        for f in _claim(figures, frozenset({"rdma", "perftest"}), "rdma.")
+        if "size" in f.sample.params
+    ]
+    tables += latency_stats_tables(rdma_figs, "rdma.latency", "RDMA latency")
+    tables += rdma_bandwidth_tables(rdma_figs)
+    shown |= {id(f) for f in rdma_figs}
     other = generic_table(figures, shown)
     if other:
         tables.append(other)
