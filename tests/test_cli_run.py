@@ -202,3 +202,39 @@ def test_network_collectives_side_by_side(assay_home: Path):
     assert "(MPICH 4" in header and "(OpenMPI 4" in header
     row = next(ln for ln in md.splitlines() if ln.startswith("| 1024 |"))
     assert row.count("**") == 2  # exactly one best cell marked in the row
+
+
+def _mount_small_tmpfs(path: Path, size: str) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                          capture_output=True, check=False)  # fmt: skip
+    return proc.returncode == 0
+
+
+def test_a_full_disk_is_a_message_and_finished_jobs_stay(tmp_path: Path):
+    """A real full disk: a small tmpfs as ASSAY_HOME, filled while the second job runs."""
+    home = tmp_path / "small"
+    if os.geteuid() != 0 or not _mount_small_tmpfs(home, "2m"):
+        pytest.skip("needs root to mount a small tmpfs")
+    try:
+        proc = _start_slow_run(home, tmp_path)
+        _wait_for_first_job(home, proc)
+        # fill the disk while job 2 runs
+        with open(home / "filler", "wb") as f, contextlib.suppress(OSError):
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        _kill_leftovers(home)  # job 2 ends now; recording it finds the disk full
+        _, err = proc.communicate(timeout=60)
+        err = " ".join(err.split())  # the terminal wraps long messages
+        assert proc.returncode == 2, err
+        assert "cannot write" in err and "No space left on device" in err
+        assert "every job recorded before this one is intact" in err
+        assert "Traceback" not in err
+        (home / "filler").unlink()
+        doc = json.loads(run_cli("report", "-f", "json", home=home, check=True).stdout)
+        assert any(s["metric"] == "memory.triad" for s in doc["samples"])  # job 1 is kept
+        assert doc["jobs"][0]["status"] == "ok"
+    finally:
+        _kill_leftovers(home)
+        subprocess.run(["umount", "-l", str(home)], check=False)

@@ -219,7 +219,10 @@ def run(
 
         outcome = execute(writer, jobs, mpis, cores=system.cores, on_start=on_start, on_end=on_end)
     _summary(outcome, time.monotonic() - started, writer.path)
-    _index(store).close()
+    try:
+        _index(store).close()
+    except AssayError as exc:  # the results are in the run directory whatever the index says
+        console.print(Text(f"warning: {exc}", style="yellow"))
     if outcome.info.status == "interrupted":
         raise typer.Exit(130)
     if outcome.failed:
@@ -510,26 +513,12 @@ def history(
 
 
 def main() -> None:
+    """Entry point. typer's standalone mode handles usage errors (exit 2) and typer.Exit; our
+    own errors are printed as messages, not tracebacks (``--debug`` shows them)."""
     try:
-        code = app(standalone_mode=False)
+        app()
     except AssayError as exc:
         if STATE["debug"]:
             raise
         console.print(Text("error: ", style="red") + Text(str(exc)))
         sys.exit(exc.exit_code)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        console.print("interrupted")
-        sys.exit(130)
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(130)
-        raise
-    # Without standalone mode click returns the code of typer.Exit instead of exiting.
-    sys.exit(code if isinstance(code, int) else 0)

@@ -6,12 +6,13 @@ crash, a timeout, Ctrl-C or a SIGKILL of assay loses at most the job in flight.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from assay.errors import AssayError
+from assay.errors import AssayError, StoreError
 from assay.launch import mpi_argv, run_process
 from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
 from assay.probes import get_probe
@@ -173,5 +174,11 @@ def execute(
                 break
     except KeyboardInterrupt:
         status = "interrupted"
+    except StoreError:
+        # The run directory cannot take more (a full disk): what was recorded stays readable;
+        # try to mark the run failed, and let the caller tell the user.
+        with contextlib.suppress(StoreError):
+            writer.finish("failed")
+        raise
     writer.finish(status)
     return outcome

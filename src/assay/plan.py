@@ -42,6 +42,14 @@ def parse_value(text: str) -> Any:
 
 def apply_overrides(suite: SuiteSpec, overrides: Overrides) -> SuiteSpec:
     suite = suite.model_copy(deep=True)
+    if overrides.repeat is not None:
+        suite.repeat = overrides.repeat
+        for bench in suite.bench:
+            bench.repeat = None
+    # --set is checked against the whole suite before --only narrows it, so one command line
+    # (fast settings for every probe, say) works with any --only.
+    for assignment in overrides.sets:
+        _apply_set(suite, assignment)
     if overrides.only:
         known = {b.probe for b in suite.bench}
         unknown = [p for p in overrides.only if p not in known]
@@ -51,12 +59,6 @@ def apply_overrides(suite: SuiteSpec, overrides: Overrides) -> SuiteSpec:
                 hint=f"its probes: {', '.join(sorted(known))}",
             )
         suite.bench = [b for b in suite.bench if b.probe in overrides.only]
-    if overrides.repeat is not None:
-        suite.repeat = overrides.repeat
-        for bench in suite.bench:
-            bench.repeat = None
-    for assignment in overrides.sets:
-        _apply_set(suite, assignment)
     return suite
 
 

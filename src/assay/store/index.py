@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from assay.errors import StoreError
 from assay.store.rundir import RunStore, read_jsonl
 
 SCHEMA = """
@@ -38,18 +39,37 @@ def _stamp(run_dir: Path) -> int:
     return total
 
 
+def _index_error(path: Path, exc: Exception) -> StoreError:
+    return StoreError(
+        f"the index {path} cannot be read or written: {exc}",
+        hint="the run directories are the truth and are unaffected; "
+        "'assay runs --rebuild' rebuilds the index once the cause is fixed",
+    )
+
+
 class Index:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.executescript(SCHEMA)
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(path)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.executescript(SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise _index_error(path, exc) from None
 
     def close(self) -> None:
         self.db.close()
 
     def sync(self, store: RunStore, *, rebuild: bool = False) -> int:
         """Index every run whose files changed since it was last indexed; returns how many."""
+        try:
+            return self._sync(store, rebuild=rebuild)
+        except (OSError, sqlite3.Error) as exc:
+            self.db.rollback()
+            raise _index_error(self.path, exc) from None
+
+    def _sync(self, store: RunStore, *, rebuild: bool) -> int:
         known = dict(self.db.execute("SELECT run_id, indexed_size FROM runs").fetchall())
         if rebuild:
             known = {}

@@ -12,6 +12,7 @@ Only appends and atomic renames: a run killed at any point leaves every finished
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -36,23 +37,42 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{now:%Y%m%d-%H%M%S}-{now.microsecond // 1000:03d}{secrets.token_hex(1)}"
 
 
+def _cannot_write(path: Path, exc: OSError) -> StoreError:
+    return StoreError(
+        f"cannot write {path}: {exc.strerror or exc}",
+        hint="free space (df -h) or set ASSAY_HOME elsewhere; "
+        "every job recorded before this one is intact and reportable",
+    )
+
+
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise _cannot_write(path, exc) from None
 
 
 def _append_lines(path: Path, objects: list[dict[str, Any]]) -> None:
+    """Append whole lines, or nothing: a failed write is cut back, so no half line remains."""
     if not objects:
         return
     data = "".join(json.dumps(o, sort_keys=True) + "\n" for o in objects)
-    with open(path, "a") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+    size = path.stat().st_size if path.exists() else 0
+    try:
+        with open(path, "a") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        with contextlib.suppress(OSError):  # reading skips a cut last line anyway
+            os.truncate(path, size)
+        raise _cannot_write(path, exc) from None
 
 
 def complete_lines(path: Path) -> Iterator[str]:
@@ -102,7 +122,10 @@ class RunWriter:
 
     def job_dir(self, job: Job) -> Path:
         d = self.path / "jobs" / job.job_id
-        d.mkdir(parents=True, exist_ok=True)
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _cannot_write(d, exc) from None
         return d
 
     def save_job(self, job: Job, resolved_argv: list[str]) -> Path:
