@@ -75,3 +75,36 @@ def other_tool(text: str, this: str) -> str:
         if module.looks_like(text):
             return name
     return ""
+
+
+def table_row(
+    stripped: str,
+    *,
+    n_columns: int,
+    table: str,
+    garbage: tuple[int, str] | None,
+    cut_last: bool,
+    source: str,
+    line: int,
+) -> list[str] | None:
+    """The tokens of a data row of a table, or None when it is the output's last line and was
+    cut short. A foreign line seen inside the table (``garbage``) or a row with the wrong
+    number of columns means two writers interleaved: a ParseError naming the line."""
+    if garbage is not None:
+        bad_line, bad_text = garbage
+        raise ParseError(
+            f"unexpected line inside the {table} table (interleaved output?): {bad_text[:80]!r}",
+            source=source,
+            line=bad_line,
+        )
+    tokens = stripped.split()
+    if cut_last:
+        return None
+    if len(tokens) != n_columns:
+        raise ParseError(
+            f"expected {n_columns} columns in the {table} table, found {len(tokens)}: "
+            f"{stripped[:80]!r} (interleaved output?)",
+            source=source,
+            line=line,
+        )
+    return tokens

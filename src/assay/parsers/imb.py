@@ -59,7 +59,7 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Sample, Stats
-from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number, table_row
 
 PROBE = "imb"
 _sample = partial(make_sample, PROBE)
@@ -291,27 +291,16 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             )
             continue
         if stripped[0].isdigit():
-            if block.garbage is not None:
-                bad_line, bad_text = block.garbage
-                raise ParseError(
-                    f"unexpected line inside the IMB {block.name} table (interleaved output?): "
-                    f"{bad_text[:80]!r}",
-                    source=source,
-                    line=bad_line,
-                )
-            tokens = stripped.split()
-            last = cut_last_line and lineno == len(lines)
-            if len(tokens) != len(block.columns):
-                if last:
-                    truncated_row = True
-                    break
-                raise ParseError(
-                    f"expected {len(block.columns)} columns in the IMB {block.name} table, found "
-                    f"{len(tokens)}: {stripped[:80]!r} (interleaved output?)",
-                    source=source,
-                    line=lineno,
-                )
-            if last:
+            tokens = table_row(
+                stripped,
+                n_columns=len(block.columns),
+                table=f"IMB {block.name}",
+                garbage=block.garbage,
+                cut_last=cut_last_line and lineno == len(lines),
+                source=source,
+                line=lineno,
+            )
+            if tokens is None:
                 truncated_row = True
                 break
             row = {

@@ -55,7 +55,7 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Sample, Stats
-from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number, table_row
 
 PROBE = "osu"
 _sample = partial(make_sample, PROBE)
@@ -344,27 +344,17 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             warnings.append(f"{source}:{lineno}: skipped a runtime message: {stripped[:80]!r}")
             continue
         if stripped[0].isdigit():
-            if block.garbage is not None:
-                bad_line, bad_text = block.garbage
-                raise ParseError(
-                    f"unexpected line inside the {block.kind.benchmark} table (interleaved "
-                    f"output?): {bad_text[:80]!r}",
-                    source=source,
-                    line=bad_line,
-                )
-            tokens = stripped.split()
-            truncated = cut_last_line and lineno == len(lines)
-            if len(tokens) != len(block.columns):
-                if truncated:
-                    break  # the last row was cut off mid-line: handled below
-                raise ParseError(
-                    f"expected {len(block.columns)} columns in the {block.kind.benchmark} table, "
-                    f"found {len(tokens)}: {stripped[:80]!r} (interleaved output?)",
-                    source=source,
-                    line=lineno,
-                )
-            if truncated:
-                break
+            tokens = table_row(
+                stripped,
+                n_columns=len(block.columns),
+                table=block.kind.benchmark,
+                garbage=block.garbage,
+                cut_last=cut_last_line and lineno == len(lines),
+                source=source,
+                line=lineno,
+            )
+            if tokens is None:
+                break  # the last row was cut off mid-line: handled below
             cells = dict(zip(block.columns, tokens, strict=True))
             verdict = cells.pop("validation", "Pass")
             if verdict.lower() != "pass":

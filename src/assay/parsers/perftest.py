@@ -39,7 +39,7 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Sample, Stats
-from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number, table_row
 
 PROBE = "perftest"
 _sample = partial(make_sample, PROBE)
@@ -281,27 +281,16 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
         if _is_column_header(stripped) and not table.rows:
             continue  # the same header printed twice (server and client on one terminal)
         if stripped[0].isdigit():
-            if table.garbage is not None:
-                bad_line, bad_text = table.garbage
-                raise ParseError(
-                    f"unexpected line inside the {table.benchmark} table (interleaved output?): "
-                    f"{bad_text[:80]!r}",
-                    source=source,
-                    line=bad_line,
-                )
-            tokens = stripped.split()
-            last = cut_last_line and lineno == len(lines)
-            if len(tokens) != len(table.columns):
-                if last:
-                    truncated_row = True
-                    break
-                raise ParseError(
-                    f"expected {len(table.columns)} columns in the {table.benchmark} table, "
-                    f"found {len(tokens)}: {stripped[:80]!r} (interleaved output?)",
-                    source=source,
-                    line=lineno,
-                )
-            if last:
+            tokens = table_row(
+                stripped,
+                n_columns=len(table.columns),
+                table=table.benchmark,
+                garbage=table.garbage,
+                cut_last=cut_last_line and lineno == len(lines),
+                source=source,
+                line=lineno,
+            )
+            if tokens is None:
                 truncated_row = True
                 break
             table.rows.append(
