@@ -151,6 +151,45 @@ def run(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the planned jobs and stop.")
     ] = False,
+    vdbench: Annotated[
+        Path | None,
+        typer.Option(
+            help="Run a Vdbench parameter file (hd/sd/wd/rd), translated into fio jobs.",
+            rich_help_panel="Vdbench",
+        ),
+    ] = None,
+    lun_map: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--lun-map",
+            help="With --vdbench: OLD=NEW path prefix for LUNs (repeatable).",
+            rich_help_panel="Vdbench",
+        ),
+    ] = None,
+    target: Annotated[
+        Path | None,
+        typer.Option(
+            help="With --vdbench: put every LUN in this directory.", rich_help_panel="Vdbench"
+        ),
+    ] = None,
+    elapsed: Annotated[
+        float | None,
+        typer.Option(
+            help="With --vdbench: seconds per run (Vdbench -e).", rich_help_panel="Vdbench"
+        ),
+    ] = None,
+    warmup: Annotated[
+        float | None,
+        typer.Option(
+            help="With --vdbench: warm-up seconds (Vdbench -w).", rich_help_panel="Vdbench"
+        ),
+    ] = None,
+    size: Annotated[
+        str | None,
+        typer.Option(
+            help="With --vdbench: size of every LUN file, e.g. 1g.", rich_help_panel="Vdbench"
+        ),
+    ] = None,
 ) -> None:
     """Run a suite and store every result with the system it came from.
 
@@ -169,7 +208,10 @@ def run(
 
     if on != "local":
         raise AssayError(f"--on {on}: only 'local' is implemented so far")
-    spec, text, origin = resolve_suite(suite)
+    if vdbench is not None:
+        spec, text, origin = _vdbench_suite(suite, vdbench, lun_map, target, elapsed, warmup, size)
+    else:
+        spec, text, origin = resolve_suite(suite)
     overrides = Overrides(
         only=[p.strip() for p in only.split(",")] if only else [],
         mpi=[m.strip() for m in mpi.split(",")] if mpi else None,
@@ -227,6 +269,33 @@ def run(
         raise typer.Exit(130)
     if outcome.failed:
         raise typer.Exit(1)
+
+
+def _vdbench_suite(suite, path, lun_map, target, elapsed, warmup, size):
+    """A Vdbench parameter file as a suite; what cannot be translated is said, not dropped."""
+    from assay.parsers.fio import parse_size
+    from assay.storage.vdbench_suite import suite_toml, vdbench_suite
+
+    if suite != "quick":
+        raise AssayError("give a suite or --vdbench FILE, not both")
+    mapping = {}
+    for item in lun_map or []:
+        old, sep, new = item.partition("=")
+        if not sep or not old:
+            raise AssayError(f"--lun-map {item!r}: expected OLD=NEW, e.g. /mnt/vdb1=/scratch/a")
+        mapping[old] = new
+    size_bytes = None
+    if size is not None:
+        size_bytes = parse_size(size)
+        if size_bytes is None:
+            raise AssayError(f"--size {size!r}: expected a size such as 1g or 256m")
+    spec, notes = vdbench_suite(
+        path, lun_map=mapping or None, target_dir=target, elapsed=elapsed, warmup=warmup,
+        size=size_bytes,
+    )  # fmt: skip
+    for note in notes:
+        console.print(Text(f"vdbench: {note}", style="yellow"))
+    return spec, suite_toml(spec, notes), str(path)
 
 
 def _summary(outcome, elapsed: float, path: Path) -> None:

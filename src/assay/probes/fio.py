@@ -15,6 +15,20 @@ Params (defaults in ``FioParams``):
   ioengine, direct). Without ``filename`` they use assay's files in the target directory; with
   one, the safety rules apply to that file. So ``jobs = [...]`` alone runs only them, and
   ``workloads = [...]`` with ``jobs`` runs both.
+* ``groups``: custom jobs that run *together*, concurrently, in one fio invocation (one job
+  file with a section per job, no ``stonewall``, ``new_group`` on each), as Vdbench drives all
+  SDs of a run at once: a list of ``{ name = "...", jobs = [ {FioJob fields}, ... ] }`` (a
+  bare list of job dicts is a group named ``group<n>``). Each group is one item after the
+  custom jobs; it reports each job's samples (``workload`` = the job's name, ``group`` = the
+  group's) and the group's total (``workload`` = the group's name, ``group_jobs``). In curve
+  mode the group's total is capped at each percentage of its uncontrolled total, each job at
+  its share of that run (``assay.storage.driver``, "Jobs run together").
+* ``hosts``: run every workload from several hosts at once with fio's client/server mode
+  (``assay.storage.clients``): fio connect strings ``ADDR`` or ``ADDR,PORT`` (default port
+  8765); loopback addresses (127.0.0.1, 127.0.0.2, ...) get a server started here, any other
+  host one started through ssh. ``hostfile``: a file of such lines (``#`` comments), added to
+  ``hosts``. Each host's figures carry ``host``; their total ``host = "All clients"``. The
+  target must be a directory every host sees at the same path; no device or ``filename``.
 * ``mode``: ``workloads`` or ``curve`` (Vdbench ``iorate=curve``); ``curve``: percentages;
   ``max_latency_ms``: stop a curve after the first point whose mean latency passes it.
 * ``target``: a directory (assay creates its own files, or its own ``assay-fio/`` directory in
@@ -46,7 +60,8 @@ from assay.model import Job, MpiInfo, Sample
 from assay.parsers.fio import parse_size
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
 from assay.storage import safety
-from assay.storage.driver import CURVE_DEFAULT, DriverSpec, estimate_seconds
+from assay.storage.clients import ClientError, parse_hosts, read_hostfile
+from assay.storage.driver import CURVE_DEFAULT, DriverSpec, JobGroup, estimate_seconds, items_of
 from assay.storage.workloads import NAMES, WORKLOADS
 
 DEFAULT_SIZE = 256 * 2**20
@@ -71,6 +86,14 @@ class FioParams(ProbeParams):
     jobs: list[dict[str, Any]] = Field(
         default_factory=list, description="custom fio jobs (FioJob fields), after the workloads"
     )
+    groups: list[JobGroup] = Field(
+        default_factory=list,
+        description="custom jobs run together, concurrently: [{name, jobs = [...]}, ...]",
+    )
+    hosts: list[str] = Field(
+        default_factory=list, description="fio servers ADDR[,PORT]: one workload on all at once"
+    )
+    hostfile: str | None = Field(default=None, description="a file of hosts, one per line")
     mode: Literal["workloads", "curve"] = "workloads"
     curve: list[int] = Field(default_factory=lambda: list(CURVE_DEFAULT), min_length=1)
     max_latency_ms: float | None = Field(default=None, gt=0)
@@ -93,6 +116,17 @@ class FioParams(ProbeParams):
     def _sizes(cls, value: Any) -> Any:
         return _bytes(value, "size")
 
+    @field_validator("groups", mode="before")
+    @classmethod
+    def _named(cls, groups: Any) -> Any:
+        """A bare list of job dicts is a group too, named by its place."""
+        if not isinstance(groups, list):
+            return groups
+        return [
+            {"name": f"group{n}", "jobs": g} if isinstance(g, list) else g
+            for n, g in enumerate(groups, start=1)
+        ]
+
     @field_validator("workloads")
     @classmethod
     def _known(cls, names: list[str] | None) -> list[str] | None:
@@ -111,7 +145,7 @@ class FioParams(ProbeParams):
 
     @model_validator(mode="after")
     def _something(self) -> FioParams:
-        if self.workloads == [] and not self.jobs:
+        if self.workloads == [] and not self.jobs and not self.groups:
             raise ValueError("nothing to run: workloads is empty and no jobs are given")
         return self
 
@@ -119,31 +153,56 @@ class FioParams(ProbeParams):
 def chosen_workloads(params: FioParams) -> list[str]:
     if params.workloads is not None:
         return list(params.workloads)
-    return [] if params.jobs else list(NAMES)
+    return [] if params.jobs or params.groups else list(NAMES)
 
 
-def driver_spec(params: FioParams, target: str | None) -> DriverSpec:
-    """The driver's spec for one sweep point; the deadline is the computed budget."""
+def all_custom(params: FioParams) -> list[dict[str, Any]]:
+    """The custom jobs, those of the groups included."""
+    return [*params.jobs, *(j for g in params.groups for j in g.jobs)]
+
+
+def host_list(params: FioParams) -> list[str]:
+    """``hosts`` and the hostfile's, checked (ClientError on a bad one)."""
+    texts = list(params.hosts)
+    if params.hostfile:
+        texts += read_hostfile(Path(params.hostfile).expanduser())
+    return [str(h) for h in parse_hosts(texts)]
+
+
+def driver_spec(
+    params: FioParams, target: str | None, hosts: list[str] | None = None
+) -> DriverSpec:
+    """The driver's spec for one sweep point; the deadline is the computed budget (``hosts``:
+    the checked host list, by default ``params.hosts``)."""
     workloads = chosen_workloads(params)
-    n_items = len(workloads) + len(params.jobs)
-    # an upper bound on what the fills write: assay's files, plus each custom job's own
-    fill_bytes = params.size * params.numjobs + sum(
-        int(j.get("size") or params.size) * int(j.get("numjobs") or params.numjobs)
-        for j in params.jobs
+    hosts = list(params.hosts) if hosts is None else hosts
+    n_items = len(workloads) + len(params.jobs) + len(params.groups)
+    custom = all_custom(params)
+    # an upper bound on what the fills write: assay's files, plus each custom job's own --
+    # on every host of a multi-client run
+    fill_bytes = max(1, len(hosts)) * (
+        params.size * params.numjobs
+        + sum(
+            int(j.get("size") or params.size) * int(j.get("numjobs") or params.numjobs)
+            for j in custom
+        )
     )
-    longest = max([params.runtime] + [float(j["runtime"]) for j in params.jobs if j.get("runtime")])
+    longest = max([params.runtime] + [float(j["runtime"]) for j in custom if j.get("runtime")])
+    ramp = max([params.ramp_time] + [float(j["ramp_time"]) for j in custom if j.get("ramp_time")])
     budget = estimate_seconds(
         mode=params.mode,
         n_items=n_items,
         n_curve=len(set(params.curve)),
         runtime=longest,
-        ramp_time=params.ramp_time,
+        ramp_time=ramp,
         fill_bytes=fill_bytes,
     )
     return DriverSpec(
         mode=params.mode,
         workloads=workloads,
         jobs=params.jobs,
+        groups=params.groups,
+        hosts=hosts,
         curve=params.curve,
         max_latency_ms=params.max_latency_ms,
         target=target,
@@ -172,10 +231,16 @@ def check_target(target: str, destructive: bool) -> None:
         raise SuiteError(f"fio: {exc}", hint=exc.hint) from None
 
 
-def label_of(params: FioParams) -> str:
+def label_of(params: FioParams, n_hosts: int = 0) -> str:
     names = chosen_workloads(params) + [str(j.get("name", "job")) for j in params.jobs]
+    names += [g.name for g in params.groups]
     what = "six" if names == list(NAMES) else "+".join(names)
-    return f"{params.mode} {what} nj{params.numjobs} qd{params.iodepth}"
+    if len(what) > 60:  # a Vdbench run's groups can hold a hundred jobs; the id stays short
+        what = what[:57] + "..."
+    on = f" x{n_hosts} hosts" if n_hosts else ""
+    if not chosen_workloads(params) and not params.jobs:  # groups only: their jobs say it
+        return f"{params.mode} {what}{on}"
+    return f"{params.mode} {what} nj{params.numjobs} qd{params.iodepth}{on}"
 
 
 def make_draft(argv: list[str], params: dict[str, Any], label: str, timeout: float) -> JobDraft:
@@ -203,7 +268,23 @@ class FioProbe(Probe):
         if params.target is not None:
             target = str(Path(params.target).expanduser().absolute())
             check_target(target, params.destructive)
-        spec = driver_spec(params, target)
+        try:
+            hosts = host_list(params)
+        except ClientError as exc:
+            raise SuiteError(f"fio: {exc}", hint=exc.hint) from None
+        if hosts and (
+            any(j.get("filename") for j in all_custom(params))
+            or (target and safety.observe(target).kind in ("file", "device"))
+        ):
+            raise SuiteError(
+                "fio: with hosts, every host writes assay's own files in the target directory; "
+                "a device, a file target or a job's filename cannot be shared by the hosts"
+            )
+        spec = driver_spec(params, target, hosts)
+        try:  # the custom jobs and groups are checked now, not when the job runs
+            items_of(spec, directory="/", filename=None)
+        except ValueError as exc:
+            raise SuiteError(f"fio: {exc}") from None
         argv = [sys.executable, "-m", "assay.storage.driver", "--spec",
                 json.dumps(spec.model_dump(), sort_keys=True)]  # fmt: skip
         job_params: dict[str, Any] = {
@@ -217,8 +298,10 @@ class FioProbe(Probe):
         }
         if params.bs:
             job_params["bs"] = params.bs
+        if hosts:
+            job_params["hosts"] = len(hosts)
         timeout = (spec.deadline_s or 0) + CLEANUP_GRACE_S
-        return [make_draft(argv, job_params, label_of(params), timeout)]
+        return [make_draft(argv, job_params, label_of(params, len(hosts)), timeout)]
 
     def parse(self, stdout: str, job: Job) -> list[Sample]:
         return parse_jsonl(stdout, self.name, job.params)

@@ -17,6 +17,7 @@ from assay.errors import SuiteError
 from assay.model import Build, Job, MpiInfo, Sample, System
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
 from assay.probes.stream import cpulist
+from assay.system._context import parse_size
 
 CPU_DIR = Path("/sys/devices/system/cpu")
 MIN_MAX_BYTES = 1 << 20  # a default ladder always reaches past a small L2
@@ -43,18 +44,6 @@ class MemlatParams(ProbeParams):
         if self.stride % 8:
             raise ValueError(f"stride {self.stride} is not a multiple of 8 (a pointer)")
         return self
-
-
-def parse_size(text: str) -> int | None:
-    """A sysfs cache size ("48K", "2048K", "32M") in bytes, or None."""
-    text = text.strip().upper()
-    factors = {"K": 2**10, "M": 2**20, "G": 2**30}
-    try:
-        if text and text[-1] in factors:
-            return int(text[:-1]) * factors[text[-1]]
-        return int(text) if text else None
-    except ValueError:
-        return None
 
 
 def cache_sizes(cpu: int = 0, cpu_dir: Path = CPU_DIR) -> dict[str, int]:

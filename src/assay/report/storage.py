@@ -12,6 +12,11 @@
   %, target and achieved IOPS, mean and p99 latency and Little's law per point; the knee (and how
   it was found) and the plot files, relative to the run directory, in the notes.
 
+Multi-client runs (``hosts``) have a point per host and one for ``host == "All clients"``, their
+total: the workloads table then has a Host column (the total last), and the sweep and curve
+tables show the totals. Jobs run together (``groups``) have a row per job and one for the
+group's total (``workload`` = the group, right before its jobs); curve tables show the totals.
+
 ``storage_figures(figures)`` are the figures these tables claim: every sample the driver printed
 (it marks them with a ``workload`` param), the completion-latency ones included, which the
 tables do not show but the JSON and CSV reports keep. fio output imported with ``assay import``
@@ -25,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assay.analysis.stats import Figure
+from assay.parsers.fio import ALL_CLIENTS
 from assay.report import tables as _tables  # a module: build_tables may import this one early
 from assay.storage.workloads import NAMES
 from assay.units import format_value, human_bytes
@@ -61,6 +67,18 @@ class Point:
     job_id: str
     figures: dict[tuple[str, str], Figure] = field(default_factory=dict)
     repetitions: int = 1
+    host: str | None = None  # multi-client: a host's address, or ALL_CLIENTS for the total
+
+    @property
+    def total(self) -> bool:
+        """Whether this point is a whole (not one host of several, nor one job of a group)."""
+        group = self.params.get("group")
+        return self.host in (None, ALL_CLIENTS) and (group is None or group == self.workload)
+
+    def order(self) -> tuple[Any, ...]:
+        """Sort key: configuration, then the hosts, their total last."""
+        rank = 0 if self.host is None else 2 if self.host == ALL_CLIENTS else 1
+        return (self.config, rank, self.host or "")
 
     def directions(self) -> list[str]:
         present = {d for (m, d) in self.figures if m == "storage.iops"}
@@ -127,11 +145,12 @@ def _points(figures: list[Figure]) -> list[Point]:
         if f.sample.metric == "storage.latency" and p.get("latency") != LATENCY_KIND:
             continue
         pct = p.get("curve_pct")
-        key = (p["workload"], _config(p), mode, pct, p.get("target"))
+        host = p.get("host")
+        key = (p["workload"], _config(p), mode, pct, p.get("target"), host)
         point = points.get(key)
         if point is None:
             point = points[key] = Point(
-                p["workload"], _config(p), mode, pct, dict(p), f.sample.job_id
+                p["workload"], _config(p), mode, pct, dict(p), f.sample.job_id, host=host
             )
         point.figures[(f.sample.metric, str(p.get("direction", "?")))] = f
         point.repetitions = max(point.repetitions, f.repetitions)
@@ -140,6 +159,17 @@ def _points(figures: list[Figure]) -> list[Point]:
 
 def _order(name: str) -> tuple[int, str]:
     return (NAMES.index(name) if name in NAMES else len(NAMES), name)
+
+
+def _workload_order(points: list[Point]) -> list[str]:
+    """Workload names in table order: the six first, a group's total before its jobs."""
+    group_of = {pt.workload: pt.params.get("group") for pt in points}
+
+    def key(name: str) -> tuple[Any, ...]:
+        group = group_of.get(name) or name
+        return (*_order(group), name != group, name)
+
+    return sorted(group_of, key=key)
 
 
 def _ms(seconds: float | None) -> str:
@@ -157,6 +187,21 @@ def _run_notes(points: list[Point]) -> list[str]:
     for name in ("direct_fallback", "ioengine_fallback"):
         for text in sorted({str(pt.params[name]) for pt in points if name in pt.params}):
             notes.append(f"Warning: {text}.")
+    hosts = sorted({pt.host for pt in points if pt.host and pt.host != ALL_CLIENTS})
+    if hosts:
+        notes.append(
+            f"Multi-client (fio client/server) on {len(hosts)} hosts ({', '.join(hosts)}): "
+            f"a row per host, and '{ALL_CLIENTS}' for their total -- IOPS and bandwidth summed, "
+            "latency over every I/O, p99 / p99.9 from the hosts' merged json+ histograms."
+        )
+    groups = sorted({str(pt.params["group"]) for pt in points if pt.params.get("group")})
+    for group in groups:
+        jobs = sorted({pt.workload for pt in points if pt.params.get("group") == group} - {group})
+        notes.append(
+            f"Jobs run together (one fio run): {group} = {', '.join(jobs)}; the row named "
+            f"{group} is their total (numjobs: all their threads; latency merged from the "
+            "json+ histograms)."
+        )
     for pt in points:
         if pt.params.get("littles_flag"):
             notes.append(
@@ -193,9 +238,11 @@ def workloads_table(points: list[Point]) -> Table | None:
     base = Counter(c for _, c in threads).most_common(1)[0][0]
     rows = []
     shown: list[Point] = []
-    for name in sorted({pt.workload for pt in chosen}, key=_order):
-        mine = sorted((pt for pt in chosen if pt.workload == name), key=lambda pt: pt.config)
-        at_base = [pt for pt in mine if pt.config[:2] == base]
+    with_hosts = any(pt.host is not None for pt in chosen)
+    for name in _workload_order(chosen):
+        mine = sorted((pt for pt in chosen if pt.workload == name), key=Point.order)
+        # a group's jobs and total differ from the other workloads: not a sweep, all shown
+        at_base = [pt for pt in mine if pt.config[:2] == base or "group" in pt.params]
         for pt in at_base or mine:
             shown.append(pt)
             for d in pt.directions():
@@ -206,6 +253,7 @@ def workloads_table(points: list[Point]) -> Table | None:
                 rows.append(
                     [
                         name,
+                        *([pt.host or "–"] if with_hosts else []),
                         d,
                         str(pt.config[0]),
                         str(pt.config[1]),
@@ -219,6 +267,7 @@ def workloads_table(points: list[Point]) -> Table | None:
                 )
     cols = [
         "Workload",
+        *(["Host"] if with_hosts else []),
         "Direction",
         "numjobs",
         "iodepth",
@@ -243,8 +292,8 @@ def workloads_table(points: list[Point]) -> Table | None:
 
 
 def sweep_tables(points: list[Point]) -> list[Table]:
-    """A table per workload measured at more than one configuration."""
-    chosen = [pt for pt in points if pt.mode == "workloads"]
+    """A table per workload measured at more than one configuration (totals only)."""
+    chosen = [pt for pt in points if pt.mode == "workloads" and pt.total]
     tables = []
     for name in sorted({pt.workload for pt in chosen}, key=_order):
         mine = sorted((pt for pt in chosen if pt.workload == name), key=lambda pt: pt.config)
@@ -314,7 +363,7 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
     summaries = _summaries(figures)
     curves: dict[tuple[Any, ...], list[Point]] = {}
     for pt in points:
-        if pt.mode in ("max", "curve"):
+        if pt.mode in ("max", "curve") and pt.total:
             curves.setdefault((pt.workload, pt.config, pt.params.get("target")), []).append(pt)
     several = len({k[0] for k in curves}) < len(curves)
     tables = []
@@ -355,6 +404,11 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
             "Outstanding measured / configured",
         ]
         notes = [_knee_note(s, summary is not None)]
+        if s.get("hosts"):
+            notes.append(
+                f"Totals over {s['hosts']} hosts (fio client/server): each point's cap is split "
+                "evenly between the hosts; each host's figures are in the JSON and CSV reports."
+            )
         if s.get("curve_stopped"):
             notes.append(f"Curve {s['curve_stopped']}.")
         job = summary.sample.job_id if summary else pts[0].job_id

@@ -1,0 +1,182 @@
+"""IOR: parallel file system bandwidth, MPI-launched (github.com/hpc/ior).
+
+One job per sweep point: ``mpirun -np RANKS ior -a API -b BLOCK -t XFER -s SEGMENTS -i ITER
+-w -r -e [-F] [-C] -o TESTFILE``, with the suite's MPI (the bench's ``mpi``; the first one
+selected unless ``mpi`` names one: an ``ior`` binary runs only under the MPI it was built
+with). Its text report is read by ``assay.parsers.ior`` (the ``Summary of all tests`` table:
+``storage.bandwidth`` and ``storage.iops`` per operation, stats over the iterations).
+
+Params (defaults in ``IorParams``): ``api`` (``POSIX`` or ``MPIIO``, IOR ``-a``),
+``file_per_process`` (``-F``; else one shared file), ``block_size`` (``-b``, bytes each task
+writes contiguously per segment), ``transfer_size`` (``-t``, bytes per I/O call; must divide the
+block size, as IOR requires), ``segments`` (``-s``), ``iterations`` (``-i``), ``test_dir``
+(where the test file goes; default: the job's own directory, which IOR cleans after itself --
+no ``-k``), ``fsync`` (``-e``: fsync on close, so a write's bandwidth includes reaching the
+storage), ``reorder`` (``-C``: each task reads back another node's data, so no client cache
+serves the read), ``ranks`` (default: one per core), ``ior`` (the binary), ``extra_args``.
+
+IOR is not packaged in Debian: when the binary is not found the job is planned as *skipped*,
+its reason naming what to install, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from assay.errors import ProbeError
+from assay.model import Job, MpiInfo, Sample
+from assay.parsers import ior as ior_parser
+from assay.parsers.base import ParseResult
+from assay.parsers.fio import parse_size
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
+
+MIB = 2**20
+INSTALL_HINT = (
+    "build it from https://github.com/hpc/ior (./bootstrap && ./configure && make; not "
+    "packaged in Debian) against one of the MPIs found, then set {tool}=PATH"
+)
+TESTFILE = "ior-testfile"
+
+
+def size_value(value: Any) -> Any:
+    """``"16m"`` style sizes (k/m/g: powers of 1024, as IOR reads them) to bytes."""
+    if isinstance(value, str):
+        parsed = parse_size(value)
+        if parsed is None:
+            raise ValueError(f"{value!r} is not a size (e.g. 16777216, 16m, 1m, 4k)")
+        return parsed
+    return value
+
+
+def pick_mpi(mpis: list[MpiInfo], wanted: str | None) -> tuple[MpiInfo | None, str | None]:
+    """The MPI to launch with, or why there is none (a skip reason)."""
+    if wanted:
+        chosen = next((m for m in mpis if m.name == wanted), None)
+        found = ", ".join(m.name for m in mpis) or "none"
+        return chosen, None if chosen else f"MPI {wanted!r} not selected (found: {found})"
+    if not mpis:
+        return None, "no MPI found: apt-get install openmpi-bin (or mpich)"
+    return mpis[0], None
+
+
+def tool_skip(tool: str, path: str) -> str | None:
+    """None when ``path`` runs here, else the skip reason naming what to install."""
+    if shutil.which(path):
+        return None
+    return f"{tool} not found ({path!r}): " + INSTALL_HINT.format(tool=tool)
+
+
+def scratch(test_dir: str | None, name: str) -> str:
+    """A path in ``test_dir`` (absolute, taken from where ``assay run`` started), or one in the
+    job's own directory, where the job runs (relative)."""
+    if test_dir is None:
+        return name
+    return str(Path(test_dir).expanduser().absolute() / name)
+
+
+def tool_samples(result: ParseResult, job: Job, probe: str) -> list[Sample]:
+    """The parser's samples, as this probe's, under the plan's params."""
+    if not result.complete:
+        raise ProbeError(f"{probe}: output is incomplete; missing: {', '.join(result.missing)}")
+    if not result.samples:
+        raise ProbeError(f"{probe}: no results in the output ({'; '.join(result.warnings)})")
+    for s in result.samples:
+        s.probe = probe
+        s.params = {**job.params, **s.params}
+    return result.samples
+
+
+class IorParams(ProbeParams):
+    ior: str = Field(default="ior", description="the ior binary (name on PATH, or a path)")
+    api: Literal["POSIX", "MPIIO"] = "POSIX"
+    file_per_process: bool = Field(default=True, description="-F; false: one shared file")
+    block_size: int = Field(default=16 * MIB, gt=0, description="-b, bytes per task and segment")
+    transfer_size: int = Field(default=MIB, gt=0, description="-t, bytes per I/O call")
+    segments: int = Field(default=1, ge=1, description="-s")
+    iterations: int = Field(default=3, ge=1, description="-i")
+    test_dir: str | None = Field(default=None, description="default: the job's directory")
+    fsync: bool = Field(default=True, description="-e: fsync when a written file is closed")
+    reorder: bool = Field(default=True, description="-C: read back another node's data")
+    ranks: int | None = Field(default=None, ge=1, description="default: one per core")
+    mpi: str | None = Field(default=None, description="the MPI ior was built with")
+    extra_args: list[str] = Field(default_factory=list)
+
+    @field_validator("block_size", "transfer_size", mode="before")
+    @classmethod
+    def _sizes(cls, value: Any) -> Any:
+        return size_value(value)
+
+    @model_validator(mode="after")
+    def _divides(self) -> IorParams:
+        # IOR refuses it: "block size must be a multiple of transfer size" (ior.c)
+        if self.block_size % self.transfer_size:
+            raise ValueError(
+                f"block_size {self.block_size} is not a multiple of transfer_size "
+                f"{self.transfer_size} (IOR requires it)"
+            )
+        return self
+
+
+def ior_argv(params: IorParams) -> list[str]:
+    argv = [
+        params.ior,
+        "-a", params.api,
+        "-b", str(params.block_size),
+        "-t", str(params.transfer_size),
+        "-s", str(params.segments),
+        "-i", str(params.iterations),
+        "-w", "-r",
+        "-o", scratch(params.test_dir, TESTFILE),
+    ]  # fmt: skip
+    if params.file_per_process:
+        argv.append("-F")
+    if params.fsync:
+        argv.append("-e")
+    if params.reorder:
+        argv.append("-C")
+    return argv + list(params.extra_args)
+
+
+class IorProbe(Probe):
+    name = "ior"
+    summary = "IOR parallel I/O bandwidth (MPI; POSIX or MPIIO); skipped when ior is missing"
+    Params = IorParams
+    uses_mpi = True
+    default_timeout = 1800.0
+
+    def drafts(
+        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
+    ) -> list[JobDraft]:
+        assert isinstance(params, IorParams)
+        mpi, no_mpi = pick_mpi(mpis, params.mpi)
+        n_ranks = params.ranks or ranks or ctx.system.cores or 1
+        job_params: dict[str, Any] = {
+            "api": params.api,
+            "file_per_proc": params.file_per_process,
+            "block_size": params.block_size,
+            "transfer_size": params.transfer_size,
+            "segments": params.segments,
+            "iterations": params.iterations,
+            "test_dir": params.test_dir or "job directory",
+        }
+        if mpi:
+            job_params["mpi"] = mpi.name
+        layout = "fpp" if params.file_per_process else "shared"
+        return [
+            JobDraft(
+                argv=ior_argv(params),
+                params=job_params,
+                launcher="mpi",
+                mpi=mpi.name if mpi else None,
+                ranks=n_ranks,
+                label=f"{params.api.lower()} {layout} {mpi.label if mpi else 'no-mpi'}",
+                skip_reason=tool_skip("ior", params.ior) or no_mpi,
+            )
+        ]
+
+    def parse(self, stdout: str, job: Job) -> list[Sample]:
+        return tool_samples(ior_parser.parse(stdout, source=job.job_id), job, self.name)
