@@ -92,7 +92,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from assay.analysis.models import InsufficientDataError, find_knee, littles_law_check
 from assay.errors import AssayError
 from assay.parsers.fio import merge_bins, ns_to_s, parse, percentiles_from_bins
 from assay.storage import clients, safety
@@ -336,6 +335,10 @@ def littles_params(
     out: dict[str, Any] = {"outstanding_expected": expected}
     if not fig.latency_s or fig.iops <= 0:
         return out
+    # Imported here, not at the top: numpy's import is a tenth of a second the driver would
+    # otherwise spend before fio starts (bench/fio_overhead.py measures that overhead).
+    from assay.analysis.models import littles_law_check
+
     check = littles_law_check(fig.iops, fig.latency_s, expected)
     out["outstanding_measured"] = round(check.measured_concurrency, 4)
     out["littles_ratio"] = round(check.ratio, 4)
@@ -360,6 +363,8 @@ def knee_params(points: list[tuple[int, PointFigures]], method: str) -> dict[str
     usable = [(p, f) for p, f in points if f.latency_s and f.latency_s > 0]
     if len(usable) < 3:
         return {"knee_note": f"no knee: {len(usable)} curve point(s), 3 needed"}
+    from assay.analysis.models import InsufficientDataError, find_knee  # numpy: see above
+
     try:
         knee = find_knee(
             [f.iops for _, f in usable],
