@@ -226,7 +226,10 @@ def test_two_loopback_clients_report_each_host_and_the_merged_total(
     doc = json.loads(raw[raw.index("\n{") + 1 :])
     entries = {e["hostname"]: e for e in doc["client_stats"] if e["jobname"] != ALL_CLIENTS}
     fios_sum = next(e for e in doc["client_stats"] if e["jobname"] == ALL_CLIENTS)
-    assert iops[ALL_CLIENTS]["value"] == pytest.approx(fios_sum["read"]["iops"], rel=1e-6)
+    # Our total is the sum of the hosts' rates (as Vdbench totals hosts); fio's own "All
+    # clients" divides the summed I/Os by one runtime, and the hosts' runtimes differ by a few
+    # milliseconds, so the two agree to a fraction of a percent, not to the last digit.
+    assert iops[ALL_CLIENTS]["value"] == pytest.approx(fios_sum["read"]["iops"], rel=5e-3)
     # the total's percentiles are those of the hosts' merged json+ bins
     total_lat = next(
         s for s in samples
