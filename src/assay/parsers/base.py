@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,25 @@ def other_tool(text: str, this: str) -> str:
         if module.looks_like(text):
             return name
     return ""
+
+
+def require_tool(
+    text: str,
+    *,
+    tool: str,
+    looks_like: Callable[[str], bool],
+    expected: str,
+    source: str,
+    hint: str | None = None,
+) -> None:
+    """The checks every parser makes first: the text is not empty and is this tool's output.
+    ``expected`` says what was looked for; the error also names the tool it looks like."""
+    if not text.strip():
+        raise ParseError("empty output: there is nothing to parse", source=source)
+    if not looks_like(text):
+        other = other_tool(text, tool)
+        looks = f"; it looks like {other} output" if other else ""
+        raise ParseError(f"{expected}{looks}", source=source, hint=hint)
 
 
 def table_row(

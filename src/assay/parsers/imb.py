@@ -59,7 +59,13 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Sample, Stats
-from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number, table_row
+from assay.parsers.base import (
+    ParseResult,
+    make_sample,
+    parse_number,
+    require_tool,
+    table_row,
+)
 
 PROBE = "imb"
 _sample = partial(make_sample, PROBE)
@@ -191,16 +197,16 @@ def looks_like(text: str) -> bool:
 
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read IMB-MPI1 output into samples (see the module docstring)."""
-    if not text.strip():
-        raise ParseError("empty output: there is nothing to parse", source=source)
-    if not looks_like(text):
-        other = other_tool(text, "imb")
-        looks = f"; it looks like {other} output" if other else ""
-        raise ParseError(
+    require_tool(
+        text,
+        tool="imb",
+        looks_like=looks_like,
+        expected=(
             "not Intel MPI Benchmarks output: no 'Intel(R) MPI Benchmarks' header and no "
-            f"'# Benchmarking <name>' block{looks}",
-            source=source,
-        )
+            "'# Benchmarking <name>' block"
+        ),
+        source=source,
+    )
 
     lines = text.splitlines()
     cut_last_line = not text.endswith("\n")

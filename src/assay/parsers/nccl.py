@@ -46,7 +46,7 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Sample
-from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+from assay.parsers.base import ParseResult, make_sample, parse_number, require_tool
 
 PROBE = "nccl"
 _sample = partial(make_sample, PROBE)
@@ -177,15 +177,13 @@ def looks_like(text: str) -> bool:
 
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read nccl-tests output into samples (see the module docstring)."""
-    if not text.strip():
-        raise ParseError("empty output: there is nothing to parse", source=source)
-    if not looks_like(text):
-        other = other_tool(text, "nccl")
-        looks = f"; it looks like {other} output" if other else ""
-        raise ParseError(
-            "not nccl-tests output: no '#  size  count  type ... algbw  busbw' header" + looks,
-            source=source,
-        )
+    require_tool(
+        text,
+        tool="nccl",
+        looks_like=looks_like,
+        expected="not nccl-tests output: no '#  size  count  type ... algbw  busbw' header",
+        source=source,
+    )
 
     lines = text.splitlines()
     cut_last_line = not text.endswith("\n")

@@ -55,7 +55,13 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Sample, Stats
-from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number, table_row
+from assay.parsers.base import (
+    ParseResult,
+    make_sample,
+    parse_number,
+    require_tool,
+    table_row,
+)
 
 PROBE = "osu"
 _sample = partial(make_sample, PROBE)
@@ -265,17 +271,15 @@ def looks_like(text: str) -> bool:
 
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read OSU Micro-Benchmarks output into samples (see the module docstring)."""
-    if not text.strip():
-        raise ParseError("empty output: there is nothing to parse", source=source)
+    require_tool(
+        text,
+        tool="osu",
+        looks_like=looks_like,
+        expected="not OSU Micro-Benchmarks output: no '# OSU MPI ... Test' title line",
+        source=source,
+        hint="OMB prints a title such as '# OSU MPI Latency Test v7.2' before each table",
+    )
     lines = text.splitlines()
-    if not looks_like(text):
-        other = other_tool(text, "osu")
-        looks = f"; it looks like {other} output" if other else ""
-        raise ParseError(
-            f"not OSU Micro-Benchmarks output: no '# OSU MPI ... Test' title line{looks}",
-            source=source,
-            hint="OMB prints a title such as '# OSU MPI Latency Test v7.2' before each table",
-        )
 
     warnings: list[str] = []
     missing: list[str] = []

@@ -39,7 +39,13 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Sample, Stats
-from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number, table_row
+from assay.parsers.base import (
+    ParseResult,
+    make_sample,
+    parse_number,
+    require_tool,
+    table_row,
+)
 
 PROBE = "perftest"
 _sample = partial(make_sample, PROBE)
@@ -212,16 +218,16 @@ def looks_like(text: str) -> bool:
 
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read perftest output into samples (see the module docstring)."""
-    if not text.strip():
-        raise ParseError("empty output: there is nothing to parse", source=source)
-    if not looks_like(text):
-        other = other_tool(text, "perftest")
-        looks = f"; it looks like {other} output" if other else ""
-        raise ParseError(
+    require_tool(
+        text,
+        tool="perftest",
+        looks_like=looks_like,
+        expected=(
             "not perftest output: no '#bytes #iterations ...' result header with perftest's "
-            f"columns (t_min[usec]..., BW peak[...]){looks}",
-            source=source,
-        )
+            "columns (t_min[usec]..., BW peak[...])"
+        ),
+        source=source,
+    )
 
     lines = text.splitlines()
     cut_last_line = not text.endswith("\n")
