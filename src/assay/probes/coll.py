@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from assay.model import Build, Job, MpiInfo, Sample
+from assay.model import Job, MpiInfo, Sample
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
-from assay.probes.p2p import options_argv
+from assay.probes.p2p import per_mpi_drafts
 
 DEFAULT_RANKS = 2
 
@@ -37,19 +37,9 @@ class CollProbe(Probe):
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
     ) -> list[JobDraft]:
         assert isinstance(params, CollParams)
-        n = ranks or DEFAULT_RANKS
-        return [
-            JobDraft(
-                argv=["{exe}", *options_argv(params)],
-                params={"op": params.op, "mpi": mpi.name, "mpi_label": mpi.label},
-                launcher="mpi",
-                mpi=mpi.name,
-                ranks=n,
-                build=Build("coll.c", mpi.name, ("-O2",), ("-lm",)),
-                label=f"{params.op} {mpi.label}",
-            )
-            for mpi in mpis
-        ]
+        return per_mpi_drafts(
+            params, mpis, source="coll.c", ranks=ranks or DEFAULT_RANKS, what={"op": params.op}
+        )
 
     def parse(self, stdout: str, job: Job) -> list[Sample]:
         return parse_jsonl(stdout, self.name, job.params)

@@ -34,6 +34,26 @@ def options_argv(params: ProbeParams, skip: tuple[str, ...] = ()) -> list[str]:
     return argv
 
 
+def per_mpi_drafts(
+    params: ProbeParams, mpis: list[MpiInfo], *, source: str, ranks: int, what: dict[str, str]
+) -> list[JobDraft]:
+    """One job per MPI implementation, the same probe built with each one's compiler, so the
+    report can put them side by side."""
+    label = " ".join(what.values())
+    return [
+        JobDraft(
+            argv=["{exe}", *options_argv(params)],
+            params={**what, "mpi": mpi.name, "mpi_label": mpi.label},
+            launcher="mpi",
+            mpi=mpi.name,
+            ranks=ranks,
+            build=Build(source, mpi.name, ("-O2",), ("-lm",)),
+            label=f"{label} {mpi.label}",
+        )
+        for mpi in mpis
+    ]
+
+
 class P2PProbe(Probe):
     name = "p2p"
     summary = "MPI point-to-point: latency, bandwidth, bibw between 2 ranks (OSU method)"
@@ -45,18 +65,7 @@ class P2PProbe(Probe):
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
     ) -> list[JobDraft]:
         assert isinstance(params, P2PParams)
-        return [
-            JobDraft(
-                argv=["{exe}", *options_argv(params)],
-                params={"mode": params.mode, "mpi": mpi.name, "mpi_label": mpi.label},
-                launcher="mpi",
-                mpi=mpi.name,
-                ranks=2,
-                build=Build("p2p.c", mpi.name, ("-O2",), ("-lm",)),
-                label=f"{params.mode} {mpi.label}",
-            )
-            for mpi in mpis
-        ]
+        return per_mpi_drafts(params, mpis, source="p2p.c", ranks=2, what={"mode": params.mode})
 
     def parse(self, stdout: str, job: Job) -> list[Sample]:
         return parse_jsonl(stdout, self.name, job.params)
