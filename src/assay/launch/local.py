@@ -25,17 +25,6 @@ KILL_GRACE_S = 3.0
 GUARD = Path(__file__).with_name("guard.py")
 
 
-@dataclass(frozen=True)
-class Capabilities:
-    """What a launcher can do, checked before a run starts (a launcher refuses, never bends)."""
-
-    name: str
-    max_nodes: int | None  # None: as many as the allocation holds
-
-
-LOCAL = Capabilities("local", max_nodes=1)
-
-
 @dataclass
 class LaunchOutcome:
     exit_code: int | None  # None when it never started or was killed by us
