@@ -236,7 +236,8 @@ def run_job(
             result.reason = full + result.reason
         if samples:
             result.reason += f" ({len(samples)} points measured before it stopped are kept)"
-        if parse_error and parse_error not in result.reason:
+        if parse_error and parse_error not in result.reason and not outcome.interrupted:
+            # (a stopped MPI job's output ends in its launcher's banner: not worth a word)
             result.reason += f"; {parse_error}"
         if tail:
             result.reason += f"\n{tail}"

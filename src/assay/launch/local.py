@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -59,8 +58,6 @@ def run_process(
 ) -> LaunchOutcome:
     """Run ``argv``; stdout and stderr go to files so a crash or a kill still leaves them."""
     full_env = {**os.environ, **env}
-    if shutil.which(argv[0], path=full_env.get("PATH")) is None:
-        raise LaunchError(f"cannot start {argv[0]}: {os.strerror(2)}")
     guarded = [
         sys.executable, "-I", "-S", str(GUARD), "--parent", str(os.getpid()),
         "--grace", str(KILL_GRACE_S), "--", *argv,
