@@ -358,7 +358,7 @@ def runs_cmd(
     for col in ("suite", "status", "host", "jobs", "failed", "samples", "label"):
         t.add_column(col)
     for r in rows:
-        status = r["status"] if r["status"] != "running" else "running/killed"
+        status = r["status"]  # a run whose assay died was closed when the store was opened
         t.add_row(
             r["run_id"],
             r["suite"],
