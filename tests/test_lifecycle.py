@@ -7,8 +7,10 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -172,3 +174,21 @@ def test_nodes_beyond_the_launcher_are_refused(assay_home: Path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "local launcher runs on this node only" in " ".join(proc.stderr.split())
     assert not (assay_home / "runs").exists()  # refused before anything ran or was stored
+
+
+def test_import_waits_for_a_busy_index(assay_home: Path):
+    """Another assay holds the index's write lock longer than sqlite's default 5 s wait."""
+    run_cli("import", str(FIX_OSU_LATENCY), home=assay_home, check=True)  # creates the index
+    blocker = sqlite3.connect(assay_home / "assay.db", isolation_level=None,
+                              check_same_thread=False)  # fmt: skip
+    blocker.execute("BEGIN IMMEDIATE")
+    timer = threading.Timer(7.0, blocker.rollback)
+    timer.start()
+    try:
+        proc = run_cli("import", str(FIX_OSU_LATENCY), home=assay_home)
+    finally:
+        timer.join()
+        blocker.close()
+    assert proc.returncode == 0, proc.stderr
+    assert "locked" not in proc.stderr
+    assert run_cli("runs", home=assay_home, check=True).stdout.count("import-auto") == 2

@@ -52,8 +52,11 @@ def test_random_sigkills_lose_no_finished_job(assay_home: Path, tmp_path: Path):
         for k in range(KILLS):
             before = set((assay_home / "runs").iterdir())
             proc = start(assay_home, "run", str(suite), "--repeat", "8")
-            time.sleep(rng.uniform(0.5, 7.0))
-            new = set((assay_home / "runs").iterdir()) - before
+            deadline = time.monotonic() + 60
+            while not (new := set((assay_home / "runs").iterdir()) - before):
+                assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0.0, 6.0))  # a random point of the run (~10 s long)
             for run_dir in new:
                 seen[run_dir.name] = {r["job_id"] for r in _records(run_dir)}
             proc.kill()
@@ -84,4 +87,4 @@ def test_random_sigkills_lose_no_finished_job(assay_home: Path, tmp_path: Path):
         if info["status"] == "interrupted":
             assert info["notes"], f"{run_dir.name}: interrupted without saying why"
     print(f"soak: {KILLS} SIGKILLs (seed {SEED}): runs {dict(statuses)}")
-    assert statuses["interrupted"] >= 1  # the kills did land inside runs
+    assert statuses["interrupted"] >= KILLS // 2  # the kills did land inside runs
