@@ -189,13 +189,13 @@ def main(args: list[str]) -> None:
                 break
             if pid == job:
                 status = st
+        # The job ended by itself: whatever it left running (a daemon, an orphan) goes too.
+        if _has_children():
+            print("assay-guard: the job left processes running; ending them", file=sys.stderr)
+            _end_tree(min(grace, 1.0))
     except _Stop:
         _end_tree(grace)
         _exit_like(_stop[0])  # a wait status of N means "killed by signal N": die of it too
-    # The job ended by itself: whatever it left running (a daemon, an orphaned rank) goes too.
-    if _has_children():
-        print("assay-guard: the job left processes running; ending them", file=sys.stderr)
-        _end_tree(min(grace, 1.0))
     _exit_like(status if status is not None else 0)
 
 
