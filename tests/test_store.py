@@ -102,18 +102,21 @@ def test_a_run_whose_assay_died_is_closed_on_the_next_open(tmp_path: Path):
     with open(w.path / "samples.jsonl", "a") as f:
         f.write(json.dumps({**Sample.make("p2p", "p2p.latency", 3e-6).to_dict(),
                             "job_id": "001"}) + "\n")  # fmt: skip
+    (w.path / "jobs" / "002").mkdir()  # and job 002 was being built: no job.json yet
     me = Owner.current()
     _own_by(store, w.info.run_id, Owner(_dead_pid(), me.host, me.boot_id, 1))
     [message] = store.recover()
-    assert w.info.run_id in message and "cut short: 001" in message
+    assert w.info.run_id in message and "cut short: 001, 002" in message
     run = store.load()
     assert run.info.status == "interrupted" and run.info.owner is None and run.info.finished
     assert "stopped without finishing" in run.info.notes[-1]
     assert [(r.job_id, r.status, r.n_samples) for r in run.results] == [
         ("000", "ok", 0),  # (_make_run leaves n_samples unset)
         ("001", "interrupted", 1),
+        ("002", "interrupted", 0),
     ]
     assert "cut short" in run.results[1].reason and len(run.samples) == 2
+    assert run.results[1].argv == ["mpirun", "p2p"]
     assert store.recover() == []  # done once
     assert not (tmp_path / "live" / f"{run.info.run_id}.json").exists()
 

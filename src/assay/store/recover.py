@@ -2,7 +2,7 @@
 
 Called whenever assay opens the store. For each live-run entry whose owner is dead:
 
-* every job that had started (it has ``jobs/<id>/job.json``) but has no record in
+* every job that had started (it has ``jobs/<id>/``) but has no record in
   ``jobs.jsonl`` gets one, status "interrupted", saying it was cut short; samples it had
   already written (a kill between the two appends of ``RunWriter.record``) are counted, kept;
 * ``run.json`` gets status "interrupted", the time of the run's last write as ``finished``, and
@@ -77,12 +77,13 @@ def mark_interrupted(run_dir: Path, owner: Owner | None) -> str:
     )  # fmt: skip
     who = owner.describe() if owner else "its assay"
     cut = []
-    for job_file in sorted((run_dir / "jobs").glob("*/job.json")):
-        job_id = job_file.parent.name
-        if job_id in recorded:
+    jobs_dir = run_dir / "jobs"
+    for job_dir in sorted(jobs_dir.iterdir() if jobs_dir.is_dir() else []):
+        job_id = job_dir.name
+        if job_id in recorded or not job_dir.is_dir():
             continue
-        try:
-            argv = json.loads(job_file.read_text()).get("resolved_argv", [])
+        try:  # no job.json yet: it was being built when the kill came
+            argv = json.loads((job_dir / "job.json").read_text()).get("resolved_argv", [])
         except (OSError, ValueError, AttributeError):
             argv = []
         n = orphan_samples.get(job_id, 0)
