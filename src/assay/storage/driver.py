@@ -26,7 +26,7 @@ arrivals (``rate_process=poisson``: exponential inter-arrival times, Vdbench's d
 ``distribution=exponential``). The concurrency stays that of the max run: like Vdbench's
 ``threads=``, ``iodepth × numjobs`` bounds the I/Os outstanding at any rate. With
 ``max_latency_ms`` the curve stops after the first point whose mean latency passes it. After the
-curve a ``curve-summary`` sample names the knee (``assay.analysis.models.find_knee``) and the
+curve a ``curve-summary`` sample names the knee (``assay.analysis.knee.find_knee``) and the
 plot, ``curve-<workload>.svg`` / ``.png`` in the current directory.
 
 Every point's samples carry the point's totals over directions (``point_iops``,
@@ -337,7 +337,7 @@ def littles_params(
         return out
     # Imported here, not at the top: numpy's import is a tenth of a second the driver would
     # otherwise spend before fio starts (bench/fio_overhead.py measures that overhead).
-    from assay.analysis.models import littles_law_check
+    from assay.analysis.queueing import littles_law_check
 
     check = littles_law_check(fig.iops, fig.latency_s, expected)
     out["outstanding_measured"] = round(check.measured_concurrency, 4)
@@ -363,7 +363,7 @@ def knee_params(points: list[tuple[int, PointFigures]], method: str) -> dict[str
     usable = [(p, f) for p, f in points if f.latency_s and f.latency_s > 0]
     if len(usable) < 3:
         return {"knee_note": f"no knee: {len(usable)} curve point(s), 3 needed"}
-    from assay.analysis.models import InsufficientDataError, find_knee  # numpy: see above
+    from assay.analysis.knee import InsufficientDataError, find_knee  # numpy: see above
 
     try:
         knee = find_knee(
