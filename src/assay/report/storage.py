@@ -27,16 +27,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from assay.analysis.queueing import littles_law_check
 from assay.analysis.stats import Figure
-from assay.parsers.fio import ALL_CLIENTS
-from assay.report import tables as _tables  # a module: build_tables may import this one early
-from assay.storage.workloads import NAMES
+from assay.report.table import Table
 from assay.units import format_value, human_bytes
-
-if TYPE_CHECKING:
-    from assay.report.tables import Table
+from assay.vocab import ALL_CLIENTS
+from assay.vocab import STORAGE_WORKLOADS as NAMES
 
 PROBE = "fio"
 DIRECTION_ORDER = ("read", "write", "trim", "mixed")
@@ -120,9 +118,10 @@ class Point:
         concurrency, with the driver's flag (raised on an uncontrolled run only)."""
         expected = self.params.get("outstanding_expected")
         iops, mean, _ = self.totals()
-        if not expected or mean is None:
+        if not expected or mean is None or mean <= 0:
             return "–"
-        cell = f"{iops * mean:.2f} / {expected}"
+        check = littles_law_check(iops, mean, float(expected))
+        cell = f"{check.measured_concurrency:.2f} / {expected}"
         flag = self.params.get("littles_flag")
         if flag:
             cell += " (" + str(flag).split(":", 1)[0] + ")"
@@ -286,7 +285,7 @@ def workloads_table(points: list[Point]) -> Table | None:
         ".json in the run directory.",
         *_run_notes(shown),
     ]
-    return _tables.Table(
+    return Table(
         "storage-workloads", "Storage workloads (fio)", cols, rows, [n for n in notes if n]
     )
 
@@ -338,7 +337,7 @@ def sweep_tables(points: list[Point]) -> list[Table]:
             *_run_notes(mine),
         ]
         tables.append(
-            _tables.Table(
+            Table(
                 f"storage-sweep-{name}",
                 f"Storage sweep: {name} by {', '.join(varying)} (fio)",
                 cols,
@@ -425,7 +424,7 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
         ]
         suffix = f"-nj{config[0]}-qd{config[1]}" if several else ""
         tables.append(
-            _tables.Table(
+            Table(
                 f"storage-curve-{name}{suffix}",
                 f"Response-time curve: {name}, {config[2]}, numjobs {config[0]}, "
                 f"iodepth {config[1]} (fio)",
