@@ -1,0 +1,74 @@
+"""The report and analysis layers read a vocabulary, never the stages that make samples."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from assay import vocab
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "assay"
+# report/ may use analysis, model, store (to load a run), units, vocab, errors; never how
+# samples were made.
+FORBIDDEN = {
+    "report": ("assay.storage", "assay.parsers", "assay.probes", "assay.drivers", "assay.fio",
+               "assay.launch", "assay.plan", "assay.cli"),
+    "analysis": ("assay.report", "assay.storage", "assay.parsers", "assay.probes",
+                 "assay.drivers", "assay.launch", "assay.cli", "assay.store"),
+}  # fmt: skip
+
+
+def imports_of(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return found
+
+
+def test_report_and_analysis_import_no_earlier_stage():
+    bad = []
+    for package, forbidden in FORBIDDEN.items():
+        for path in sorted((SRC / package).glob("*.py")):
+            for module in imports_of(path):
+                if module.startswith(forbidden):
+                    bad.append(f"{path.relative_to(SRC)} imports {module}")
+    assert bad == []
+
+
+def test_no_import_circle_in_report_or_analysis():
+    for package in ("report", "analysis"):
+        graph = {
+            f"assay.{package}.{path.stem}": {
+                m for m in imports_of(path) if m.startswith(f"assay.{package}.")
+            }
+            for path in (SRC / package).glob("*.py")
+            if path.stem != "__init__"
+        }
+        done: set[str] = set()
+
+        def visit(node: str, stack: tuple[str, ...]) -> None:
+            assert node not in stack, " → ".join((*stack, node))
+            if node in done:
+                return
+            for nxt in graph.get(node, ()):
+                visit(nxt, (*stack, node))
+            done.add(node)
+
+        for node in graph:
+            visit(node, ())
+    # table.py is the base of the report: it imports no other report module
+    assert not [m for m in imports_of(SRC / "report" / "table.py") if m.startswith("assay.report")]
+
+
+def test_the_vocabulary_matches_the_stages_that_write_it():
+    try:  # the fio model moves from storage/ to fio/ (issue 8)
+        from assay.fio.workloads import NAMES
+    except ImportError:
+        from assay.storage.workloads import NAMES
+    from assay.parsers.fio import ALL_CLIENTS
+
+    assert vocab.STORAGE_WORKLOADS == NAMES
+    assert vocab.ALL_CLIENTS == ALL_CLIENTS
