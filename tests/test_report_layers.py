@@ -19,9 +19,15 @@ FORBIDDEN = {
 
 
 def imports_of(path: Path) -> set[str]:
+    """Modules a file imports, relative imports resolved (``from .x`` in report/ is
+    ``assay.report.x``)."""
+    package = ".".join(("assay", *path.parent.relative_to(SRC).parts))
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            found.add(f"{base}.{node.module}" if node.module else base)
+        elif isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
         elif isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
