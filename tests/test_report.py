@@ -210,6 +210,14 @@ def test_cli_report_is_printed_once_and_o_does_not_echo(assay_home: Path, tmp_pa
     assert target.read_text().count("Memory bandwidth (STREAM)") == 1
 
 
+def test_report_to_a_path_that_cannot_be_written_is_a_message(assay_home: Path):
+    _store_run(RunStore(assay_home), [stream("triad", 10 * GB, scope="node", threads=2)])
+    proc = run_cli("report", "-o", "/nonexistent/dir/x.md", "-f", "md", home=assay_home)
+    assert proc.returncode == 2
+    assert "cannot write the report to /nonexistent/dir/x.md" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_rich_markup_in_a_label_is_data(assay_home: Path):
     store = RunStore(assay_home)
     _store_run(store, [stream("triad", 10 * GB, scope="node", threads=2)], label="[/]")

@@ -363,8 +363,14 @@ def report(
     loaded = _store().load(run_ref, samples=fmt != "json")  # json streams them as stored
     text = render(loaded, fmt)
     if output:
-        output.write_text(text)
-        console.print(f"wrote {output}")
+        try:
+            output.write_text(text)
+        except OSError as exc:
+            raise AssayError(
+                f"cannot write the report to {output}: {exc.strerror or exc}",
+                hint="give a file in a directory that exists and that you can write to",
+            ) from exc
+        console.print(Text(f"wrote {output}"))
     else:
         sys.stdout.write(text)
 
