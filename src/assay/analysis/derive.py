@@ -7,11 +7,13 @@ Probes store what they measured and the plan-time facts it is judged against (a 
 - **Rpeak fraction** of every DGEMM/SGEMM and HPL figure (:func:`rpeak_fraction`), flagged when
   above 1 (the peak, not the machine, is wrong: its clock source is named);
 - **Hockney** α, β, n½ and the protocol switch of every MPI's latency curve, β also from its
-  bandwidth curve (:mod:`assay.analysis.hockney`).
+  bandwidth curve (:mod:`assay.analysis.hockney`);
+- **Little's law** of every fio point (:mod:`assay.analysis.storage_points`): the outstanding
+  I/Os measured (IOPS × mean latency) against those configured.
 
-Little's law and the knee of a storage curve are computed by the fio driver while it measures
-(it needs them to plan the next point: :mod:`assay.analysis.queueing`, :mod:`assay.analysis.knee`);
-the report recomputes Little's law from the folded figures with the same function.
+The knee of a response-time curve (:mod:`assay.analysis.knee`) and Little's law's flag are
+computed by the fio driver while it measures, with the same functions, because it needs them to
+plan the next point; they are stored in the curve's summary sample and read from there.
 
 :meth:`Derived.figures` gives the derived figures as samples, so ``assay compare`` judges the
 same numbers the report shows.
@@ -27,6 +29,7 @@ from assay.analysis.hockney import HockneyFit, fit_hockney, fit_hockney_bandwidt
 from assay.analysis.robust import InsufficientDataError
 from assay.analysis.series import by_series_and_size
 from assay.analysis.stats import Figure
+from assay.analysis.storage_points import Point, points_of, storage_figures
 from assay.model import Sample
 from assay.vocab import IMB_PINGPONG, P2P_METHOD
 
@@ -187,6 +190,7 @@ class Derived:
     rpeaks: dict[str, Rpeak] = field(default_factory=dict)
     fractions: dict[int, RpeakFraction] = field(default_factory=dict)  # id(figure) → fraction
     hockney: list[HockneyRow] = field(default_factory=list)
+    storage_points: list[Point] = field(default_factory=list)  # each with .littles()
     _sources: dict[int, Figure] = field(default_factory=dict, repr=False)
 
     def fraction_of(self, fig: Figure) -> RpeakFraction | None:
@@ -219,13 +223,15 @@ class Derived:
 
 
 def derive(figures: list[Figure]) -> Derived:
-    """Rpeak, Rpeak fractions and Hockney fits from one run's folded figures."""
+    """Rpeak, Rpeak fractions, Hockney fits and fio points (with Little's law) from one run's
+    folded figures."""
     fractions, sources = {}, {}
     for f in figures:
         if f.sample.metric in RATE_METRICS:
             fractions[id(f)] = rpeak_fraction(f.sample)
             sources[id(f)] = f
-    return Derived(_rpeaks(figures), fractions, _hockney(figures), sources)
+    points = points_of(storage_figures(figures))
+    return Derived(_rpeaks(figures), fractions, _hockney(figures), points, sources)
 
 
 def with_derived(figures: list[Figure]) -> list[Figure]:

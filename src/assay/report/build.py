@@ -118,7 +118,7 @@ def build_tables(run: LoadedRun) -> list[Table]:
     tables += collective_tables(coll_figs, run.results)
     shown |= {id(f) for f in coll_figs}
 
-    tables += storage_tables(figures)
+    tables += storage_tables(figures, derived.storage_points)
     shown |= {id(f) for f in storage_figures(figures)}
 
     model = hockney_table(derived)

@@ -29,7 +29,7 @@ from collections import Counter
 from typing import Any
 
 from assay.analysis.stats import Figure
-from assay.report.storage_points import (
+from assay.analysis.storage_points import (
     Point,
     config_of,
     points_of,
@@ -41,6 +41,18 @@ from assay.vocab import ALL_CLIENTS
 from assay.vocab import STORAGE_WORKLOADS as NAMES
 
 __all__ = ["storage_figures", "storage_tables"]
+
+
+def littles_cell(pt: Point) -> str:
+    """ "measured / configured", with the driver's flag (raised on an uncontrolled run only)."""
+    check = pt.littles()
+    if check is None:
+        return "–"
+    cell = f"{check.measured_concurrency:.2f} / {pt.params['outstanding_expected']}"
+    flag = pt.params.get("littles_flag")
+    if flag:
+        cell += " (" + str(flag).split(":", 1)[0] + ")"
+    return cell
 
 
 def _order(name: str) -> tuple[int, str]:
@@ -202,7 +214,7 @@ def sweep_tables(points: list[Point]) -> list[Table]:
                     format_value(pt.bandwidth(), "MiB/s"),
                     _ms(mean),
                     _ms(p99),
-                    pt.littles(),
+                    littles_cell(pt),
                 ]
             )
         cols = [
@@ -277,7 +289,7 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
                     f"{100 * achieved / target:.0f}%" if target else "–",
                     _ms(mean),
                     _ms(p99),
-                    pt.littles(),
+                    littles_cell(pt),
                 ]
             )
         cols = [
@@ -335,12 +347,14 @@ def _knee_note(s: dict[str, Any], have_summary: bool) -> str:
     return f"No knee: {str(s.get('knee_note', 'not found')).removeprefix('no knee: ')}."
 
 
-def storage_tables(figures: list[Figure]) -> list[Table]:
-    """Workloads, sweep and curve tables from the fio probe's figures (others are ignored)."""
+def storage_tables(figures: list[Figure], points: list[Point] | None = None) -> list[Table]:
+    """Workloads, sweep and curve tables from the fio probe's figures (others are ignored);
+    ``points``: the derive step's, when it ran (else grouped here the same way)."""
     mine = storage_figures(figures)
     if not mine:
         return []
-    points = points_of(mine)
+    if points is None:
+        points = points_of(mine)
     tables: list[Table] = []
     six = workloads_table(points)
     if six:

@@ -1,9 +1,10 @@
 """fio figures grouped into points: one fio run (repetitions folded) with its figures by
 metric and direction, its totals over directions and its Little's law check.
 
-The storage tables (:mod:`assay.report.storage`) draw these points; a point's Little's law is
-computed with :func:`assay.analysis.queueing.littles_law_check`, the function the fio driver
-uses while it measures.
+The storage tables (:mod:`assay.report.storage`) draw these points and the derive step
+(:mod:`assay.analysis.derive`) computes them; a point's Little's law is
+:func:`assay.analysis.queueing.littles_law_check`, the function the fio driver uses while it
+measures.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.analysis.queueing import littles_law_check
+from assay.analysis.queueing import LittleCheck, littles_law_check
 from assay.analysis.stats import Figure
 from assay.units import human_bytes
 from assay.vocab import ALL_CLIENTS
@@ -93,19 +94,15 @@ class Point:
     def bandwidth(self) -> float:
         return sum(f.sample.value for (m, _), f in self.figures.items() if m == "storage.bandwidth")
 
-    def littles(self) -> str:
-        """Little's law from the folded figures: IOPS × mean latency against the configured
-        concurrency, with the driver's flag (raised on an uncontrolled run only)."""
+    def littles(self) -> LittleCheck | None:
+        """Little's law from the folded figures: L = λ·W with λ the IOPS over every direction
+        and W their IOPS-weighted mean latency, against the configured concurrency
+        (``outstanding_expected``: numjobs × iodepth × hosts). None when either is missing."""
         expected = self.params.get("outstanding_expected")
         iops, mean, _ = self.totals()
         if not expected or mean is None or mean <= 0:
-            return "–"
-        check = littles_law_check(iops, mean, float(expected))
-        cell = f"{check.measured_concurrency:.2f} / {expected}"
-        flag = self.params.get("littles_flag")
-        if flag:
-            cell += " (" + str(flag).split(":", 1)[0] + ")"
-        return cell
+            return None
+        return littles_law_check(iops, mean, float(expected))
 
 
 def config_of(p: dict[str, Any]) -> Config:
