@@ -130,3 +130,35 @@ def supports_o_direct(directory: str | Path) -> bool:
     with contextlib.suppress(FileNotFoundError):
         probe.unlink()
     return True
+
+
+def device_of(path: str) -> int:
+    """The file system (st_dev) that will hold ``path``: its nearest existing ancestor's."""
+    p = Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p.stat().st_dev
+
+
+
+def not_writable(placement: Placement) -> str | None:
+    """Why assay could not write where ``placement`` puts the files, or None.
+
+    A directory assay will create needs an existing, writable parent (it is created alone,
+    never with parents: a typo in a path must not grow a tree); an existing one must be
+    writable; so must a device or file given with ``destructive``. ``os.access`` answers for
+    this process, read-only file systems included (EROFS).
+    """
+    if placement.workdir:
+        d = Path(placement.workdir)
+        if placement.create:
+            parent = d.parent
+            if not parent.is_dir():
+                return f"cannot create {d}: {parent} is not an existing directory"
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return f"cannot create {d}: {parent} is not writable"
+        elif not os.access(d, os.W_OK | os.X_OK):
+            return f"cannot write in {d}: not writable"
+    if placement.filename and not os.access(placement.filename, os.W_OK):
+        return f"cannot write {placement.filename}: not writable"
+    return None
