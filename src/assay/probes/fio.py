@@ -69,22 +69,13 @@ from assay.fio.hosts import ClientError, parse_hosts, read_hostfile
 from assay.fio.job import control_problem, job_file
 from assay.fio.workloads import NAMES, WORKLOADS
 from assay.model import Job, MpiInfo, Sample
-from assay.parsers.fio import parse_size
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
+from assay.probes.external import size_value
 
 DEFAULT_SIZE = 256 * 2**20
 # Extra time the runner gives a job beyond the driver's own budget: the driver stops fio and
 # removes the test files when its budget runs out, which it must be allowed to finish.
 CLEANUP_GRACE_S = 30.0
-
-
-def _bytes(value: Any, what: str) -> Any:
-    if isinstance(value, str):
-        parsed = parse_size(value)
-        if parsed is None:
-            raise ValueError(f"{what} {value!r} is not a size (e.g. 268435456, 256m, 8k)")
-        return parsed
-    return value
 
 
 class FioParams(ProbeParams):
@@ -122,7 +113,7 @@ class FioParams(ProbeParams):
     @field_validator("size", "bs", mode="before")
     @classmethod
     def _sizes(cls, value: Any) -> Any:
-        return _bytes(value, "size")
+        return size_value(value)
 
     @field_validator("target", "hostfile", "fio", "ioengine")
     @classmethod
