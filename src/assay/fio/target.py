@@ -140,7 +140,6 @@ def device_of(path: str) -> int:
     return p.stat().st_dev
 
 
-
 def not_writable(placement: Placement) -> str | None:
     """Why assay could not write where ``placement`` puts the files, or None.
 

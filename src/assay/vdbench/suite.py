@@ -44,10 +44,10 @@ from typing import Any
 
 from assay.errors import SuiteError
 from assay.fio.job import FioJob
+from assay.suite.schema import BenchSpec, SuiteSpec
 from assay.vdbench.definitions import TranslatedRun, Untranslated
 from assay.vdbench.load import load_vdbench
 from assay.vdbench.translate import translate
-from assay.suite.schema import BenchSpec, SuiteSpec
 
 # FioJob fields the fio probe's custom jobs take (``directory`` is the probe's ``target``)
 _JOB_FIELDS = tuple(f.name for f in dataclasses.fields(FioJob) if f.name != "directory")

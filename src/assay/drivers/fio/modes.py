@@ -35,7 +35,8 @@ def run_curves(driver: Driver, items: list[Item]) -> None:
 
 
 def job_shares(driver: Driver, item: Item, top: Measured) -> dict[str, float]:
-    """Each job's part of the item's IOPS in the uncontrolled run (see the docstring)."""
+    """Each job's part of the item's IOPS in the uncontrolled run (package docstring, "Jobs
+    run together")."""
     everywhere = ALL_CLIENTS if driver.hosts else None
     done = {j.name: top.cells.get((j.name, everywhere)) for j in item.jobs}
     total = sum(f.iops for f in done.values() if f)
