@@ -44,7 +44,9 @@ Params (defaults in ``FioParams``):
 Sweeps over numjobs, iodepth or bs come from the suite's ``sweep``. The job's time budget is
 computed from the runs it will do (``estimate_seconds``) and the driver keeps to it.
 
-Planning is pure: the target is not looked at when the suite is planned. ``preflight`` checks
+Planning does not look at the machine: the target is not looked at when the suite is planned
+(the one file read then is a ``hostfile``, an input the suite names, like the suite itself;
+its hosts size the job's time budget and name the job). ``preflight`` checks
 it, with the driver's own checks (``assay.drivers.fio.checks``), just before the run starts, so
 a device, a user's file, a directory that cannot be created or written, or too little free space
 is refused with exit code 2 before any run exists; the driver checks again when its job starts.
