@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assay.analysis.stats import Figure
+from assay.fio.workloads import NAMES
 from assay.parsers.fio import ALL_CLIENTS
 from assay.report import tables as _tables  # a module: build_tables may import this one early
-from assay.storage.workloads import NAMES
 from assay.units import format_value, human_bytes
 
 if TYPE_CHECKING:
