@@ -85,10 +85,7 @@ def test_no_import_circle_in_report_or_analysis():
 
 
 def test_the_vocabulary_matches_the_stages_that_write_it():
-    try:  # the fio model moves from storage/ to fio/ (issue 8)
-        from assay.fio.workloads import NAMES
-    except ImportError:
-        from assay.storage.workloads import NAMES
+    from assay.fio.workloads import NAMES
     from assay.parsers.fio import ALL_CLIENTS
 
     assert vocab.STORAGE_WORKLOADS == NAMES

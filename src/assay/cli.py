@@ -224,6 +224,9 @@ def run(
         for job in jobs:
             out.print(f"{job.job_id}: {' '.join(job.argv)}  env={job.env or {}}", markup=False)
         return
+    from assay.preflight import preflight
+
+    preflight(jobs)  # a bad target is refused here, exit 2, before a run exists
     store = _store()
     writer = store.create(
         suite=spec.name,
@@ -274,7 +277,7 @@ def run(
 def _vdbench_suite(suite, path, lun_map, target, elapsed, warmup, size):
     """A Vdbench parameter file as a suite; what cannot be translated is said, not dropped."""
     from assay.parsers.fio import parse_size
-    from assay.storage.vdbench_suite import suite_toml, vdbench_suite
+    from assay.vdbench.suite import suite_toml, vdbench_suite
 
     if suite != "quick":
         raise AssayError("give a suite or --vdbench FILE, not both")
