@@ -9,7 +9,7 @@ import pytest
 
 from assay.errors import NotFoundError
 from assay.model import JobResult, Sample, Stats, System
-from assay.store import Index, RunStore
+from assay.store import Index, RunStore, recover
 from assay.store.owner import Owner, register
 
 
@@ -95,7 +95,7 @@ def test_a_run_whose_assay_died_is_closed_on_the_next_open(tmp_path: Path):
     w = _make_run(store, n_jobs=1)  # job 000 finished and is recorded
     info = json.loads((w.path / "run.json").read_text())
     assert info["owner"]["pid"] == os.getpid() and info["owner"]["boot_id"]
-    assert store.recover() == []  # its owner (this process) lives: left alone
+    assert recover(store.home) == []  # its owner (this process) lives: left alone
     # job 001 started and wrote one sample; the kill came before its record
     (w.path / "jobs" / "001").mkdir(parents=True)
     (w.path / "jobs" / "001" / "job.json").write_text('{"resolved_argv": ["mpirun", "p2p"]}')
@@ -105,7 +105,7 @@ def test_a_run_whose_assay_died_is_closed_on_the_next_open(tmp_path: Path):
     (w.path / "jobs" / "002").mkdir()  # and job 002 was being built: no job.json yet
     me = Owner.current()
     _own_by(store, w.info.run_id, Owner(_dead_pid(), me.host, me.boot_id, 1))
-    [message] = store.recover()
+    [message] = recover(store.home)
     assert w.info.run_id in message and "cut short: 001, 002" in message
     run = store.load()
     assert run.info.status == "interrupted" and run.info.owner is None and run.info.finished
@@ -117,7 +117,7 @@ def test_a_run_whose_assay_died_is_closed_on_the_next_open(tmp_path: Path):
     ]
     assert "cut short" in run.results[1].reason and len(run.samples) == 2
     assert run.results[1].argv == ["mpirun", "p2p"]
-    assert store.recover() == []  # done once
+    assert recover(store.home) == []  # done once
     assert not (tmp_path / "live" / f"{run.info.run_id}.json").exists()
 
 
@@ -130,7 +130,7 @@ def test_a_pid_reused_or_a_reboot_is_not_taken_for_the_owner(tmp_path: Path):
     store = RunStore(tmp_path)
     w = _make_run(store, n_jobs=1)
     _own_by(store, w.info.run_id, Owner(_dead_pid(), "elsewhere", "x", 1))
-    assert store.recover() == [] and store.load().info.status == "running"
+    assert recover(store.home) == [] and store.load().info.status == "running"
 
 
 def test_a_finished_or_released_run_leaves_no_live_entry(tmp_path: Path):
@@ -143,7 +143,7 @@ def test_a_finished_or_released_run_leaves_no_live_entry(tmp_path: Path):
     w2 = _make_run(store)
     w2.release()  # handed to something that outlives this process: stays running
     assert list((tmp_path / "live").iterdir()) == []
-    assert store.recover() == [] and store.load(w2.info.run_id).info.status == "running"
+    assert recover(store.home) == [] and store.load(w2.info.run_id).info.status == "running"
 
 
 def test_other_live_runs_are_seen(tmp_path: Path):

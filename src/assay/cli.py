@@ -22,7 +22,7 @@ from assay import __version__
 from assay.config import assay_home
 from assay.errors import AssayError
 from assay.model import Job, JobResult
-from assay.store import Index, RunStore
+from assay.store import Index, RunStore, recover
 
 app = typer.Typer(
     name="assay",
@@ -58,7 +58,7 @@ def _main(
 
 def _store() -> RunStore:
     store = RunStore(assay_home())
-    for message in store.recover():  # runs left "running" by a killed assay end "interrupted"
+    for message in recover(store.home):  # runs left "running" by a killed assay end "interrupted"
         console.print(Text(f"note: {message}", style="yellow"))
     return store
 
@@ -206,6 +206,7 @@ def run(
       assay run my-suite.toml --repeat 5 --label "after BIOS update"
     """
     from assay.execute import execute
+    from assay.launch import LOCAL, check_jobs
     from assay.plan import Overrides, plan
     from assay.probes import PlanContext
     from assay.suite import resolve_suite
@@ -224,9 +225,7 @@ def run(
     )
     system, mpis = _discover()
     jobs = plan(spec, PlanContext(system=system, mpis=mpis), overrides)
-    from assay.launch import LOCAL, check_jobs
-
-    check_jobs(jobs, LOCAL)
+    check_jobs(jobs, LOCAL)  # what the launcher cannot do is refused, exit 2
     if dry_run:
         for job in jobs:
             out.print(f"{job.job_id}: {' '.join(job.argv)}  env={job.env or {}}", markup=False)

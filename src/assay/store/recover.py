@@ -29,6 +29,13 @@ from assay.store.rundir import RunWriter, append_lines, read_jsonl, utc_now, wri
 
 def recover(home: Path) -> list[str]:
     """Mark every run whose owner died "interrupted"; one message per run so marked."""
+    try:
+        return _recover(home)
+    except OSError as exc:  # a read-only or full store: say so, and go on reading it
+        return [f"could not check for runs left by a killed assay: {exc}"]
+
+
+def _recover(home: Path) -> list[str]:
     messages = []
     for run_id, owner, entry in entries(home):
         if owner is not None and owner.alive() is not False:

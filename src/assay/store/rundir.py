@@ -292,15 +292,6 @@ class RunStore:
         writer.save_info()
         return writer
 
-    def recover(self) -> list[str]:
-        """Close the runs whose assay died (see ``assay.store.recover``); what was done."""
-        from assay.store.recover import recover
-
-        try:
-            return recover(self.home)
-        except OSError as exc:  # a read-only or full store: say so, and go on reading it
-            return [f"could not check for runs left by a killed assay: {exc}"]
-
     def run_ids(self) -> list[str]:
         """Oldest first; run ids sort by creation time."""
         if not self.runs_dir.exists():
