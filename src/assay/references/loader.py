@@ -169,12 +169,23 @@ def _table_points(t: TableSpec, path: Path, text: str, index: int) -> list[RefPo
         stats, dropped = _stats(raw, t.unit)
         out.append(
             RefPoint(
-                metric=t.metric, params={**t.params, **row_params(t, row)}, value=value,
-                unit=t.unit, published=f"{_num(shown)} {t.unit}", stat=t.stat, pick=t.pick,
-                probe=t.probe, system=t.system,
-                stats=stats, label=t.label, section=t.section, method=t.method,
-                note=_join(t.note, dropped), tolerance=_tol(t.tolerance), line=line,
-            )  # fmt: skip
+                metric=t.metric,
+                params={**t.params, **row_params(t, row)},
+                value=value,
+                unit=t.unit,
+                published=f"{_num(shown)} {t.unit}",
+                stat=t.stat,
+                pick=t.pick,
+                probe=t.probe,
+                system=t.system,
+                stats=stats,
+                label=t.label,
+                section=t.section,
+                method=t.method,
+                note=_join(t.note, dropped),
+                tolerance=_tol(t.tolerance),
+                line=line,
+            )
         )
     return out
 

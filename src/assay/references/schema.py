@@ -35,7 +35,9 @@ def _check_unit(metric: str, unit: str) -> None:
         raise ValueError(f"unknown unit {unit!r}; known: {', '.join(DISPLAY)}")
     want = metric_info(metric).unit
     if canonical_of(unit) != want:
-        raise ValueError(f"{metric} is measured in {want}; {unit!r} is a unit of {canonical_of(unit)}")
+        raise ValueError(
+            f"{metric} is measured in {want}; {unit!r} is a unit of {canonical_of(unit)}"
+        )
 
 
 class _Common(_Strict):

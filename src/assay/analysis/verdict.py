@@ -1,0 +1,434 @@
+"""A run against a published reference set, or against another run: one row per figure both
+sides have, with a direction-aware verdict, a tolerance and an honest significance.
+
+**Figures.** A run's samples are folded per measurement (``analysis.stats.group_key``): the
+figure is the median of its repetitions, and the repetitions' values are kept for the test.
+
+**Matching.** Run against run: the metric and the identity params (size, MPI, ranks, threads,
+workload, ...; ``analysis.compare.IDENTITY_PARAMS``) must be equal. Run against a reference:
+every param the published point states must be equal in the run's figure (MPIs by family —
+"OpenMPI 4.0.0" on the page matches any Open MPI; precision "d"/"dp" alike), and its probe
+when it names one. ``nodes`` is placement, not identity: a 2-node reference against a 1-node
+figure gives a row whose verdict is "not comparable" (shared memory is not InfiniBand). A run
+figure that no published point matches exactly may still be compared with a point that only
+differs by MPI (the HB page's bandwidth table is MVAPICH2's), and the row says so.
+
+**Verdict** (ReFrame's reference bands, made direction-aware). With the reference r (or the
+range [lo, hi] a page gives; an open end for "over 300,000 IOPS") and a tolerance
+(lower ≤ 0 ≤ upper), the figure x is "same" when lo·(1+lower) ≤ x ≤ hi·(1+upper); above the
+band it is "better" for a higher-is-better metric and "worse" for a lower-is-better one, and
+the other way round below it.
+
+**Ratio** is goodness: x/r for higher-is-better metrics and r/x for lower-is-better ones, so
+> 1 always means this run is better; against a range, r is the nearest end (1 inside it).
+
+**Significance**: ``analysis.significance`` — Mann–Whitney U on repetitions when both sides
+have at least two, else Welch's t on the tools' own statistics (mean, stddev, n), else
+"unknown". It is independent of the verdict: "worse / not significant" means the figure is
+outside the band but the noise could explain it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from assay.analysis.compare import IDENTITY_PARAMS
+from assay.analysis.significance import Test, mann_whitney, welch
+from assay.analysis.stats import group_key, summarize
+from assay.model import Sample, Stats
+from assay.references.model import ReferenceSet, RefPoint, Tolerance
+from assay.units import metric_info
+
+Verdict = Literal["better", "worse", "same", "not comparable"]
+PLACEMENT = ("nodes",)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One figure of a run: a measurement's repetitions folded into their median."""
+
+    probe: str
+    metric: str
+    params: dict[str, Any]
+    value: float
+    values: tuple[float, ...]  # one per repetition
+    stats: Stats | None  # the tool's own statistics (iterations) of the first repetition
+    unit: str
+    better: str
+    run_id: str = ""
+
+    def key(self) -> tuple:
+        return (self.metric, identity(self.params))
+
+    def stat(self, which: str) -> float | None:
+        """The figure itself ("value"), or one of its statistics (min, max, mean, median)."""
+        if which == "value":
+            return self.value
+        if self.stats is not None and getattr(self.stats, which, None) is not None:
+            return getattr(self.stats, which)
+        if len(self.values) > 1:  # over repetitions
+            return getattr(summarize(self.values), which)
+        return None
+
+
+def identity(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple((k, str(params[k])) for k in IDENTITY_PARAMS if k in params)
+
+
+def measured(samples: Iterable[Sample]) -> list[Measured]:
+    groups: dict[tuple, list[Sample]] = {}
+    for s in samples:
+        groups.setdefault(group_key(s), []).append(s)
+    out = []
+    for members in groups.values():
+        first = members[0]
+        values = tuple(m.value for m in members)
+        median = summarize(values).median if len(values) > 1 else first.value
+        params = {k: v for k, v in first.params.items() if k != "repetition"}
+        out.append(
+            Measured(
+                first.probe,
+                first.metric,
+                params,
+                float(median),
+                values,  # type: ignore[arg-type]
+                first.stats,
+                first.unit,
+                first.better,
+                first.run_id,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Row:
+    metric: str
+    params: tuple[tuple[str, str], ...]
+    label: str  # the reference's column/row name, or the other run's id
+    ref: float  # canonical; the nearest end of a range
+    ref_text: str  # as published ("~260 GB/s"), or the other run's value
+    ours: float | None
+    stat: str
+    unit: str  # display unit
+    better: str
+    ratio: float | None  # goodness: > 1 this run is better
+    verdict: Verdict
+    significance: str  # "significant", "not significant" or "unknown"
+    test: Test | None
+    tolerance: Tolerance
+    note: str = ""
+
+
+@dataclass
+class Comparison:
+    rows: list[Row] = field(default_factory=list)
+    # figures of this run that nothing matched: (metric, count)
+    unmatched: list[tuple[str, int]] = field(default_factory=list)
+    # reference points (or figures of the other run) this run did not measure: (what, count)
+    missing: list[tuple[str, int]] = field(default_factory=list)
+
+
+# -- the verdict itself -----------------------------------------------------------------------
+
+
+def judge(
+    ours: float, low: float | None, high: float | None, better: str, tol: Tolerance
+) -> tuple[Verdict, float]:
+    """(verdict, goodness ratio) of ``ours`` against [low, high] (see the module docstring)."""
+    if low is not None and ours < low * (1 + tol.lower):
+        worse = better == "higher"
+        return ("worse" if worse else "better"), _goodness(ours, low, better)
+    if high is not None and ours > high * (1 + tol.upper):
+        return ("better" if better == "higher" else "worse"), _goodness(ours, high, better)
+    if low is not None and ours < low:
+        return "same", _goodness(ours, low, better)
+    if high is not None and ours > high:
+        return "same", _goodness(ours, high, better)
+    return "same", 1.0
+
+
+def _goodness(ours: float, ref: float, better: str) -> float:
+    if ours <= 0 or ref <= 0:
+        return math.nan
+    return ours / ref if better == "higher" else ref / ours
+
+
+def significance(a: Measured | None, b: Measured, ref_stats: Stats | None = None) -> Test | None:
+    """Mann–Whitney U on repetitions, else Welch's t on summary statistics, else None."""
+    if a is not None and len(a.values) > 1 and len(b.values) > 1:
+        return mann_whitney(a.values, b.values)
+    sa = ref_stats if a is None else (a.stats if len(a.values) == 1 else summarize(a.values))
+    sb = b.stats if len(b.values) == 1 else summarize(b.values)
+    if sa is None or sb is None:
+        return None
+    if None in (sa.mean, sa.stddev, sb.mean, sb.stddev) or sa.n < 2 or sb.n < 2:
+        return None
+    return welch(sa.mean, sa.stddev, sa.n, sb.mean, sb.stddev, sb.n)  # type: ignore[arg-type]
+
+
+def _sig_text(test: Test | None) -> str:
+    if test is None:
+        return "unknown"
+    return "significant" if test.significant else "not significant"
+
+
+# -- a run against a reference set ------------------------------------------------------------
+
+
+# In this order: "mvapich" contains "mpich", and Intel MPI is MPICH-derived.
+_MPI_NAMES = (("mvapich", "mvapich"), ("intel", "intel"), ("impi", "intel"),
+              ("openmpi", "openmpi"), ("ompi", "openmpi"), ("mpich", "mpich"))  # fmt: skip
+
+
+def mpi_family(name: str, flavors: Mapping[str, str] | None = None) -> str:
+    """'openmpi', 'mpich', 'mvapich', 'intel' or the name itself: what a page's column means."""
+    flavor = (flavors or {}).get(name)
+    if flavor and flavor != "unknown":
+        return flavor
+    low = name.lower().replace(" ", "").replace("-", "").replace("_", "")
+    for key, family in _MPI_NAMES:
+        if key in low:
+            return family
+    return low
+
+
+_PRECISION = {"d": "d", "dp": "d", "double": "d", "fp64": "d", "s": "s", "sp": "s", "single": "s",
+              "fp32": "s"}  # fmt: skip
+
+
+def _norm(key: str, value: Any, flavors: Mapping[str, str] | None) -> str:
+    if key == "mpi":
+        return mpi_family(str(value), flavors)
+    if key == "precision":
+        return _PRECISION.get(str(value).lower(), str(value).lower())
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def matches(
+    point: RefPoint, fig: Measured, flavors: Mapping[str, str] | None = None, *, soft_mpi=False
+) -> bool:
+    if point.metric != fig.metric or (point.probe and point.probe != fig.probe):
+        return False
+    for k, v in point.params.items():
+        if k in PLACEMENT or (soft_mpi and k == "mpi"):
+            continue
+        if k not in fig.params or _norm(k, fig.params[k], flavors) != _norm(k, v, flavors):
+            return False
+    return True
+
+
+def compare_reference(
+    figures: list[Measured],
+    ref: ReferenceSet,
+    *,
+    flavors: Mapping[str, str] | None = None,
+    tolerances: Mapping[str, Tolerance] | None = None,
+    default_nodes: int | None = 1,
+) -> Comparison:
+    """Every figure of a run against a reference set (see the module docstring).
+
+    ``tolerances`` (per metric, or "default") override the set's; ``default_nodes`` is the
+    placement of figures that do not record theirs (None: unknown, e.g. imported output).
+    """
+    out = Comparison()
+    covered: set[int] = set()
+    unmatched_points: list[RefPoint] = []
+    for point in ref.points:
+        cands = [f for f in figures if matches(point, f, flavors)]
+        if not cands:
+            unmatched_points.append(point)
+            continue
+        covered.update(id(f) for f in cands)
+        if point.pick == "best":
+            cands = [_best(cands, point)]
+        for fig in cands:
+            out.rows.append(_row(point, fig, ref, tolerances, default_nodes))
+    # run figures no point matched exactly: a point that differs only by MPI, said in the note
+    for fig in figures:
+        if id(fig) in covered:
+            continue
+        near = [
+            p for p in ref.points if "mpi" in p.params and matches(p, fig, flavors, soft_mpi=True)
+        ]
+        if near:
+            covered.add(id(fig))
+            row = _row(near[0], fig, ref, tolerances, default_nodes)
+            note = f"reference measured with {near[0].label or near[0].params['mpi']}"
+            out.rows.append(_replace_note(row, note))
+    out.rows.sort(key=_row_order)
+    counts: dict[str, int] = {}
+    for fig in figures:
+        if id(fig) not in covered:
+            counts[fig.metric] = counts.get(fig.metric, 0) + 1
+    out.unmatched = sorted(counts.items())
+    missing: dict[str, int] = {}
+    for p in unmatched_points:
+        what = f"{p.metric} ({p.label or p.section or p.published})"
+        missing[what] = missing.get(what, 0) + 1
+    out.missing = sorted(missing.items())
+    return out
+
+
+def _best(cands: list[Measured], point: RefPoint) -> Measured:
+    known = [f for f in cands if f.stat(point.stat) is not None] or cands
+    higher = metric_info(point.metric).better == "higher"
+    return (max if higher else min)(known, key=lambda f: f.stat(point.stat) or 0.0)
+
+
+def _row(
+    point: RefPoint,
+    fig: Measured,
+    ref: ReferenceSet,
+    tolerances: Mapping[str, Tolerance] | None,
+    default_nodes: int | None,
+) -> Row:
+    tol = _tolerance(point, ref, tolerances)
+    info = metric_info(point.metric)
+    ours = fig.stat(point.stat)
+    shown = _shown_params(point, fig)
+    label = point.label or point.section
+    notes = [point.note] if point.note else []
+    if point.stat != "value":
+        notes.append(f"compares the {point.stat}")
+    ref_nodes = point.params.get("nodes")
+    run_nodes = fig.params.get("nodes", default_nodes)
+    lo = point.low if point.low is not None or point.high is not None else point.value
+    hi = point.high if point.low is not None or point.high is not None else point.value
+    nearest = point.value
+    if ours is None:
+        return Row(point.metric, shown, label, nearest, point.published, None, point.stat,
+                   point.unit, info.better, None, "not comparable", "unknown", None, tol,
+                   _join(notes, f"this run has no {point.stat} for this figure"))  # fmt: skip
+    verdict, ratio = judge(ours, lo, hi, info.better, tol)
+    if ref_nodes is not None and run_nodes is not None and int(run_nodes) != int(ref_nodes):
+        verdict = "not comparable"
+        notes.append(f"reference on {ref_nodes} nodes, this run on {run_nodes}")
+    elif ref_nodes is not None and run_nodes is None:
+        notes.append(f"reference on {ref_nodes} nodes; this figure's placement is unknown")
+    test = significance(None, fig, point.stats) if point.stat == "value" else None
+    if lo is not None and ours < lo:
+        nearest = lo
+    elif hi is not None and ours > hi:
+        nearest = hi
+    return Row(point.metric, shown, label, nearest, point.published, ours, point.stat, point.unit,
+               info.better, ratio, verdict, _sig_text(test), test, tol, _join(notes))  # fmt: skip
+
+
+def _tolerance(
+    point: RefPoint, ref: ReferenceSet, overrides: Mapping[str, Tolerance] | None
+) -> Tolerance:
+    if overrides:
+        if point.metric in overrides:
+            return overrides[point.metric]
+        if "default" in overrides and point.tolerance is None:
+            return overrides["default"]
+    return ref.tolerance_for(point)
+
+
+def _shown_params(point: RefPoint, fig: Measured) -> tuple[tuple[str, str], ...]:
+    keys = [k for k in point.params if k not in PLACEMENT]
+    for k in ("size", "mpi", "scope", "domain", "threads", "direction", "operation", "bs"):
+        if k in fig.params and k not in keys:
+            keys.append(k)
+    shown = []
+    for k in keys:
+        if k in fig.params:
+            v = (
+                fig.params["mpi_label"]
+                if k == "mpi" and "mpi_label" in fig.params
+                else fig.params[k]
+            )
+            shown.append((k, str(v)))
+    return tuple(shown)
+
+
+def _replace_note(row: Row, note: str) -> Row:
+    from dataclasses import replace
+
+    return replace(row, note=_join([row.note] if row.note else [], note))
+
+
+def _join(notes: list[str], *more: str) -> str:
+    return "; ".join([*notes, *more]) if (notes or more) else ""
+
+
+def _row_order(row: Row) -> tuple:
+    def num(v: str) -> tuple[int, float, str]:
+        try:
+            return (0, float(v), "")
+        except ValueError:
+            return (1, 0.0, v)
+
+    return (row.metric, row.label, [(k, num(v)) for k, v in row.params])
+
+
+# -- a run against another run -----------------------------------------------------------------
+
+
+def compare_runs(
+    base: list[Measured],
+    new: list[Measured],
+    *,
+    tolerances: Mapping[str, Tolerance] | None = None,
+) -> Comparison:
+    """``new`` judged against ``base`` figure by figure (identity params equal)."""
+    tolerances = tolerances or {}
+    default = tolerances.get("default", Tolerance())
+    base_by = {f.key(): f for f in base}
+    new_by = {f.key(): f for f in new}
+    out = Comparison()
+    for key in set(base_by) & set(new_by):
+        a, b = base_by[key], new_by[key]
+        tol = tolerances.get(key[0], default)
+        verdict, ratio = judge(b.value, a.value, a.value, a.better, tol)
+        test = significance(a, b)
+        out.rows.append(
+            Row(
+                key[0],
+                key[1],
+                a.run_id,
+                a.value,
+                "",
+                b.value,
+                "value",
+                metric_info(key[0]).display if a.unit == metric_info(key[0]).unit else a.unit,
+                a.better,
+                ratio,
+                verdict,
+                _sig_text(test),
+                test,
+                tol,
+            )
+        )
+    out.rows.sort(key=_row_order)
+    only_new: dict[str, int] = {}
+    for k in set(new_by) - set(base_by):
+        only_new[k[0]] = only_new.get(k[0], 0) + 1
+    only_base: dict[str, int] = {}
+    for k in set(base_by) - set(new_by):
+        only_base[k[0]] = only_base.get(k[0], 0) + 1
+    out.unmatched = sorted(only_new.items())
+    out.missing = sorted(only_base.items())
+    return out
+
+
+def failing(
+    rows: Iterable[Row], *, fail_below: float | None = None, fail_on_worse: bool = False
+) -> list[Row]:
+    """Rows that should fail a CI or health check. A row fails unless the noise could explain it
+    ("not significant"): a published figure has no repetitions, so "unknown" still fails."""
+    out = []
+    for r in rows:
+        if r.verdict == "not comparable" or r.significance == "not significant" or r.ratio is None:
+            continue
+        if (fail_on_worse and r.verdict == "worse") or (
+            fail_below is not None and r.ratio < fail_below
+        ):
+            out.append(r)
+    return out
