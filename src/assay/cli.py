@@ -581,6 +581,13 @@ def history(
     out.print(t)
 
 
+# compare (runs or --ref), references, summary, history with change points, label: registered
+# last, so its compare and history replace the ones above.
+from assay.cli_compare import register as _register_compare  # noqa: E402
+
+_register_compare(app)
+
+
 def main() -> None:
     """Entry point. typer's standalone mode handles usage errors (exit 2) and typer.Exit; our
     own errors are printed as messages, not tracebacks (``--debug`` shows them)."""
