@@ -47,6 +47,8 @@ class Best:
 
 
 def _split(fig: Measured) -> str:
+    if fig.metric.startswith("memory.") and "scope" in fig.params:
+        return "per L3 domain" if fig.params["scope"] == "l3" else str(fig.params["scope"])
     if not fig.metric.startswith("storage."):
         return ""
     direction = fig.params.get("direction") or fig.params.get("operation") or ""
@@ -66,7 +68,7 @@ def _note(fig: Measured) -> str:
         parts.append(str(p["benchmark"]))
     elif "test" in p and fig.metric.startswith("rdma"):
         parts.append(f"ib_{p['test']}")
-    for key, fmt in (("scope", "{}"), ("threads", "{} threads"), ("n", "N={}"),
+    for key, fmt in (("threads", "{} threads"), ("n", "N={}"),
                      ("workload", "{}"), ("rw", "rw={}"), ("iodepth", "iodepth {}")):  # fmt: skip
         if key in p and not (key == "n" and not fig.metric.startswith("compute")):
             parts.append(fmt.format(p[key]))

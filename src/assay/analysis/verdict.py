@@ -158,7 +158,12 @@ def _goodness(ours: float, ref: float, better: str) -> float:
 
 
 def significance(a: Measured | None, b: Measured, ref_stats: Stats | None = None) -> Test | None:
-    """Mann–Whitney U on repetitions, else Welch's t on summary statistics, else None."""
+    """Mann–Whitney U on repetitions, else Welch's t on summary statistics, else None.
+
+    Two sides holding the very same values (a run compared with itself) differ by nothing, so
+    the answer is "not significant" (p = 1) without a test, whatever statistics they carry."""
+    if a is not None and a.values == b.values and a.stats == b.stats:
+        return Test("identical values", 0.0, 1.0)
     if a is not None and len(a.values) > 1 and len(b.values) > 1:
         return mann_whitney(a.values, b.values)
     sa = ref_stats if a is None else (a.stats if len(a.values) == 1 else summarize(a.values))
@@ -250,6 +255,7 @@ def compare_reference(
         for fig in cands:
             out.rows.append(_row(point, fig, ref, tolerances, default_nodes))
     # run figures no point matched exactly: a point that differs only by MPI, said in the note
+    used_soft: set[int] = set()
     for fig in figures:
         if id(fig) in covered:
             continue
@@ -258,6 +264,7 @@ def compare_reference(
         ]
         if near:
             covered.add(id(fig))
+            used_soft.add(id(near[0]))
             row = _row(near[0], fig, ref, tolerances, default_nodes)
             note = f"reference measured with {near[0].label or near[0].params['mpi']}"
             out.rows.append(_replace_note(row, note))
@@ -269,6 +276,8 @@ def compare_reference(
     out.unmatched = sorted(counts.items())
     missing: dict[str, int] = {}
     for p in unmatched_points:
+        if id(p) in used_soft:
+            continue
         what = f"{p.metric} ({p.label or p.section or p.published})"
         missing[what] = missing.get(what, 0) + 1
     out.missing = sorted(missing.items())
