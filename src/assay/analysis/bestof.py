@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from assay.analysis.verdict import Measured
+from assay.analysis.verdict import Measured, param
 from assay.units import format_value, human_bytes, metric_info
 
 # The metrics a best-of table shows, in the order a reader expects (memory, compute, network,
@@ -47,8 +47,9 @@ class Best:
 
 
 def _split(fig: Measured) -> str:
-    if fig.metric.startswith("memory.") and "scope" in fig.params:
-        return "per L3 domain" if fig.params["scope"] == "l3" else str(fig.params["scope"])
+    if fig.metric.startswith("memory.") and fig.metric != "memory.latency":
+        scope = param(fig.params, "scope")
+        return "per L3 domain" if scope == "l3" else str(scope)
     if not fig.metric.startswith("storage."):
         return ""
     direction = fig.params.get("direction") or fig.params.get("operation") or ""
@@ -124,7 +125,7 @@ def _pick(figs: list[Measured], metric: str, probe: str | None = None, **where: 
         if f.metric == metric
         and f.value > 0
         and (probe is None or f.probe == probe)
-        and all(str(f.params.get(k)) == str(v) for k, v in where.items())
+        and all(str(param(f.params, k)) == str(v) for k, v in where.items())
     ]
     if not cands:
         return None

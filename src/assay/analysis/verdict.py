@@ -215,6 +215,16 @@ def _norm(key: str, value: Any, flavors: Mapping[str, str] | None) -> str:
     return str(value)
 
 
+# What a figure that does not state a param measured: STREAM output imported from the tool
+# itself has no scope, and it ran on the whole node.
+IMPLIED = {"scope": "node"}
+
+
+def param(params: Mapping[str, Any], key: str) -> Any:
+    """A figure's param, or what its absence means (``IMPLIED``), else None."""
+    return params.get(key, IMPLIED.get(key))
+
+
 def matches(
     point: RefPoint, fig: Measured, flavors: Mapping[str, str] | None = None, *, soft_mpi=False
 ) -> bool:
@@ -223,7 +233,8 @@ def matches(
     for k, v in point.params.items():
         if k in PLACEMENT or (soft_mpi and k == "mpi"):
             continue
-        if k not in fig.params or _norm(k, fig.params[k], flavors) != _norm(k, v, flavors):
+        mine = param(fig.params, k)
+        if mine is None or _norm(k, mine, flavors) != _norm(k, v, flavors):
             return False
     return True
 
