@@ -134,7 +134,7 @@ def _pick(figs: list[Measured], metric: str, probe: str | None = None, **where: 
 
 
 def _v(fig: Measured | None, unit: str) -> str:
-    return f"{format_value(fig.value, unit, 1 if unit.endswith('/s') else 2)} {unit}" if fig else ""
+    return f"{format_value(fig.value, unit)} {unit}" if fig else ""
 
 
 def workload_summary(sources: list[Source]) -> list[tuple[str, str]]:

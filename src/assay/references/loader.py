@@ -152,6 +152,11 @@ def _table_points(t: TableSpec, path: Path, text: str, index: int) -> list[RefPo
     out = []
     for r, row in enumerate(t.rows):
         line = locate(text, ("table", index, "rows", r))
+        if len(row) != len(t.columns):
+            raise ReferenceError(
+                f"{path}:{line}: field table.{index}.rows.{r}: {len(row)} values for "
+                f"{len(t.columns)} columns {t.columns}"
+            )
         cells = dict(zip(t.columns, row, strict=True))
         shown = cells[t.value]
         if not shown > 0:
@@ -228,7 +233,8 @@ def _stats(raw: dict[str, float], unit: str) -> tuple[Stats | None, str]:
 def _num(v: float | None) -> str:
     if v is None:
         return "?"
-    return f"{v:g}" if abs(v) < 1e6 else f"{v:.0f}"
+    text = repr(float(v))  # the shortest text that reads back as v: 11290.92, not 11290.9
+    return text.removesuffix(".0")
 
 
 def _join(*parts: str) -> str:

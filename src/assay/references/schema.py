@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from assay.units import DISPLAY, canonical_of, metric_info
 
@@ -54,10 +54,12 @@ class _Common(_Strict):
     note: str = ""
     tolerance: TolSpec | None = None
 
-    @model_validator(mode="after")
-    def _unit_fits_metric(self) -> _Common:
-        _check_unit(self.metric, self.unit)
-        return self
+    @field_validator("unit")
+    @classmethod
+    def _unit_fits_metric(cls, unit: str, info: ValidationInfo) -> str:
+        if "metric" in info.data:  # else the metric's own error is reported
+            _check_unit(info.data["metric"], unit)
+        return unit
 
 
 class PointSpec(_Common):
@@ -94,12 +96,7 @@ class TableSpec(_Common):
         for col in self.columns:
             if col.startswith("also:"):
                 _check_unit(self.metric, col[5:])
-        for i, row in enumerate(self.rows):
-            if len(row) != len(self.columns):
-                raise ValueError(
-                    f"row {i + 1} has {len(row)} values for {len(self.columns)} columns"
-                )
-        return self
+        return self  # row lengths are checked by the loader, which knows each row's line
 
 
 class SummarySpec(_Strict):
