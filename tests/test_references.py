@@ -108,7 +108,7 @@ LAT = '[[point]]\nmetric = "p2p.latency"\n'
         (f'{HEAD}{LAT}value = -1\nunit = "us"\n',
          8, "point.1.value", "greater than 0"),
         ('title = "t"\n[[table]]\nmetric = "p2p.latency"\nunit = "us"\n'
-         'columns = ["size", "value"]\nrows = [\n    [2, 1.0],\n    [4],\n]\n",
+         'columns = ["size", "value"]\nrows = [\n    [2, 1.0],\n    [4],\n]\n',
          8, "table.0.rows.1", "1 values for 2 columns"),
         (f'{GOOD_POINT}', 1, "title", "Field required"),
         (f'title = "t"\n[tolerance]\ndefault = {{ lower = 0.1, upper = 0.1 }}\n{GOOD_POINT}',
