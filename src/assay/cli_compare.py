@@ -239,8 +239,9 @@ def _add(name: str, run_ref: str, force: bool) -> None:
         date=run.info.created[:10], figures=figures,
     )  # fmt: skip
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".toml.tmp")
+        staging = directory / ".writing"  # same name, so the loader's name check applies
+        staging.mkdir(parents=True, exist_ok=True)
+        tmp = staging / path.name
         tmp.write_text(text)
         load_file(tmp)  # what we write must read back
         tmp.replace(path)

@@ -74,8 +74,16 @@ class Measured:
         return None
 
 
+# Params that also tell figures apart, beyond analysis.compare's list: IOR's read vs write, fio's
+# completion vs total latency, perftest's test, collectives' element count.
+MORE_IDENTITY = ("operation", "latency", "benchmark", "bidirectional", "rwmixread", "api",
+                 "transfer_size", "block_size", "tasks", "count", "datatype")  # fmt: skip
+IDENTITY = (*IDENTITY_PARAMS, *(k for k in MORE_IDENTITY if k not in IDENTITY_PARAMS))
+
+
 def identity(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    return tuple((k, str(params[k])) for k in IDENTITY_PARAMS if k in params)
+    """The params that say what a figure measured (not how the run went), as strings."""
+    return tuple((k, str(params[k])) for k in IDENTITY if k in params)
 
 
 def measured(samples: Iterable[Sample]) -> list[Measured]:

@@ -27,8 +27,10 @@ class RunFigure:
 def _toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, int | float):
+    if isinstance(v, int):
         return repr(v)
+    if isinstance(v, float):
+        return repr(float(f"{v:.10g}"))  # 0.064966944548, not 0.06496694454799999
     return json.dumps(str(v), ensure_ascii=False)  # a JSON string is a valid TOML basic string
 
 
@@ -61,7 +63,7 @@ def to_toml(
         ]
         if f.params:
             lines.append(f"params = {_inline(f.params)}")
-        lines += [f"value = {value!r}", f"unit = {_toml_value(f.unit)}"]
+        lines += [f"value = {_toml_value(value)}", f"unit = {_toml_value(f.unit)}"]
         if f.stats is not None:
             stats = {
                 k: (v if k == "n" else to_display(v, f.unit))
