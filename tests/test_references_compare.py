@@ -187,10 +187,8 @@ def test_a_run_compared_with_itself_is_same_and_not_significant_on_every_row(
 def test_tolerance_on_the_command_line_and_bad_input(assay_home: Path, imported_run: str):
     wide = run_cli("compare", "--ref", "azure-hb", "--tolerance", "compute.hpl=-0.5:0.5", "-f",
                    "md", home=assay_home, check=True).stdout  # fmt: skip
-    assert (
-        "| compute.hpl |  | workload summary | ~860 GigaFLOPS (Rmax) | 979.69 GFLOP/s | 1.139 | same |"
-        in wide
-    )
+    hpl = "| compute.hpl |  | workload summary | ~860 GigaFLOPS (Rmax) | 979.69 GFLOP/s | 1.139 |"
+    assert f"{hpl} same |" in wide  # 14% better is inside a ±50% band
     bad = run_cli("compare", "--ref", "azure-hb", "--tolerance", "fast", home=assay_home)
     assert bad.returncode == 2 and "expected FRACTION" in bad.stderr
     both = run_cli("compare", imported_run, imported_run, "--ref", "azure-hb", home=assay_home)
