@@ -72,12 +72,12 @@ def _flavors(run: LoadedRun) -> dict[str, str]:
 
 def compare(
     run_a: Annotated[
-        str,
+        str | None,
         typer.Argument(
             metavar="RUN",
-            help="With --ref: the run to judge. Else: the reference run. Id, prefix or latest.",
+            help="With --ref: the run to judge (default: latest). Else: the reference run.",
         ),
-    ] = "latest",
+    ] = None,
     run_b: Annotated[
         str | None,
         typer.Argument(metavar="[RUN2]", help="The run to judge against RUN; default: latest."),
@@ -126,7 +126,7 @@ def compare(
     if ref is not None:
         if run_b is not None:
             raise AssayError("give one RUN with --ref (or two runs without it), not both")
-        run = store.load(run_a)
+        run = store.load(run_a or "latest")
         reference = load_reference(ref)
         default_nodes = 1 if run.info.source == "assay" else None
         comp = compare_reference(
@@ -137,6 +137,11 @@ def compare(
             raise AssayError(f"run {run.info.run_id} has no figures to compare")
         sections = reference_comparison(comp, reference, run.info.run_id)
     else:
+        if run_a is None:
+            raise AssayError(
+                "compare with what? give RUN (and RUN2, default latest), or --ref NAME",
+                hint="'assay references' lists the published sets",
+            )
         base, new = store.load(run_a), store.load(run_b or "latest")
         comp = compare_runs(measured(base.samples), measured(new.samples), tolerances=tolerances)
         if not comp.rows:
@@ -368,7 +373,10 @@ def _series_overview(metric, series, better, min_change, unit):
     from assay.analysis.changepoint import change_points
     from assay.report.reference import Section
 
-    s = Section(f"{metric}: {len(series)} series", ["host", "params", "runs", "change points"])
+    s = Section(
+        f"{metric}: {len(series)} series",
+        ["host", "params", "runs", "latest run", "change points"],
+    )
     for (host, ident), per_run in sorted(series.items(), key=lambda kv: str(kv[0])):
         run_ids = sorted(per_run)
         values = [sorted(per_run[i])[len(per_run[i]) // 2] for i in run_ids]
@@ -377,7 +385,8 @@ def _series_overview(metric, series, better, min_change, unit):
             "; ".join(f"{c.direction} {c.size:+.1%} at {run_ids[c.index]}" for c in changes)
             or "none"
         )
-        s.rows.append([host, ", ".join(f"{k}={v}" for k, v in ident), str(len(run_ids)), text])
+        shown = ", ".join(f"{k}={v}" for k, v in ident)
+        s.rows.append([host, shown, str(len(run_ids)), run_ids[-1], text])
     s.notes.append("narrow to one series with --params key=value (and --system HOST)")
     return s
 

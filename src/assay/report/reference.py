@@ -255,7 +255,7 @@ def to_rich(sections: list[Section]) -> list[RichTable | Text]:
     out: list[RichTable | Text] = []
     for s in sections:
         if s.columns:
-            t = RichTable(title=s.title, title_justify="left", show_header=any(s.columns))
+            t = RichTable(title=Text(s.title), title_justify="left", show_header=any(s.columns))
             for c in s.columns:
                 t.add_column(c, overflow="fold")
             for row in s.rows:
