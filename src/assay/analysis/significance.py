@@ -146,3 +146,28 @@ def _betacf(a: float, b: float, x: float) -> float:
         if abs(delta - 1) < eps:
             break
     return h
+
+
+def t_quantile(q: float, df: float) -> float:
+    """The q-quantile (q > 0.5) of Student's t with df degrees of freedom, by bisection on its
+    upper tail P(T > t) = ½·I_{df/(df+t²)}(df/2, ½)."""
+    tail = 1 - q
+    lo, hi = 0.0, 1e3
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if 0.5 * _betai(df / 2, 0.5, df / (df + mid * mid)) > tail:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def mean_ci_halfwidth(values: Sequence[float], confidence: float = 0.95) -> float | None:
+    """Half-width of the Student t confidence interval of the mean: t_{(1+c)/2, n−1} · s/√n.
+    None for fewer than two values."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = sum(values) / n
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return t_quantile((1 + confidence) / 2, n - 1) * math.sqrt(var / n)
