@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from assay.analysis.refcompare import compare_reference
 from assay.analysis.significance import mann_whitney, welch
 from assay.analysis.verdict import (
     Measured,
-    compare_reference,
     compare_runs,
     failing,
     judge,

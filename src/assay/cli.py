@@ -602,10 +602,12 @@ def history(
 
 
 # compare (runs or --ref), references, summary, history with change points, label: registered
-# last, so its compare and history replace the ones above.
+# last, so their compare and history replace the ones above.
 from assay.cli_compare import register as _register_compare  # noqa: E402
+from assay.cli_history import register as _register_history  # noqa: E402
 
 _register_compare(app)
+_register_history(app)
 
 
 def main() -> None:

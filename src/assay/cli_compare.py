@@ -1,5 +1,5 @@
 """Commands for "how does my cluster compare?": ``compare`` (with another run or ``--ref`` a
-published set), ``references``, ``summary``, ``history`` (with change points) and ``label``.
+published set), ``references`` and ``summary`` (``history`` and ``label``: ``assay.cli_history``).
 
 Registered on the main typer app by ``register(app)``; the work is done by pure functions in
 ``assay.analysis`` (verdict, bestof, changepoint) and rendered by ``assay.report.reference``.
@@ -7,9 +7,8 @@ Registered on the main typer app by ``register(app)``; the work is done by pure 
 
 from __future__ import annotations
 
-import fnmatch
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -18,18 +17,18 @@ from rich.text import Text
 from assay.config import assay_home
 from assay.errors import AssayError, NotFoundError
 from assay.references.model import Tolerance
-from assay.store import Index, LoadedRun, RunStore
+from assay.store import LoadedRun, RunStore
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 FORMATS = ("term", "md")
 
 
-def _store() -> RunStore:
+def run_store() -> RunStore:
     return RunStore(assay_home())
 
 
-def _emit(sections: list, fmt: str) -> None:
+def emit(sections: list, fmt: str) -> None:
     from assay.report.reference import to_markdown, to_rich
 
     if fmt not in FORMATS:
@@ -115,14 +114,15 @@ def compare(
 
       assay compare BASELINE --fail-below 0.95      (in CI, against the latest run)
     """
-    from assay.analysis.verdict import compare_reference, compare_runs, failing, measured
+    from assay.analysis.refcompare import compare_reference
+    from assay.analysis.verdict import compare_runs, failing, measured
     from assay.references import load as load_reference
     from assay.report.reference import reference_comparison, run_comparison
 
     if fail_on not in (None, "worse"):
         raise AssayError(f"--fail-on {fail_on!r}: only 'worse' is known")
     tolerances = parse_tolerances(tolerance)
-    store = _store()
+    store = run_store()
     if ref is not None:
         if run_b is not None:
             raise AssayError("give one RUN with --ref (or two runs without it), not both")
@@ -150,7 +150,7 @@ def compare(
                 hint="compare runs of the same suite (or of suites sharing probes)",
             )
         sections = run_comparison(comp, base.info.run_id, new.info.run_id)
-    _emit(sections, fmt)
+    emit(sections, fmt)
     bad = failing(comp.rows, fail_below=fail_below, fail_on_worse=fail_on == "worse")
     if bad:
         what = f"below {fail_below} x the reference" if fail_below is not None else "worse"
@@ -196,7 +196,7 @@ def references(
     if args:
         from assay.references import load
 
-        _emit(reference_set(load(args[0])), fmt)
+        emit(reference_set(load(args[0])), fmt)
         return
     entries = []
     for name, (path, builtin) in sorted(available().items()):
@@ -206,7 +206,7 @@ def references(
             entries.append((name, origin, ref.title, ref.date or "—"))
         except ReferenceError as exc:  # one bad file must not hide the others
             entries.append((name, origin, f"unreadable: {exc}", "—"))
-    _emit([reference_list(entries)], fmt)
+    emit([reference_list(entries)], fmt)
 
 
 def _add(name: str, run_ref: str, force: bool) -> None:
@@ -219,7 +219,7 @@ def _add(name: str, run_ref: str, force: bool) -> None:
 
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name):
         raise AssayError(f"reference name {name!r}: use lower-case letters, digits, . _ -")
-    run = _store().load(run_ref)
+    run = run_store().load(run_ref)
     directory = user_dir()
     path = directory / f"{name}.toml"
     if path.exists() and not force:
@@ -274,7 +274,7 @@ def summary(
     from assay.analysis.verdict import measured
     from assay.report.reference import summary as summary_sections
 
-    store = _store()
+    store = run_store()
     sources = []
     for ref in runs or ["latest"]:
         run = store.load(ref)
@@ -284,131 +284,7 @@ def summary(
     if not bests:
         raise NotFoundError("the selected runs have no headline figures to summarise")
     rows = workload_summary(sources)
-    _emit(summary_sections(bests, rows, one_line(rows)), fmt)
-
-
-# -- history and labels ------------------------------------------------------------------------
-
-
-def history(
-    metric: Annotated[str, typer.Argument(help="A metric, e.g. memory.triad or p2p.latency.")],
-    params: Annotated[
-        list[str] | None, typer.Option("--params", help="Filter: key=value (repeatable).")
-    ] = None,
-    system: Annotated[
-        str | None,
-        typer.Option("--system", help="Only runs on this host, or with this label (globs work)."),
-    ] = None,
-    min_change: Annotated[
-        float,
-        typer.Option("--min-change", help="Ignore changes smaller than this fraction."),
-    ] = 0.01,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="term or md.")] = "term",
-) -> None:
-    """A metric across stored runs, oldest first, with its change points.
-
-    Change points: E-divisive with a permutation test (p < 0.01), on the per-run median of each
-    series (one metric, one parameter set, one host). Mark an upgrade with 'assay label'.
-    """
-    from assay.analysis.changepoint import change_points
-    from assay.analysis.verdict import identity
-    from assay.plan import parse_value
-    from assay.report.reference import history as history_sections
-    from assay.units import format_value, metric_info
-
-    where: dict[str, Any] = {}
-    for p in params or []:
-        k, sep, v = p.partition("=")
-        if not sep or not k:
-            raise AssayError(f"--params {p!r}: expected key=value, e.g. size=8")
-        where[k] = parse_value(v)
-    store = _store()
-    index = Index(store.home / "assay.db")
-    try:
-        index.sync(store)
-        rows = index.history(metric, where)
-        labels = {r["run_id"]: r["label"] or "" for r in index.runs()}
-    finally:
-        index.close()
-    if system:
-        rows = [
-            r for r in rows
-            if fnmatch.fnmatchcase(r["hostname"] or "", system)
-            or fnmatch.fnmatchcase(labels.get(r["run_id"], ""), system)
-        ]  # fmt: skip
-    if not rows:
-        raise NotFoundError(
-            f"no samples of {metric!r}"
-            + (f" with {where}" if where else "")
-            + (f" on {system!r}" if system else "")
-        )
-    series: dict[tuple, dict[str, list[float]]] = {}
-    for r in rows:
-        key = (r["hostname"] or "?", identity(r["params"]))
-        series.setdefault(key, {}).setdefault(r["run_id"], []).append(r["value"])
-    info = metric_info(metric)
-    unit = info.display
-    sections = []
-    if len(series) > 4:
-        sections.append(_series_overview(metric, series, info.better, min_change, unit))
-    else:
-        for (host, ident), per_run in series.items():
-            run_ids = sorted(per_run)
-            values = [sorted(per_run[i])[len(per_run[i]) // 2] for i in run_ids]
-            changes = change_points(values, info.better, min_change=min_change)
-            marks = {c.index: c for c in changes}
-            table = []
-            for i, run_id in enumerate(run_ids):
-                c = marks.get(i)
-                mark = f"{'▼' if c.direction == 'regression' else '▲'} {c.size:+.1%}" if c else ""
-                table.append([run_id, host, labels.get(run_id, ""), format_value(values[i], unit),
-                              mark])  # fmt: skip
-            around = [(c, run_ids[c.index - 1], run_ids[c.index]) for c in changes]
-            shown = ", ".join(f"{k}={v}" for k, v in ident) or "all params"
-            sections += history_sections(f"{metric} on {host} ({shown})", table, around, unit)
-    _emit(sections, fmt)
-
-
-def _series_overview(metric, series, better, min_change, unit):
-    from assay.analysis.changepoint import change_points
-    from assay.report.reference import Section
-
-    s = Section(
-        f"{metric}: {len(series)} series",
-        ["host", "params", "runs", "latest run", "change points"],
-    )
-    for (host, ident), per_run in sorted(series.items(), key=lambda kv: str(kv[0])):
-        run_ids = sorted(per_run)
-        values = [sorted(per_run[i])[len(per_run[i]) // 2] for i in run_ids]
-        changes = change_points(values, better, min_change=min_change)
-        text = (
-            "; ".join(f"{c.direction} {c.size:+.1%} at {run_ids[c.index]}" for c in changes)
-            or "none"
-        )
-        shown = ", ".join(f"{k}={v}" for k, v in ident)
-        s.rows.append([host, shown, str(len(run_ids)), run_ids[-1], text])
-    s.notes.append("narrow to one series with --params key=value (and --system HOST)")
-    return s
-
-
-def label(
-    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, prefix or latest.")],
-    text: Annotated[str, typer.Argument(help="The label, e.g. 'driver 550.54 installed'.")],
-) -> None:
-    """Label a run (a driver upgrade, a BIOS change): shown in runs, history and summaries."""
-    from assay.store.rundir import RunWriter
-
-    store = _store()
-    run = store.load(run_ref, samples=False)
-    run.info.label = text
-    RunWriter(run.path, run.info).save_info()  # an atomic rewrite of run.json
-    try:
-        index = Index(store.home / "assay.db")
-        index.sync(store)
-        index.close()
-    except AssayError as exc:  # the run directory is the truth; the index can be rebuilt
-        err.print(Text(f"warning: {exc}"))
-    err.print(Text(f"run {run.info.run_id} labelled {text!r}"))
+    emit(summary_sections(bests, rows, one_line(rows)), fmt)
 
 
 def register(app: typer.Typer) -> None:
@@ -416,8 +292,6 @@ def register(app: typer.Typer) -> None:
     app.command("compare")(compare)
     app.command("references")(references)
     app.command("summary")(summary)
-    app.command("history")(history)
-    app.command("label")(label)
 
 
-__all__ = ["register"]
+__all__ = ["emit", "err", "parse_tolerances", "register", "run_store"]

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from assay.analysis.verdict import Measured, param
+from assay.analysis.refcompare import param
+from assay.analysis.verdict import Measured
 from assay.units import format_value, human_bytes, metric_info
 
 # The metrics a best-of table shows, in the order a reader expects (memory, compute, network,
