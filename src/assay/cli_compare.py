@@ -252,6 +252,8 @@ def _add(name: str, run_ref: str, force: bool) -> None:
         tmp.replace(path)
     except OSError as exc:
         raise AssayError(f"cannot write {path}: {exc.strerror}") from None
+    with contextlib.suppress(OSError):  # another 'add' may be writing there right now
+        staging.rmdir()
     err.print(Text(f"wrote {path}: {len(figures)} figures from run {run.info.run_id}"))
     err.print(Text(f"compare with it: assay compare RUN --ref {name}"))
 
