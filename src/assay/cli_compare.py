@@ -7,6 +7,7 @@ Registered on the main typer app by ``register(app)``; the work is done by pure 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Annotated
 
