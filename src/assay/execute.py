@@ -93,6 +93,18 @@ class _StopSignals:
 _STOP = _StopSignals()
 
 
+def stop_signals():
+    """Install the stop handlers for a run loop (``execute``, ``repeat_auto``): SIGTERM and
+    SIGHUP then stop a run as Ctrl-C does (KeyboardInterrupt carrying ``signum``)."""
+    _STOP.received = _STOP.pending = None
+    return _STOP.installed()
+
+
+def stop_received() -> int:
+    """The stop signal received in this run loop (SIGINT when a plain Ctrl-C raised)."""
+    return _STOP.received or signal.SIGINT
+
+
 @dataclass
 class RunOutcome:
     info: RunInfo
@@ -278,8 +290,7 @@ def execute(
     outcome = RunOutcome(info=writer.info)
     cores = cores or os.cpu_count()
     status = "complete"
-    _STOP.received = _STOP.pending = None
-    with _STOP.installed():
+    with stop_signals():
         in_flight: Job | None = None
         try:
             for i, job in enumerate(jobs, start=1):
@@ -292,7 +303,7 @@ def execute(
                 if on_end:
                     on_end(i, len(jobs), job, result)
                 if result.status == "interrupted":
-                    outcome.stop_signal = _STOP.received or signal.SIGINT
+                    outcome.stop_signal = stop_received()
                     status = "interrupted"
                     break
                 if writer.disk_full:
@@ -315,17 +326,21 @@ def execute(
             with contextlib.suppress(StoreError), _STOP.deferred():
                 writer.finish("failed")
             raise
-        if status == "interrupted":
-            cut = [r.job_id for r in outcome.results if r.status == "interrupted"]
-            not_run = len(jobs) - len(outcome.results)
-            writer.note(
-                f"{stop_reason(outcome.stop_signal)}"
-                + (f"; cut short: {', '.join(cut)}" if cut else "")
-                + (f"; {not_run} job(s) not run" if not_run else "")
-            )
-        with _STOP.deferred():
-            writer.finish(status)
+        finish_run(writer, outcome, status, len(jobs) - len(outcome.results))
     return outcome
+
+
+def finish_run(writer: RunWriter, outcome: RunOutcome, status: str, not_run: int = 0) -> None:
+    """The run's final state; a stopped run's note says by what, and which jobs were cut."""
+    if status == "interrupted":
+        cut = [r.job_id for r in outcome.results if r.status == "interrupted"]
+        writer.note(
+            f"{stop_reason(outcome.stop_signal or signal.SIGINT)}"
+            + (f"; cut short: {', '.join(cut)}" if cut else "")
+            + (f"; {not_run} job(s) not run" if not_run else "")
+        )
+    with _STOP.deferred():
+        writer.finish(status)
 
 
 def _disk_full(writer: RunWriter, job: Job, left: int) -> StoreError:
