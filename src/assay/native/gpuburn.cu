@@ -526,6 +526,9 @@ class Barrier {
 
 static std::mutex out_mutex;
 
+/* Figures that change from one repetition to the next (GEMM and element counts, the throttle
+ * mask) are written as floats: assay groups a measurement's repetitions by its integer and
+ * string params, and these must not split them. */
 static void report(const Options &o, int device, const char *name, const Result &r)
 {
     std::lock_guard<std::mutex> lock(out_mutex);
@@ -543,7 +546,7 @@ static void report(const Options &o, int device, const char *name, const Result 
             .integer("warmup_intervals", o.warmup)
             .integer("slots", r.slots)
             .integer("memory_bytes", (long long)r.bytes)
-            .integer("gemms", r.gemms)
+            .num("gemms", (double)r.gemms)
             .end(&s);
     }
     CpLine("gpu.errors", (double)(r.errors + r.spot_errors))
@@ -551,9 +554,9 @@ static void report(const Options &o, int device, const char *name, const Result 
         .str("name", name)
         .str("precision", r.precision.c_str())
         .str("verdict", faulty ? "FAULTY" : "OK")
-        .integer("compared_elements", (long long)r.compared)
-        .integer("mismatches", (long long)r.errors)
-        .integer("spot_check_failures", (long long)r.spot_errors)
+        .num("compared_elements", (double)r.compared)
+        .num("mismatches", (double)r.errors)
+        .num("spot_check_failures", (double)r.spot_errors)
         .num("tolerance", prec.repro_tol)
         .end();
     struct {
@@ -570,7 +573,7 @@ static void report(const Options &o, int device, const char *name, const Result 
         CpLine line(t.metric, s.mean);
         line.integer("gpu", device).str("name", name).str("precision", r.precision.c_str());
         if (t.values == &r.telemetry.sm_hz)
-            line.integer("clock_event_reasons", (long long)r.telemetry.reasons);
+            line.num("clock_event_reasons", (double)r.telemetry.reasons);
         line.end(&s);
     }
     if (faulty)
