@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from assay.model import System
+from assay.system import software
 from assay.system._context import Context
 
 # Fields of `nvidia-smi --query-gpu` (compute_cap needs driver >= 510; older ones fall back).
@@ -97,18 +98,18 @@ def parse_gpu_rows(text: str) -> list[dict[str, Any]]:
 
 
 def gpus(ctx: Context) -> list[dict[str, Any]] | None:
-    """NVIDIA GPUs, one dict each; [] when nvidia-smi is absent."""
+    """NVIDIA GPUs, one dict each; [] when nvidia-smi is absent.
+
+    A driver that does not know one of ``GPU_FIELDS`` (compute_cap before 510) refuses the
+    whole query: the inventory then falls back on the basic one (name, memory, driver, clock),
+    and the probes' build asks nvcc for the architecture (``-arch=native``).
+    """
     path = ctx.which("nvidia-smi")
     if not path:
         return []
     out = ctx.run([path, f"--query-gpu={','.join(GPU_FIELDS)}", "--format=csv,noheader,nounits"])
-    if out is None:
-        ctx.note("gpus: nvidia-smi is present but the query failed (driver not loaded?)")
-        return None
-    found = parse_gpu_rows(out)
-    if not found and out.strip():
-        ctx.note(f"gpus: unexpected nvidia-smi output {out.strip()[:120]!r}")
-    return found
+    found = parse_gpu_rows(out or "")
+    return found if found else software.gpus(ctx)
 
 
 def nvcc_version(text: str | None) -> str | None:
