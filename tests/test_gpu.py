@@ -42,6 +42,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             cuda_build("gpuburn.cu", list(COMPILE_CHECK_CAPS), ("-lcublas", "-ldl")), [], cache
         ),
         "gpumem": build_probe(cuda_build("gpumem.cu", list(COMPILE_CHECK_CAPS)), [], cache),
+        "ncclbench": build_probe(
+            cuda_build("ncclbench.cu", list(COMPILE_CHECK_CAPS), ("-lnccl",)), [], cache
+        ),
     }
 
 
@@ -49,19 +52,19 @@ def _run(exe: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize("probe", ["gpuburn", "gpumem"])
+@pytest.mark.parametrize("probe", ["gpuburn", "gpumem", "ncclbench"])
 def test_cuda_probes_compile_link_and_answer_help_and_bad_args(built, probe):
     exe = built[probe]
     assert exe.exists() and "-gencode" in (exe.parent / "build.txt").read_text()
     helped = _run(exe, "--help")
     assert helped.returncode == 0 and "usage:" in helped.stdout
-    bad = _run(exe, "--reps" if probe == "gpumem" else "--n", "10k")
+    bad = _run(exe, {"gpumem": "--reps", "gpuburn": "--n", "ncclbench": "--iters"}[probe], "10k")
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.startswith(f"{probe}: ") and "10k" in bad.stderr
 
 
 @pytest.mark.skipif(HAS_GPU, reason="this machine has a GPU: no GPU-less failure to see")
-@pytest.mark.parametrize("probe", ["gpuburn", "gpumem"])
+@pytest.mark.parametrize("probe", ["gpuburn", "gpumem", "ncclbench"])
 def test_without_a_gpu_the_binaries_exit_1_naming_why(built, probe):
     proc = _run(built[probe])
     assert proc.returncode == 1 and proc.stdout == ""
@@ -81,9 +84,9 @@ def test_a_compile_error_is_shown_verbatim(tmp_path: Path):
 def test_gpu_suite_without_a_gpu_is_skipped_and_the_run_completes(assay_home: Path):
     proc = run_cli("run", "gpu", home=assay_home)
     assert proc.returncode == 0, proc.stderr
-    assert "2 skipped" in proc.stderr and "no GPU found (nvidia-smi" in proc.stderr
+    assert "3 skipped" in proc.stderr and "no GPU found (nvidia-smi" in proc.stderr
     doc = json.loads(run_cli("report", "-f", "json", home=assay_home).stdout)
-    assert [j["status"] for j in doc["jobs"]] == ["skipped", "skipped"]
+    assert [j["status"] for j in doc["jobs"]] == ["skipped"] * 3
     assert doc["run"]["status"] == "complete"
 
 
@@ -155,7 +158,7 @@ def test_plan_builds_for_the_cards_compute_capabilities():
 
 
 def test_plan_skips_without_a_gpu_or_a_named_gpu_missing():
-    for name in ("gpu_burn", "gpu_mem"):
+    for name in ("gpu_burn", "gpu_mem", "nccl"):
         probe = get_probe(name)
         (draft,) = probe.drafts(probe.Params(), PlanContext(System()), mpis=[], ranks=None)
         assert draft.skip_reason == "no GPU found (nvidia-smi not found): GPU job skipped"
@@ -163,6 +166,12 @@ def test_plan_skips_without_a_gpu_or_a_named_gpu_missing():
             probe.Params(gpus=[3]), PlanContext(System(gpus=[H100])), mpis=[], ranks=None
         )
         assert "GPU 3 not found" in (draft.skip_reason or "")
+    nccl = get_probe("nccl")
+    (one,) = nccl.drafts(nccl.Params(), PlanContext(System(gpus=[H100])), mpis=[], ranks=None)
+    assert "need 2 GPUs or more, this node has 1" in (one.skip_reason or "")
+    two = System(gpus=[H100, {**H100, "index": 1}])
+    (both,) = nccl.drafts(nccl.Params(), PlanContext(two), mpis=[], ranks=None)
+    assert both.skip_reason is None and both.build.libs == ("-lnccl",)
     assert "driver" in (no_gpu_reason(System(tools={"nvidia-smi": "/usr/bin/nvidia-smi"})) or "")
 
 
@@ -198,3 +207,16 @@ def test_parse_and_report_burn_and_memory_samples():
     assert mem_rows[1][1] == "host→device pinned 1 GiB" and mem_rows[1][2] == "54.6"
     assert mem_rows[2][1].startswith("GPU 0→GPU 1 (peer)")
     assert gpu_tables([]) == []
+
+
+def test_nccl_samples_carry_the_nccl_tests_parser_names_and_units():
+    text = (FIXTURES / "ncclbench-contract-example.jsonl").read_text()
+    samples = get_probe("nccl").parse(text, _job("nccl"))
+    by_metric = {s.metric: s for s in samples}
+    assert by_metric["gpu.nccl.all_reduce.busbw"].unit == "B/s"
+    assert by_metric["gpu.nccl.all_reduce.time"].unit == "s"
+    assert by_metric["gpu.nccl.all_reduce.time"].better == "lower"
+    # algbw = size / time, as nccl-tests defines it
+    time_s = by_metric["gpu.nccl.all_reduce.time"].value
+    algbw = by_metric["gpu.nccl.all_reduce.algbw"]
+    assert algbw.value == pytest.approx(algbw.params["size"] / time_s, rel=1e-3)
