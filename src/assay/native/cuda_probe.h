@@ -36,7 +36,11 @@ static void cp_die(int code, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
-    exit(code);
+    /* _Exit, not exit: another host thread may be inside CUDA, and running CUDA's teardown
+     * under it can hang; what was printed is flushed first. */
+    fflush(stdout);
+    fflush(stderr);
+    _Exit(code);
 }
 
 static void cp_note(const char *fmt, ...)

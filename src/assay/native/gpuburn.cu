@@ -478,11 +478,10 @@ static Result burn(const Options &o, int device, const std::string &pname, cubla
         if (interval == o.warmup)
             measuring = true;
     }
-    measuring = true; /* a run shorter than its warm-up still gets one sample */
-    if (nh)
-        sample_once(nh, r.telemetry);
     stop = true;
     sampler.join();
+    if (nh && r.telemetry.sm_hz.empty()) /* a run shorter than its warm-up: one sample */
+        sample_once(nh, r.telemetry);
     if (r.rates.empty())
         cp_note("GPU %d %s: %d intervals, all warm-up: give a longer --duration", device,
                 pname.c_str(), interval);
