@@ -26,7 +26,7 @@ arrivals (``rate_process=poisson``: exponential inter-arrival times, Vdbench's d
 ``distribution=exponential``). The concurrency stays that of the max run: like Vdbench's
 ``threads=``, ``iodepth × numjobs`` bounds the I/Os outstanding at any rate. With
 ``max_latency_ms`` the curve stops after the first point whose mean latency passes it. After the
-curve a ``curve-summary`` sample names the knee (``assay.analysis.models.find_knee``) and the
+curve a ``curve-summary`` sample names the knee (``assay.analysis.knee.find_knee``) and the
 plot, ``curve-<workload>.svg`` / ``.png`` in the current directory.
 
 Every point's samples carry the point's totals over directions (``point_iops``,

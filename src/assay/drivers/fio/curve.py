@@ -42,7 +42,7 @@ def littles_params(
         return out
     # Imported here, not at the top: numpy's import is a tenth of a second the driver would
     # otherwise spend before fio starts (bench/fio_overhead.py measures that overhead).
-    from assay.analysis.models import littles_law_check
+    from assay.analysis.queueing import littles_law_check
 
     check = littles_law_check(fig.iops, fig.latency_s, expected)
     out["outstanding_measured"] = round(check.measured_concurrency, 4)
@@ -68,7 +68,7 @@ def knee_params(points: list[tuple[int, PointFigures]], method: str) -> dict[str
     usable = [(p, f) for p, f in points if f.latency_s and f.latency_s > 0]
     if len(usable) < 3:
         return {"knee_note": f"no knee: {len(usable)} curve point(s), 3 needed"}
-    from assay.analysis.models import InsufficientDataError, find_knee  # numpy: see above
+    from assay.analysis.knee import InsufficientDataError, find_knee  # numpy: see above
 
     try:
         knee = find_knee(
