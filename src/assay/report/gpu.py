@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from assay.analysis.stats import Figure
-from assay.report.tables import Table  # report/table.py after the report reorganisation
+from assay.report.table import Table
 from assay.units import format_value, human_bytes
 
 PRECISION_ORDER = ("fp64", "fp32", "tf32", "fp16", "bf16")
