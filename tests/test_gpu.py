@@ -220,3 +220,20 @@ def test_nccl_samples_carry_the_nccl_tests_parser_names_and_units():
     time_s = by_metric["gpu.nccl.all_reduce.time"].value
     algbw = by_metric["gpu.nccl.all_reduce.algbw"]
     assert algbw.value == pytest.approx(algbw.params["size"] / time_s, rel=1e-3)
+
+
+def test_the_report_shows_the_gpu_tables_and_no_gpu_figure_falls_to_other():
+    from pathlib import Path
+
+    from assay.model import RunInfo, System
+    from assay.report.build import build_tables
+    from assay.store.rundir import LoadedRun
+
+    burn = get_probe("gpu_burn").parse(BURN_LINES, _job("gpu_burn"))
+    mem = get_probe("gpu_mem").parse(MEM_LINES, _job("gpu_mem"))
+    run = LoadedRun(
+        RunInfo("r", "2026-11-23T00:00:00Z", "gpu"), Path("."), System(), samples=burn + mem
+    )
+    keys = [t.key for t in build_tables(run)]
+    assert "gpu-burn" in keys
+    assert not any(k.startswith("other") for k in keys), keys
