@@ -325,6 +325,13 @@ def test_memlat_rejects_bad_arguments(memlat_exe: Path, args: list[str]):
     assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.startswith("memlat:")
 
 
+def test_memlat_sizes_take_binary_suffixes(memlat_exe: Path):
+    proc = _memlat(memlat_exe, "--min-bytes", "32K", "--max-bytes", "64K", "--min-time", "0.001")
+    assert proc.returncode == 0, proc.stderr
+    sizes = [json.loads(line)["params"]["working_set_bytes"] for line in proc.stdout.splitlines()]
+    assert sizes == [32768, 46336, 65536]
+
+
 def test_memlat_help(memlat_exe: Path):
     proc = _memlat(memlat_exe, "--help")
     assert proc.returncode == 0 and "--steps-per-doubling" in proc.stdout

@@ -165,6 +165,17 @@ def compiler_for(build: Build, mpis: list[MpiInfo]) -> Compiler:
     raise ToolchainError(f"toolchain {build.toolchain!r} not found", hint=INSTALL_HINT)
 
 
+def keyed_text(source: Path) -> bytes:
+    """What a build's cache key hashes of its sources: the probe's source, then every header
+    beside it (probe.h, jsonl.h, ...) by name and content, in name order. A change to a shared
+    header recompiles every probe that may include it; naming each one keeps a rename or a
+    move of text between headers from hashing the same."""
+    text = source.read_bytes()
+    for header in sorted(source.parent.glob("*.h")):
+        text += b"\0" + header.name.encode() + b"\0" + header.read_bytes()
+    return text
+
+
 def cache_key(source_text: bytes, compiler: Compiler, build: Build) -> str:
     h = hashlib.sha256()
     for part in (source_text, compiler.command.encode(), compiler.identity.encode()):
@@ -177,12 +188,8 @@ def cache_key(source_text: bytes, compiler: Compiler, build: Build) -> str:
 def build_probe(build: Build, mpis: list[MpiInfo], cache_dir: Path | None = None) -> Path:
     """The path of the compiled probe, compiling it only when its key is not cached yet."""
     source = native_source(build.source)
-    text = source.read_bytes()
-    # Headers next to the source are part of the key: a change to one recompiles its users.
-    for header in sorted(source.parent.glob("*.h")):
-        text += header.read_bytes()
     compiler = compiler_for(build, mpis)
-    key = cache_key(text, compiler, build)
+    key = cache_key(keyed_text(source), compiler, build)
     out_dir = (cache_dir or assay_home() / "cache") / key
     exe = out_dir / Path(build.source).stem
     if exe.exists():
