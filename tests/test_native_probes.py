@@ -384,6 +384,8 @@ def test_stream_reports_four_validated_kernels(stream: Built, threads: int):
         p, st = obj["params"], obj["stats"]
         assert p["threads"] == threads
         assert p["elements"] == n and p["array_bytes"] == 8 * n and p["ntimes"] == ntimes
+        # McCalpin's layout: static a[N], b[N], c[N] back to back (issue 13, Copy 0.91)
+        assert p["array_stride_bytes"] == 8 * n
         assert 0 < p["min_time"] <= p["avg_time"] <= p["max_time"]
         assert 0 < p["timer_resolution"] < p["min_time"]
         # the first iteration is not counted
@@ -394,6 +396,12 @@ def test_stream_reports_four_validated_kernels(stream: Built, threads: int):
         assert obj["value"] == pytest.approx(st["max"], rel=1e-12)
         assert st["min"] == pytest.approx(moved / p["max_time"], rel=1e-12)
         assert set(st) == {"n", "min", "max", "mean", "median", "stddev"}
+
+
+def test_stream_offset_pads_each_array_as_streams_offset(stream: Built):
+    proc = run([str(stream.exe), "--elements", "100000", "--ntimes", "2", "--offset", "56"])
+    for obj in measurements(proc):
+        assert obj["params"]["array_stride_bytes"] == 8 * (100_000 + 56)
 
 
 @pytest.mark.slow

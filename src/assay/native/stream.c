@@ -47,7 +47,7 @@ static const int kernel_arrays[NKERNELS] = {2, 2, 3, 3};
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: stream [--elements N] [--ntimes K]\n"
+            "usage: stream [--elements N] [--ntimes K] [--offset E]\n"
             "\n"
             "STREAM Copy/Scale/Add/Triad (McCalpin's rules), OpenMP, JSON Lines on stdout.\n"
             "\n"
@@ -55,6 +55,8 @@ static void usage(FILE *f)
             "  --elements N   doubles per array (default %lld); STREAM's rule: each array\n"
             "                 at least 4x the sum of all last-level caches\n"
             "  --ntimes K     iterations, K >= 2; the first is not counted (default %d)\n"
+            "  --offset E     STREAM's OFFSET: elements of padding after each array, which\n"
+            "                 shifts their relative alignment (default 0, as stream.c)\n"
             "  --help         this text\n"
             "\n"
             "Threads, binding and placement come from OMP_NUM_THREADS, OMP_PROC_BIND,\n"
@@ -112,7 +114,7 @@ static int check_array(const char *name, const double *x, long long n, double ex
 
 int main(int argc, char **argv)
 {
-    long long n = DEFAULT_ELEMENTS, ntimes = DEFAULT_NTIMES;
+    long long n = DEFAULT_ELEMENTS, ntimes = DEFAULT_NTIMES, offset = 0;
     int corrupt = -1; /* hidden --corrupt-for-test a|b|c: proves validation can fail */
     static const char *const arrays[] = {"a", "b", "c", NULL};
     const probe_option opts[] = {
@@ -120,6 +122,7 @@ int main(int argc, char **argv)
         {"--elements", PROBE_INT, &n, .min = 1, .max = (long long)(SIZE_MAX / 8 / 3),
          .expect = "a positive integer"},
         {"--ntimes", PROBE_INT, &ntimes, .min = 2, .max = 1000000, .expect = "an integer >= 2"},
+        {"--offset", PROBE_INT, &offset, .min = 0, .max = 1 << 20},
         {"--corrupt-for-test", PROBE_CHOICE, &corrupt, .choices = arrays},
         PROBE_END,
     };
@@ -143,15 +146,21 @@ int main(int argc, char **argv)
         return PROBE_USAGE;
     }
 
-    double *arr[3] = {NULL, NULL, NULL};
+    /* McCalpin's layout: stream.c declares `static double a[N+OFFSET], b[N+OFFSET],
+     * c[N+OFFSET]`, three arrays back to back, so b starts (N + OFFSET) * 8 bytes after a.
+     * One block laid out the same way gives the arrays the same relative alignment as the
+     * reference for the same N - which decides which cache sets, DRAM channels and banks the
+     * streams share - instead of three 2 MiB-aligned blocks whose a[j], b[j], c[j] all share
+     * their low 21 address bits.  The block itself is 2 MiB-aligned for huge pages. */
     size_t bytes = (size_t)n * sizeof(double);
-    for (int i = 0; i < 3; i++) {
-        int rc = posix_memalign((void **)&arr[i], ALIGNMENT, bytes);
-        if (rc) {
-            probe_error("cannot allocate 3 arrays of %zu bytes: %s", bytes, strerror(rc));
-            return PROBE_RUNTIME;
-        }
+    size_t stride = (size_t)(n + offset);
+    double *block = NULL;
+    int rc = posix_memalign((void **)&block, ALIGNMENT, 3 * stride * sizeof(double));
+    if (rc) {
+        probe_error("cannot allocate 3 arrays of %zu bytes: %s", bytes, strerror(rc));
+        return PROBE_RUNTIME;
     }
+    double *arr[3] = {block, block + stride, block + 2 * stride};
     double *a = arr[0], *b = arr[1], *c = arr[2];
 
     int threads = 1;
@@ -257,6 +266,7 @@ int main(int argc, char **argv)
         jl_param_long("threads", threads);
         jl_param_long("elements", n);
         jl_param_long("array_bytes", (long long)bytes);
+        jl_param_long("array_stride_bytes", (long long)((char *)b - (char *)a));
         jl_param_long("ntimes", ntimes);
         jl_param_double("min_time", mint);
         jl_param_double("avg_time", sumt / (double)(ntimes - 1));
@@ -268,8 +278,6 @@ int main(int argc, char **argv)
 
     free(times);
     free(rates);
-    free(a);
-    free(b);
-    free(c);
+    free(block);
     return 0;
 }

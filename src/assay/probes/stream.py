@@ -33,6 +33,9 @@ DomainScope = Literal["l3", "numa"]
 class StreamParams(ProbeParams):
     elements: int | None = Field(default=None, ge=1000, description="per array; default: auto")
     ntimes: int = Field(default=10, ge=2, description="iterations; the first is not counted")
+    offset: int = Field(
+        default=0, ge=0, le=1 << 20, description="STREAM's OFFSET: padding elements per array"
+    )
     threads: int | Literal["all"] = "all"
     bind: str = Field(default="spread", description="OMP_PROC_BIND")
     places: str = Field(default="cores", description="OMP_PLACES")
@@ -126,13 +129,18 @@ def numa_domains(system: System, core_of: dict[int, int]) -> list[Domain]:
     return out
 
 
-def domain_argv(domain: Domain, elements: int, ntimes: int) -> list[str]:
+def offset_argv(offset: int) -> list[str]:
+    """``--offset`` only when set, so default command lines read as they always did."""
+    return ["--offset", str(offset)] if offset else []
+
+
+def domain_argv(domain: Domain, elements: int, ntimes: int, offset: int = 0) -> list[str]:
     """numactl pins the instance to the domain's cores and its arrays to the domain's memory,
     so first touch cannot place a page elsewhere."""
     mem = f"--membind={format_cpulist(domain.membind)}" if domain.membind else "--localalloc"
     return [
         "numactl", mem, f"--physcpubind={format_cpulist(domain.cpus)}",
-        "{exe}", "--elements", str(elements), "--ntimes", str(ntimes),
+        "{exe}", "--elements", str(elements), "--ntimes", str(ntimes), *offset_argv(offset),
     ]  # fmt: skip
 
 
@@ -144,7 +152,7 @@ def domain_draft(domain: Domain, params: StreamParams) -> JobDraft:
     # An explicit place per pinned CPU: the threads cannot leave the domain, one per core.
     places = ",".join(f"{{{c}}}" for c in domain.cpus)
     return JobDraft(
-        argv=domain_argv(domain, elements, params.ntimes),
+        argv=domain_argv(domain, elements, params.ntimes, params.offset),
         params={
             "scope": domain.scope,
             "domain": domain.id,
@@ -221,8 +229,9 @@ class StreamProbe(Probe):
             "OMP_PROC_BIND": params.bind,
             "OMP_PLACES": params.places,
         }
+        argv = ["{exe}", "--elements", str(elements), "--ntimes", str(params.ntimes)]
         return JobDraft(
-            argv=["{exe}", "--elements", str(elements), "--ntimes", str(params.ntimes)],
+            argv=argv + offset_argv(params.offset),
             params={
                 "scope": "node",
                 "threads": threads,
