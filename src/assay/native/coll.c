@@ -30,6 +30,7 @@
 
 #include "jsonl.h"
 #include "probe.h"
+#include "osu.h"
 
 enum op { ALLREDUCE, ALLTOALL, ALLGATHER, BCAST, REDUCE, BARRIER, NOPS };
 static const char *const op_names[NOPS] = {"allreduce", "alltoall", "allgather",
@@ -98,16 +99,9 @@ static int parse(int argc, char **argv, options *o)
     o->large_threshold = DEFAULT_LARGE_THRESHOLD;
     const char *const ops[NOPS + 1] = {op_names[0], op_names[1], op_names[2], op_names[3],
                                        op_names[4], op_names[5], NULL};
-    /* INT_MAX: MPI counts are ints */
     const probe_option opts[] = {
         {"--op", PROBE_CHOICE, &op, .choices = ops},
-        {"--min-size", PROBE_SIZE, &o->min_size, .min = 0, .max = INT_MAX},
-        {"--max-size", PROBE_SIZE, &o->max_size, .min = 0, .max = INT_MAX},
-        {"--iterations", PROBE_INT, &o->iterations, .min = 1, .max = INT_MAX},
-        {"--warmup", PROBE_INT, &o->warmup, .min = 0, .max = INT_MAX},
-        {"--iterations-large", PROBE_INT, &o->iterations_large, .min = 1, .max = INT_MAX},
-        {"--warmup-large", PROBE_INT, &o->warmup_large, .min = 0, .max = INT_MAX},
-        {"--large-threshold", PROBE_SIZE, &o->large_threshold, .min = 0, .max = INT_MAX},
+        OSU_LOOP_OPTIONS(o),
         {"--corrupt-for-test", PROBE_INT, &corrupt, .min = 0, .max = 1},
         PROBE_END,
     };
@@ -248,11 +242,9 @@ static long long check_op(const options *o, long long size, void *sbuf, void *rb
 int main(int argc, char **argv)
 {
     /* --help works without a launcher and before MPI starts. */
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage();
-            return PROBE_OK;
-        }
+    if (probe_help_requested(argc, argv)) {
+        usage();
+        return PROBE_OK;
     }
 
     MPI_Init(&argc, &argv);
@@ -292,7 +284,7 @@ int main(int argc, char **argv)
     memset(sbuf, 1, bufsize);
     memset(rbuf, 0, bufsize);
 
-    for (long long size = o.min_size; size <= o.max_size; size = probe_next_size(size)) {
+    for (long long size = o.min_size; size <= o.max_size; size = osu_next_size(size)) {
         int large = size > o.large_threshold;
         long long iters = large ? o.iterations_large : o.iterations;
         long long warm = large ? o.warmup_large : o.warmup;
@@ -349,7 +341,7 @@ int main(int argc, char **argv)
             jl_end(&st, JL_ALL);
         }
         if (is_barrier)
-            break; /* probe_next_size(0) is 1: barrier has a single, size-less point */
+            break; /* osu_next_size(0) is 1: barrier has a single, size-less point */
     }
 
     free(sbuf);

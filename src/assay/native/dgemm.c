@@ -401,9 +401,9 @@ static int emit(const result *r, long long n, double min_time, long long min_rep
     return 0;
 }
 
-static void usage(FILE *f)
+static void usage(void)
 {
-    fprintf(f,
+    printf(
             "usage: dgemm [--n N] [--precision d|s|both] [--min-time S] [--reps K] "
             "[--warmup W]\n"
             "\n"
@@ -442,13 +442,7 @@ int main(int argc, char **argv)
         PROBE_END,
     };
     probe_init("dgemm");
-    switch (probe_parse_options(argc, argv, opts)) {
-    case 1:
-        usage(stdout);
-        return PROBE_OK;
-    case -1:
-        return PROBE_USAGE;
-    }
+    probe_options_or_exit(argc, argv, opts, usage);
     int want_d = precision != 1, want_s = precision != 0;
 
     /* Every result is checked before any is printed: a wrong SGEMM withholds the DGEMM too,

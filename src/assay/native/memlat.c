@@ -165,9 +165,9 @@ static long long *working_sets(long long min, long long max, long long steps, lo
     return out;
 }
 
-static void usage(FILE *f)
+static void usage(void)
 {
-    fprintf(f,
+    printf(
             "usage: memlat [--min-bytes N] [--max-bytes N] [--steps-per-doubling K]\n"
             "              [--stride B] [--min-time S] [--repeats R] [--hugepages] [--seed X]\n"
             "\n"
@@ -230,13 +230,7 @@ int main(int argc, char **argv)
         PROBE_END,
     };
     probe_init("memlat");
-    switch (probe_parse_options(argc, argv, opts)) {
-    case 1:
-        usage(stdout);
-        return PROBE_OK;
-    case -1:
-        return PROBE_USAGE;
-    }
+    probe_options_or_exit(argc, argv, opts, usage);
     if (stride % 8 != 0) {
         probe_error("--stride %lld is not a multiple of 8 (a pointer)", stride);
         return PROBE_USAGE;

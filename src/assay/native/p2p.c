@@ -32,6 +32,7 @@
 
 #include "jsonl.h"
 #include "probe.h"
+#include "osu.h"
 
 enum mode { LATENCY, BANDWIDTH, BIBW };
 
@@ -87,18 +88,12 @@ static int parse(int argc, char **argv, options *o)
 {
     static const char *const modes[] = {"latency", "bandwidth", "bibw", NULL};
     int mode = LATENCY;
-    /* -1: unset, the default depends on --mode.  INT_MAX: MPI counts are ints. */
+    /* -1: unset, the default depends on --mode. */
     o->min_size = o->max_size = o->iterations = o->warmup = -1;
     o->iterations_large = o->warmup_large = o->large_threshold = o->window = -1;
     const probe_option opts[] = {
         {"--mode", PROBE_CHOICE, &mode, .choices = modes},
-        {"--min-size", PROBE_SIZE, &o->min_size, .min = 0, .max = INT_MAX},
-        {"--max-size", PROBE_SIZE, &o->max_size, .min = 0, .max = INT_MAX},
-        {"--iterations", PROBE_INT, &o->iterations, .min = 1, .max = INT_MAX},
-        {"--warmup", PROBE_INT, &o->warmup, .min = 0, .max = INT_MAX},
-        {"--iterations-large", PROBE_INT, &o->iterations_large, .min = 1, .max = INT_MAX},
-        {"--warmup-large", PROBE_INT, &o->warmup_large, .min = 0, .max = INT_MAX},
-        {"--large-threshold", PROBE_SIZE, &o->large_threshold, .min = 0, .max = INT_MAX},
+        OSU_LOOP_OPTIONS(o),
         {"--window", PROBE_INT, &o->window, .min = 1, .max = INT_MAX},
         PROBE_END,
     };
@@ -230,11 +225,9 @@ static void sampled_loop(const exchange *x, long long iters, double *samples)
 int main(int argc, char **argv)
 {
     /* --help works without a launcher and before MPI starts. */
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage();
-            return PROBE_OK;
-        }
+    if (probe_help_requested(argc, argv)) {
+        usage();
+        return PROBE_OK;
     }
 
     MPI_Init(&argc, &argv);
@@ -292,7 +285,7 @@ int main(int argc, char **argv)
     double timer_overhead = probe_timer_overhead(MPI_Wtime, 1000);
     int lat = o.mode == LATENCY;
 
-    for (long long size = o.min_size; size <= o.max_size; size = probe_next_size(size)) {
+    for (long long size = o.min_size; size <= o.max_size; size = osu_next_size(size)) {
         /* OSU: sizes above LARGE_MESSAGE_SIZE use the smaller iteration counts */
         int large = size > o.large_threshold;
         long long iters = large ? o.iterations_large : o.iterations;

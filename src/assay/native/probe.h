@@ -8,8 +8,7 @@
  *       {"--elements", PROBE_INT, &n, .min = 1, .max = LLONG_MAX},
  *       {"--mode", PROBE_CHOICE, &mode, .choices = (const char *const[]){"a", "b", NULL}},
  *       PROBE_END};
- *   switch (probe_parse_options(argc, argv, opts)) { case 1: usage(); return 0;
- *                                                     case -1: return PROBE_USAGE; }
+ *   probe_options_or_exit(argc, argv, opts, usage);     (--help: usage, exit 0; error: exit 2)
  *
  * Options are strict: "10x", "" or an out-of-range value is an error naming the option, never
  * read as 10 or 0.  Sizes in bytes (PROBE_SIZE) take K, M or G (2^10, 2^20, 2^30); lower-case
@@ -322,16 +321,27 @@ static inline int probe_parse_options(int argc, char **argv, const probe_option 
     return 0;
 }
 
-/* ---- message sizes (OSU) ------------------------------------------------------------- */
-
-/* Next message size after `size`, the OSU way: 0 is followed by 1, anything else by the next
- * power of two above it (which is size * 2 when size is a power of two, as in OSU's loop). */
-static inline long long probe_next_size(long long size)
+/* For a probe without MPI: parse argv, or end the process - --help prints the usage and
+ * exits 0, a bad argument (already explained) exits 2. */
+static inline void probe_options_or_exit(int argc, char **argv, const probe_option *opts,
+                                         void (*usage)(void))
 {
-    long long p = 1;
-    while (p <= size)
-        p <<= 1;
-    return p;
+    switch (probe_parse_options(argc, argv, opts)) {
+    case 1:
+        usage();
+        exit(PROBE_OK);
+    case -1:
+        exit(PROBE_USAGE);
+    }
+}
+
+/* --help or -h anywhere in argv: MPI probes answer it before MPI_Init, without a launcher. */
+static inline int probe_help_requested(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return 1;
+    return 0;
 }
 
 #endif /* ASSAY_PROBE_H */

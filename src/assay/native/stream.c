@@ -44,9 +44,9 @@ static const char *const kernel_metric[NKERNELS] = {"memory.copy", "memory.scale
 static const char *const kernel_label[NKERNELS] = {"Copy", "Scale", "Add", "Triad"};
 static const int kernel_arrays[NKERNELS] = {2, 2, 3, 3};
 
-static void usage(FILE *f)
+static void usage(void)
 {
-    fprintf(f,
+    printf(
             "usage: stream [--elements N] [--ntimes K] [--offset E]\n"
             "\n"
             "STREAM Copy/Scale/Add/Triad (McCalpin's rules), OpenMP, JSON Lines on stdout.\n"
@@ -127,13 +127,7 @@ int main(int argc, char **argv)
         PROBE_END,
     };
     probe_init("stream");
-    switch (probe_parse_options(argc, argv, opts)) {
-    case 1:
-        usage(stdout);
-        return PROBE_OK;
-    case -1:
-        return PROBE_USAGE;
-    }
+    probe_options_or_exit(argc, argv, opts, usage);
 
     /* The values grow 15x per iteration; past ~260 iterations they overflow a double and no
      * validation is possible, so refuse up front rather than report an unchecked rate. */
