@@ -20,7 +20,7 @@ from assay.model import Sample, System
 from assay.plan import plan
 from assay.probes import PlanContext, get_probe
 from assay.probes.memlat import default_max_bytes, level_of
-from assay.report.domains import domain_tables, node_figures
+from assay.report.memory import domain_tables, node_figures
 from assay.store.rundir import RunStore
 from assay.suite import load_suite
 from assay.system import Context, PlanFacts, collect_plan_facts

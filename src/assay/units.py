@@ -83,6 +83,10 @@ METRICS: dict[str, MetricInfo] = {
     "compute.sgemm": MetricInfo("flop/s", "higher", "GFLOP/s", "SGEMM"),
     "compute.hpl": MetricInfo("flop/s", "higher", "GFLOP/s", "HPL Rmax"),
     "compute.rpeak": MetricInfo("flop/s", "higher", "GFLOP/s", "Rpeak"),
+    # Derived (assay.analysis.derive), never stored: what compare judges beside the measured.
+    "compute.rpeak_fraction": MetricInfo("1", "higher", "%", "share of Rpeak"),
+    "p2p.hockney.alpha": MetricInfo("s", "lower", "us", "Hockney α (zero-byte latency)"),
+    "p2p.hockney.beta": MetricInfo("B/s", "higher", "MB/s", "Hockney β (asymptotic bandwidth)"),
     "compute.fft": MetricInfo("flop/s", "higher", "GFLOP/s", "FFT"),
     "memory.ptrans": MetricInfo("B/s", "higher", "GB/s", "PTRANS"),
     "memory.randomaccess": MetricInfo("op/s", "higher", "GUP/s", "RandomAccess"),

@@ -1,6 +1,6 @@
 """Run a server and its client (perftest's way: the same tool, with and without a peer name).
 
-    python -m assay.launch.pair --server '["ib_send_lat", "-a"]' \\
+    python -m assay.drivers.pair --server '["ib_send_lat", "-a"]' \\
         --client '["ib_send_lat", "-a", "localhost"]'
 
 The server starts first and gets ``--delay`` seconds to listen; the client's stdout is this
@@ -25,7 +25,7 @@ def _relay(stream, prefix: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="assay.launch.pair", description=__doc__)
+    ap = argparse.ArgumentParser(prog="assay.drivers.pair", description=__doc__)
     ap.add_argument("--server", required=True, help="JSON argv of the server")
     ap.add_argument("--client", required=True, help="JSON argv of the client")
     ap.add_argument("--delay", type=float, default=1.0, help="seconds for the server to listen")

@@ -17,7 +17,7 @@ stable because reports, stored runs and suites refer to them. Each becomes one `
 
 Every job reads and writes the same files, one per fio thread: ``filename_format`` names the
 file of clone ``$jobnum`` ``assay-fio-<n>``, so thread n of every workload uses the file that the
-fill wrote, and ``assay.storage.safety`` knows the files as assay's by their names.
+fill wrote, and ``assay.fio.safety`` knows the files as assay's by their names.
 
 The fill is Vdbench's ``FillWrite`` (``seekpct=eof``): one sequential pass writing the whole of
 each file. A read of a never-written region of a sparse file returns zeros without touching
@@ -33,7 +33,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from assay.storage.fiojob import RW, FioJob
+from assay.fio.job import RW, FioJob
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -218,7 +218,7 @@ def rate_per_job(total_iops: float, numjobs: int, rw: str, rwmixread: int | None
 
 CUSTOM_REQUIRED = ("name", "rw", "bs")
 # Fields a custom job may not set: the probe's ``target`` says where assay's files go. A file or
-# device of the user's own is named by ``filename`` (and checked by assay.storage.safety).
+# device of the user's own is named by ``filename`` (and checked by assay.fio.safety).
 CUSTOM_FORBIDDEN = frozenset({"directory"})
 
 

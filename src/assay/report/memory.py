@@ -1,9 +1,9 @@
-"""Memory tables per domain: STREAM per L3 domain / NUMA node, and the latency ladder.
+"""Memory tables: STREAM for the node and per domain, and the load-latency ladder.
 
-``domain_tables`` turns folded figures into two tables, in the layout the seed pages use: a
-STREAM row per domain with the "Triad 260 GB/s (32–33 GB/s per CCX)" line under it, and an
-MLC/lat_mem_rd-style ladder of load latency against working set. The node-wide STREAM figure
-stays in ``stream_table``; here it is only quoted in the summary line.
+``stream_table`` is STREAM's own table for the whole node. ``domain_tables`` adds, in the
+layout the seed pages use, a STREAM row per L3 domain / NUMA node with the "Triad 260 GB/s
+(32–33 GB/s per CCX)" line under it (the node figure quoted from the node-wide run), and an
+MLC/lat_mem_rd-style ladder of load latency against working set.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assay.analysis.domains import (
     SLOW_THRESHOLD,
@@ -21,17 +21,71 @@ from assay.analysis.domains import (
 )
 from assay.analysis.stats import Figure
 from assay.model import JobResult, System
-from assay.report import tables as _tables  # a module: see the note below
+from assay.report.table import Table, commands_of, count, format_size, pct, variation
 from assay.units import format_value
+from assay.vocab import DOMAIN_SCOPES, STREAM_KERNELS
 
-# tables.py is imported as a module, not by name: build_tables may import this module while
-# tables.py is itself half-initialised, and its names are only needed at call time.
 
-if TYPE_CHECKING:
-    from assay.report.tables import Table
+def stream_table(figures: list[Figure]) -> Table | None:
+    by_kernel = {f.sample.metric.split(".")[1]: f for f in figures if f.sample.probe == "stream"}
+    if not by_kernel:
+        return None
+    rows = []
+    for kernel in STREAM_KERNELS:
+        fig = by_kernel.get(kernel)
+        if fig is None:
+            continue
+        # Every column of a row from one repetition (the median by rate), so the rate and the
+        # minimum time it was computed from agree.
+        rep = fig.median_member()
+        p = rep.params
+        rows.append(
+            [
+                kernel.capitalize(),
+                format_value(rep.value, "GB/s"),
+                format_value(rep.value, "MB/s", 1),
+                f"{p.get('avg_time', 0):.6f}",
+                f"{p.get('min_time', 0):.6f}",
+                f"{p.get('max_time', 0):.6f}",
+                count(fig),
+                pct(variation(fig)),
+            ]
+        )
+    p = next(iter(by_kernel.values())).sample.params
+    how = f"{p.get('threads', '?')} threads"
+    if "bind" in p:
+        how += f" (OMP_PROC_BIND={p['bind']}, OMP_PLACES={p.get('places', '?')})"
+    if "elements" in p:
+        how += f"; {p['elements']} elements per array ({8 * int(p['elements']) / 2**20:.0f} MiB)"
+    if "ntimes" in p:
+        how += f"; best rate from the minimum time of {p['ntimes']} iterations, the first excluded"
+    reps = max(f.repetitions for f in by_kernel.values())
+    notes = [
+        how + "; solution validated.",
+        *(
+            [
+                f"{reps} repetitions: each row is the repetition with the median rate, its "
+                "rate and its times together (not a median of each column)."
+            ]
+            if reps > 1
+            else []
+        ),
+        "MB/s = 10^6 B/s as STREAM prints it; variation = coefficient of variation of the "
+        "per-iteration rates (or of the repetitions).",
+    ]
+    cols = [
+        "Function",
+        "Best Rate GB/s",
+        "Best Rate MB/s",
+        "Avg time s",
+        "Min time s",
+        "Max time s",
+        "n",
+        "variation",
+    ]
+    return Table("stream", "Memory bandwidth (STREAM)", cols, rows, notes)
 
-STREAM_KERNELS = ("copy", "scale", "add", "triad")
-DOMAIN_SCOPES = ("l3", "numa")
+
 SCOPE_LABEL = {"l3": "L3", "numa": "NUMA"}
 
 # The metrics each table shows, so the generic "other" table does not repeat them.
@@ -161,17 +215,7 @@ def stream_domain_table(
         notes.append(size_note)
     cols = ["Scope", "Domain", "CPUs", "Threads", "Memory node", "Copy GB/s", "Scale GB/s"]
     cols += ["Add GB/s", "Triad GB/s", "Flag"]
-    return _tables.Table(
-        "stream-domains", "Memory bandwidth per domain (STREAM)", cols, rows, notes
-    )
-
-
-def format_size(n: int) -> str:
-    """A working set: 4 KiB, 5.5 KiB, 1.5 MiB, 2 GiB (3 significant figures)."""
-    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= factor:
-            return f"{n / factor:.3g} {unit}"
-    return f"{n} B"
+    return Table("stream-domains", "Memory bandwidth per domain (STREAM)", cols, rows, notes)
 
 
 def _config_label(params: dict[str, Any]) -> str:
@@ -198,7 +242,7 @@ def latency_ladder_table(figures: list[Figure]) -> Table | None:
         figs = [by_config[c].get(ws) for c in configs]
         level = next((str(f.sample.params.get("level", "?")) for f in figs if f), "?")
         cells = [format_value(f.sample.value, "ns") if f else "–" for f in figs]
-        var = [_tables._pct(_tables._variation(f)) if f else "–" for f in figs]
+        var = [pct(variation(f)) if f else "–" for f in figs]
         rows.append([format_size(ws), level, *cells, *var])
     if len(configs) == 1:
         cols = ["Working set", "Level", "ns per load", "variation"]
@@ -213,9 +257,7 @@ def latency_ladder_table(figures: list[Figure]) -> Table | None:
         "smallest cache the working set fits in (sizes from /sys). With 4 KiB pages the large "
         "sets include TLB misses, as MLC's figures do."
     )
-    return _tables.Table(
-        "memory-latency", "Memory load latency (pointer chasing)", cols, rows, notes
-    )
+    return Table("memory-latency", "Memory load latency (pointer chasing)", cols, rows, notes)
 
 
 def _plateaus(per: dict[int, Figure], config: str) -> str:
@@ -256,7 +298,7 @@ def domain_tables(
     ladder = latency_ladder_table(figures)
     if ladder is not None:
         if results:
-            ladder.commands = _tables.commands_of(results, "memlat")
+            ladder.commands = commands_of(results, "memlat")
         out.append(ladder)
     return out
 
