@@ -91,3 +91,20 @@ def test_the_cache_key_covers_the_shared_headers(tmp_path: Path):
     assert keyed_text(tmp_path / "x.c") != moved
     shipped = keyed_text(native_source("stream.c"))
     assert b"\0probe.h\0" in shipped and b"\0jsonl.h\0" in shipped
+
+
+def test_a_compiler_that_removed_its_output_still_gives_the_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """gcc deletes its output file when it fails (a full disk, say): the build error must
+    still be the compiler's message, not a FileNotFoundError from cleaning up."""
+    compiler = tmp_path / "fake-cc"
+    compiler.write_text(
+        "#!/bin/sh\n"
+        'for a; do case "$prev" in -o) rm -f "$a";; esac; prev="$a"; done\n'
+        'echo "fake-cc: No space left on device" >&2; exit 1\n'
+    )
+    compiler.chmod(0o755)
+    monkeypatch.setenv("CC", str(compiler))
+    with pytest.raises(ToolchainError, match="No space left on device"):
+        build_probe(Build("stream.c", "cc", ("-O2",)), [], cache_dir=tmp_path / "cache")

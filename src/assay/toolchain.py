@@ -16,6 +16,7 @@ once per (source, compiler identity and version, flags) into ``$ASSAY_HOME/cache
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -185,6 +186,12 @@ def cache_key(source_text: bytes, compiler: Compiler, build: Build) -> str:
     return h.hexdigest()[:16]
 
 
+def _remove(path: str) -> None:
+    # A failed compiler may already have deleted its output (gcc does, on a full disk).
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
 def build_probe(build: Build, mpis: list[MpiInfo], cache_dir: Path | None = None) -> Path:
     """The path of the compiled probe, compiling it only when its key is not cached yet."""
     source = native_source(build.source)
@@ -202,10 +209,10 @@ def build_probe(build: Build, mpis: list[MpiInfo], cache_dir: Path | None = None
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        os.unlink(tmp)
+        _remove(tmp)
         raise ToolchainError(f"could not run {compiler.command}: {exc}") from None
     if proc.returncode != 0:
-        os.unlink(tmp)
+        _remove(tmp)
         raise ToolchainError(
             f"compiling {build.source} with {compiler.command} failed:\n"
             f"  $ {' '.join(argv)}\n{proc.stderr.strip()}"
