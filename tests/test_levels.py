@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from assay.analysis.levels import LadderPoint, merge_close, read_levels, segment
+from assay.analysis.levels import LadderPoint, merge_close, read_levels, reading_notes, segment
+from assay.analysis.stats import Figure
+from assay.model import Sample
+from assay.report.memory import latency_ladder_table
 
 KiB, MiB = 2**10, 2**20
 CACHES = {"L1": 32 * KiB, "L2": 1 * MiB, "L3": 32 * MiB}
@@ -121,3 +124,35 @@ def test_merge_close_joins_halves_of_one_level():
     runs = [range(0, 2), range(2, 3), range(3, 5), range(5, 7)]
     assert merge_close(latencies, runs) == runs  # 9 between two 1s: a real outlier stays
     assert merge_close([1.0, 1.0, 1.2, 1.3], [range(0, 2), range(2, 4)]) == [range(0, 4)]
+
+
+def test_the_latency_table_says_where_size_and_measurement_disagree():
+    """issue 13: the ladder labelled a 4 MiB set at 228 ns "L3" with no word of doubt."""
+    pairs = [*CLEAN[:9], (2 * MiB, 15.0), (3 * MiB, 16.0)]
+    pairs += [(4 * MiB, 228.0), (8 * MiB, 230.0), (16 * MiB, 233.0), (64 * MiB, 240.0)]
+    figures = [
+        Figure(
+            Sample.make(
+                "memlat", "memory.latency", p.latency,
+                {"working_set_bytes": p.working_set, "level": p.size_level, "cpu": 0},
+            ),
+            1,
+            None,
+        )
+        for p in ladder(pairs)
+    ]  # fmt: skip
+    table = latency_ladder_table(figures)
+    assert table is not None
+    level = table.columns.index("Level")
+    assert [r[level] for r in table.rows if r[0] == "4 MiB"] == ["L3"]  # the size label stays
+    assert table.notes[1] == (
+        "cpu 0: levels measured from the curve: L1 4 KiB-32 KiB 1.2 ns, "
+        "L2 64 KiB-512 KiB 4.2 ns, L3 2 MiB-3 MiB 15.5 ns, DRAM 4 MiB-64 MiB 231.5 ns"
+    )
+    assert table.notes[2].startswith(
+        "cpu 0: size and measurement disagree: 4 MiB at 228.0 ns: sized for L3, measures as DRAM;"
+    )
+
+
+def test_reading_notes_are_empty_without_points():
+    assert reading_notes(read_levels([]), "cpu 0") == []

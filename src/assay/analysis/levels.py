@@ -192,3 +192,22 @@ def read_levels(
             if may_be and p.size_level != "?" and p.size_level not in may_be
         ]
     return LevelReading(plateaus, transitions, disagreements, note)
+
+
+def reading_notes(reading: LevelReading, label: str) -> list[str]:
+    """What a report says of a reading, one line each: the levels measured, then where size
+    and measurement disagree ("cpu 0: measured levels: L1 4 KiB-32 KiB 1.2 ns, ..."), then
+    the note on unmatched counts. No lines when nothing was read."""
+    if not reading.plateaus:
+        return []
+    levels = ", ".join(
+        f"{p.name} {_bytes(p.first_bytes)}-{_bytes(p.last_bytes)} {p.latency * 1e9:.1f} ns"
+        for p in reading.plateaus
+    )
+    lines = [f"{label}: levels measured from the curve: {levels}"]
+    if reading.disagreements:
+        said = "; ".join(d.describe() for d in reading.disagreements)
+        lines.append(f"{label}: size and measurement disagree: {said}")
+    if reading.note:
+        lines.append(f"{label}: {reading.note}")
+    return lines
