@@ -208,6 +208,7 @@ def run(
     from assay.plan import Overrides, plan
     from assay.probes import PlanContext
     from assay.suite import resolve_suite
+    from assay.system import collect_plan_facts
 
     if on != "local":
         raise AssayError(f"--on {on}: only 'local' is implemented so far")
@@ -225,7 +226,7 @@ def run(
         repeat=1 if auto else (int(repeat) if repeat else None),
     )
     system, mpis = _discover()
-    jobs = plan(spec, PlanContext(system=system, mpis=mpis), overrides)
+    jobs = plan(spec, PlanContext(system=system, mpis=mpis, facts=collect_plan_facts()), overrides)
     if dry_run:
         for job in jobs:
             out.print(f"{job.job_id}: {' '.join(job.argv)}  env={job.env or {}}", markup=False)
