@@ -136,7 +136,8 @@ def compare(
         )  # fmt: skip
         if not comp.rows and not comp.unmatched:
             raise AssayError(f"run {run.info.run_id} has no figures to compare")
-        sections = reference_comparison(comp, reference, run.info.run_id)
+        bad = failing(comp.rows, fail_below=fail_below, fail_on_worse=fail_on == "worse")
+        sections = reference_comparison(comp, reference, run.info.run_id, bad)
     else:
         if run_a is None:
             raise AssayError(
@@ -150,9 +151,9 @@ def compare(
                 f"runs {base.info.run_id} and {new.info.run_id} have no figure in common",
                 hint="compare runs of the same suite (or of suites sharing probes)",
             )
-        sections = run_comparison(comp, base.info.run_id, new.info.run_id)
+        bad = failing(comp.rows, fail_below=fail_below, fail_on_worse=fail_on == "worse")
+        sections = run_comparison(comp, base.info.run_id, new.info.run_id, bad)
     emit(sections, fmt)
-    bad = failing(comp.rows, fail_below=fail_below, fail_on_worse=fail_on == "worse")
     if bad:
         what = f"below {fail_below} x the reference" if fail_below is not None else "worse"
         err.print(Text(f"{len(bad)} figure(s) {what}, beyond what the noise explains"))
@@ -291,7 +292,7 @@ def summary(
 
 
 def register(app: typer.Typer) -> None:
-    """Add these commands to the main app (registered last, so they replace older ones)."""
+    """Add these commands to the main app."""
     app.command("compare")(compare)
     app.command("references")(references)
     app.command("summary")(summary)

@@ -6,7 +6,8 @@ Cells are plain text (never rich markup), so a label such as "[/]" prints as wri
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from rich.table import Table as RichTable
@@ -40,6 +41,15 @@ def _with_unit(value: float | None, unit: str) -> str:
     return "—" if value is None else f"{format_value(value, unit)} {unit}"
 
 
+def _ratio(row: Row) -> str:
+    return "—" if row.ratio is None or not math.isfinite(row.ratio) else f"{row.ratio:.3f}"
+
+
+def _verdict(row: Row, failed: set[int]) -> str:
+    """The verdict, with ✗ on a row that fails the run's --fail-below / --fail-on check."""
+    return row.verdict + (" ✗" if id(row) in failed else "")
+
+
 def _sig(row: Row) -> str:
     if row.test is None:
         return row.significance
@@ -54,7 +64,10 @@ LEGEND = (
 )
 
 
-def reference_comparison(comp: Comparison, ref: ReferenceSet, run_id: str) -> list[Section]:
+def reference_comparison(
+    comp: Comparison, ref: ReferenceSet, run_id: str, failing: Iterable[Row] = ()
+) -> list[Section]:
+    failed = {id(r) for r in failing}
     s = Section(
         f"Run {run_id} against {ref.name}: {ref.title}",
         [
@@ -78,8 +91,8 @@ def reference_comparison(comp: Comparison, ref: ReferenceSet, run_id: str) -> li
                 r.label,
                 r.ref_text,
                 _with_unit(r.ours, r.unit),
-                "—" if r.ratio is None else f"{r.ratio:.3f}",
-                r.verdict,
+                _ratio(r),
+                _verdict(r, failed),
                 _sig(r),
                 str(r.tolerance),
                 r.note,
@@ -108,7 +121,12 @@ def reference_comparison(comp: Comparison, ref: ReferenceSet, run_id: str) -> li
     return [s]
 
 
-def run_comparison(comp: Comparison, base_id: str, new_id: str) -> list[Section]:
+def run_comparison(
+    comp: Comparison, base_id: str, new_id: str, failing: Iterable[Row] = ()
+) -> list[Section]:
+    """One row per figure both runs have (sizes in numeric order: ``verdict.row_order``);
+    figures only one run has, and keys it cannot pair, in the notes."""
+    failed = {id(r) for r in failing}
     s = Section(
         f"{new_id} against {base_id}",
         [
@@ -131,8 +149,8 @@ def run_comparison(comp: Comparison, base_id: str, new_id: str) -> list[Section]
                 format_value(r.ref, r.unit),
                 "—" if r.ours is None else format_value(r.ours, r.unit),
                 r.unit,
-                "—" if r.ratio is None else f"{r.ratio:.3f}",
-                r.verdict,
+                _ratio(r),
+                _verdict(r, failed),
                 _sig(r),
                 str(r.tolerance),
             ]
@@ -142,6 +160,8 @@ def run_comparison(comp: Comparison, base_id: str, new_id: str) -> list[Section]
         s.notes.append(f"only in {new_id}: {metric} ({n} figure(s))")
     for metric, n in comp.missing:
         s.notes.append(f"only in {base_id}: {metric} ({n} figure(s))")
+    for what in comp.ambiguous:
+        s.notes.append(f"several figures with {what} in one run: not compared")
     return [s]
 
 
