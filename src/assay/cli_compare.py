@@ -20,7 +20,6 @@ from assay.errors import AssayError, NotFoundError
 from assay.references.model import Tolerance
 from assay.store import LoadedRun, RunStore
 
-out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 FORMATS = ("term", "md")
 
@@ -30,15 +29,14 @@ def run_store() -> RunStore:
 
 
 def emit(sections: list, fmt: str) -> None:
-    from assay.report.reference import to_markdown, to_rich
+    from assay.report.reference import to_markdown, to_term
 
     if fmt not in FORMATS:
         raise AssayError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if fmt == "md":
         sys.stdout.write(to_markdown(sections))
         return
-    for item in to_rich(sections):
-        out.print(item)
+    sys.stdout.write(to_term(sections))
 
 
 def parse_tolerances(specs: list[str] | None) -> dict[str, Tolerance]:
