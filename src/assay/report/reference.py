@@ -33,19 +33,17 @@ def _with_unit(value: float | None, unit: str) -> str:
     return "—" if value is None else f"{format_value(value, unit)} {unit}"
 
 
-def _ratio(row: Row) -> str:
-    return "—" if row.ratio is None or not math.isfinite(row.ratio) else f"{row.ratio:.3f}"
+JUDGED = ["ratio", "verdict", "significance", "tolerance"]  # the columns _judged fills
 
 
-def _verdict(row: Row, failed: set[int]) -> str:
-    """The verdict, with ✗ on a row that fails the run's --fail-below / --fail-on check."""
-    return row.verdict + (" ✗" if id(row) in failed else "")
-
-
-def _sig(row: Row) -> str:
-    if row.test is None:
-        return row.significance
-    return f"{row.significance} (p={row.test.p:.2g}, {row.test.method})"
+def _judged(row: Row, failed: set[int]) -> list[str]:
+    """The ratio, verdict (✗ on a row that fails --fail-below / --fail-on), significance (with
+    its p and test) and tolerance cells, alike against a reference and against a run."""
+    ratio = "—" if row.ratio is None or not math.isfinite(row.ratio) else f"{row.ratio:.3f}"
+    sig = row.significance
+    if row.test is not None:
+        sig += f" (p={row.test.p:.2g}, {row.test.method})"
+    return [ratio, row.verdict + (" ✗" if id(row) in failed else ""), sig, str(row.tolerance)]
 
 
 LEGEND = (
@@ -59,22 +57,13 @@ LEGEND = (
 def reference_comparison(
     comp: Comparison, ref: ReferenceSet, run_id: str, failing: Iterable[Row] = ()
 ) -> list[Table]:
+    """One row per published point this run meets; its figures the set has no point for, as
+    "no reference" rows; the published points it did not measure, in the notes."""
     failed = {id(r) for r in failing}
     s = Table(
         "compare",
         f"Run {run_id} against {ref.name}: {ref.title}",
-        [
-            "metric",
-            "params",
-            "reference",
-            "published",
-            "this run",
-            "ratio",
-            "verdict",
-            "significance",
-            "tolerance",
-            "note",
-        ],
+        ["metric", "params", "reference", "published", "this run", *JUDGED, "note"],
         [],
     )
     for r in comp.rows:
@@ -85,10 +74,7 @@ def reference_comparison(
                 r.label,
                 r.ref_text,
                 _with_unit(r.ours, r.unit),
-                _ratio(r),
-                _verdict(r, failed),
-                _sig(r),
-                str(r.tolerance),
+                *_judged(r, failed),
                 r.note,
             ]
         )
@@ -124,17 +110,7 @@ def run_comparison(
     s = Table(
         "compare",
         f"{new_id} against {base_id}",
-        [
-            "metric",
-            "params",
-            "reference",
-            "this run",
-            "unit",
-            "ratio",
-            "verdict",
-            "significance",
-            "tolerance",
-        ],
+        ["metric", "params", "reference", "this run", "unit", *JUDGED],
         [],
     )
     for r in comp.rows:
@@ -145,10 +121,7 @@ def run_comparison(
                 format_value(r.ref, r.unit),
                 "—" if r.ours is None else format_value(r.ours, r.unit),
                 r.unit,
-                _ratio(r),
-                _verdict(r, failed),
-                _sig(r),
-                str(r.tolerance),
+                *_judged(r, failed),
             ]
         )
     s.notes.append(LEGEND)
