@@ -56,13 +56,37 @@ def test_a_rate_of_zero_is_as_bad_as_it_gets():
     assert row.ratio == 0.0 and failing([row], fail_below=0.95) == [row]
 
 
-def _store_run(store: RunStore, triad: float) -> str:
+def _store_run(store: RunStore, triad: float, cv: float = 0.01, more: tuple = ()) -> str:
     w = store.create(suite="t", suite_text="", system=System(hostname="h"), argv=[])
     s = Sample.make("stream", "memory.triad", triad, {"threads": 2},
-                    Stats(n=9, mean=triad, stddev=triad * 0.01))  # fmt: skip
-    w.record(JobResult(job_id="001", status="ok", exit_code=0, wall_time=1, argv=[]), [s])
+                    Stats(n=9, mean=triad, stddev=triad * cv))  # fmt: skip
+    w.record(JobResult(job_id="001", status="ok", exit_code=0, wall_time=1, argv=[]), [s, *more])
     w.finish("complete")
     return w.info.run_id
+
+
+def test_cli_a_difference_the_noise_explains_is_not_significant_and_never_fails(
+    assay_home: Path,
+):
+    store = RunStore(assay_home)
+    base = _store_run(store, 20e9, cv=0.05)
+    _store_run(store, 19.8e9, cv=0.05)  # 1% less, with 5% noise over 9 iterations a side
+    proc = run_cli("compare", base, "--fail-below", "0.999", "-f", "md", home=assay_home)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "| 0.990 | same | not significant (p=" in proc.stdout
+
+
+def test_cli_compares_the_derived_figures_the_report_shows(assay_home: Path):
+    def curve(alpha: float) -> tuple:
+        return tuple(Sample.make("osu", "p2p.latency", alpha + n / 12e9, {"size": n, "mpi": "ompi"})
+                     for n in [0] + [2**k for k in range(16)])  # fmt: skip
+
+    store = RunStore(assay_home)
+    base = _store_run(store, 20e9, more=curve(1.5e-6))
+    _store_run(store, 20e9, more=curve(3e-6))  # twice the start-up latency
+    md = run_cli("compare", base, "-f", "md", home=assay_home, check=True).stdout
+    alpha = next(ln for ln in md.splitlines() if ln.startswith("| p2p.hockney.alpha |"))
+    assert "| mpi=ompi, source=latency | 1.50 | 3.00 | us | 0.500 | worse |" in alpha
 
 
 def test_cli_fail_below_gives_an_exit_code_ci_can_use(assay_home: Path):

@@ -75,15 +75,18 @@ class Measured:
 
 # Every param that tells two figures of one metric apart (what was measured, not how the run
 # went): IOR's read vs write, HPCC's RandomAccess variant and generator, fio's completion vs total
-# latency, perftest's test, collectives' element count, the figure a derived one was taken of.
+# latency, perftest's test, collectives' element count, HPL's grid, the figure a derived one was
+# taken of.
 IDENTITY = (
     "size", "mpi", "ranks", "nodes", "ppn", "threads", "mode", "op", "scope", "domain",
     "precision", "n", "N", "NB", "workload", "job", "direction", "rw", "bs", "iodepth",
     "numjobs", "curve_pct", "test", "working_set_bytes", "stat", "variant", "operation",
     "latency", "generator", "per", "pattern", "benchmark", "api", "host", "group",
     "transfer_size", "block_size", "file_per_proc", "huge_pages", "cpu", "of", "source",
-    "datatype", "device", "bidirectional", "rwmixread", "tasks", "count",
+    "datatype", "device", "bidirectional", "rwmixread", "tasks", "count", "P", "Q", "procs",
 )  # fmt: skip
+# Not identity: ``mpi_label`` (a probe's MPI version string, or an import's file name: two runs
+# before and after an MPI upgrade, or two imported files, must still pair) and ``source_file``.
 
 
 def identity(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
