@@ -36,10 +36,11 @@ STAGE: dict[str, int] = {
     # how to build and read: toolchains, third-party parsers, probes
     "toolchain": 4,
     "parsers": 4,
+    # a probe builds its driver's command line: drivers share the probes' stage (one way only)
     "probes": 5,
+    "drivers": 5,
     "plan": 6,
     "launch": 7,
-    "drivers": 7,
     "store": 8,
     "analysis": 9,
     "references": 9,
@@ -48,6 +49,7 @@ STAGE: dict[str, int] = {
     "execute": 11,
     "importer": 11,
     "preflight": 11,
+    "repeat_auto": 11,
     "cli": 12,
     "__main__": 13,
 }
