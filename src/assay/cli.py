@@ -1,7 +1,8 @@
 """The command line: ``assay doctor | run | runs | report | history``.
 
 Exit codes: 0 success; 1 a run finished but some jobs failed; 2 bad input or environment
-(the message says what and where); 3 a run or metric that does not exist; 130 interrupted.
+(the message says what and where; a full disk); 3 a run or metric that does not exist;
+128 + the signal for a run stopped by one: 130 Ctrl-C (SIGINT), 143 SIGTERM, 129 SIGHUP.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from assay import __version__
 from assay.config import assay_home
 from assay.errors import AssayError
 from assay.model import Job, JobResult
-from assay.store import Index, RunStore
+from assay.store import Index, RunStore, recover
 
 app = typer.Typer(
     name="assay",
@@ -56,7 +57,10 @@ def _main(
 
 
 def _store() -> RunStore:
-    return RunStore(assay_home())
+    store = RunStore(assay_home())
+    for message in recover(store.home):  # runs left "running" by a killed assay end "interrupted"
+        console.print(Text(f"note: {message}", style="yellow"))
+    return store
 
 
 def _index(store: RunStore) -> Index:
@@ -205,6 +209,7 @@ def run(
       assay run my-suite.toml --repeat 5 --label "after BIOS update"
     """
     from assay.execute import execute
+    from assay.launch import LOCAL, check_jobs
     from assay.plan import Overrides, plan
     from assay.probes import PlanContext
     from assay.suite import resolve_suite
@@ -227,6 +232,7 @@ def run(
     )
     system, mpis = _discover()
     jobs = plan(spec, PlanContext(system=system, mpis=mpis, facts=collect_plan_facts()), overrides)
+    check_jobs(jobs, LOCAL)  # what the launcher cannot do is refused, exit 2
     if dry_run:
         for job in jobs:
             out.print(f"{job.job_id}: {' '.join(job.argv)}  env={job.env or {}}", markup=False)
@@ -244,6 +250,14 @@ def run(
         label=label,
     )
     console.print(f"run {writer.info.run_id}: suite {spec.name} ({origin}), {len(jobs)} jobs")
+    for other, owner in writer.others_running():
+        console.print(
+            Text(
+                f"warning: run {other} ({owner.describe()}) is measuring this node too: both "
+                "runs' figures will be lower; each sample records it (concurrent_runs)",
+                style="yellow",
+            )
+        )
     started = time.monotonic()
     with Progress(
         TextColumn("[bold]{task.fields[probe]}"),
@@ -290,7 +304,7 @@ def run(
     except AssayError as exc:  # the results are in the run directory whatever the index says
         console.print(Text(f"warning: {exc}", style="yellow"))
     if outcome.info.status == "interrupted":
-        raise typer.Exit(130)
+        raise typer.Exit(128 + (outcome.stop_signal or 2))  # 130 Ctrl-C, 143 SIGTERM
     if outcome.failed:
         raise typer.Exit(1)
 
@@ -341,6 +355,8 @@ def _summary(outcome, elapsed: float, path: Path) -> None:
         f"{len(outcome.samples)} samples in {elapsed:.0f} s; stored in {path}\n"
         "see the figures with: assay report"
     )
+    for note in outcome.info.notes:
+        console.print(Text(f"note: {note}", style="yellow"))
 
 
 @app.command("runs")
@@ -355,6 +371,8 @@ def runs_cmd(
     index.sync(store, rebuild=rebuild)
     rows = index.runs()
     index.close()
+    for skipped in index.skipped:
+        console.print(Text(f"skipped a damaged run: {skipped}", style="yellow"))
     if not rows:
         out.print("no runs yet: start one with 'assay run quick'")
         return
@@ -363,7 +381,7 @@ def runs_cmd(
     for col in ("suite", "status", "host", "jobs", "failed", "samples", "label"):
         t.add_column(col)
     for r in rows:
-        status = r["status"] if r["status"] != "running" else "running/killed"
+        status = r["status"]  # a run whose assay died was closed when the store was opened
         # Text, not str: a suite name or label such as "[/]" is data, never rich markup.
         cells = (r["run_id"], r["suite"], status, r["hostname"], r["n_jobs"], r["n_failed"])
         cells += (r["n_samples"], r["label"])
@@ -486,7 +504,10 @@ def import_cmd(
         if o.message:
             console.print(Text(f"    {o.message}"))
     console.print(f"stored as run {run_id}; see it with: assay report {run_id}")
-    _index(store).close()
+    try:
+        _index(store).close()
+    except AssayError as exc:  # the data is in the run directory whatever the index says
+        console.print(Text(f"warning: {exc}", style="yellow"))
     if all(o.status == "failed" for o in outcomes):
         raise typer.Exit(2)
     if any(o.status != "ok" for o in outcomes):

@@ -210,6 +210,10 @@ class RunInfo:
     argv: list[str] = field(default_factory=list)
     source: str = "assay"  # "assay", or "import:<format>" for imported third-party output
     n_jobs: int = 0
+    # The process that writes the run (pid, host, boot_id, start): how a dead run is told from
+    # a live one. None once it ended, or for a run no local process owns (a detached job).
+    owner: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)  # what the reader must know (cut short, ...)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -41,6 +41,7 @@ def _header(run: LoadedRun) -> list[str]:
             "This run did not finish (still running, or assay was killed): "
             "every job that finished is shown."
         )
+    lines += [f"Note: {n}" for n in info.notes]  # cut short, shared node, full disk
     return lines
 
 
