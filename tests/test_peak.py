@@ -167,7 +167,9 @@ def test_rpeak_of_real_parts(uarch: str, cores: int, ghz: float, published_dp: f
     assert (r.cores, r.clock_kind, r.uarch) == (cores, "base", uarch)
     assert r.clock_hz == pytest.approx(ghz * 1e9)
     assert r.sources == load_table()[uarch].source
-    assert r.derivation.startswith(f"{cores} cores × {ghz:.2f} GHz (base) × ")
+    assert r.derivation.startswith(
+        f"{cores} cores × {ghz:.2f} GHz (nominal, system record freq_base_hz) × "
+    )
     assert r.derivation.endswith(f"= {format_flops(published_dp)}")
     assert "SP FLOP/cycle" in r.derivation_sp
 
@@ -175,8 +177,8 @@ def test_rpeak_of_real_parts(uarch: str, cores: int, ghz: float, published_dp: f
 def test_derivation_sentence_reads_as_the_brief_says():
     r = rpeak(node("zen2", 120, 2.45), config={})
     assert r.derivation == (
-        "120 cores × 2.45 GHz (base) × 16 DP FLOP/cycle (zen2: AVX2, 2 FMA units, 256-bit) "
-        "= 4.70 TFLOP/s"
+        "120 cores × 2.45 GHz (nominal, system record freq_base_hz) × 16 DP FLOP/cycle "
+        "(zen2: AVX2, 2 FMA units, 256-bit) = 4.70 TFLOP/s"
     )
     assert r.derivation_sp.endswith(
         "32 SP FLOP/cycle (zen2: AVX2, 2 FMA units, 256-bit) = 9.41 TFLOP/s"
@@ -242,7 +244,7 @@ def test_base_clock_is_preferred_and_max_is_a_labelled_stand_in():
     assert rpeak(both, config={}).clock_kind == "base"
     r = rpeak(both, {"clock": "max"}, config={})
     assert (r.clock_kind, r.clock_hz) == ("max", 3.5e9)
-    assert "(max)" in r.derivation
+    assert "(max/boost, system record freq_max_hz)" in r.derivation
     only_max = node("zen3", ghz=None, freq_max_hz=3.5e9)
     r = rpeak(only_max, config={})
     assert r.clock_kind == "max" and any("stands in" in n for n in r.notes)
@@ -251,8 +253,9 @@ def test_base_clock_is_preferred_and_max_is_a_labelled_stand_in():
 def test_a_base_clock_read_from_cpu_mhz_is_called_current():
     note = "freq_base_hz: the current clock ('cpu MHz' in /proc/cpuinfo), not the base"
     r = rpeak(node("zen3", notes=[note]), config={})
-    assert r.clock_kind == "current" and "(current)" in r.derivation
-    assert any("current clock" in n for n in r.notes)
+    assert r.clock_kind == "current" and "(CURRENT clock, " in r.derivation
+    assert "no stable clock found" in r.derivation
+    assert any("Rpeak uses the CURRENT clock" in n for n in r.notes)
 
 
 # --- overrides ----------------------------------------------------------------------------------
