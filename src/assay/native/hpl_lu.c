@@ -74,6 +74,7 @@ extern double pdlange_(const char *norm, const int *m, const int *n, const doubl
 
 typedef struct {
     long long n, nb, p, q, seed;
+    double budget; /* seconds the solve may take; 0: run N as given */
     int corrupt; /* perturb x after the solve: proves that the residual check can fail */
 } options;
 
@@ -91,19 +92,26 @@ static void usage_die(const char *what)
 {
     char msg[256];
     snprintf(msg, sizeof msg,
-             "%s\nusage: hpl_lu --n N --nb NB --p P --q Q [--seed S] [--corrupt-for-test]",
+             "%s\nusage: hpl_lu --n N --nb NB --p P --q Q [--budget S] [--seed S] [--corrupt-for-test]",
              what);
     die(2, msg);
 }
 
 static options parse_options(int argc, char **argv)
 {
-    options o = {0, 0, 0, 0, DEFAULT_SEED, 0};
+    options o = {0, 0, 0, 0, DEFAULT_SEED, 0.0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long long *target = NULL, lo = 1, hi = MAX_N;
         if (!strcmp(a, "--corrupt-for-test")) {
             o.corrupt = 1;
+            continue;
+        }
+        if (!strcmp(a, "--budget")) {
+            char *end = NULL;
+            o.budget = i + 1 < argc ? strtod(argv[++i], &end) : 0;
+            if (!end || *end || !(o.budget > 0) || !isfinite(o.budget))
+                usage_die("--budget needs a positive number of seconds");
             continue;
         }
         if (!strcmp(a, "--n"))
@@ -179,47 +187,43 @@ static void *alloc_or_die(size_t count, size_t size, const char *what)
     return p;
 }
 
-int main(int argc, char **argv)
+typedef struct {
+    int ctxt, nprow, npcol, myrow, mycol;
+} grid;
+
+typedef struct {
+    double time_s, factor_s; /* largest over ranks */
+    double resid, norm_a, norm_x, norm_b;
+    int checked, passed;
+} outcome;
+
+static double hpl_flops(double n)
 {
-    MPI_Init(&argc, &argv);
-    int nprocs = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    options o = parse_options(argc, argv);
-    if (o.p * o.q != nprocs) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "the grid %lld x %lld needs %lld ranks, started with %d", o.p,
-                 o.q, o.p * o.q, nprocs);
-        usage_die(msg);
-    }
-    if (o.n > INT32_MAX / 2 || o.nb > o.n)
-        usage_die("--nb must not exceed --n");
+    return 2.0 / 3.0 * n * n * n + 1.5 * n * n;
+}
 
-    int ctxt = 0, nprow = 0, npcol = 0, myrow = 0, mycol = 0;
-    Cblacs_get(-1, 0, &ctxt);
-    Cblacs_gridinit(&ctxt, "Row", (int)o.p, (int)o.q);
-    Cblacs_gridinfo(ctxt, &nprow, &npcol, &myrow, &mycol);
-
-    const int n = (int)o.n, nb = (int)o.nb, zero = 0, one = 1;
-    int m_loc = numroc_(&n, &nb, &myrow, &zero, &nprow);
-    int n_loc = numroc_(&n, &nb, &mycol, &zero, &npcol);
-    int b_cols = numroc_(&one, &nb, &mycol, &zero, &npcol); /* 1 on process column 0 */
+/* Generate [A | b] of order n, time LU + solve, and (when `check`) HPL's residual test. */
+static outcome solve(const options *o, int n, const grid *g, int check, int corrupt)
+{
+    const int nb = (int)o->nb, zero = 0, one = 1;
+    int m_loc = numroc_(&n, &nb, &g->myrow, &zero, &g->nprow);
+    int n_loc = numroc_(&n, &nb, &g->mycol, &zero, &g->npcol);
+    int b_cols = numroc_(&one, &nb, &g->mycol, &zero, &g->npcol); /* 1 on process column 0 */
     int lld = m_loc > 1 ? m_loc : 1, info = 0;
     int desc_a[9], desc_b[9];
-    descinit_(desc_a, &n, &n, &nb, &nb, &zero, &zero, &ctxt, &lld, &info);
+    descinit_(desc_a, &n, &n, &nb, &nb, &zero, &zero, &g->ctxt, &lld, &info);
     if (info == 0)
-        descinit_(desc_b, &n, &one, &nb, &nb, &zero, &zero, &ctxt, &lld, &info);
+        descinit_(desc_b, &n, &one, &nb, &nb, &zero, &zero, &g->ctxt, &lld, &info);
     if (info != 0)
         die(1, "descinit failed");
+    options gen = *o;
+    gen.n = n;
 
     double *a = alloc_or_die((size_t)lld * (size_t)n_loc, sizeof *a, "A");
     double *x = alloc_or_die((size_t)lld * (size_t)b_cols, sizeof *x, "b");
-    double *r = alloc_or_die((size_t)lld * (size_t)b_cols, sizeof *r, "r");
     int *ipiv = alloc_or_die((size_t)m_loc + (size_t)nb, sizeof *ipiv, "ipiv");
-    double *work = alloc_or_die((size_t)m_loc + (size_t)nb, sizeof *work, "work");
-
-    generate(a, m_loc, n_loc, lld, &o, myrow, mycol, nprow, npcol, 0);
-    generate(x, m_loc, b_cols, lld, &o, myrow, mycol, nprow, npcol, o.n);
+    generate(a, m_loc, n_loc, lld, &gen, g->myrow, g->mycol, g->nprow, g->npcol, 0);
+    generate(x, m_loc, b_cols, lld, &gen, g->myrow, g->mycol, g->nprow, g->npcol, n);
 
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
@@ -237,59 +241,120 @@ int main(int argc, char **argv)
                  info_solve);
         die(1, msg);
     }
+    outcome out = {times[0], times[1], 0, 0, 0, 0, 0, 0};
+    if (check) {
+        if (corrupt && b_cols > 0 && m_loc > 0)
+            x[0] += 1.0;
+        /* The residual, HPL's way: regenerate A and b, r = b - A x. */
+        double *r = alloc_or_die((size_t)lld * (size_t)b_cols, sizeof *r, "r");
+        double *work = alloc_or_die((size_t)m_loc + (size_t)nb, sizeof *work, "work");
+        generate(a, m_loc, n_loc, lld, &gen, g->myrow, g->mycol, g->nprow, g->npcol, 0);
+        generate(r, m_loc, b_cols, lld, &gen, g->myrow, g->mycol, g->nprow, g->npcol, n);
+        const double minus_one = -1.0, plus_one = 1.0;
+        out.norm_b = pdlange_("I", &n, &one, r, &one, &one, desc_b, work);
+        pdgemv_("N", &n, &n, &minus_one, a, &one, &one, desc_a, x, &one, &one, desc_b, &one,
+                &plus_one, r, &one, &one, desc_b, &one);
+        out.norm_a = pdlange_("I", &n, &n, a, &one, &one, desc_a, work);
+        out.norm_x = pdlange_("I", &n, &one, x, &one, &one, desc_b, work);
+        double norm_r = pdlange_("I", &n, &one, r, &one, &one, desc_b, work);
+        const double eps = DBL_EPSILON / 2; /* 2^-53 */
+        out.resid = norm_r / (eps * (out.norm_a * out.norm_x + out.norm_b) * (double)n);
+        out.checked = 1;
+        out.passed = out.resid < THRESHOLD && isfinite(out.resid);
+        free(work);
+        free(r);
+    }
+    free(ipiv);
+    free(x);
+    free(a);
+    return out;
+}
 
-    if (o.corrupt && b_cols > 0 && m_loc > 0)
-        x[0] += 1.0;
+/* The order the budget allows at the pilot's rate: 2/3 N^3 / rate = budget, rounded down to
+ * a multiple of NB, never above the planned N nor below the pilot's own order. */
+static int budget_order(const options *o, int n_pilot, double pilot_s)
+{
+    double rate = hpl_flops(n_pilot) / pilot_s;
+    double n_time = cbrt(1.5 * o->budget * rate);
+    long long n = (long long)(n_time / (double)o->nb) * o->nb;
+    if (n > o->n)
+        n = o->n;
+    if (n < n_pilot)
+        n = n_pilot;
+    return (int)n;
+}
 
-    /* The residual, HPL's way: regenerate A and b, r = b - A x. */
-    generate(a, m_loc, n_loc, lld, &o, myrow, mycol, nprow, npcol, 0);
-    generate(r, m_loc, b_cols, lld, &o, myrow, mycol, nprow, npcol, o.n);
-    const double minus_one = -1.0, plus_one = 1.0;
-    double norm_b = pdlange_("I", &n, &one, r, &one, &one, desc_b, work);
-    pdgemv_("N", &n, &n, &minus_one, a, &one, &one, desc_a, x, &one, &one, desc_b, &one,
-            &plus_one, r, &one, &one, desc_b, &one);
-    double norm_a = pdlange_("I", &n, &n, a, &one, &one, desc_a, work);
-    double norm_x = pdlange_("I", &n, &one, x, &one, &one, desc_b, work);
-    double norm_r = pdlange_("I", &n, &one, r, &one, &one, desc_b, work);
-    const double eps = DBL_EPSILON / 2; /* 2^-53 */
-    double resid = norm_r / (eps * (norm_a * norm_x + norm_b) * (double)n);
-    int passed = resid < THRESHOLD && isfinite(resid);
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int nprocs = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    options o = parse_options(argc, argv);
+    if (o.p * o.q != nprocs) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "the grid %lld x %lld needs %lld ranks, started with %d", o.p,
+                 o.q, o.p * o.q, nprocs);
+        usage_die(msg);
+    }
+    if (o.n > INT32_MAX / 2 || o.nb > o.n)
+        usage_die("--nb must not exceed --n");
+
+    grid g = {0, 0, 0, 0, 0};
+    Cblacs_get(-1, 0, &g.ctxt);
+    Cblacs_gridinit(&g.ctxt, "Row", (int)o.p, (int)o.q);
+    Cblacs_gridinfo(g.ctxt, &g.nprow, &g.npcol, &g.myrow, &g.mycol);
+
+    /* The pilot: an order-N/4 solve (1/64 of the work) whose rate, lower than the full run's
+     * (HPL's efficiency grows with N), bounds N so that the solve fits the budget on this
+     * node as loaded now. The planned N already fits memory and the budget at an assumed
+     * rate; the pilot only ever lowers it. */
+    int n = (int)o.n, n_pilot = 0;
+    double pilot_s = 0;
+    if (o.budget > 0) {
+        n_pilot = (int)((o.n / 4) / o.nb * o.nb);
+        if (n_pilot < o.nb)
+            n_pilot = (int)o.nb;
+        pilot_s = solve(&o, n_pilot, &g, 0, 0).time_s;
+        n = budget_order(&o, n_pilot, pilot_s);
+    }
+    outcome res = solve(&o, n, &g, 1, o.corrupt);
 
     /* Every rank holds the norms (pdlange broadcasts them); rank 0 speaks. */
     if (rank_ == 0) {
-        double dn = (double)n;
-        double flops = 2.0 / 3.0 * dn * dn * dn + 1.5 * dn * dn;
-        if (!passed) {
+        double flops = hpl_flops(n);
+        if (!res.passed) {
             fprintf(stderr,
                     "hpl_lu: residual check FAILED: ||Ax-b||_oo/(eps*(||A||_oo*||x||_oo+"
-                    "||b||_oo)*N) = %.6g >= %.1f (N=%d NB=%d P=%d Q=%d)\n",
-                    resid, THRESHOLD, n, nb, nprow, npcol);
+                    "||b||_oo)*N) = %.6g >= %.1f (N=%d NB=%lld P=%d Q=%d)\n",
+                    res.resid, THRESHOLD, n, o.nb, g.nprow, g.npcol);
         } else {
-            jl_begin("compute.hpl", flops / times[0]);
+            jl_begin("compute.hpl", flops / res.time_s);
             jl_param_long("N", n);
-            jl_param_long("NB", nb);
-            jl_param_long("P", nprow);
-            jl_param_long("Q", npcol);
+            jl_param_long("NB", o.nb);
+            jl_param_long("P", g.nprow);
+            jl_param_long("Q", g.npcol);
             jl_param_str("pmap", "row-major");
-            jl_param_double("time_s", times[0]);
-            jl_param_double("factor_s", times[1]);
+            jl_param_double("time_s", res.time_s);
+            jl_param_double("factor_s", res.factor_s);
             jl_param_double("flops", flops);
-            jl_param_double("residual", resid);
+            jl_param_double("residual", res.resid);
             jl_param_double("threshold", THRESHOLD);
             jl_param_long("residual_passed", 1);
-            jl_param_double("norm_a", norm_a);
-            jl_param_double("norm_x", norm_x);
-            jl_param_double("norm_b", norm_b);
+            jl_param_double("norm_a", res.norm_a);
+            jl_param_double("norm_x", res.norm_x);
+            jl_param_double("norm_b", res.norm_b);
+            jl_param_long("n_planned", o.n);
+            if (o.budget > 0) {
+                jl_param_double("budget_s", o.budget);
+                jl_param_long("pilot_n", n_pilot);
+                jl_param_double("pilot_rate", hpl_flops(n_pilot) / pilot_s);
+            }
             jl_param_str("method", "ScaLAPACK pdgetrf+pdgetrs");
             jl_end(NULL, 0);
         }
     }
-    free(work);
-    free(ipiv);
-    free(r);
-    free(x);
-    free(a);
-    Cblacs_gridexit(ctxt);
+    Cblacs_gridexit(g.ctxt);
     MPI_Finalize();
-    return passed ? 0 : 3;
+    return res.passed ? 0 : 3;
 }

@@ -14,10 +14,13 @@ made a time budget bound nothing: it is the separate probe ``hpcc``, run only wh
 
 The input is generated (``assay.analysis.hplsize``): N from a memory fraction capped by a time
 budget (``time_budget`` seconds for the solve itself, at half the Rpeak of the cores used),
-N a multiple of NB, a near-square P×Q grid; the samples carry the N, NB, P×Q, the time the
-solve took and how N was chosen. Several nodes: set the bench's ``ranks`` (nodes × cores per
-node): memory and Rpeak scale with the nodes the ranks span. A run whose residual check
-FAILED is a failed job, never a rate; a rate above Rpeak carries ``rpeak_flag``.
+N a multiple of NB, a near-square P×Q grid. The LU probe then runs a pilot solve of order N/4
+and lowers N when the pilot's rate says the budget would not hold on the node as loaded now
+(``n_planned``, ``pilot_n``, ``pilot_rate`` in the sample); the samples carry the N, NB,
+P×Q, the time the solve took and how N was chosen. Several nodes: set the bench's ``ranks``
+(nodes × cores per node): memory and Rpeak scale with the nodes the ranks span. A run whose
+residual check FAILED is a failed job, never a rate; a rate above Rpeak carries
+``rpeak_flag``.
 """
 
 from __future__ import annotations
@@ -120,6 +123,8 @@ class HplProbe(Probe):
             ]
         argv = ["{exe}", "--n", str(size.n), "--nb", str(size.nb)]
         argv += ["--p", str(size.p), "--q", str(size.q)]
+        if params.n is None:  # a given N runs as given; a generated one may shrink to the budget
+            argv += ["--budget", repr(params.time_budget)]
         if params.corrupt_for_test:
             argv.append("--corrupt-for-test")
         drafts = []
@@ -198,10 +203,14 @@ def _lu_samples(stdout: str, job: Job) -> list[Sample]:
     if p.get("residual_passed") != 1 or not p.get("residual", 99.0) < p.get("threshold", 16.0):
         raise ProbeError(f"HPL residual check not passed: {p.get('residual')}: no rate")
     p["residual_passed"] = True
-    planned = tuple(job.params.get(k) for k in ("N", "NB", "P", "Q"))
-    ran = tuple(p.get(k) for k in ("N", "NB", "P", "Q"))
-    if planned != ran:
-        raise ProbeError(f"hpl_lu ran N, NB, P, Q = {ran}, the plan said {planned}")
+    planned = tuple(job.params.get(k) for k in ("NB", "P", "Q"))
+    ran = tuple(p.get(k) for k in ("NB", "P", "Q"))
+    n_plan = job.params.get("N")
+    # The pilot may lower N to fit the budget (n_planned says from what), never raise it.
+    if planned != ran or not isinstance(n_plan, int) or not p.get("N", 0) <= n_plan:
+        raise ProbeError(
+            f"hpl_lu ran N={p.get('N')}, NB, P, Q = {ran}; the plan said N={n_plan}, {planned}"
+        )
     return samples
 
 
