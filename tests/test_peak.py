@@ -496,3 +496,17 @@ def test_a_rate_above_rpeak_is_flagged_with_its_clock_source():
     assert rpeak_flag(0.9 * r.dp_flops, r.dp_flops, r.derivation) is None
     assert rpeak_flag(1e12, None, "") is None  # no Rpeak: nothing to judge
     assert "clock source not stated" in (rpeak_flag(2.0, 1.0) or "")
+
+
+def test_the_avx512_frequency_licence_is_noted_where_it_applies():
+    r = rpeak(node("cascadelake", cores=28, ghz=2.7), config={})
+    assert any(n.startswith("AVX-512 frequency licence") for n in r.notes)
+    assert r.dp_flops == pytest.approx(28 * 2.7e9 * 32)  # the nominal clock, as TOP500 states
+    at_licence = rpeak(
+        node("cascadelake", cores=28, ghz=2.7),
+        {"clock_ghz": 1.8, "clock_kind": "AVX-512 all-core"},
+        config={},
+    )
+    assert "(AVX-512 all-core)" in at_licence.derivation
+    assert not any("licence" in n for n in at_licence.notes)
+    assert not any("licence" in n for n in rpeak(node("zen4"), config={}).notes)

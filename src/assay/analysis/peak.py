@@ -6,10 +6,24 @@ GigaFLOPS Rpeak, ~860 Rmax"). The FLOPs per cycle of each micro-architecture liv
 not there is *unknown*: the result then carries no value and says which override to set, it
 never falls back on a guess from the ISA flags.
 
-Which clock: the base (nominal) clock by default, the convention of TOP500 Rpeak figures;
-``clock = "max"`` picks the max (turbo) clock; ``clock_ghz`` gives one outright (an all-core
-AVX-512 clock, say, with ``clock_kind = "all-core AVX-512"`` to label it). The result always
-says which clock it used.
+Which clock: a *stated, stable* one, never the current clock while another exists. The
+candidates are read by ``assay.system.clock`` (each with its source) and kept in the system
+record; ``choose_clock`` takes the nominal (base) clock by default, the convention of TOP500
+Rpeak figures — cpufreq base_frequency, ACPI CPPC nominal_freq, the "@ 2.40GHz" of the model
+name, the per-model table ``cpu_clocks.toml``, dmidecode's Current Speed on bare metal, in that
+order — else the max (boost) clock as a labelled upper bound, else, said loudly, the current
+clock. ``clock = "max"`` picks the max clock; ``clock_ghz`` gives one outright (an all-core
+AVX-512 clock, say, with ``clock_kind = "AVX-512 all-core"`` to label it). The derivation
+names the clock and its source: "2 cores × 2.40 GHz (nominal, /proc/cpuinfo model name) × 16 DP
+FLOP/cycle (...) = 76.80 GFLOP/s".
+
+The AVX-512 frequency licence: Intel Xeon Scalable cores (Skylake-SP to Emerald Rapids) run
+sustained AVX-512 FMA below their nominal clock, by a per-SKU amount Intel publishes; their
+table entries carry a ``licence`` caveat that joins the notes whenever Rpeak uses a stated
+clock; an entry without one adds no caveat.
+
+A measured rate above Rpeak is impossible on the hardware as described: ``rpeak_flag`` turns
+it into "Rpeak too low: clock source ..." for the report, never a bare 106%.
 
 Overrides, in ``~/.config/assay/config.toml`` and/or as the ``overrides`` argument (which
 wins), any subset::
@@ -27,24 +41,40 @@ wins), any subset::
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
-from typing import Any, Literal
+from typing import Any
 
+from assay.analysis.flopstable import (  # re-exported: callers and tests import them from here
+    TABLE_FILE,
+    FlopsTableError,
+    Precision,
+    UarchEntry,
+    load_table,
+    parse_table,
+)
 from assay.config import load_config
 from assay.errors import AssayError, ConfigError
 from assay.model import System
 
-Precision = Literal["dp", "sp"]
+__all__ = [
+    "TABLE_FILE",
+    "FlopsTableError",
+    "PeakResult",
+    "PeakUnknownError",
+    "Precision",
+    "UarchEntry",
+    "load_table",
+    "parse_table",
+    "rpeak",
+    "rpeak_flag",
+]
+
 PRECISIONS: tuple[Precision, ...] = ("dp", "sp")
 PRECISION_LABEL: dict[Precision, str] = {"dp": "DP", "sp": "SP"}
 
-TABLE_FILE = "flops_per_cycle.toml"
 OVERRIDE_KEYS = (
     "uarch",
     "cores",
@@ -64,71 +94,6 @@ FIX_PER_CYCLE = "flops_per_cycle_dp / flops_per_cycle_sp"
 
 class PeakUnknownError(AssayError):
     """Rpeak cannot be stated without guessing: micro-architecture, cores or clock unknown."""
-
-
-class FlopsTableError(AssayError):
-    """The FLOPs-per-cycle table shipped with assay is malformed (a bug in assay)."""
-
-
-# --- the table ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class UarchEntry:
-    """One micro-architecture's FLOPs per cycle per core, with how they arise and why."""
-
-    name: str
-    simd: str  # "AVX2, 2 FMA units, 256-bit": for the derivation sentence
-    pipes: int
-    vector_bits: int
-    flops_per_lane: int
-    dp: int
-    sp: int
-    requires: tuple[str, ...]
-    source: tuple[str, ...]
-    note: str = ""
-
-    def flops_per_cycle(self, precision: Precision) -> int:
-        return self.dp if precision == "dp" else self.sp
-
-
-_ENTRY_INTS = ("pipes", "vector_bits", "flops_per_lane", "dp", "sp")
-
-
-def parse_table(data: Mapping[str, Any], origin: str = TABLE_FILE) -> dict[str, UarchEntry]:
-    """Entries of a parsed flops_per_cycle.toml; any malformed entry is an error."""
-    entries: dict[str, UarchEntry] = {}
-    for name, raw in (data.get("uarch") or {}).items():
-        where = f"{origin}: [uarch.{name}]"
-        if not isinstance(raw, Mapping):
-            raise FlopsTableError(f"{where} is not a table")
-        try:
-            ints = {k: raw[k] for k in _ENTRY_INTS}
-            simd, requires, source = raw["simd"], raw["requires"], raw["source"]
-        except KeyError as exc:
-            raise FlopsTableError(f"{where} lacks the key {exc}") from None
-        if not all(isinstance(v, int) and v > 0 for v in ints.values()):
-            raise FlopsTableError(f"{where}: {', '.join(_ENTRY_INTS)} must be positive integers")
-        if not (isinstance(source, list) and source and all(isinstance(s, str) for s in source)):
-            raise FlopsTableError(f"{where}: source must be a non-empty list of strings")
-        entries[name] = UarchEntry(
-            name=name,
-            simd=str(simd),
-            requires=tuple(str(r) for r in requires),
-            source=tuple(source),
-            note=str(raw.get("note", "")),
-            **ints,
-        )
-    if not entries:
-        raise FlopsTableError(f"{origin} has no [uarch.*] entries")
-    return entries
-
-
-@functools.cache
-def load_table() -> dict[str, UarchEntry]:
-    """The table shipped in the package (read once)."""
-    text = (resources.files("assay") / "data" / TABLE_FILE).read_text()
-    return parse_table(tomllib.loads(text))
 
 
 # --- the result ---------------------------------------------------------------------------------
@@ -420,6 +385,14 @@ def derivation_text(
     )
 
 
+def _licence(ov: Mapping[str, Any], system: System, clock: Clock) -> str:
+    """The table's frequency-licence caveat, when Rpeak uses a stated clock of such a core."""
+    if "clock_ghz" in ov or "flops_per_cycle_dp" in ov or not clock.hz:
+        return ""
+    entry = load_table().get(ov.get("uarch") or system.microarchitecture or "")
+    return entry.licence if entry else ""
+
+
 def _unique(items: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(i for i in items if i))
 
@@ -493,7 +466,9 @@ def rpeak(
         derivation_sp=sentences["sp"],
         sources=_unique([s for p in PRECISIONS for s in per_cycle[p].sources]),
         reason=override_reason(missing),
-        notes=_unique([clock.note, *(per_cycle[p].note for p in PRECISIONS)]),
+        notes=_unique(
+            [clock.note, *(per_cycle[p].note for p in PRECISIONS), _licence(ov, system, clock)]
+        ),
         overridden=tuple(k for k in OVERRIDE_KEYS if k in ov),
     )
 
