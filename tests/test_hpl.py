@@ -227,3 +227,21 @@ def test_refused_before_it_starts(assay_home: Path, tmp_path: Path):
     proc = run_cli("run", str(suite), home=assay_home)
     assert proc.returncode == 2 and "for the matrix alone" in proc.stderr
     assert not (assay_home / "runs").exists()  # nothing started, nothing stored
+
+
+def test_several_nodes_scale_memory_and_rpeak_with_the_ranks(monkeypatch, tmp_path: Path):
+    from assay.probes._hplplan import plan_size
+
+    config = tmp_path / "config.toml"
+    config.write_text(PEAK_CONFIG)  # 64 GFLOP/s a node of 2 cores
+    monkeypatch.setenv("ASSAY_CONFIG", str(config))
+    ctx = PlanContext(system=System(cores=2, memory_bytes=16 * 2**30))
+    kw = {"rate": None, "time_budget": 1e6, "fraction": 0.8, "nb": 128, "n": None, "grid": None}
+    one, peak1, _, nodes1 = plan_size(ctx, 2, **kw)
+    four, peak4, derivation, nodes4 = plan_size(ctx, 8, **kw)
+    assert (nodes1, nodes4) == (1, 4) and (four.p, four.q) == (2, 4)
+    assert (peak1, peak4) == (64e9, 256e9) and "2 cores" in derivation
+    # 4 nodes' memory: N grows by ~2 (√4), both multiples of NB
+    assert four.n == pytest.approx(2 * one.n, abs=256) and four.n % 128 == 0
+    _, peak_half, _, _ = plan_size(ctx, 1, **kw)
+    assert peak_half == 32e9  # one of two cores: half the node's Rpeak
