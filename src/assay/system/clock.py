@@ -186,6 +186,15 @@ def clock_candidates(ctx: Context) -> list[dict[str, Any]] | None:
     if not any(c.kind != "current" and c.trusted for c in found):
         ctx.note(
             "clocks: only the current clock is known (no cpufreq, no '@ GHz' in the model "
-            "name, no table entry, no trusted dmidecode): set [peak] clock_ghz for Rpeak"
+            "name, no table entry, no trusted dmidecode): set clock_ghz in config.toml's peak table"
         )
     return [c.to_dict() for c in found]
+
+
+def describe_clocks(clocks: list[dict[str, Any]]) -> str:
+    """One line for ``assay doctor``: "2.40 GHz base (/proc/cpuinfo model name); ..."."""
+    parts = []
+    for c in clocks:
+        untrusted = "" if c.get("trusted", True) else ", not trusted"
+        parts.append(f"{float(c['hz']) / 1e9:.2f} GHz {c['kind']} ({c['source']}{untrusted})")
+    return "; ".join(parts)
