@@ -38,8 +38,9 @@ def main() -> None:
     # A given N runs as given (no pilot) and may take longer than any budget: allow an hour.
     budget = "time_budget = 3600"
     pair = (
-        f'[[bench]]\nprobe = "hpl"\nmpi = "openmpi"\nparams = {{ {common}, {budget} }}\n'
-        f'[[bench]]\nprobe = "hpcc"\nparams = {{ {common}, {budget} }}\n'
+        f'[[bench]]\nprobe = "hpl"\nmpi = "openmpi"\ntimeout = 3600\n'
+        f"params = {{ {common}, {budget} }}\n"
+        f'[[bench]]\nprobe = "hpcc"\ntimeout = 3600\nparams = {{ {common}, {budget} }}\n'
     )
     home = scratch_home()
     suite = write_suite(home, 'name = "bench-hpl"\n' + pair * args.pairs)
