@@ -87,7 +87,7 @@ def doctor() -> None:
     t.add_column("fact")
     t.add_column("value")
     for key, value in system.to_dict().items():
-        if key in ("mpis", "hosts", "notes", "l3_domains", "numa_nodes"):
+        if key in ("mpis", "hosts", "notes", "l3_domains", "numa_nodes", "clocks"):
             continue
         shown = (
             ", ".join(f"{k} {v}" for k, v in value.items())
@@ -95,6 +95,10 @@ def doctor() -> None:
             else (" ".join(map(str, value)) if isinstance(value, list) else value)
         )
         t.add_row(key, "unknown" if shown in (None, "") else str(shown))
+    if system.clocks:
+        from assay.system.clock import describe_clocks
+
+        t.add_row("clocks", describe_clocks(system.clocks))
     if system.l3_domains:
         t.add_row("l3_domains", "; ".join(_cpus(d) for d in system.l3_domains))
     if system.numa_nodes:

@@ -266,6 +266,8 @@ class System:
     isa: list[str] | None = None  # avx2, avx512f, fma, sve, ...
     freq_max_hz: float | None = None
     freq_base_hz: float | None = None
+    # every clock the node states, with its source (assay.system.clock); Rpeak picks one
+    clocks: list[dict[str, Any]] = field(default_factory=list)
     os: str | None = None
     kernel: str | None = None
     compilers: dict[str, str] = field(default_factory=dict)  # name -> version
