@@ -21,7 +21,7 @@ import statistics
 
 from _common import assay, latest_samples, scratch_home, write_suite
 
-from assay.analysis.hplsize import process_grid
+from assay.probes.hplsize import process_grid
 
 CORES = os.cpu_count() or 1
 

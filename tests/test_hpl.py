@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.hplsize import hpl_dat, hpl_flops, process_grid, size_hpl
 from assay.errors import ProbeError, SuiteError
 from assay.model import Job, System
 from assay.plan import plan
 from assay.probes import PlanContext, get_probe
+from assay.probes.hplsize import hpl_dat, hpl_flops, process_grid, size_hpl
 from assay.suite.loader import resolve_suite
 from assay.toolchain import discover_mpis
 from conftest import run_cli

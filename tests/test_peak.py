@@ -1,4 +1,4 @@
-"""Rpeak (assay.analysis.peak): the FLOPs/cycle table, overrides, unknowns, the derivation.
+"""Rpeak (assay.system.peak): the FLOPs/cycle table, overrides, unknowns, the derivation.
 
 Pure: no probe runs. The expected peaks are the published figures of real parts (vendor
 datasheets, TOP500), computed independently of the table as cores × GHz × FLOPs/cycle.
@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.peak import (
+from assay.errors import ConfigError
+from assay.model import System
+from assay.system import uarch as uarch_ids
+from assay.system.peak import (
     FlopsTableError,
     PeakUnknownError,
     format_flops,
@@ -21,9 +24,6 @@ from assay.analysis.peak import (
     parse_table,
     rpeak,
 )
-from assay.errors import ConfigError
-from assay.model import System
-from assay.system import uarch as uarch_ids
 
 X86_FLAGS = ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl"]
 ARM_FLAGS = ["asimd", "sve", "sve2"]
@@ -477,7 +477,7 @@ def test_the_clocks_are_kept_in_the_system_record(tmp_path: Path):
 
 
 def test_a_rate_above_rpeak_is_flagged_with_its_clock_source():
-    from assay.analysis.peak import rpeak_flag
+    from assay.system.peak import rpeak_flag
 
     r = rpeak(
         node("zen4", cores=2, ghz=None, clocks=[

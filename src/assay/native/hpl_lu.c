@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "jsonl.h"
+#include "probe.h"
 
 #define THRESHOLD 16.0
 #define MAX_N 10000000LL
@@ -129,7 +130,7 @@ static options parse_options(int argc, char **argv)
             snprintf(msg, sizeof msg, "unknown option %.80s", a);
             usage_die(msg);
         }
-        if (i + 1 >= argc || jl_parse_long(argv[++i], lo, hi, target) != 0) {
+        if (i + 1 >= argc || probe_parse_int(argv[++i], lo, hi, target) != 0) {
             char msg[160];
             snprintf(msg, sizeof msg, "%s needs an integer in [%lld, %lld]", a, lo, hi);
             usage_die(msg);

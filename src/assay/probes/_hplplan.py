@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 
-from assay.analysis.hplsize import FALLBACK_RATE_PER_CORE, HplSize, size_hpl
 from assay.errors import SuiteError
 from assay.model import Sample
 from assay.probes.base import PlanContext
+from assay.probes.hplsize import FALLBACK_RATE_PER_CORE, HplSize, size_hpl
 
 # The share of Rpeak a time budget is sized with: HPL on a tuned BLAS reaches 60–90% of Rpeak
 # on a quiet node, so assuming half errs on a smaller N (a run shorter than its budget).
@@ -21,7 +21,7 @@ BUDGET_RPEAK_SHARE = 0.5
 
 def node_peak(ctx: PlanContext) -> tuple[float | None, int | None, str]:
     """(DP Rpeak of one node, its cores, the derivation or why there is none)."""
-    from assay.analysis.peak import rpeak
+    from assay.system.peak import rpeak
 
     try:
         peak = rpeak(ctx.system)

@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import Field
 
-from assay.analysis.hplsize import DEFAULT_FRACTION, DEFAULT_NB, hpl_dat
-from assay.analysis.peak import rpeak_flag
 from assay.errors import ProbeError, SuiteError
 from assay.model import Job, MpiInfo, Sample
 from assay.parsers import hpcc as hpcc_parser
 from assay.probes._hplplan import plan_size, rpeak_sample
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
+from assay.probes.hplsize import DEFAULT_FRACTION, DEFAULT_NB, hpl_dat
+from assay.system.peak import rpeak_flag
 
 # HPCC runs PTRANS, FFT, RandomAccess, STREAM and DGEMM after HPL, sized from HPL's N;
 # measured here: the whole hpcc run took 2–3× its HPL part on a quiet node, more on a loaded

@@ -12,7 +12,7 @@ Engines:
 Debian's ``hpcc`` runs RandomAccess, FFT, PTRANS, STREAM and DGEMM around its HPL, which
 made a time budget bound nothing: it is the separate probe ``hpcc``, run only when asked for.
 
-The input is generated (``assay.analysis.hplsize``): N from a memory fraction capped by a time
+The input is generated (``assay.probes.hplsize``): N from a memory fraction capped by a time
 budget (``time_budget`` seconds for the solve itself, at half the Rpeak of the cores used),
 N a multiple of NB, a near-square P×Q grid. The LU probe then runs a pilot solve of order N/4
 and lowers N when the pilot's rate says the budget would not hold on the node as loaded now
@@ -31,13 +31,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from assay.analysis.hplsize import DEFAULT_FRACTION, DEFAULT_NB, hpl_dat
-from assay.analysis.peak import rpeak_flag
 from assay.errors import ProbeError, SuiteError
 from assay.model import Build, Job, MpiInfo, Sample
 from assay.parsers import hpl as hpl_parser
 from assay.probes._hplplan import node_peak, plan_size, rpeak_sample
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
+from assay.probes.hplsize import DEFAULT_FRACTION, DEFAULT_NB, hpl_dat
+from assay.system.peak import rpeak_flag
 
 # Debian's ScaLAPACK, one build per MPI flavour (dpkg -L libscalapack-openmpi-dev ...).
 SCALAPACK_LIBS: dict[str, tuple[str, ...]] = {

@@ -4,7 +4,7 @@ Rpeak needs a *stable* clock — the nominal (base) one that vendors and TOP500 
 (boost) one as a labelled upper bound. The current clock of ``/proc/cpuinfo`` is none of
 these: it moves with load and power state, and in a VM it is whatever the hypervisor reports
 (on one VM 2.45 GHz "current" put DGEMM at 102.6% of Rpeak). This module only *reads*; which
-candidate Rpeak uses is chosen by ``assay.analysis.peak`` (pure), which says which it took.
+candidate Rpeak uses is chosen by ``assay.system.peak`` (pure), which says which it took.
 
 Sources, one candidate each (``kind`` is "base", "max" or "current"):
 

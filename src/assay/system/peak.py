@@ -47,7 +47,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from assay.analysis.flopstable import (  # re-exported: callers and tests import them from here
+from assay.config import load_config
+from assay.errors import AssayError, ConfigError
+from assay.model import System
+from assay.system.flopstable import (  # re-exported: callers and tests import them from here
     TABLE_FILE,
     FlopsTableError,
     Precision,
@@ -55,9 +58,6 @@ from assay.analysis.flopstable import (  # re-exported: callers and tests import
     load_table,
     parse_table,
 )
-from assay.config import load_config
-from assay.errors import AssayError, ConfigError
-from assay.model import System
 
 __all__ = [
     "TABLE_FILE",

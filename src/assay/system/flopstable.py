@@ -1,7 +1,7 @@
 """The FLOPs-per-cycle table (``assay/data/flops_per_cycle.toml``): how many floating-point
 operations one core of each micro-architecture completes per cycle, and why (its sources).
 
-Read by ``assay.analysis.peak``; kept apart so that the table's schema and checks have one home.
+Read by ``assay.system.peak``; kept apart so that the table's schema and checks have one home.
 """
 
 from __future__ import annotations
