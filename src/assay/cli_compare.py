@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -17,8 +17,11 @@ from rich.text import Text
 
 from assay.config import assay_home
 from assay.errors import AssayError, NotFoundError
-from assay.references.model import Tolerance
-from assay.store import LoadedRun, RunStore
+from assay.store import RunStore
+
+if TYPE_CHECKING:  # imported when used: pydantic models would slow every 'assay --help'
+    from assay.references.model import Tolerance
+    from assay.store import LoadedRun
 
 err = Console(stderr=True, highlight=False)
 FORMATS = ("term", "md")
@@ -41,6 +44,8 @@ def emit(sections: list, fmt: str) -> None:
 
 def parse_tolerances(specs: list[str] | None) -> dict[str, Tolerance]:
     """``0.1`` (±10% for every metric), ``p2p.latency=0.1``, ``memory.triad=-0.05:0.2``."""
+    from assay.references.model import Tolerance
+
     result: dict[str, Tolerance] = {}
     for spec in specs or []:
         metric, _, band = spec.rpartition("=")
