@@ -62,9 +62,16 @@ def _resolve_argv(job: Job, exe: str | None, mpis: list[MpiInfo], cores: int | N
 
 
 def run_job(
-    writer: RunWriter, job: Job, mpis: list[MpiInfo], cores: int | None
+    writer: RunWriter,
+    job: Job,
+    mpis: list[MpiInfo],
+    cores: int | None,
+    resolve: Callable[[Job, str | None], list[str]] | None = None,
 ) -> tuple[JobResult, list[Sample]]:
-    """One job from build to stored samples. Never raises for a probe's own failure."""
+    """One job from build to stored samples. Never raises for a probe's own failure.
+
+    ``resolve`` replaces the local launcher's command line (the Slurm runner's srun steps).
+    """
     started = utc_now()
     job_dir = writer.job_dir(job)
     rel = job_dir.relative_to(writer.path)
@@ -85,7 +92,7 @@ def run_job(
         return result, []
     try:
         exe = str(build_probe(job.build, mpis)) if job.build else None
-        argv = _resolve_argv(job, exe, mpis, cores)
+        argv = resolve(job, exe) if resolve else _resolve_argv(job, exe, mpis, cores)
     except AssayError as exc:
         result.reason = f"build failed: {exc}"
         writer.save_job(job, list(job.argv))
