@@ -58,9 +58,7 @@ def outliers(
     z = robust_z(values)
     med = statistics.median(values.values()) if values else 0.0
     sign = -1.0 if better == "higher" else 1.0
-    bad = [
-        Outlier(k, values[k], z[k], med, threshold) for k in values if sign * z[k] > threshold
-    ]
+    bad = [Outlier(k, values[k], z[k], med, threshold) for k in values if sign * z[k] > threshold]
     return sorted(bad, key=lambda o: -abs(o.z))
 
 

@@ -28,15 +28,15 @@ CROSS_NODE_PROBES = {"p2p", "coll"}
 ALL_PAIRS_MODES = ("latency", "bandwidth")
 
 
-def _with(job: Job, suffix: str, nodes: list[int], group: str = "", **params) -> Job:
+def _with(job: Job, suffix: str, idx: list[int], group: str = "", **params) -> Job:
     new = dataclasses.replace(
         job,
         job_id=f"{job.job_id}-{suffix}" if suffix else job.job_id,
         params={**job.params, **params},
         env=dict(job.env),
-        placement={"nodes": nodes, **({"group": group} if group else {})},
+        placement={"nodes": idx, **({"group": group} if group else {})},
     )
-    new.nodes = len(nodes)
+    new.nodes = len(idx)
     return new
 
 
@@ -82,8 +82,9 @@ def place(jobs: list[Job], opts: SlurmOptions, mpis: list[MpiInfo]) -> list[Job]
         else:
             for i in range(n):
                 out.append(
-                    _with(job, f"n{i}" if n > 1 else "", [i], group=job.job_id,
-                          placement="per-node")  # fmt: skip
+                    _with(
+                        job, f"n{i}" if n > 1 else "", [i], group=job.job_id, placement="per-node"
+                    )
                 )
     for job in out:
         _mpi_env(job, opts, mpis)

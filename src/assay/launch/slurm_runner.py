@@ -124,9 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     for job in jobs:
         idx = job.placement.get("nodes", [0])
         if max(idx) >= len(allocation):
-            job.skip_reason = (
-                f"needs {max(idx) + 1} nodes, the allocation has {len(allocation)}"
-            )
+            job.skip_reason = f"needs {max(idx) + 1} nodes, the allocation has {len(allocation)}"
             continue
         hosts[job.job_id] = [allocation[i] for i in idx]
         job.params["hosts"] = hosts[job.job_id]

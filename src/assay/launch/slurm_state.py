@@ -7,6 +7,7 @@ database. Every failure quotes Slurm's own words.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import subprocess
@@ -113,10 +114,8 @@ def cancel(job_id: str) -> None:
     path = shutil.which("scancel")
     if path is None:
         return
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         subprocess.run([path, job_id], capture_output=True, timeout=CALL_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def expand_nodes(nodelist: str) -> list[str]:
