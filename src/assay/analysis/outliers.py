@@ -11,10 +11,17 @@ only on the bad side: a low bandwidth, a high latency. When more than half the v
 equal the MAD is 0; then the mean absolute deviation is used, scaled by 1.2533 (sqrt(pi/2),
 which makes it estimate sigma for normal data). When that is 0 too every value is the median
 and nothing is an outlier.
+
+Rates and times are ratio-scale (a link at half speed is as far off as one at double), and
+their spread grows with their size, so by default the score is taken on log(x): a link is
+judged by how many times slower it is, not by how many MB/s it lacks. On a noisy cluster the
+linear score can miss a link 50x slower when the healthy links vary by 30%; the log score
+does not. ``log=False`` gives the textbook linear score.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
@@ -53,9 +60,13 @@ def outliers(
     values: Mapping[Hashable, float],
     better: Literal["higher", "lower"],
     threshold: float = THRESHOLD,
+    log: bool = True,
 ) -> list[Outlier]:
     """The values beyond ``threshold`` on the bad side, worst first. Needs 3 values or more."""
-    z = robust_z(values)
+    if log and values and all(v > 0 for v in values.values()):
+        z = robust_z({k: math.log(v) for k, v in values.items()})
+    else:
+        z = robust_z(values)
     med = statistics.median(values.values()) if values else 0.0
     sign = -1.0 if better == "higher" else 1.0
     bad = [Outlier(k, values[k], z[k], med, threshold) for k in values if sign * z[k] > threshold]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from assay.analysis.stats import Figure, fold_repetitions
 from assay.model import JobResult, Sample, System
+from assay.report.allpairs import allpairs_tables
 from assay.report.domains import TABLE_METRICS, domain_tables
 from assay.report.storage import storage_figures, storage_tables
 from assay.store import LoadedRun
@@ -143,10 +144,20 @@ def _mpi_label(s: Sample) -> str:
     """The column a figure belongs to: its MPI, an import's label, or a perftest device."""
     p = s.params
     if p.get("mpi_label") or p.get("mpi"):
-        return str(p.get("mpi_label") or p.get("mpi"))
+        return str(p.get("mpi_label") or p.get("mpi")) + _where(p)
     if p.get("device"):
         return f"{p.get('benchmark', '')} {p['device']}".strip()
     return "MPI"
+
+
+def _where(p: dict) -> str:
+    """Where a cluster measurement ran (Slurm placement): its hosts, so shared memory and a
+    network link are never mixed up in one column."""
+    hosts, placement = p.get("hosts"), p.get("placement")
+    if not placement or not isinstance(hosts, list):
+        return ""
+    shown = "–".join(map(str, hosts)) if len(hosts) <= 4 else f"{len(hosts)} nodes"
+    return f", {placement} {shown}"
 
 
 def _by_mpi_and_size(figures: list[Figure], metric: str) -> dict[str, dict[int, Figure]]:
@@ -564,7 +575,11 @@ def build_tables(run: LoadedRun) -> list[Table]:
         tables.append(compute)
         shown |= {id(f) for f in compute_figs}
 
-    p2p_figs = _claim(figures, P2P_METHOD, "p2p.")
+    all_pairs = [f for f in figures if f.sample.params.get("placement") == "all-pairs"]
+    # Raw samples: folding repetitions would merge pairs that differ only in their hosts.
+    tables += [Table(*parts) for parts in allpairs_tables(run.samples)]
+    shown |= {id(f) for f in all_pairs}
+    p2p_figs = [f for f in _claim(figures, P2P_METHOD, "p2p.") if id(f) not in shown]
     lat = latency_table(p2p_figs)
     if lat:
         lat.commands = commands_of(run.results, "p2p")

@@ -1,0 +1,55 @@
+"""Report tables of the all-pairs network matrix: N x N per metric and MPI, outliers named.
+
+Returns the parts of the report's ``Table`` (key, title, columns, rows, notes); ``tables``
+wraps them, so this module does not import it back.
+"""
+
+from __future__ import annotations
+
+from assay.analysis.allpairs import PairMatrix, matrices
+from assay.model import Sample
+from assay.units import format_value, metric_info
+
+TableParts = tuple[str, str, list[str], list[list[str]], list[str]]
+
+
+def _fmt(m: PairMatrix, v: float) -> str:
+    return format_value(v, metric_info(m.metric).display)
+
+
+def matrix_table(m: PairMatrix) -> TableParts:
+    unit = metric_info(m.metric).display
+    rows = []
+    for a in m.hosts:
+        row = [a]
+        for b in m.hosts:
+            v = None if a == b else m.value(a, b)
+            row.append("–" if v is None else _fmt(m, v))
+        rows.append(row)
+    what = "latency" if m.metric == "p2p.latency" else "bandwidth"
+    notes = [
+        f"{what} at {m.size} B between every pair of nodes, one rank per node, pairs measured "
+        "in the rounds of a round-robin tournament (the pairs of a round at the same time).",
+        f"Outliers: robust z-score 0.6745·(ln x − median)/MAD over the {len(m.links)} links and "
+        f"over each node's median link, threshold |z| > {m.threshold:g}, bad side only.",
+    ]
+    if not m.link_outliers and not m.node_outliers:
+        notes.append("No outlier link or node.")
+    for o in m.link_outliers:
+        a, b = o.key  # type: ignore[misc]
+        notes.append(
+            f"OUTLIER LINK {a}–{b}: {_fmt(m, o.value)} {unit} against a median of "
+            f"{_fmt(m, o.median)} {unit} (z = {o.z:.1f})"
+        )
+    for o in m.node_outliers:
+        notes.append(
+            f"OUTLIER NODE {o.key}: median link {_fmt(m, o.value)} {unit} against "
+            f"{_fmt(m, o.median)} {unit} (z = {o.z:.1f})"
+        )
+    key = f"allpairs-{m.metric.split('.')[-1]}-{m.mpi}".replace(" ", "-").lower()
+    title = f"All-pairs {what} [{unit}] ({m.mpi})"
+    return key, title, ["node", *m.hosts], rows, notes
+
+
+def allpairs_tables(samples: list[Sample]) -> list[TableParts]:
+    return [matrix_table(m) for m in matrices(samples)]
