@@ -19,7 +19,7 @@ from assay.execute import RunOutcome
 from assay.launch.slurm import Prepared, finish, follow, prepare, slurm_job_of, submit_run
 from assay.launch.slurm_options import SlurmOptions
 from assay.launch.slurm_place import place
-from assay.launch.slurm_state import JobState
+from assay.launch.slurm_state import JobState, require_slurm
 from assay.model import Job, JobResult, RunInfo
 from assay.store import RunStore, RunWriter
 
@@ -73,6 +73,7 @@ def run_slurm(
         prepared = prepare(Path("RUN_DIR"), "RUN_ID", placed, mpis, opts, build=False)
         dry_run(console, out, placed, prepared)
         return None
+    require_slurm()
     writer = store.create(
         suite=spec_name, suite_text=suite_text, system=system, argv=sys.argv,
         n_jobs=len(placed), label=label,

@@ -67,6 +67,12 @@ def _slurm_tool(name: str) -> str:
     return path
 
 
+def require_slurm() -> None:
+    """Fail before anything is built or stored when this is no Slurm front end."""
+    for tool in ("sbatch", "scontrol", "scancel"):
+        _slurm_tool(tool)
+
+
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
