@@ -90,6 +90,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
         _tc("down")
 
 
+@pytest.fixture(autouse=True)
+def _no_job_left(request):
+    """Whatever a test leaves in the queue (a failed one, a hang) must not meet the next."""
+    yield
+    if "cluster" in request.fixturenames:
+        env = slurm_env(request.getfixturevalue("cluster"))
+        subprocess.run(["scancel", "--user=root"], env=env, check=False, capture_output=True)
+
+
 def assay(cluster, *args: str, timeout: float = 240):
     return run_cli(*args, home=cluster["home"], env=cluster["env"], timeout=timeout)
 
@@ -174,10 +183,12 @@ def test_p2p_between_two_nodes_one_rank_each_mpich_and_openmpi(cluster) -> None:
 
 
 def test_three_node_collective_detached_then_collected(cluster) -> None:
+    # OpenMPI: MPICH 4.0.2 over UCX's TCP transport was seen to hang in MPI_Finalize
+    # now and then on this machine (a known class of UCX finalize hangs).
     proc = assay(
         cluster, "run", "network", "--on", "slurm", "--nodes", "3", "--only", "coll",
         "--set", "op=allreduce", "--set", "coll.max_size=1024", "--set", "coll.iterations=50",
-        "--set", "coll.warmup=5", "--mpi", "mpich", "--detach",
+        "--set", "coll.warmup=5", "--mpi", "openmpi", "--set", "timeout=90", "--detach",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "assay collect" in proc.stderr
@@ -198,9 +209,11 @@ def test_all_pairs_names_the_throttled_link(cluster) -> None:
     assert throttle.returncode == 0, throttle.stderr
     try:
         # One message size, large enough that a 50 Mbit/s link is far off the others.
+        # OpenMPI: MPICH (UCX over TCP) was seen to hang in MPI_Finalize after latency runs
+        # over the throttled link here, and then costs the job's whole timeout.
         proc = assay(
             cluster, "run", "network", "--on", "slurm", "--nodes", "4", "--all-pairs",
-            "--only", "p2p", "--mpi", "mpich", "--set", "min_size=131072",
+            "--only", "p2p", "--mpi", "openmpi", "--set", "min_size=131072",
             "--set", "max_size=131072", "--set", "iterations=10", "--set", "warmup=2",
             "--set", "iterations_large=10", "--set", "warmup_large=2", "--set", "window=16",
             "--set", "timeout=60", timeout=400,
@@ -251,6 +264,8 @@ def test_no_slurm_on_path_is_a_clear_error(cluster, tmp_path: Path) -> None:
 
 def _start_long_run(cluster) -> tuple[subprocess.Popen, str]:
     env = {**os.environ, **cluster["env"], "ASSAY_HOME": str(cluster["home"])}
+    runs = cluster["home"] / "runs"
+    before = set(runs.iterdir()) if runs.exists() else set()
     proc = subprocess.Popen(
         [sys.executable, "-m", "assay", "run", "network", "--on", "slurm", "--only", "p2p",
          "--mpi", "mpich", "--set", "mode=latency", "--set", "p2p.iterations=100000000",
@@ -258,9 +273,8 @@ def _start_long_run(cluster) -> tuple[subprocess.Popen, str]:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 60
-    runs = cluster["home"] / "runs"
     while time.monotonic() < deadline:
-        for d in sorted(runs.iterdir()) if runs.exists() else []:
+        for d in sorted(set(runs.iterdir()) - before) if runs.exists() else []:
             info = json.loads((d / "run.json").read_text())
             if (
                 info.get("slurm", {}).get("job_id")
