@@ -204,3 +204,36 @@ def test_matrix_from_samples_names_the_link() -> None:
     assert m.size == 65536 and m.hosts == hosts
     assert m.value("n3", "n2") == 6e6
     assert [o.key for o in m.link_outliers] == [("n2", "n3")]
+
+
+def test_per_node_names_the_slow_node() -> None:
+    from assay.analysis.pernode import per_node
+
+    triad = {"n1": 20e9, "n2": 21e9, "n3": 19.5e9, "n4": 4e9, "n5": 20.5e9}
+    samples = [
+        Sample.make("stream", "memory.triad", v, {"hosts": [h], "placement": "per-node"})
+        for h, v in triad.items()
+    ]
+    samples.append(Sample.make("stream", "memory.triad", 1.0, {"hosts": ["n1"]}))  # not per-node
+    (fig,) = per_node(samples)
+    assert fig.values == triad
+    assert [o.key for o in fig.outliers] == ["n4"]
+
+
+def test_finish_records_the_jobs_a_dead_allocation_did_not_reach(tmp_path: Path) -> None:
+    from assay.launch.slurm import finish
+    from assay.launch.slurm_state import JobState
+    from assay.model import JobResult, System
+    from assay.store import RunStore
+
+    writer = RunStore(tmp_path).create(suite="s", suite_text="", system=System(), argv=[])
+    writer.info.slurm = {"job_id": "42"}
+    jobs = [Job(job_id=f"00{i}-p2p", probe="p2p", argv=["x"]) for i in (1, 2)]
+    writer.record(JobResult("001-p2p", "ok", 0, 1.0, ["x"], scheduler_state="COMPLETED"), [])
+    state = JobState("42", "NODE_FAIL", reason="NodeFail", exit_code="0:0")
+    (lost,) = finish(writer, jobs, state)
+    assert lost.job_id == "002-p2p" and lost.scheduler_state == "NODE_FAIL"
+    assert "NODE_FAIL" in lost.reason and lost.status == "failed"
+    loaded = RunStore(tmp_path).load()
+    assert loaded.info.status == "failed" and loaded.info.slurm["state"] == "NODE_FAIL"
+    assert [r.job_id for r in loaded.results] == ["001-p2p", "002-p2p"]  # the first is kept

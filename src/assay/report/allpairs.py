@@ -7,6 +7,7 @@ wraps them, so this module does not import it back.
 from __future__ import annotations
 
 from assay.analysis.allpairs import PairMatrix, matrices
+from assay.analysis.pernode import per_node
 from assay.model import Sample
 from assay.units import format_value, metric_info
 
@@ -53,3 +54,32 @@ def matrix_table(m: PairMatrix) -> TableParts:
 
 def allpairs_tables(samples: list[Sample]) -> list[TableParts]:
     return [matrix_table(m) for m in matrices(samples)]
+
+
+def pernode_parts(samples: list[Sample]) -> list[TableParts]:
+    """One table: a row per node, a column per per-node metric; slow nodes named under it."""
+    figures = per_node(samples)
+    if not figures:
+        return []
+    hosts = sorted({h for f in figures for h in f.values})
+    units = [metric_info(f.metric).display for f in figures]
+    cols = ["node"] + [f"{f.label} [{u}]" for f, u in zip(figures, units, strict=True)]
+    rows = [
+        [h]
+        + [
+            format_value(f.values[h], u) if h in f.values else "–"
+            for f, u in zip(figures, units, strict=True)
+        ]
+        for h in hosts
+    ]
+    notes = [
+        "Each node's best figure, every node measured at the same time (one job per node). "
+        "Outliers: robust z-score of ln x against the other nodes, |z| > 3.5, bad side only."
+    ]
+    for f, u in zip(figures, units, strict=True):
+        for o in f.outliers:
+            notes.append(
+                f"SLOW NODE {o.key} ({f.label}): {format_value(o.value, u)} {u} against a "
+                f"median of {format_value(o.median, u)} {u} (z = {o.z:.1f})"
+            )
+    return [("per-node", "Per-node figures", cols, rows, notes)]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from assay.analysis.stats import Figure, fold_repetitions
 from assay.model import JobResult, Sample, System
-from assay.report.allpairs import allpairs_tables
+from assay.report.allpairs import allpairs_tables, pernode_parts
 from assay.report.domains import TABLE_METRICS, domain_tables
 from assay.report.storage import storage_figures, storage_tables
 from assay.store import LoadedRun
@@ -578,6 +578,7 @@ def build_tables(run: LoadedRun) -> list[Table]:
     all_pairs = [f for f in figures if f.sample.params.get("placement") == "all-pairs"]
     # Raw samples: folding repetitions would merge pairs that differ only in their hosts.
     tables += [Table(*parts) for parts in allpairs_tables(run.samples)]
+    tables += [Table(*parts) for parts in pernode_parts(run.samples)]
     shown |= {id(f) for f in all_pairs}
     p2p_figs = [f for f in _claim(figures, P2P_METHOD, "p2p.") if id(f) not in shown]
     lat = latency_table(p2p_figs)
