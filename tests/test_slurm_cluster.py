@@ -72,6 +72,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
     missing = [t for t in ("slurmctld", "slurmd", "munged", "sbatch") if not shutil.which(t)]
     if missing:
         pytest.fail(f"{', '.join(missing)} missing: run scripts/install-system-deps (slurm-wlm)")
+    probe = subprocess.run(["unshare", "--net", "--uts", "true"], capture_output=True, text=True,
+                           check=False)  # fmt: skip
+    if probe.returncode != 0:
+        pytest.skip(f"cannot create network namespaces here: {probe.stderr.strip()}")
     was_up = _tc("status").returncode == 0
     up = _tc("up")
     if up.returncode != 0:
