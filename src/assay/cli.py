@@ -320,10 +320,13 @@ def _run_slurm(name, text, system, mpis, jobs, opts, label, dry) -> None:
 
     store = _store()
     started = time.monotonic()
-    outcome = run_slurm(
-        console=console, out=out, store=store, spec_name=name, suite_text=text, system=system,
-        mpis=mpis, jobs=jobs, opts=opts, label=label, dry=dry,
-    )  # fmt: skip
+    try:
+        outcome = run_slurm(
+            console=console, out=out, store=store, spec_name=name, suite_text=text,
+            system=system, mpis=mpis, jobs=jobs, opts=opts, label=label, dry=dry,
+        )  # fmt: skip
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the allocation is already cancelled
+        raise typer.Exit(130) from None
     _after_slurm(store, outcome, started)
 
 
