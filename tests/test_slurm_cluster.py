@@ -315,3 +315,59 @@ def test_sigkill_of_assay_lets_the_watchdog_cancel_the_allocation(cluster) -> No
     proc.wait(timeout=10)
     # The runner notices the stale heartbeat within HEARTBEAT_S (+ its check interval).
     _wait_gone(cluster, job_id, HEARTBEAT_S + 20)
+
+
+NODE_DIES_SUITE = """
+name = "node-dies"
+[[bench]]
+probe = "p2p"
+mpi = "mpich"
+params = { mode = "latency", max_size = 8, iterations = 100, warmup = 5 }
+[[bench]]
+probe = "p2p"
+mpi = "mpich"
+params = { mode = "bandwidth", max_size = 8, iterations = 100000000, warmup = 5 }
+[[bench]]
+probe = "p2p"
+mpi = "mpich"
+params = { mode = "latency", max_size = 8, iterations = 100, warmup = 5 }
+"""
+
+
+def test_a_node_dying_mid_run_loses_only_its_jobs(cluster, tmp_path: Path) -> None:
+    suite = tmp_path / "node-dies.toml"
+    suite.write_text(NODE_DIES_SUITE)
+    env = {**os.environ, **cluster["env"], "ASSAY_HOME": str(cluster["home"])}
+    runs = cluster["home"] / "runs"
+    before = set(runs.iterdir()) if runs.exists() else set()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay", "run", str(suite), "--on", "slurm", "--nodes", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        rid = None
+        while time.monotonic() < deadline:  # wait for the first job's result, then the second
+            new = sorted(set(runs.iterdir()) - before) if runs.exists() else []
+            if new and (new[0] / "jobs.jsonl").exists():
+                rid = new[0].name
+                if any("bandwidth" in p for p in node_processes()):
+                    break
+            time.sleep(0.5)
+        assert rid, "the first job never finished"
+        # anode2 dies: its slurmd, its step daemon and its rank, all at once.
+        for pid in subprocess.run(["ip", "netns", "pids", "assay-anode2"], capture_output=True,
+                                  text=True, check=False).stdout.split():  # fmt: skip
+            subprocess.run(["kill", "-9", pid], check=False)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        assert _tc("up").returncode == 0  # anode2 back for the tests after this one
+    assert proc.returncode == 1, err
+    results = jobs_of(cluster, rid)
+    assert results[0]["status"] == "ok" and results[0]["n_samples"] > 0  # kept
+    assert len(results) == 3 and all(r["status"] != "ok" for r in results[1:]), results
+    said = " ".join(r["reason"] for r in results[1:])
+    assert "anode2" in said or "NODE_FAIL" in said, said
+    assert samples_of(cluster, rid)  # the first job's samples are still there
