@@ -279,6 +279,8 @@ def _start_long_run(cluster) -> tuple[subprocess.Popen, str]:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         for d in sorted(set(runs.iterdir()) - before) if runs.exists() else []:
+            if not (d / "run.json").exists():  # created a moment ago, not written yet
+                continue
             info = json.loads((d / "run.json").read_text())
             if (
                 info.get("slurm", {}).get("job_id")
