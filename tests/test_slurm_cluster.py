@@ -372,4 +372,9 @@ def test_a_node_dying_mid_run_loses_only_its_jobs(cluster, tmp_path: Path) -> No
     assert len(results) == 3 and all(r["status"] != "ok" for r in results[1:]), results
     said = " ".join(r["reason"] for r in results[1:])
     assert "anode2" in said or "NODE_FAIL" in said, said
+    assert "Ctrl-C" not in said  # Slurm stopped it, not a user
+    info = json.loads((run_dir(cluster, rid) / "run.json").read_text())
+    assert info["slurm"]["state"] == "NODE_FAIL" and info["status"] == "failed"
+    # The third job never started on the dead allocation: it carries Slurm's final state.
+    assert results[2]["scheduler_state"] == "NODE_FAIL", results[2]
     assert samples_of(cluster, rid)  # the first job's samples are still there

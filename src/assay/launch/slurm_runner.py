@@ -51,10 +51,18 @@ class _Writer(RunWriter):
         super().__init__(path, info)
         self.hosts = hosts
         self.lock = threading.Lock()
+        self.stopped = False  # a job was interrupted: the allocation is ending
 
     def record(self, result: JobResult, samples: list[Sample]) -> None:
         result.hosts = self.hosts.get(result.job_id, result.hosts)
         result.scheduler_state = STATE_OF_STATUS.get(result.status, "")
+        if result.status == "interrupted":
+            # Inside an allocation the signal is Slurm's, not a user's Ctrl-C.
+            result.reason = result.reason.replace(
+                "stopped by Ctrl-C",
+                "stopped by Slurm (scancel, the time limit or a node failure: see run.json)",
+            )
+            self.stopped = True
         with self.lock:
             super().record(result, samples)
 
@@ -145,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         ).start()
     try:
         for group in groups([j for j in jobs if j.job_id not in done]):
+            if writer.stopped:  # like Ctrl-C locally: start nothing more
+                return 130
             if len(group) == 1:
                 run_job(writer, group[0], mpis, cpus_per_node, resolve=resolve)
                 continue
