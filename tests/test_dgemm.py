@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from assay.analysis.derive import Derived, derive
+from assay.analysis.stats import Figure, fold_repetitions
 from assay.errors import SuiteError
 from assay.model import Job, System
 from assay.plan import plan
@@ -153,35 +155,54 @@ KNOWN = {
 }  # fmt: skip
 
 
-def test_parse_adds_rpeak_samples_and_fractions():
+def _derived(samples: list) -> tuple[Derived, list[Figure]]:
+    figures = fold_repetitions(samples)
+    return derive(figures), figures
+
+
+def test_parse_records_the_rpeak_and_derive_computes_the_fractions():
     out = "\n".join(
         [probe_line("compute.dgemm", 48e9, "d"), probe_line("compute.sgemm", 96e9, "s")]
     )
     samples = DgemmProbe().parse(out, job_with(KNOWN))
-    by = {(s.metric, s.params.get("precision")): s for s in samples}
-    assert set(by) == {
-        ("compute.dgemm", "d"),
-        ("compute.sgemm", "s"),
-        ("compute.rpeak", "d"),
-        ("compute.rpeak", "s"),
-    }
-    assert by["compute.dgemm", "d"].params["rpeak_fraction"] == pytest.approx(0.75)
-    assert by["compute.sgemm", "s"].params["rpeak_fraction"] == pytest.approx(0.75)
-    assert by["compute.rpeak", "d"].value == 64e9 and by["compute.rpeak", "s"].value == 128e9
-    assert by["compute.rpeak", "d"].params["derivation"] == KNOWN["derivation_dp"]
-    assert by["compute.rpeak", "d"].params["clock_kind"] == "user"
-    assert by["compute.rpeak", "d"].unit == "flop/s"
-    assert all("rpeak" not in s.params for s in samples)  # the plan-time dict stays out
+    # parse adds no derived figure: no compute.rpeak sample, no fraction
+    assert sorted(s.metric for s in samples) == ["compute.dgemm", "compute.sgemm"]
+    assert all("rpeak_fraction" not in s.params for s in samples)
+    dgemm = next(s for s in samples if s.metric == "compute.dgemm")
+    assert dgemm.params["rpeak"] == 64e9 and dgemm.params["rpeak_per_core"] == 32e9
+    assert dgemm.params["rpeak_derivation"] == KNOWN["derivation_dp"]
+    assert dgemm.params["rpeak_clock"] == "user"
     assert all("rpeak_note" not in s.params for s in samples)
 
+    derived, figures = _derived(samples)
+    by = {f.sample.metric: derived.fraction_of(f) for f in figures}
+    assert by["compute.dgemm"].fraction == pytest.approx(0.75)
+    assert by["compute.sgemm"].fraction == pytest.approx(0.75)
+    assert derived.rpeaks["dp"].flops == 64e9 and derived.rpeaks["sp"].flops == 128e9
+    assert derived.rpeaks["dp"].derivation == KNOWN["derivation_dp"]
+    assert derived.rpeaks["dp"].clock_kind == "user"
+    rpeak = [f.sample for f in derived.figures() if f.sample.metric == "compute.rpeak"]
+    assert sorted(s.params["precision"] for s in rpeak) == ["dp", "sp"]
+    assert all(s.unit == "flop/s" for s in rpeak)
 
-def test_parse_compares_a_partial_run_with_the_cores_it_used():
+
+def test_a_partial_run_is_compared_with_the_cores_it_used():
     samples = DgemmProbe().parse(probe_line("compute.dgemm", 24e9, "d", threads=1), job_with(KNOWN))
-    dgemm = next(s for s in samples if s.metric == "compute.dgemm")
-    assert dgemm.params["rpeak_fraction"] == pytest.approx(0.75)  # of one core's 32 GFLOP/s
-    assert dgemm.params["rpeak_scope"] == "1 of 2 cores"
-    # only the precision that ran gets an Rpeak sample
-    assert [s.params["precision"] for s in samples if s.metric == "compute.rpeak"] == ["d"]
+    derived, figures = _derived(samples)
+    frac = derived.fraction_of(figures[0])
+    assert frac.fraction == pytest.approx(0.75)  # of one core's 32 GFLOP/s
+    assert frac.scope == "1 of 2 cores"
+    # only the precision that ran has an Rpeak
+    assert list(derived.rpeaks) == ["dp"]
+
+
+def test_a_rate_above_rpeak_is_flagged_with_its_clock_source():
+    samples = DgemmProbe().parse(probe_line("compute.dgemm", 70e9, "d"), job_with(KNOWN))
+    derived, figures = _derived(samples)
+    frac = derived.fraction_of(figures[0])
+    assert frac.fraction == pytest.approx(70 / 64)
+    assert frac.flag is not None and frac.flag.startswith("Rpeak too low: clock source user")
+    assert KNOWN["derivation_dp"] in frac.flag
 
 
 def test_parse_without_rpeak_says_why():
@@ -190,7 +211,10 @@ def test_parse_without_rpeak_says_why():
     samples = DgemmProbe().parse(probe_line("compute.dgemm", 48e9, "d"), job_with(unknown))
     assert [s.metric for s in samples] == ["compute.dgemm"]
     assert samples[0].params["rpeak_note"] == unknown["reason"]
-    assert "rpeak_fraction" not in samples[0].params
+    derived, figures = _derived(samples)
+    frac = derived.fraction_of(figures[0])
+    assert frac.fraction is None and frac.note == unknown["reason"]
+    assert derived.rpeaks == {}
 
 
 # --- the native probe, run directly --------------------------------------------------------------
@@ -297,25 +321,23 @@ def test_cli_run_reports_dgemm_sgemm_and_rpeak(
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(run_cli("report", "-f", "json", home=assay_home, check=True).stdout)
     by = {(s["metric"], s["params"].get("precision")): s for s in doc["samples"]}
-    assert set(by) == {
-        ("compute.dgemm", "d"),
-        ("compute.sgemm", "s"),
-        ("compute.rpeak", "d"),
-        ("compute.rpeak", "s"),
-    }
+    assert set(by) == {("compute.dgemm", "d"), ("compute.sgemm", "s")}
     dgemm = by["compute.dgemm", "d"]
     p = dgemm["params"]
     assert dgemm["value"] > 0 and dgemm["unit"] == "flop/s"
     assert p["n"] == 300 and p["n_rule"] == "given" and p["reps"] >= 3
     assert p["threads"] == 1 and p["blas"] == "openblas" and p["time_s"] > 0
     assert dgemm["stats"]["n"] == p["reps"]
-    rpeak_d = by["compute.rpeak", "d"]
-    assert rpeak_d["value"] == pytest.approx(2 * 2e9 * 16)
-    assert rpeak_d["params"]["derivation"].endswith("= 64.00 GFLOP/s")
-    # one thread of two cores: compared with one core's peak, and said so
-    assert p["rpeak_fraction"] == pytest.approx(dgemm["value"] / 32e9)
-    assert p["rpeak_scope"] == "1 of 2 cores"
-    assert by["compute.rpeak", "s"]["value"] == pytest.approx(128e9)
+    assert p["rpeak"] == pytest.approx(2 * 2e9 * 16)
+    assert p["rpeak_derivation"].endswith("= 64.00 GFLOP/s")
+    assert by["compute.sgemm", "s"]["params"]["rpeak"] == pytest.approx(128e9)
+    # the report shows the derived figures: one Rpeak row per precision, and one thread of two
+    # cores compared with one core's peak, said so
+    md = run_cli("report", "-f", "md", home=assay_home, check=True).stdout
+    assert "| Rpeak (DP) | 64.00 |" in md and "| Rpeak (SP) | 128.00 |" in md
+    share = 100 * dgemm["value"] / 32e9
+    assert f"| DGEMM | {dgemm['value'] / 1e9:.2f} | {share:.1f}%" in md
+    assert "1 of 2 cores" in md
 
 
 @pytest.mark.slow

@@ -20,15 +20,22 @@ from pathlib import Path
 
 import pytest
 
+from assay.drivers.fio import clients
+from assay.drivers.fio.__main__ import main as driver_main
+from assay.drivers.fio.cells import cells_of
+from assay.drivers.fio.clients import ALL_CLIENTS
+from assay.drivers.fio.files import job_names
+from assay.drivers.fio.runner import EXIT_FIO
+from assay.drivers.fio.spec import SCRATCH, DriverSpec, items_of
 from assay.errors import SuiteError
+from assay.fio import hosts as fio_hosts
+from assay.fio.hosts import Host
+from assay.fio.job import FioJob, job_file
 from assay.model import System
 from assay.parsers.fio import merge_clat_histograms
 from assay.probes import PlanContext, get_probe
 from assay.probes.fio import FioParams
 from assay.report.storage import storage_tables
-from assay.storage import clients, driver
-from assay.storage.clients import ALL_CLIENTS, Host
-from assay.storage.fiojob import FioJob, job_file
 from conftest import run_cli
 
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
@@ -48,22 +55,22 @@ def two_hosts() -> list[str]:
 
 
 def test_hosts_are_fio_connect_strings_with_distinct_addresses(tmp_path: Path):
-    assert clients.parse_host("127.0.0.2,9001") == Host("127.0.0.2", 9001)
-    assert clients.parse_host(" node7 ") == Host("node7", clients.DEFAULT_PORT)
-    assert clients.parse_host("ip6:::1,4444") == Host("::1", 4444)
+    assert fio_hosts.parse_host("127.0.0.2,9001") == Host("127.0.0.2", 9001)
+    assert fio_hosts.parse_host(" node7 ") == Host("node7", fio_hosts.DEFAULT_PORT)
+    assert fio_hosts.parse_host("ip6:::1,4444") == Host("::1", 4444)
     assert Host("::1", 4444).connect == "ip6:::1,4444"
     assert Host("127.0.0.2", 9001).connect == "ip:127.0.0.2,9001"
-    with pytest.raises(clients.ClientError, match=r"1\.\.65535"):
-        clients.parse_host("node1,99999")
-    with pytest.raises(clients.ClientError, match="ADDR or ADDR,PORT"):
-        clients.parse_host("node 1")
+    with pytest.raises(fio_hosts.ClientError, match=r"1\.\.65535"):
+        fio_hosts.parse_host("node1,99999")
+    with pytest.raises(fio_hosts.ClientError, match="ADDR or ADDR,PORT"):
+        fio_hosts.parse_host("node 1")
     # fio reports a host's entries by address only: one address twice cannot be told apart
-    with pytest.raises(clients.ClientError, match="given twice"):
-        clients.parse_hosts(["127.0.0.1,9000", "127.0.0.1,9001"])
+    with pytest.raises(fio_hosts.ClientError, match="given twice"):
+        fio_hosts.parse_hosts(["127.0.0.1,9000", "127.0.0.1,9001"])
     hostfile = tmp_path / "hosts"
     hostfile.write_text("# clients\nnode1\n\nnode2,8766  # the second\n")
-    assert clients.read_hostfile(hostfile) == ["node1", "node2,8766"]
-    assert [h.local for h in clients.parse_hosts(["127.0.0.5", "localhost", "node1"])] == [
+    assert fio_hosts.read_hostfile(hostfile) == ["node1", "node2,8766"]
+    assert [h.local for h in fio_hosts.parse_hosts(["127.0.0.5", "localhost", "node1"])] == [
         True,
         True,
         False,
@@ -85,16 +92,16 @@ def test_each_host_gets_its_own_files_and_one_client_runs_them_all():
     job = FioJob("randread-8k", "randread", 8192, numjobs=2, extra={
         "filename_format": "assay-fio-$jobnum", "lat_percentiles": "1"})  # fmt: skip
     h2 = Host("127.0.0.2", 9002)
-    text = job_file([clients.for_host(job, h2)])
+    text = job_file([fio_hosts.for_host(job, h2)])
     assert "filename_format=assay-fio-127.0.0.2-$jobnum" in text.splitlines()
     assert "unique_filename=0" in text.splitlines()  # no address prefix of fio's own
-    assert driver.job_names(job, [Host("127.0.0.1"), h2]) == [
+    assert job_names(job, [Host("127.0.0.1"), h2]) == [
         "assay-fio-127.0.0.1-0",
         "assay-fio-127.0.0.1-1",
         "assay-fio-127.0.0.2-0",
         "assay-fio-127.0.0.2-1",
     ]
-    assert driver.job_names(job) == ["assay-fio-0", "assay-fio-1"]
+    assert job_names(job) == ["assay-fio-0", "assay-fio-1"]
     argv = clients.client_argv("fio", "o.json", [(Host("127.0.0.1", 1), "a.fio"), (h2, "b.fio")])
     assert argv == [
         "fio", "--output-format=json+", "--output=o.json",
@@ -137,10 +144,10 @@ def test_merged_entries_sum_rates_and_read_percentiles_off_the_merged_bins():
 
 
 def test_cells_give_each_host_and_the_total_of_all_hosts():
-    spec = driver.DriverSpec(mode="workloads", workloads=["randread-8k"], size=2**20, runtime=1,
+    spec = DriverSpec(mode="workloads", workloads=["randread-8k"], size=2**20, runtime=1,
                              ramp_time=0, numjobs=2, iodepth=8)  # fmt: skip
-    (item,) = driver.items_of(spec, "/d", None)
-    cells = driver.cells_of(item, ["127.0.0.1", "127.0.0.2"])
+    (item,) = items_of(spec, "/d", None)
+    cells = cells_of(item, ["127.0.0.1", "127.0.0.2"])
     assert [c.key for c in cells] == [
         ("randread-8k", "127.0.0.1"),
         ("randread-8k", "127.0.0.2"),
@@ -149,7 +156,7 @@ def test_cells_give_each_host_and_the_total_of_all_hosts():
     assert [c.expected for c in cells] == [16, 16, 32]  # Little's N: 2 threads x 8, per host
     assert cells[-1].identity["host"] == ALL_CLIENTS and cells[-1].identity["numjobs"] == 2
     # on this machine alone: one cell, and the parser's own params
-    (alone,) = driver.cells_of(item, [])
+    (alone,) = cells_of(item, [])
     assert alone.key == ("randread-8k", None) and alone.identity == {}
 
 
@@ -166,7 +173,7 @@ def test_probe_checks_hosts_at_plan_time(tmp_path: Path):
     (draft,) = probe.drafts(
         FioParams(hostfile=str(hostfile), workloads=["randread-8k"]), ctx, mpis=[], ranks=None
     )
-    spec = driver.DriverSpec.model_validate(json.loads(draft.argv[4]))
+    spec = DriverSpec.model_validate(json.loads(draft.argv[4]))
     assert spec.hosts == ["127.0.0.2,9100", "127.0.0.3,9101"]
     assert draft.params["hosts"] == 2 and draft.label.endswith("x2 hosts")
 
@@ -187,14 +194,14 @@ def test_a_port_in_use_is_refused_and_nothing_is_left(tmp_path: Path, monkeypatc
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        code = driver.main(["--spec", _spec([f"127.0.0.2,{free_port('127.0.0.2')}",
+        code = driver_main(["--spec", _spec([f"127.0.0.2,{free_port('127.0.0.2')}",
                                             f"127.0.0.1,{port}"])])  # fmt: skip
     _, err = capsys.readouterr()
-    assert code == driver.EXIT_FIO
+    assert code == EXIT_FIO
     assert f"127.0.0.1,{port}: something already listens there" in err
     # the first server was started, then stopped with the others; the files went too
     assert not list(tmp_path.glob("fio-server-*.pid"))
-    assert not (tmp_path / driver.SCRATCH).exists()
+    assert not (tmp_path / SCRATCH).exists()
 
 
 @pytest.mark.slow
@@ -245,7 +252,7 @@ def test_two_loopback_clients_report_each_host_and_the_merged_total(
     assert "filename_format=assay-fio-127.0.0.2-$jobnum" in h2 and "unique_filename=0" in h2
     # servers stopped, files removed
     assert not list(job_dir.glob("fio-server-*.pid")) and list(job_dir.glob("fio-server-*.log"))
-    assert not any(clients.listening(clients.parse_host(h)) for h in hosts)
+    assert not any(clients.listening(fio_hosts.parse_host(h)) for h in hosts)
     assert not (target / "assay-fio").exists()
 
     from assay.analysis.stats import fold_repetitions
@@ -263,7 +270,7 @@ def test_two_loopback_clients_report_each_host_and_the_merged_total(
 def test_servers_are_stopped_when_the_driver_is_terminated(tmp_path: Path):
     hosts = two_hosts()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "assay.storage.driver", "--spec", _spec(hosts, runtime=60)],
+        [sys.executable, "-m", "assay.drivers.fio", "--spec", _spec(hosts, runtime=60)],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -277,8 +284,8 @@ def test_servers_are_stopped_when_the_driver_is_terminated(tmp_path: Path):
     workers = [c for p in pids for c in clients.descendants(p)]
     os.killpg(proc.pid, signal.SIGTERM)  # what the runner does on a timeout
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == driver.EXIT_FIO, err.decode()
+    assert proc.returncode == EXIT_FIO, err.decode()
     assert b"terminated" in err
     assert not any(clients.alive(p) for p in pids + workers)
-    assert not any(clients.listening(clients.parse_host(h)) for h in hosts)
-    assert not (tmp_path / driver.SCRATCH).exists()
+    assert not any(clients.listening(fio_hosts.parse_host(h)) for h in hosts)
+    assert not (tmp_path / SCRATCH).exists()

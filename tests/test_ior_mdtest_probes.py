@@ -18,8 +18,8 @@ import pytest
 from assay.model import Job, MpiInfo, System
 from assay.plan import plan
 from assay.probes import PlanContext, get_probe
-from assay.probes import ior as ior_probe
-from assay.probes.ior import IorParams, pick_mpi
+from assay.probes.external import pick_mpi
+from assay.probes.ior import IorParams
 from assay.probes.mdtest import MdtestParams
 from assay.suite.schema import SuiteSpec
 from conftest import run_cli
@@ -36,9 +36,7 @@ CTX = PlanContext(system=System(cores=8), mpis=MPIS)
 def installed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pretend /opt/ior/bin/{ior,mdtest} exist (shutil.which is what the drafts ask)."""
     real = shutil.which
-    monkeypatch.setattr(
-        ior_probe.shutil, "which", lambda p: p if p.startswith("/opt/ior/bin/") else real(p)
-    )
+    monkeypatch.setattr(shutil, "which", lambda p: p if p.startswith("/opt/ior/bin/") else real(p))
 
 
 def test_ior_argv_for_an_installed_binary(installed, tmp_path: Path):

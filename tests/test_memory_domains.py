@@ -23,7 +23,7 @@ from assay.probes import PlanContext, get_probe
 from assay.probes import stream as stream_mod
 from assay.probes.memlat import cache_sizes, default_max_bytes, level_of
 from assay.probes.stream import cpulist
-from assay.report.domains import domain_tables, node_figures
+from assay.report.memory import domain_tables, node_figures
 from assay.store.rundir import RunStore
 from assay.suite import load_suite
 from conftest import run_cli

@@ -41,7 +41,7 @@ def test_with_a_device_the_job_runs_perftest_as_the_seeds_do():
 
 def _pair(server: str, client: str, delay: float = 0.3) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "assay.launch.pair", "--server", json.dumps(["sh", "-c", server]),
+        [sys.executable, "-m", "assay.drivers.pair", "--server", json.dumps(["sh", "-c", server]),
          "--client", json.dumps(["sh", "-c", client]), "--delay", str(delay)],
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip

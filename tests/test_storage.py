@@ -18,14 +18,24 @@ from pathlib import Path
 import pytest
 
 from assay.analysis.stats import fold_repetitions
+from assay.drivers.fio import checks
+from assay.drivers.fio.__main__ import main as driver_main
+from assay.drivers.fio.curve import curve_targets, queue_params
+from assay.drivers.fio.figures import point_figures
+from assay.drivers.fio.runner import EXIT_FIO, EXIT_SPEC
+from assay.drivers.fio.spec import (
+    FILL_RATE_ASSUMED,
+    GRACE_S,
+    RUN_OVERHEAD_S,
+    SCRATCH,
+    DriverSpec,
+    estimate_seconds,
+)
 from assay.errors import SuiteError
-from assay.model import Sample, Stats, System
-from assay.probes import PlanContext, get_probe
-from assay.probes.fio import FioParams, driver_spec
-from assay.report.storage import storage_figures, storage_tables
-from assay.storage import driver, safety
-from assay.storage.fiojob import job_file
-from assay.storage.workloads import (
+from assay.fio import safety
+from assay.fio import target as on_disk
+from assay.fio.job import FioJob, job_file
+from assay.fio.workloads import (
     FILENAME_FORMAT,
     NAMES,
     WORKLOADS,
@@ -38,6 +48,11 @@ from assay.storage.workloads import (
     with_rate,
     workload_job,
 )
+from assay.model import Job, Sample, Stats, System
+from assay.preflight import preflight
+from assay.probes import PlanContext, get_probe
+from assay.probes.fio import FioParams, driver_spec
+from assay.report.storage import storage_figures, storage_tables
 from conftest import run_cli
 
 HAVE_FIO = shutil.which("fio") is not None
@@ -190,7 +205,7 @@ def test_place_decides_where_files_go():
 def test_refuses_an_existing_file_assay_did_not_create(tmp_path: Path):
     precious = tmp_path / "data.bin"
     precious.write_bytes(b"keep me")
-    state = safety.observe(precious)
+    state = on_disk.observe(precious)
     assert state.kind == "file"
     with pytest.raises(safety.SafetyError, match="existing file assay did not create"):
         safety.place(state, destructive=False)
@@ -198,7 +213,7 @@ def test_refuses_an_existing_file_assay_did_not_create(tmp_path: Path):
     assert allowed.filename == str(precious) and not allowed.owned
     with pytest.raises(safety.SafetyError, match="refused"):
         safety.check_filename(state, destructive=False, assay_files=set())
-    assert safety.check_filename(safety.observe(tmp_path / "new"), destructive=False,
+    assert safety.check_filename(on_disk.observe(tmp_path / "new"), destructive=False,
                                  assay_files=set())  # fmt: skip
 
 
@@ -206,7 +221,7 @@ def test_refuses_a_block_device():
     dev = block_device()
     if dev is None:
         pytest.skip("no block device on this machine")
-    state = safety.observe(dev)
+    state = on_disk.observe(dev)
     assert state.kind == "device"
     with pytest.raises(safety.SafetyError, match=f"target {dev} is a device"):
         safety.place(state, destructive=False)
@@ -235,37 +250,37 @@ def test_direct_fallback_records_a_warning():
 
 
 def test_o_direct_probe_reads_einval_as_unsupported(tmp_path: Path, monkeypatch):
-    assert safety.supports_o_direct(tmp_path) in (True, False)
+    assert on_disk.supports_o_direct(tmp_path) in (True, False)
     assert not list(tmp_path.iterdir())  # the probe file is removed
 
     def einval(*args, **kwargs):
         raise OSError(22, "Invalid argument")
 
-    monkeypatch.setattr(safety.os, "open", einval)
-    assert safety.supports_o_direct(tmp_path) is False
+    monkeypatch.setattr(on_disk.os, "open", einval)
+    assert on_disk.supports_o_direct(tmp_path) is False
 
 
 def test_cleanup_removes_only_what_assay_wrote(tmp_path: Path):
     target = tmp_path / "t"
-    placement = safety.place(safety.observe(target), destructive=False)
-    safety.prepare(placement)
+    placement = safety.place(on_disk.observe(target), destructive=False)
+    on_disk.prepare(placement)
     assert (target / safety.MARKER).is_file()
     (target / "assay-fio-0").write_bytes(b"x")
-    safety.cleanup(placement)
+    on_disk.cleanup(placement)
     assert not target.exists()
 
     users = tmp_path / "users"
     users.mkdir()
     (users / "theirs").write_text("x")
-    placement = safety.place(safety.observe(users), destructive=False)
-    safety.prepare(placement)
+    placement = safety.place(on_disk.observe(users), destructive=False)
+    on_disk.prepare(placement)
     (users / "assay-fio" / "assay-fio-0").write_bytes(b"x")
-    safety.cleanup(placement)
+    on_disk.cleanup(placement)
     assert sorted(p.name for p in users.iterdir()) == ["theirs"]
 
     precious = tmp_path / "precious"
     precious.write_text("x")
-    safety.cleanup(safety.place(safety.observe(precious), destructive=True))
+    on_disk.cleanup(safety.place(on_disk.observe(precious), destructive=True))
     assert precious.exists()
 
 
@@ -288,51 +303,74 @@ def test_point_figures_sum_iops_and_merge_histograms():
             }
         ]
     }  # fmt: skip
-    fig = driver.point_figures(doc)
+    fig = point_figures(doc)
     assert fig.iops == 2000.0 and fig.completions == 200
     assert fig.latency_s == pytest.approx(200e-6)
     # 99% of 200 I/Os = 198th: the merged histogram's 900 us bucket, not an average of p99s
     assert fig.p99_s == pytest.approx(900e-6)
 
 
+def _point(mode: str, iops: float, lat: float, pct: int | None = None, **extra) -> list[Sample]:
+    """The stored samples of one fio point (read only), as the driver prints them."""
+    p = {"workload": "randread-8k", "numjobs": 4, "iodepth": 16, "bs": 8192, "target": "t",
+         "mode": mode, "direction": "read", **extra}  # fmt: skip
+    if pct is not None:
+        p["curve_pct"] = pct
+    return [
+        Sample.make("fio", "storage.iops", iops, p),
+        Sample.make("fio", "storage.latency", lat, {**p, "latency": "total"}),
+    ]
+
+
+def _points(samples: list[Sample]):
+    from assay.analysis.storage_points import points_of
+
+    return points_of(fold_repetitions(samples))
+
+
 def test_littles_law_flags_a_queue_not_kept_full_only_when_uncontrolled():
     job = workload_job(WORKLOADS["randread-8k"], RunSettings(1, 1, 0, 4, 16), directory="/d")
-    full = driver.PointFigures(64_000, 1e-3, None, None, 1)  # 64 outstanding of 64
-    assert "littles_flag" not in driver.littles_params(full, job, rate_limited=False)
-    thin = driver.PointFigures(16_000, 1e-3, None, None, 1)  # 16 of 64: CPU-bound client
-    p = driver.littles_params(thin, job, rate_limited=False)
-    assert p["outstanding_expected"] == 64 and p["outstanding_measured"] == pytest.approx(16)
-    assert p["littles_flag"].startswith("queue not full")
-    assert "littles_flag" not in driver.littles_params(thin, job, rate_limited=True)
-    sync = driver.littles_params(full, job, rate_limited=False, ioengine="psync")
-    assert sync["outstanding_expected"] == 4
+    q = queue_params(job, rate_limited=False)
+    assert q == {"outstanding_expected": 64, "rate_limited": False, "ioengine": job.ioengine}
+    assert queue_params(job, rate_limited=False, ioengine="psync")["outstanding_expected"] == 4
+    (full,) = _points(_point("workloads", 64_000, 1e-3, **q))  # 64 outstanding of 64
+    assert full.littles_flag() is None
+    (thin,) = _points(_point("workloads", 16_000, 1e-3, **q))  # 16 of 64: CPU-bound client
+    assert thin.littles().measured_concurrency == pytest.approx(16)
+    assert thin.littles_flag().startswith("queue not full") and "CPU-bound" in thin.littles_flag()
+    capped = {**q, "rate_limited": True}
+    (thin_capped,) = _points(_point("curve", 16_000, 1e-3, pct=50, **capped))
+    assert thin_capped.littles_flag() is None  # a capped point is empty on purpose
+    sync = {**q, "ioengine": "psync"}
+    (thin_sync,) = _points(_point("workloads", 16_000, 1e-3, **sync))
+    assert "synchronous engine" in thin_sync.littles_flag()
 
 
 def test_curve_targets_and_knee():
-    assert driver.curve_targets(1000, [100, 10, 50, 10]) == [(10, 100), (50, 500), (100, 1000)]
+    from assay.analysis.storage_points import curve_knee
+
+    assert curve_targets(1000, [100, 10, 50, 10]) == [(10, 100), (50, 500), (100, 1000)]
     # M/M/1: W = s / (1 - rho); the knee is where the latency starts to climb
     s = 1e-4
     rhos = [0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95]
-    points = [
-        (round(r * 100), driver.PointFigures(r / s, s / (1 - r), None, None, 1)) for r in rhos
-    ]
-    found = driver.knee_params(points, "kneedle")
-    assert 70 <= found["knee_curve_pct"] <= 90, found
-    assert found["knee_method"].startswith("kneedle")
-    flat = [(p, driver.PointFigures(p * 10.0, 1e-4, None, None, 1)) for p in (10, 50, 90)]
-    assert driver.knee_params(flat, "kneedle")["knee_note"].startswith("no knee")
-    assert "3 needed" in driver.knee_params(flat[:2], "kneedle")["knee_note"]
+    samples = [x for r in rhos for x in _point("curve", r / s, s / (1 - r), pct=round(r * 100))]
+    found = curve_knee(_points(samples), "kneedle")
+    assert found.curve_pct is not None and 70 <= found.curve_pct <= 90, found
+    assert found.method.startswith("kneedle")
+    flat = [x for p in (10, 50, 90) for x in _point("curve", p * 10.0, 1e-4, pct=p)]
+    assert curve_knee(_points(flat), "kneedle").note.startswith("the mean latency did not rise")
+    assert "3 needed" in curve_knee(_points(flat[:4]), "kneedle").note
 
 
 def test_time_budget_counts_every_run():
-    curve = driver.estimate_seconds(
+    curve = estimate_seconds(
         mode="curve", n_items=1, n_curve=6, runtime=10, ramp_time=2, fill_bytes=0
     )
-    six = driver.estimate_seconds(
+    six = estimate_seconds(
         mode="workloads", n_items=6, n_curve=6, runtime=10, ramp_time=2, fill_bytes=0
     )
-    assert curve == pytest.approx(7 * (12 + driver.RUN_OVERHEAD_S) + driver.GRACE_S)
-    assert six == pytest.approx(6 * (12 + driver.RUN_OVERHEAD_S) + driver.GRACE_S)
+    assert curve == pytest.approx(7 * (12 + RUN_OVERHEAD_S) + GRACE_S)
+    assert six == pytest.approx(6 * (12 + RUN_OVERHEAD_S) + GRACE_S)
 
 
 def _spec(**kw) -> str:
@@ -344,14 +382,14 @@ def _spec(**kw) -> str:
 @needs_fio
 def test_driver_refuses_bad_specs_and_targets_with_exit_2(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert driver.main(["--spec", "{not json"]) == driver.EXIT_SPEC
-    assert driver.main(["--spec", _spec(workloads=["nope"])]) == driver.EXIT_SPEC
+    assert driver_main(["--spec", "{not json"]) == EXIT_SPEC
+    assert driver_main(["--spec", _spec(workloads=["nope"])]) == EXIT_SPEC
     precious = tmp_path / "precious"
     precious.write_text("keep")
-    assert driver.main(["--spec", _spec(target=str(precious))]) == driver.EXIT_SPEC
+    assert driver_main(["--spec", _spec(target=str(precious))]) == EXIT_SPEC
     assert precious.read_text() == "keep"
-    monkeypatch.setattr(safety, "free_bytes", lambda path: 10 * 2**20)
-    assert driver.main(["--spec", _spec(size=64 * 2**20, target=str(tmp_path / "t"))]) == 2
+    monkeypatch.setattr(checks, "free_bytes", lambda path: 10 * 2**20)
+    assert driver_main(["--spec", _spec(size=64 * 2**20, target=str(tmp_path / "t"))]) == 2
     out, err = capsys.readouterr()
     assert out == ""  # stdout is for samples only
     assert "unknown workload 'nope'" in err
@@ -384,13 +422,13 @@ def test_probe_drafts_one_driver_job_with_its_spec(tmp_path: Path):
     params = FioParams(mode="curve", workloads=["randread-8k"], runtime=5, ramp_time=1,
                        target=str(tmp_path / "t"), numjobs=2)  # fmt: skip
     (draft,) = probe.drafts(params, _ctx(), mpis=[], ranks=None)
-    assert draft.argv[:4] == [sys.executable, "-m", "assay.storage.driver", "--spec"]
-    spec = driver.DriverSpec.model_validate(json.loads(draft.argv[4]))
+    assert draft.argv[:4] == [sys.executable, "-m", "assay.drivers.fio", "--spec"]
+    spec = DriverSpec.model_validate(json.loads(draft.argv[4]))
     assert spec.mode == "curve" and spec.workloads == ["randread-8k"]
     assert spec.target == str(tmp_path / "t") and spec.numjobs == 2
     assert spec.curve == [10, 50, 70, 80, 90, 100]
-    fill = 2 * 256 * 2**20 / driver.FILL_RATE_ASSUMED  # two threads' files at a slow rate
-    budget = 7 * (6 + driver.RUN_OVERHEAD_S) + driver.GRACE_S + fill
+    fill = 2 * 256 * 2**20 / FILL_RATE_ASSUMED  # two threads' files at a slow rate
+    budget = 7 * (6 + RUN_OVERHEAD_S) + GRACE_S + fill
     assert spec.deadline_s == pytest.approx(budget, abs=0.1)
     assert draft.params["target"] == str(tmp_path / "t")
     # all six by default, none when custom jobs are given (unless listed)
@@ -401,12 +439,85 @@ def test_probe_drafts_one_driver_job_with_its_spec(tmp_path: Path):
     assert both.workloads == ["seqread-64k"] and both.jobs == custom
 
 
-def test_probe_refuses_a_device_target_at_plan_time():
+def _planned(params: FioParams) -> Job:
+    """The job the planner makes of one fio draft (what the pre-flight gets)."""
+    (draft,) = get_probe("fio").drafts(params, _ctx(), mpis=[], ranks=None)
+    return Job(job_id="001-fio", probe="fio", argv=draft.argv, params=draft.params)
+
+
+def test_planning_does_not_look_at_the_target_the_preflight_does(tmp_path: Path):
+    precious = tmp_path / "precious.img"
+    precious.write_bytes(b"\1" * 4096)
+    job = _planned(FioParams(target=str(precious)))  # pure: planned without a look at it
+    with pytest.raises(SuiteError, match="existing file assay did not create") as err:
+        preflight([job])
+    assert err.value.exit_code == 2 and "001-fio" in str(err.value)
     dev = block_device()
-    if dev is None:
-        pytest.skip("no block device on this machine")
-    with pytest.raises(SuiteError, match="is a device"):
-        get_probe("fio").drafts(FioParams(target=dev), _ctx(), mpis=[], ranks=None)
+    if dev:
+        with pytest.raises(SuiteError, match="is a device"):
+            preflight([_planned(FioParams(target=dev))])
+    with pytest.raises(SuiteError, match="is not an existing directory"):
+        preflight([_planned(FioParams(target=str(tmp_path / "no" / "such")))])
+    preflight([_planned(FioParams(target=str(tmp_path / "new")))])  # creatable: accepted
+    preflight([_planned(FioParams())])  # scratch in the job directory: nothing to check yet
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["precious.img"]  # nothing written
+    assert precious.read_bytes() == b"\1" * 4096
+
+
+def test_preflight_refuses_a_target_too_small(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(checks, "free_bytes", lambda path: 10 * 2**20)
+    with pytest.raises(SuiteError, match=r"64\.00 MiB.*10\.00 MiB free"):
+        preflight([_planned(FioParams(size="64m", target=str(tmp_path / "t")))])
+
+
+def test_no_value_can_smuggle_a_line_into_a_job_file(tmp_path: Path):
+    pwned = tmp_path / "pwned"
+    smuggled = f"/tmp/x\nexec_prerun=touch {pwned}"
+    with pytest.raises(ValueError, match="control character"):
+        FioParams(target=smuggled)
+    with pytest.raises(ValueError, match="control character"):
+        FioParams(ioengine="libaio\nexec_prerun=touch /tmp/pwned")
+    probe = get_probe("fio")
+    bad_jobs = [
+        {"name": "x", "rw": "read", "bs": 4096, "filename": smuggled},
+        {"name": "x]\n[y", "rw": "read", "bs": 4096},
+        {"name": "x", "rw": "read", "bs": 4096, "extra": {"rw=read\nexec_prerun": "id"}},
+        {"name": "x", "rw": "read", "bs": 4096, "extra": {"ioscheduler": "none\r\nexec_prerun=id"}},
+    ]
+    for job in bad_jobs:
+        with pytest.raises(SuiteError, match="refused"):
+            probe.drafts(FioParams(jobs=[job]), _ctx(), mpis=[], ranks=None)
+    with pytest.raises(ValueError, match="bracket"):
+        job_file([FioJob(name="a]x", rw="read", bs=4096)])
+    assert not pwned.exists()
+
+
+def test_cli_refuses_a_smuggled_line_in_target(assay_home: Path, tmp_path: Path):
+    """issue 14: ``--set target=...`` with a newline would have put ``exec_prerun=`` in the job
+    file, which fio runs. Refused when planned: exit 2, a clear message, nothing run or stored."""
+    pwned = tmp_path / "pwned"
+    proc = run_cli(
+        "run", "storage", "--only", "fio",
+        "--set", f'target="{tmp_path}/x\\nexec_prerun=touch {pwned}"',
+        home=assay_home, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "control character" in proc.stderr and "Traceback" not in proc.stderr
+    assert not pwned.exists()
+    assert not (assay_home / "runs").exists() or not list((assay_home / "runs").iterdir())
+
+
+def test_cli_refuses_a_bad_target_before_the_run(assay_home: Path, tmp_path: Path):
+    """issue 14: a target that cannot be used is refused before the run starts (exit 2), not
+    found out by every job failing in a run stored as complete (exit 1)."""
+    missing = tmp_path / "no" / "such" / "dir"
+    proc = run_cli("run", "storage", "--set", f"target={missing}", home=assay_home, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    said = " ".join(proc.stderr.split())  # the terminal may wrap a long path
+    assert f"{missing.parent} is not an existing directory" in said
+    assert "Traceback" not in proc.stderr
+    assert not (assay_home / "runs").exists() or not list((assay_home / "runs").iterdir())
+    assert not missing.parent.exists()
 
 
 # ---------------------------------------------------------------------------- report, pure
@@ -422,33 +533,34 @@ def test_curve_table_marks_the_knee_and_names_the_plot():
     common = {"workload": "randread-8k", "numjobs": 1, "iodepth": 32, "bs": 8192,
               "target": "scratch", "outstanding_expected": 32}  # fmt: skip
     samples = []
-    runs = [
-        ("max", None, 1000.0, 0.03),
-        ("curve", 10, 100.0, 0.001),
-        ("curve", 50, 500.0, 0.002),
-        ("curve", 90, 900.0, 0.02),
+    # an uncontrolled run, then an M/M/1 curve: W = s / (1 - rho), s = 1 ms at 1000 IOPS
+    runs = [("max", None, 1000.0, 0.03)] + [
+        ("curve", pct, 10.0 * pct, 0.001 / (1 - pct / 100 * 0.99))
+        for pct in (10, 30, 50, 60, 70, 80, 85, 90, 95)
     ]
     for mode, pct, iops, lat in runs:
-        p = {**common, "mode": mode, "direction": "read"}
+        p = {**common, "mode": mode, "direction": "read", "rate_limited": mode == "curve"}
         if pct:
             p.update(curve_pct=pct, target_iops=10.0 * pct)
         samples.append(_sample("storage.iops", iops, "005-fio-curve", **p))
         st = Stats(n=10, mean=lat, p99=2 * lat)
         samples.append(Sample.make("fio", "storage.latency", lat, {**p, "latency": "total"}, st))
         samples[-1].job_id = "005-fio-curve"
-    summary = {**common, "mode": "curve-summary", "knee_curve_pct": 50, "knee_iops": 500.0,
-               "knee_latency_s": 0.002, "knee_method": "kneedle(S=1)", "plot_svg": "c.svg",
-               "plot_png": "c.png"}  # fmt: skip
-    samples.append(_sample("storage.iops", 900.0, "005-fio-curve", **summary))
+    summary = {**common, "mode": "curve-summary", "knee_method_requested": "kneedle",
+               "plot_svg": "c.svg", "plot_png": "c.png"}  # fmt: skip
+    samples.append(_sample("storage.iops", 950.0, "005-fio-curve", **summary))
     figures = fold_repetitions(samples)
     assert len(storage_figures(figures)) == len(figures)
     (table,) = [t for t in storage_tables(figures) if t.key.startswith("storage-curve")]
-    assert [r[0] for r in table.rows] == ["max (uncontrolled)", "10%", "50% (knee)", "90%"]
-    assert table.rows[2][2] == "500" and (2, 2) in table.best
+    offered = [r[0] for r in table.rows]
+    assert offered[:3] == ["max (uncontrolled)", "10%", "30%"]
+    (knee_row,) = [i for i, o in enumerate(offered) if o.endswith("(knee)")]
+    assert 70 <= int(offered[knee_row].split("%")[0]) <= 90  # derived from the stored points
+    assert (knee_row, 2) in table.best
     assert table.rows[1][1] == "100" and table.rows[1][3] == "100%"
     assert table.rows[0][6] == "30.00 / 32"  # 1000 IOPS x 30 ms
     notes = " ".join(table.notes)
-    assert "Knee at 50%" in notes and "kneedle" in notes
+    assert f"Knee at {offered[knee_row].split(' ')[0]} offered" in notes and "kneedle" in notes
     assert "jobs/005-fio-curve/c.svg" in notes and "jobs/005-fio-curve/c.png" in notes
 
 
@@ -492,9 +604,12 @@ def test_storage_suite_end_to_end(assay_home: Path):
     curve = [s for s in samples if s["params"].get("mode") == "curve"
              and s["metric"] == "storage.iops"]  # fmt: skip
     assert len({s["params"]["curve_pct"] for s in curve}) >= 3
-    assert all("outstanding_measured" in s["params"] for s in curve)
+    assert all(s["params"]["outstanding_expected"] > 0 for s in curve)
+    assert all(s["params"]["rate_limited"] for s in curve)
     (summary,) = [s for s in samples if s["params"].get("mode") == "curve-summary"]
-    assert "knee_curve_pct" in summary["params"] or "knee_note" in summary["params"]
+    assert summary["params"]["knee_method_requested"] == "kneedle"
+    report = run_cli("report", "-f", "md", home=assay_home, check=True).stdout
+    assert "Knee at" in report or "No knee:" in report  # derived from the stored points
 
     run = _run_dir(assay_home)
     plot = run / "jobs" / summary["job_id"] / summary["params"]["plot_svg"]
@@ -527,7 +642,7 @@ def test_keep_leaves_the_files_and_the_next_run_reuses_then_removes_them(
     assert first.returncode == 0, first.stderr
     assert (target / safety.MARKER).is_file()
     assert (target / "assay-fio-0").stat().st_size == 8 * 2**20
-    assert safety.read_marker(target) == {"assay-fio-0": 8 * 2**20}
+    assert on_disk.read_marker(target) == {"assay-fio-0": 8 * 2**20}
 
     second = run_cli("run", str(suite), *FAST, home=assay_home)
     assert second.returncode == 0, second.stderr
@@ -559,19 +674,19 @@ def test_cli_refuses_a_users_file_and_a_device(assay_home: Path, tmp_path: Path)
 def test_driver_removes_its_files_when_terminated(tmp_path: Path):
     spec = _spec(runtime=60, size=8 * 2**20)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "assay.storage.driver", "--spec", spec],
+        [sys.executable, "-m", "assay.drivers.fio", "--spec", spec],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    scratch = tmp_path / driver.SCRATCH
+    scratch = tmp_path / SCRATCH
     deadline = time.monotonic() + 30
     while not list(tmp_path.glob("*-randread-8k.fio")) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert (scratch / "assay-fio-0").exists()
     os.killpg(proc.pid, signal.SIGTERM)  # what the runner does on a timeout
     _, err = proc.communicate(timeout=20)
-    assert proc.returncode == driver.EXIT_FIO, err.decode()
+    assert proc.returncode == EXIT_FIO, err.decode()
     assert b"terminated" in err
     assert not scratch.exists()

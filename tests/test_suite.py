@@ -18,7 +18,8 @@ CTX = PlanContext(system=System(cores=2, threads=2, l3_bytes=32 * 2**20), mpis=M
 def test_builtin_quick_plans_stream_and_p2p_for_every_mpi():
     spec, _, _ = resolve_suite("quick")
     jobs = plan(spec, CTX)
-    assert [j.probe for j in jobs] == ["stream", "dgemm"] + ["p2p"] * 4
+    assert [j.probe for j in jobs] == ["stream", "dgemm"] + ["p2p"] * 4 + ["gpu_burn"]
+    assert jobs[-1].skip_reason and "no GPU found" in jobs[-1].skip_reason
     assert {j.mpi for j in jobs if j.probe == "p2p"} == {"openmpi", "mpich"}
     assert {j.params["mode"] for j in jobs if j.probe == "p2p"} == {"latency", "bandwidth"}
     stream = jobs[0]

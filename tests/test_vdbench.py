@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from assay.errors import ParseError
-from assay.storage.fiojob import job_file
-from assay.storage.vdbench import load_vdbench, translate
+from assay.fio.job import job_file
+from assay.vdbench import load_vdbench, translate
 
 FIXTURES = Path(__file__).parent / "fixtures" / "vdbench"
 GIB = 2**30

@@ -15,15 +15,18 @@ from pathlib import Path
 
 import pytest
 
+from assay.drivers.fio.__main__ import main as driver_main
+from assay.drivers.fio.cells import cells_of
+from assay.drivers.fio.runner import EXIT_OK
+from assay.drivers.fio.spec import FILL_RATE_ASSUMED, GRACE_S, RUN_OVERHEAD_S, DriverSpec, items_of
 from assay.errors import ParseError, SuiteError
+from assay.fio.job import job_file
 from assay.model import System
 from assay.plan import plan
 from assay.probes import PlanContext, get_probe
 from assay.probes.fio import FioParams, driver_spec
-from assay.storage import driver
-from assay.storage.fiojob import job_file
-from assay.storage.vdbench_suite import suite_toml, vdbench_suite
 from assay.suite.loader import load_suite
+from assay.vdbench.suite import suite_toml, vdbench_suite
 from conftest import run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "vdbench"
@@ -37,10 +40,10 @@ MIB = 2**20
 SMALL = {"elapsed": 2, "warmup": 1, "size": 4 * MIB}
 
 
-def _spec_with(groups: list, **kw) -> driver.DriverSpec:
+def _spec_with(groups: list, **kw) -> DriverSpec:
     base = {"mode": "workloads", "workloads": [], "size": MIB, "runtime": 1, "ramp_time": 0,
             "numjobs": 1, "iodepth": 4, "groups": groups}  # fmt: skip
-    return driver.DriverSpec.model_validate({**base, **kw})
+    return DriverSpec.model_validate({**base, **kw})
 
 
 READ = {"name": "r", "rw": "randread", "bs": 4096, "iodepth": 8}
@@ -51,7 +54,7 @@ WRITE = {"name": "w", "rw": "randwrite", "bs": 8192, "numjobs": 2, "iodepth": 1}
 
 
 def test_a_group_is_one_job_file_whose_jobs_start_together():
-    (item,) = driver.items_of(_spec_with([{"name": "G", "jobs": [READ, WRITE]}]), "/d", None)
+    (item,) = items_of(_spec_with([{"name": "G", "jobs": [READ, WRITE]}]), "/d", None)
     assert item.group and item.name == "G" and [j.name for j in item.jobs] == ["r", "w"]
     text = job_file(list(item.jobs))
     sections = re.split(r"^\[", text, flags=re.M)[1:]
@@ -62,15 +65,15 @@ def test_a_group_is_one_job_file_whose_jobs_start_together():
         assert "new_group=1" in lines and "group_reporting" in lines
         assert "stonewall" not in lines
     with pytest.raises(ValueError, match="stonewall"):
-        driver.items_of(_spec_with([{"name": "G", "jobs": [{**READ, "stonewall": True}]}]), "/d",
+        items_of(_spec_with([{"name": "G", "jobs": [{**READ, "stonewall": True}]}]), "/d",
                         None)  # fmt: skip
     with pytest.raises(ValueError, match="r given twice"):
-        driver.items_of(_spec_with([{"name": "r", "jobs": [READ]}]), "/d", None)
+        items_of(_spec_with([{"name": "r", "jobs": [READ]}]), "/d", None)
 
 
 def test_group_cells_are_each_job_and_the_total():
-    (item,) = driver.items_of(_spec_with([{"name": "G", "jobs": [READ, WRITE]}]), "/d", None)
-    cells = driver.cells_of(item, [])
+    (item,) = items_of(_spec_with([{"name": "G", "jobs": [READ, WRITE]}]), "/d", None)
+    cells = cells_of(item, [])
     assert [c.key for c in cells] == [("r", None), ("w", None), ("G", None)]
     assert cells[0].identity["group"] == "G" and cells[0].expected == 8
     total = cells[-1].identity
@@ -86,8 +89,8 @@ def test_group_params_plan_and_budget():
     assert spec.workloads == [] and spec.groups[0].jobs[1]["runtime"] == 40
     # one item as long as its longest job and warm-up (40 + 7 s, not the probe's 30 + 5); the
     # fills of assay's files and the group's jobs (1 + 1 + 2 threads x 256 MiB)
-    fills = 4 * 256 * MIB / driver.FILL_RATE_ASSUMED
-    budget = 40 + 7 + driver.RUN_OVERHEAD_S + driver.GRACE_S + fills
+    fills = 4 * 256 * MIB / FILL_RATE_ASSUMED
+    budget = 40 + 7 + RUN_OVERHEAD_S + GRACE_S + fills
     assert spec.deadline_s == pytest.approx(budget, abs=0.1)
     probe = get_probe("fio")
     ctx = PlanContext(system=System())
@@ -131,7 +134,7 @@ def test_a_seed_run_becomes_one_fio_bench_running_its_sds_together(seed, tmp_pat
                for n in notes)  # fmt: skip
     assert any("rd=RndRead: the SDs of Vdbench host(s) vm1, vm2: all 12 jobs" in n for n in notes)
     jobs = plan(spec, PlanContext(system=System()))
-    assert len(jobs) == 1 and jobs[0].argv[1:3] == ["-m", "assay.storage.driver"]
+    assert len(jobs) == 1 and jobs[0].argv[1:3] == ["-m", "assay.drivers.fio"]
 
 
 @pytest.mark.parametrize("pattern", seed_files.PATTERNS)
@@ -247,7 +250,7 @@ def test_a_groups_curve_caps_its_jobs_together(tmp_path: Path, monkeypatch, caps
     slow = {"name": "slow", "rw": "randread", "bs": 4096, "iodepth": 1, "ioengine": "psync"}
     spec = _spec_with([{"name": "G", "jobs": [fast, slow]}], mode="curve", curve=[50, 100],
                       size=4 * MIB)  # fmt: skip
-    assert driver.main(["--spec", spec.model_dump_json()]) == driver.EXIT_OK
+    assert driver_main(["--spec", spec.model_dump_json()]) == EXIT_OK
     out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     iops = [
         o for o in out if o["metric"] == "storage.iops" and o["params"]["mode"] != "curve-summary"

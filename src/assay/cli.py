@@ -147,7 +147,10 @@ def run(
         list[str] | None,
         typer.Option("--set", help="Override a param: key=value or probe.key=value (repeatable)."),
     ] = None,
-    repeat: Annotated[int | None, typer.Option(min=1, help="Repetitions of every job.")] = None,
+    repeat: Annotated[
+        str | None,
+        typer.Option(help="Repetitions of every job, or 'auto': until its figures are within ±2%."),
+    ] = None,
     label: Annotated[str, typer.Option(help="A free-text label kept with the run.")] = "",
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the planned jobs and stop.")
@@ -253,11 +256,14 @@ def run(
         spec, text, origin = _vdbench_suite(suite, vdbench, lun_map, target, elapsed, warmup, size)
     else:
         spec, text, origin = resolve_suite(suite)
+    auto = repeat == "auto"  # assay.repeat_auto: each job repeated until its CI is within ±2%
+    if repeat is not None and not auto and not (repeat.isdigit() and int(repeat) >= 1):
+        raise AssayError(f"--repeat {repeat!r}: expected a count (1, 2, ...) or 'auto'")
     overrides = Overrides(
         only=[p.strip() for p in only.split(",")] if only else [],
         mpi=[m.strip() for m in mpi.split(",")] if mpi else None,
         sets=list(set_ or []),
-        repeat=repeat,
+        repeat=1 if auto else (int(repeat) if repeat else None),
     )
     system, mpis = _discover()
     jobs = plan(spec, PlanContext(system=system, mpis=mpis), overrides)
@@ -268,6 +274,9 @@ def run(
         for job in jobs:
             out.print(f"{job.job_id}: {' '.join(job.argv)}  env={job.env or {}}", markup=False)
         return
+    from assay.preflight import preflight
+
+    preflight(jobs)  # a bad target is refused here, exit 2, before a run exists
     store = _store()
     writer = store.create(
         suite=spec.name,
@@ -303,8 +312,22 @@ def run(
             if result.status != "ok":
                 progress.console.print(f"    {result.reason}", markup=False)
 
-        outcome = execute(writer, jobs, mpis, cores=system.cores, on_start=on_start, on_end=on_end)
+        if auto:
+            from assay.repeat_auto import execute_auto
+
+            outcome, reps = execute_auto(
+                writer, jobs, mpis, cores=system.cores, on_start=on_start, on_end=on_end
+            )
+        else:
+            outcome = execute(
+                writer, jobs, mpis, cores=system.cores, on_start=on_start, on_end=on_end
+            )
     _summary(outcome, time.monotonic() - started, writer.path)
+    for r in reps if auto else []:
+        width = "—" if r.widest is None else f"±{r.widest:.1%}"
+        console.print(
+            Text(f"  {r.job_id}: {r.repetitions} repetition(s), {width} ({r.limiting}); {r.reason}")
+        )
     try:
         _index(store).close()
     except AssayError as exc:  # the results are in the run directory whatever the index says
@@ -367,7 +390,7 @@ def collect(
 def _vdbench_suite(suite, path, lun_map, target, elapsed, warmup, size):
     """A Vdbench parameter file as a suite; what cannot be translated is said, not dropped."""
     from assay.parsers.fio import parse_size
-    from assay.storage.vdbench_suite import suite_toml, vdbench_suite
+    from assay.vdbench.suite import suite_toml, vdbench_suite
 
     if suite != "quick":
         raise AssayError("give a suite or --vdbench FILE, not both")
@@ -433,16 +456,10 @@ def runs_cmd(
         t.add_column(col)
     for r in rows:
         status = r["status"] if r["status"] != "running" else "running/killed"
-        t.add_row(
-            r["run_id"],
-            r["suite"],
-            status,
-            r["hostname"],
-            str(r["n_jobs"]),
-            str(r["n_failed"]),
-            str(r["n_samples"]),
-            r["label"],
-        )
+        # Text, not str: a suite name or label such as "[/]" is data, never rich markup.
+        cells = (r["run_id"], r["suite"], status, r["hostname"], r["n_jobs"], r["n_failed"])
+        cells += (r["n_samples"], r["label"])
+        t.add_row(*(Text(str(c)) for c in cells))
     out.print(t)
 
 
@@ -462,8 +479,14 @@ def report(
     loaded = _store().load(run_ref, samples=fmt != "json")  # json streams them as stored
     text = render(loaded, fmt)
     if output:
-        output.write_text(text)
-        console.print(f"wrote {output}")
+        try:
+            output.write_text(text)
+        except OSError as exc:
+            raise AssayError(
+                f"cannot write the report to {output}: {exc.strerror or exc}",
+                hint="give a file in a directory that exists and that you can write to",
+            ) from exc
+        console.print(Text(f"wrote {output}"))
     else:
         sys.stdout.write(text)
 
@@ -489,12 +512,17 @@ def compare(
     Example, in CI after a change: assay compare BASELINE --fail-below 0.95
     """
     from assay.analysis.compare import compare as compare_runs
+    from assay.analysis.derive import with_derived
     from assay.analysis.stats import fold_repetitions
-    from assay.units import format_value, metric_info
+    from assay.report.compare import compare_table
+    from assay.report.render import markdown_table, term_tables
 
     store = _store()
     a, b = store.load(old), store.load(new)
-    rows, only = compare_runs(fold_repetitions(a.samples), fold_repetitions(b.samples))
+    # Derived figures (Rpeak share, Hockney α/β) are compared too: the report's numbers.
+    rows, only = compare_runs(
+        with_derived(fold_repetitions(a.samples)), with_derived(fold_repetitions(b.samples))
+    )
     if not rows:
         raise AssayError(
             f"runs {a.info.run_id} and {b.info.run_id} have no figure in common",
@@ -505,42 +533,11 @@ def compare(
         for r in rows
         if fail_below is not None and r.verdict == "worse" and r.goodness < fail_below
     ]
-    title = f"{b.info.run_id} against {a.info.run_id}"
-    header = ["metric", "params", "reference", "this run", "unit", "ratio", "verdict"]
-    table_rows = []
-    for r in rows:
-        unit = metric_info(r.metric).display if r.unit == metric_info(r.metric).unit else r.unit
-        table_rows.append(
-            [
-                r.metric,
-                ", ".join(f"{k}={v}" for k, v in r.params),
-                format_value(r.old, unit),
-                format_value(r.new, unit),
-                unit,
-                f"{r.goodness:.3f}",
-                r.verdict + (" ✗" if r in failing else ""),
-            ]
-        )
+    table = compare_table(rows, failing, f"{b.info.run_id} against {a.info.run_id}", only)
     if fmt == "md":
-        print(f"## {title}\n")
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
-        for row in table_rows:
-            print("| " + " | ".join(row) + " |")
+        sys.stdout.write("\n".join(markdown_table(table)).rstrip() + "\n")
     else:
-        t = Table(title=title, title_justify="left")
-        for col in header:
-            t.add_column(col)
-        for row in table_rows:
-            t.add_row(*[Text(c) for c in row])
-        out.print(t)
-    out.print(
-        "ratio > 1: this run is better (higher rate or lower latency); significance: Welch's t "
-        "over repetitions or iterations, |t| < 2 is not significant",
-        markup=False,
-    )
-    for line in only[:20]:
-        out.print(line, markup=False)
+        sys.stdout.write(term_tables([table]))
     if failing:
         console.print(f"{len(failing)} figure(s) significantly worse than {fail_below} × reference")
         raise typer.Exit(1)
@@ -576,7 +573,7 @@ def plan_io(
     As the Azure NetApp Files notes explain: run with one thread to find the best latency,
     then threads = latency × desired I/O rate. Example: assay plan-io --latency 1.3ms --iops 5000
     """
-    from assay.analysis.models import threads_needed
+    from assay.analysis.queueing import threads_needed
 
     seconds = _duration_s(latency)
     per_host = threads_needed(iops, seconds, hosts)
@@ -670,8 +667,18 @@ def history(
         shown = ", ".join(
             f"{k}={v}" for k, v in sorted(r["params"].items()) if not isinstance(v, list | dict)
         )
-        t.add_row(r["run_id"], r["hostname"], shown, format_value(r["value"], unit))
+        cells = (r["run_id"], r["hostname"], shown, format_value(r["value"], unit))
+        t.add_row(*(Text(str(c)) for c in cells))  # data, never rich markup
     out.print(t)
+
+
+# compare (runs or --ref), references, summary, history with change points, label: registered
+# last, so their compare and history replace the ones above.
+from assay.cli_compare import register as _register_compare  # noqa: E402
+from assay.cli_history import register as _register_history  # noqa: E402
+
+_register_compare(app)
+_register_history(app)
 
 
 def main() -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from assay.config import assay_home, load_config
 from assay.errors import ConfigError, ToolchainError
 from assay.model import Build, MpiInfo
+from assay.system.gpu import find_nvcc
 
 # (name, compiler wrapper, launcher) as Debian and Ubuntu install them side by side.
 ALTERNATIVES = (
@@ -154,7 +155,22 @@ class Compiler:
     identity: str  # version text of the compiler (and of the MPI, for wrappers)
 
 
+def nvcc_compiler() -> Compiler:
+    """The nvcc found ($CUDA_HOME/bin, PATH, /usr/local/cuda/bin), keyed by its full version
+    text: a CUDA upgrade rebuilds the GPU probes."""
+    nvcc = find_nvcc()
+    if not nvcc:
+        raise ToolchainError(
+            "nvcc not found in $CUDA_HOME/bin, on PATH or at /usr/local/cuda/bin/nvcc",
+            hint="install the CUDA toolkit, or set CUDA_HOME to where it is",
+        )
+    text = _run([nvcc, "--version"]).strip()
+    return Compiler(nvcc, " ".join(text.splitlines()[-2:]) or "unknown")
+
+
 def compiler_for(build: Build, mpis: list[MpiInfo]) -> Compiler:
+    if build.toolchain == "nvcc":
+        return nvcc_compiler()
     if build.toolchain == "cc":
         cc = c_compiler()
         return Compiler(cc, _first_line([cc, "--version"]))

@@ -1,1 +1,16 @@
-"""Statistics, models and comparisons: pure functions over samples."""
+"""The derive stage: pure functions from stored samples to derived figures.
+
+One module per problem, each formula documented in the function that implements it:
+
+- ``stats``: folding repetitions, nearest-rank percentiles;
+- ``robust``: Huber IRLS line fits on relative residuals;
+- ``protocol``: the eager → rendezvous step of a latency curve;
+- ``hockney``: t(n) = α + n/β, n½ = α·β;
+- ``queueing``: Little's law, L = λ·W, and the threads a target IOPS needs;
+- ``knee``: the knee of a response-time curve (Kneedle, slope);
+- ``domains``: per-domain bandwidth summary and the slow domain;
+- ``peak``, ``hplsize``: Rpeak and HPL's problem size (used at plan time too);
+- ``series``: which MPI / device a figure belongs to;
+- ``compare``: two runs figure by figure, Welch's t;
+- ``derive``: the one named step computing the derived figures reports and comparisons read.
+"""

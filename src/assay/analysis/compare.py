@@ -1,7 +1,10 @@
 """Comparing two runs figure by figure, with honest "not significant" verdicts (pyperf's way).
 
-Figures are matched on their metric and the params that say *what* was measured (size, MPI,
-ranks, threads, workload, ...), not on how the run went (hosts, timings, repetition).
+Figures are matched on their metric and every param that says *what* was measured (size, MPI,
+ranks, threads, workload, IOR's operation, HPCC's RandomAccess variant and generator, fio's
+completion or total latency, ...), not on how the run went (hosts, timings, repetition). When
+one run has several figures under one key, they are not compared (which pair is meant is
+unknown) and are named instead.
 
 A ratio is reported as **goodness**: new/old for higher-is-better metrics and old/new for
 lower-is-better ones, so > 1 always means the new run is better.
@@ -22,9 +25,13 @@ from assay.analysis.stats import Figure
 from assay.model import Stats
 
 IDENTITY_PARAMS = (
-    "size", "mpi", "ranks", "nodes", "threads", "mode", "op", "scope", "domain", "precision",
-    "n", "N", "NB", "workload", "job", "direction", "rw", "bs", "iodepth", "numjobs",
-    "curve_pct", "test", "working_set_bytes", "stat", "variant",
+    "size", "mpi", "ranks", "nodes", "ppn", "threads", "mode", "op", "scope", "domain",
+    "precision", "n", "N", "NB", "workload", "job", "direction", "rw", "bs", "iodepth",
+    "numjobs", "curve_pct", "test", "working_set_bytes", "stat", "variant",
+    # what else tells two figures of one metric apart
+    "operation", "latency", "generator", "per", "pattern", "benchmark", "api", "host",
+    "group", "transfer_size", "block_size", "file_per_proc", "huge_pages", "cpu", "of",
+    "source", "datatype", "device",
 )  # fmt: skip
 
 Verdict = Literal["better", "worse", "not significant", "unknown"]
@@ -33,6 +40,31 @@ Verdict = Literal["better", "worse", "not significant", "unknown"]
 def match_key(fig: Figure) -> tuple:
     p = fig.sample.params
     return (fig.sample.metric, tuple((k, str(p[k])) for k in IDENTITY_PARAMS if k in p))
+
+
+def _natural(text: str) -> tuple[int, float, str]:
+    """Numbers sort as numbers (size 2 < 16 < 128), other text after them, as text."""
+    try:
+        return (0, float(text), "")
+    except ValueError:
+        return (1, 0.0, text)
+
+
+def sort_key(key: tuple) -> tuple:
+    metric, params = key
+    return (metric, tuple((k, _natural(v)) for k, v in params))
+
+
+def _index(figures: list[Figure]) -> tuple[dict[tuple, Figure], set[tuple]]:
+    """Figures by match key, and the keys several figures share (never compared)."""
+    by: dict[tuple, Figure] = {}
+    several: set[tuple] = set()
+    for f in figures:
+        key = match_key(f)
+        if key in by:
+            several.add(key)
+        by[key] = f
+    return by, several
 
 
 @dataclass(frozen=True)
@@ -65,10 +97,11 @@ def _stats(fig: Figure) -> Stats | None:
 
 def compare(old: list[Figure], new: list[Figure]) -> tuple[list[Comparison], list[str]]:
     """Every figure present in both runs, and the keys found in only one of them."""
-    old_by = {match_key(f): f for f in old}
-    new_by = {match_key(f): f for f in new}
+    old_by, old_several = _index(old)
+    new_by, new_several = _index(new)
+    ambiguous = old_several | new_several
     out: list[Comparison] = []
-    for key in sorted(set(old_by) & set(new_by), key=str):
+    for key in sorted((set(old_by) & set(new_by)) - ambiguous, key=sort_key):
         a, b = old_by[key], new_by[key]
         va, vb = a.sample.value, b.sample.value
         if va <= 0 or vb <= 0:
@@ -88,4 +121,7 @@ def compare(old: list[Figure], new: list[Figure]) -> tuple[list[Comparison], lis
         )
     only = [f"only in the first run: {k[0]} {dict(k[1])}" for k in set(old_by) - set(new_by)]
     only += [f"only in the second run: {k[0]} {dict(k[1])}" for k in set(new_by) - set(old_by)]
+    only += [
+        f"several figures with {k[0]} {dict(k[1])} in one run: not compared" for k in ambiguous
+    ]
     return out, sorted(only)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -75,6 +75,19 @@ class Figure:
     sample: Sample  # the representative: value = median over repetitions, params of the first
     repetitions: int
     spread: Stats | None  # over repetitions; None for a single one
+    members: tuple[Sample, ...] = field(default=(), repr=False)  # the repetitions, as stored
+
+    def median_member(self) -> Sample:
+        """The repetition whose value is the median (the lower one of an even count).
+
+        A table that shows several columns of one measurement (STREAM's rate beside its
+        min/avg/max times) takes them all from this one repetition, so they agree with each
+        other; for an odd count its value is ``sample.value`` itself.
+        """
+        if not self.members:
+            return self.sample
+        ordered = sorted(self.members, key=lambda s: s.value)
+        return ordered[(len(ordered) - 1) // 2]
 
 
 def fold_repetitions(samples: Iterable[Sample]) -> list[Figure]:
@@ -89,7 +102,7 @@ def fold_repetitions(samples: Iterable[Sample]) -> list[Figure]:
     figures = []
     for members in groups.values():
         if len(members) == 1:
-            figures.append(Figure(members[0], 1, None))
+            figures.append(Figure(members[0], 1, None, (members[0],)))
             continue
         spread = summarize(m.value for m in members)
         first = members[0]
@@ -104,5 +117,5 @@ def fold_repetitions(samples: Iterable[Sample]) -> list[Figure]:
             run_id=first.run_id,
             job_id=first.job_id,
         )
-        figures.append(Figure(rep, len(members), spread))
+        figures.append(Figure(rep, len(members), spread, tuple(members)))
     return figures

@@ -48,10 +48,10 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.base import ParseResult
+from assay.vocab import ALL_CLIENTS  # the name fio gives a multi-client total; shared
 
 TOOL = "fio"
 DIRECTIONS = ("read", "write", "trim", "mixed")
-ALL_CLIENTS = "All clients"
 # fio's default percentile_list (options.c, "percentile_list")
 DEFAULT_PERCENTILES = (
     1.0,

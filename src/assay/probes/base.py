@@ -62,6 +62,12 @@ class Probe(ABC):
     ) -> list[JobDraft]:
         """The jobs this probe needs for one point of a sweep."""
 
+    def preflight(self, job: Job) -> None:
+        """Check, just before the run starts, what planning may not look at (a target's files,
+        devices, free space): raise an AssayError (exit code 2) for a job that cannot run.
+        Side effects: read-only looks at the machine. Most probes have nothing to check."""
+        return None
+
     @abstractmethod
     def parse(self, stdout: str, job: Job) -> list[Sample]:
         """Samples from what the job printed; raises ProbeError on a broken contract."""

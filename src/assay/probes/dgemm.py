@@ -2,9 +2,9 @@
 
 The native probe (``native/dgemm.c``) times C = A·B on n x n matrices, counts 2·n³ FLOPs a
 multiply and reports the best rate; it checks C before reporting anything. This side picks
-n, the BLAS and its threads, and puts each rate next to the node's Rpeak
-(``assay.analysis.peak``): a ``compute.rpeak`` sample per precision measured, and
-``rpeak_fraction`` in each rate's params, or ``rpeak_note`` saying why there is no Rpeak.
+n, the BLAS and its threads, and records with each rate the node's Rpeak it is judged against
+(``assay.analysis.peak``; ``rpeak*`` params), or ``rpeak_note`` saying why there is none. The
+share of Rpeak is computed by the derive step (``assay.analysis.derive``).
 """
 
 from __future__ import annotations
@@ -121,42 +121,29 @@ def rpeak_summary(peak: PeakResult) -> dict[str, Any]:
     }
 
 
-def rpeak_samples(probe: str, info: dict[str, Any], letters: list[str]) -> list[Sample]:
-    """One compute.rpeak sample per precision measured whose peak is known."""
-    out = []
-    for precision, letter in METRIC_PRECISION.values():
-        value = info.get(precision)
-        if letter in letters and value:
-            params = {
-                "precision": letter,
-                "derivation": info.get(f"derivation_{precision}", ""),
-                "clock_kind": info.get("clock_kind"),
-                "uarch": info.get("uarch"),
-                "cores": info.get("cores"),
-            }
-            out.append(Sample.make(probe, "compute.rpeak", value, params))
-    return out
+def rpeak_params(metric: str, info: dict[str, Any]) -> dict[str, Any]:
+    """The plan-time Rpeak a rate is judged against, as the rate's params.
 
-
-def annotate_rate(sample: Sample, info: dict[str, Any], threads: int | None) -> None:
-    """Put rpeak_fraction (or the reason there is none) into a dgemm/sgemm sample's params.
-
-    A run on fewer threads than cores is compared with the peak of the cores it used, since a
-    fraction of the whole node's peak would only restate the thread count.
+    parse() only records it; the share of Rpeak (and one Rpeak figure per precision) is
+    computed by the derive step (``assay.analysis.derive``), so reports and comparisons read
+    the same numbers. Without a peak, ``rpeak_note`` says why.
     """
-    precision, _ = METRIC_PRECISION[sample.metric]
+    precision, _ = METRIC_PRECISION[metric]
     node, per_core, cores = (
         info.get(precision),
         info.get(f"per_core_{precision}"),
         info.get("cores"),
     )
     if not node or not per_core or not cores:
-        sample.params["rpeak_note"] = info.get("reason") or "no Rpeak known"
-        return
-    used = min(threads, cores) if threads else cores
-    sample.params["rpeak_fraction"] = sample.value / (per_core * used)
-    if used < cores:
-        sample.params["rpeak_scope"] = f"{used} of {cores} cores"
+        return {"rpeak_note": info.get("reason") or "no Rpeak known"}
+    return {
+        "rpeak": float(node),
+        "rpeak_per_core": float(per_core),
+        "rpeak_cores": int(cores),
+        "rpeak_derivation": info.get(f"derivation_{precision}") or "",
+        "rpeak_clock": info.get("clock_kind"),
+        "rpeak_uarch": info.get("uarch"),
+    }
 
 
 class DgemmProbe(Probe):
@@ -218,10 +205,7 @@ class DgemmProbe(Probe):
         base = {k: v for k, v in job.params.items() if k != RPEAK_KEY}
         samples = parse_jsonl(stdout, self.name, base)
         info = job.params.get(RPEAK_KEY) or {}
-        letters = []
         for sample in samples:
             if sample.metric in METRIC_PRECISION:
-                threads = sample.params.get("threads")
-                annotate_rate(sample, info, threads if isinstance(threads, int) else None)
-                letters.append(METRIC_PRECISION[sample.metric][1])
-        return samples + rpeak_samples(self.name, info, letters)
+                sample.params.update(rpeak_params(sample.metric, info))
+        return samples

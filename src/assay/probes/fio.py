@@ -1,12 +1,12 @@
 """fio: the six standard storage workloads, sweeps, and Vdbench-style response-time curves.
 
-One job per sweep point runs ``python -m assay.storage.driver`` in the job directory (see its
+One job per sweep point runs ``python -m assay.drivers.fio`` in the job directory (see its
 docstring): it writes the fio job files, runs fio, keeps fio's json+ output and prints the
 samples. A plan is static and a curve's rates come from its own max run, hence the driver.
 
 Params (defaults in ``FioParams``):
 
-* ``workloads``: standard workload names (``assay.storage.workloads.NAMES``). Default: all six,
+* ``workloads``: standard workload names (``assay.fio.workloads.NAMES``). Default: all six,
   or none when ``jobs`` is given.
 * ``jobs``: custom fio jobs, each a dict of ``FioJob`` fields (``name``, ``rw``, ``bs`` required;
   other fio options under ``extra``) -- what the Vdbench translation produces. They run after
@@ -22,9 +22,9 @@ Params (defaults in ``FioParams``):
   custom jobs; it reports each job's samples (``workload`` = the job's name, ``group`` = the
   group's) and the group's total (``workload`` = the group's name, ``group_jobs``). In curve
   mode the group's total is capped at each percentage of its uncontrolled total, each job at
-  its share of that run (``assay.storage.driver``, "Jobs run together").
+  its share of that run (``assay.drivers.fio``, "Jobs run together").
 * ``hosts``: run every workload from several hosts at once with fio's client/server mode
-  (``assay.storage.clients``): fio connect strings ``ADDR`` or ``ADDR,PORT`` (default port
+  (``assay.drivers.fio.clients``): fio connect strings ``ADDR`` or ``ADDR,PORT`` (default port
   8765); loopback addresses (127.0.0.1, 127.0.0.2, ...) get a server started here, any other
   host one started through ssh. ``hostfile``: a file of such lines (``#`` comments), added to
   ``hosts``. Each host's figures carry ``host``; their total ``host = "All clients"``. The
@@ -42,7 +42,16 @@ Params (defaults in ``FioParams``):
   ``fio`` (path), ``knee_method`` (``kneedle`` or ``slope``).
 
 Sweeps over numjobs, iodepth or bs come from the suite's ``sweep``. The job's time budget is
-computed from the runs it will do (``driver.estimate_seconds``) and the driver keeps to it.
+computed from the runs it will do (``estimate_seconds``) and the driver keeps to it.
+
+Planning does not look at the machine: the target is not looked at when the suite is planned
+(the one file read then is a ``hostfile``, an input the suite names, like the suite itself;
+its hosts size the job's time budget and name the job). ``preflight`` checks
+it, with the driver's own checks (``assay.drivers.fio.checks``), just before the run starts, so
+a device, a user's file, a directory that cannot be created or written, or too little free space
+is refused with exit code 2 before any run exists; the driver checks again when its job starts.
+Every value that reaches a fio job file is checked for characters that would smuggle a line in
+(``assay.fio.job.check_text``) when the suite is planned.
 """
 
 from __future__ import annotations
@@ -55,28 +64,20 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from assay.drivers.fio.checks import Refused, check_spec
+from assay.drivers.fio.spec import CURVE_DEFAULT, DriverSpec, JobGroup, estimate_seconds, items_of
 from assay.errors import SuiteError
+from assay.fio.hosts import ClientError, parse_hosts, read_hostfile
+from assay.fio.job import control_problem, job_file
+from assay.fio.workloads import NAMES, WORKLOADS
 from assay.model import Job, MpiInfo, Sample
-from assay.parsers.fio import parse_size
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
-from assay.storage import safety
-from assay.storage.clients import ClientError, parse_hosts, read_hostfile
-from assay.storage.driver import CURVE_DEFAULT, DriverSpec, JobGroup, estimate_seconds, items_of
-from assay.storage.workloads import NAMES, WORKLOADS
+from assay.probes.external import size_value
 
 DEFAULT_SIZE = 256 * 2**20
 # Extra time the runner gives a job beyond the driver's own budget: the driver stops fio and
 # removes the test files when its budget runs out, which it must be allowed to finish.
 CLEANUP_GRACE_S = 30.0
-
-
-def _bytes(value: Any, what: str) -> Any:
-    if isinstance(value, str):
-        parsed = parse_size(value)
-        if parsed is None:
-            raise ValueError(f"{what} {value!r} is not a size (e.g. 268435456, 256m, 8k)")
-        return parsed
-    return value
 
 
 class FioParams(ProbeParams):
@@ -114,7 +115,16 @@ class FioParams(ProbeParams):
     @field_validator("size", "bs", mode="before")
     @classmethod
     def _sizes(cls, value: Any) -> Any:
-        return _bytes(value, "size")
+        return size_value(value)
+
+    @field_validator("target", "hostfile", "fio", "ioengine")
+    @classmethod
+    def _one_line(cls, value: str | None, info: Any) -> str | None:
+        """A value that reaches a fio job file (or fio's command line) is one line of text."""
+        problem = control_problem(value or "", str(info.field_name))
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("groups", mode="before")
     @classmethod
@@ -222,15 +232,6 @@ def driver_spec(
     )
 
 
-def check_target(target: str, destructive: bool) -> None:
-    """Refuse a device or a user's file at plan time, before a run is created (stat only).
-    The driver checks again when it starts: the target may change in between."""
-    try:
-        safety.place(safety.observe(target), destructive=destructive)
-    except safety.SafetyError as exc:
-        raise SuiteError(f"fio: {exc}", hint=exc.hint) from None
-
-
 def label_of(params: FioParams, n_hosts: int = 0) -> str:
     names = chosen_workloads(params) + [str(j.get("name", "job")) for j in params.jobs]
     names += [g.name for g in params.groups]
@@ -264,28 +265,27 @@ class FioProbe(Probe):
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
     ) -> list[JobDraft]:
         assert isinstance(params, FioParams)
+        # Pure: the path is made absolute (relative to where ``assay run`` started) but not
+        # looked at; ``preflight`` checks it before the run starts.
         target = None
         if params.target is not None:
             target = str(Path(params.target).expanduser().absolute())
-            check_target(target, params.destructive)
         try:
             hosts = host_list(params)
         except ClientError as exc:
             raise SuiteError(f"fio: {exc}", hint=exc.hint) from None
-        if hosts and (
-            any(j.get("filename") for j in all_custom(params))
-            or (target and safety.observe(target).kind in ("file", "device"))
-        ):
+        if hosts and any(j.get("filename") for j in all_custom(params)):
             raise SuiteError(
                 "fio: with hosts, every host writes assay's own files in the target directory; "
                 "a device, a file target or a job's filename cannot be shared by the hosts"
             )
         spec = driver_spec(params, target, hosts)
-        try:  # the custom jobs and groups are checked now, not when the job runs
-            items_of(spec, directory="/", filename=None)
+        try:  # the custom jobs and groups, and every job file line, are checked now
+            for item in items_of(spec, directory=target or "/", filename=None):
+                job_file(list(item.jobs))
         except ValueError as exc:
             raise SuiteError(f"fio: {exc}") from None
-        argv = [sys.executable, "-m", "assay.storage.driver", "--spec",
+        argv = [sys.executable, "-m", "assay.drivers.fio", "--spec",
                 json.dumps(spec.model_dump(), sort_keys=True)]  # fmt: skip
         job_params: dict[str, Any] = {
             "mode": params.mode,
@@ -303,5 +303,23 @@ class FioProbe(Probe):
         timeout = (spec.deadline_s or 0) + CLEANUP_GRACE_S
         return [make_draft(argv, job_params, label_of(params, len(hosts)), timeout)]
 
+    def preflight(self, job: Job) -> None:
+        """The driver's target checks, made before the run starts (see the module docstring):
+        SuiteError (exit code 2) saying why a job's target cannot be used."""
+        spec = spec_of(job)
+        if spec.target is None:
+            return  # a scratch directory in the job's own directory, made by the run
+        try:
+            check_spec(spec, spec.target)
+        except Refused as exc:
+            raise SuiteError(
+                f"fio: {'; '.join(exc.lines)} (job {job.job_id})", hint=exc.hint
+            ) from None
+
     def parse(self, stdout: str, job: Job) -> list[Sample]:
         return parse_jsonl(stdout, self.name, job.params)
+
+
+def spec_of(job: Job) -> DriverSpec:
+    """The driver spec a planned job carries (its ``--spec`` argument, see ``drafts``)."""
+    return DriverSpec.model_validate(json.loads(job.argv[job.argv.index("--spec") + 1]))

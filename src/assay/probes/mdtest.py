@@ -28,7 +28,7 @@ from pydantic import Field, field_validator
 from assay.model import Job, MpiInfo, Sample
 from assay.parsers import mdtest as mdtest_parser
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
-from assay.probes.ior import pick_mpi, size_value, tool_samples, tool_skip
+from assay.probes.external import pick_mpi, size_value, tool_samples, tool_skip
 
 TESTDIR = "mdtest-scratch"
 

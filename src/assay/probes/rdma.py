@@ -66,7 +66,7 @@ class RdmaProbe(Probe):
         if params.cpu is not None:
             base = ["numactl", f"--physcpubind={params.cpu}", *base]
         argv = [
-            sys.executable, "-m", "assay.launch.pair",
+            sys.executable, "-m", "assay.drivers.pair",
             "--server", json.dumps(base), "--client", json.dumps([*base, "localhost"]),
         ]  # fmt: skip
         return [

@@ -1,24 +1,20 @@
-"""Report tables of the all-pairs network matrix: N x N per metric and MPI, outliers named.
-
-Returns the parts of the report's ``Table`` (key, title, columns, rows, notes); ``tables``
-wraps them, so this module does not import it back.
-"""
+"""Report tables of a cluster run: the all-pairs N x N matrices (per metric and MPI) and the
+per-node figures, with the outlier links and nodes named."""
 
 from __future__ import annotations
 
 from assay.analysis.allpairs import PairMatrix, matrices
 from assay.analysis.pernode import per_node
 from assay.model import Sample
+from assay.report.table import Table
 from assay.units import format_value, metric_info
-
-TableParts = tuple[str, str, list[str], list[list[str]], list[str]]
 
 
 def _fmt(m: PairMatrix, v: float) -> str:
     return format_value(v, metric_info(m.metric).display)
 
 
-def matrix_table(m: PairMatrix) -> TableParts:
+def matrix_table(m: PairMatrix) -> Table:
     unit = metric_info(m.metric).display
     rows = []
     for a in m.hosts:
@@ -49,14 +45,14 @@ def matrix_table(m: PairMatrix) -> TableParts:
         )
     key = f"allpairs-{m.metric.split('.')[-1]}-{m.mpi}".replace(" ", "-").lower()
     title = f"All-pairs {what} [{unit}] ({m.mpi})"
-    return key, title, ["node", *m.hosts], rows, notes
+    return Table(key, title, ["node", *m.hosts], rows, notes)
 
 
-def allpairs_tables(samples: list[Sample]) -> list[TableParts]:
+def allpairs_tables(samples: list[Sample]) -> list[Table]:
     return [matrix_table(m) for m in matrices(samples)]
 
 
-def pernode_parts(samples: list[Sample]) -> list[TableParts]:
+def pernode_tables(samples: list[Sample]) -> list[Table]:
     """One table: a row per node, a column per per-node metric; slow nodes named under it."""
     figures = per_node(samples)
     if not figures:
@@ -82,4 +78,4 @@ def pernode_parts(samples: list[Sample]) -> list[TableParts]:
                 f"SLOW NODE {o.key} ({f.label}): {format_value(o.value, u)} {u} against a "
                 f"median of {format_value(o.median, u)} {u} (z = {o.z:.1f})"
             )
-    return [("per-node", "Per-node figures", cols, rows, notes)]
+    return [Table("per-node", "Per-node figures", cols, rows, notes)]

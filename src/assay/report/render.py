@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
+import shutil
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from assay.errors import AssayError
+from assay.report.build import build_tables
+from assay.report.table import Table
 from assay.store import LoadedRun
 from assay.store.rundir import complete_lines
 
-from .tables import Table, build_tables
+# Without a terminal (a pipe, a file, CI) and without COLUMNS, tables are drawn this wide.
+DEFAULT_WIDTH = 120
 
 FORMATS = ("term", "md", "json", "csv")
 
@@ -23,7 +29,8 @@ def _header(run: LoadedRun) -> list[str]:
     info = run.info
     n_ok = sum(1 for r in run.results if r.status == "ok")
     lines = [
-        f"Run {info.run_id} — suite {info.suite}, {info.status}",
+        f"Run {info.run_id} — suite {info.suite}, {info.status}"
+        + (f" — label {info.label}" if info.label else ""),
         f"{info.created} → {info.finished or 'not finished'}; "
         f"{n_ok}/{len(run.results)} jobs succeeded"
         + (f" of {info.n_jobs} planned" if info.n_jobs and info.n_jobs != len(run.results) else "")
@@ -37,51 +44,84 @@ def _header(run: LoadedRun) -> list[str]:
     return lines
 
 
-def render_markdown(run: LoadedRun, tables: list[Table]) -> str:
-    out = [f"# assay report: {run.info.suite}", "", *(f"{ln}  " for ln in _header(run)), ""]
-    for t in tables:
-        out += [f"## {t.title}", ""]
-        for cmd in t.commands:
-            out += ["```", cmd, "```", ""]
-        if t.key == "system":
-            out += ["| | |", "|---|---|"]
-            out += [f"| {k} | {v} |" for k, v in t.rows]
-        else:
-            out.append("| " + " | ".join(t.columns) + " |")
-            out.append("|" + "|".join("---" for _ in t.columns) + "|")
-            for r, row in enumerate(t.rows):
-                cells = [f"**{c}**" if (r, i) in t.best else c for i, c in enumerate(row)]
-                out.append("| " + " | ".join(cells).replace("\n", " ") + " |")
+def md(text: str) -> str:
+    """Text safe in a Markdown table cell or line: HTML escaped (a host name or label is never
+    markup), ``|`` escaped (it would split the cell), newlines folded into spaces."""
+    return html.escape(" ".join(str(text).splitlines()), quote=False).replace("|", "\\|")
+
+
+def markdown_table(t: Table, level: str = "##") -> list[str]:
+    """One table as Markdown lines: title, commands, the table, its notes."""
+    out = [f"{level} {md(t.title)}", ""]
+    for cmd in t.commands:
+        out += ["```", cmd.replace("```", "` ` `"), "```", ""]
+    if t.key == "system":
+        out += ["| | |", "|---|---|"]
+        out += [f"| {md(k)} | {md(v)} |" for k, v in t.rows]
+    else:
+        out.append("| " + " | ".join(md(c) for c in t.columns) + " |")
+        out.append("|" + "|".join("---" for _ in t.columns) + "|")
+        for r, row in enumerate(t.rows):
+            cells = [f"**{md(c)}**" if (r, i) in t.best else md(c) for i, c in enumerate(row)]
+            out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    out += [f"{md(n)}  " for n in t.notes]
+    if t.notes:
         out.append("")
-        out += [f"{n}  " for n in t.notes]
-        if t.notes:
-            out.append("")
+    return out
+
+
+def render_markdown(run: LoadedRun, tables: list[Table]) -> str:
+    out = [f"# assay report: {md(run.info.suite)}", "", *(f"{md(ln)}  " for ln in _header(run))]
+    out.append("")
+    for t in tables:
+        out += markdown_table(t)
     return "\n".join(out).rstrip() + "\n"
 
 
-def render_term(run: LoadedRun, tables: list[Table], width: int | None = None) -> str:
-    console = Console(record=True, width=width or 120, force_terminal=False)
-    for line in _header(run):
-        console.print(line, highlight=False)
+def terminal_width(width: int | None = None) -> int:
+    """The width to draw at: given, else the terminal's (COLUMNS honoured), else 120."""
+    if width:
+        return width
+    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+
+
+def rich_table(t: Table) -> RichTable:
+    """A table for rich; data is escaped, so a label such as ``[/]`` is shown, not parsed."""
+    rt = RichTable(title=escape(t.title), title_justify="left", show_header=t.key != "system")
+    for i, c in enumerate(t.columns):
+        left = i == 0 or t.key in ("system", "failures", "other", "compare")
+        rt.add_column(escape(c), justify="left" if left else "right")
+    for r, row in enumerate(t.rows):
+        rt.add_row(
+            *[
+                Text(f"{c}*", style="bold") if (r, i) in t.best else Text(c)
+                for i, c in enumerate(row)
+            ]
+        )
+    return rt
+
+
+def term_tables(
+    tables: list[Table], width: int | None = None, head: tuple[str, ...] | list[str] = ()
+) -> str:
+    """Tables drawn as terminal text, once, into a string (the caller prints it)."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=terminal_width(width), force_terminal=False)
+    for line in head:
+        console.print(line, highlight=False, markup=False)
     for t in tables:
-        rt = RichTable(title=escape(t.title), title_justify="left", show_header=t.key != "system")
-        for i, c in enumerate(t.columns):
-            left = i == 0 or t.key in ("system", "failures", "other")
-            rt.add_column(escape(c), justify="left" if left else "right")
-        for r, row in enumerate(t.rows):
-            rt.add_row(
-                *[
-                    f"[bold]{escape(c)}*[/bold]" if (r, i) in t.best else escape(c)
-                    for i, c in enumerate(row)
-                ]
-            )
         console.print()
         for cmd in t.commands:
             console.print(f"$ {cmd}", highlight=False, markup=False)
-        console.print(rt)
+        console.print(rich_table(t))
         for n in t.notes:
             console.print(f"  {n}", highlight=False, markup=False)
-    return console.export_text()
+    return buf.getvalue()
+
+
+def render_term(run: LoadedRun, tables: list[Table], width: int | None = None) -> str:
+    return term_tables(tables, width, _header(run))
 
 
 def render_json(run: LoadedRun) -> str:

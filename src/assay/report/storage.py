@@ -26,135 +26,35 @@ has no ``workload`` and is left to the generic table.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assay.analysis.stats import Figure
-from assay.parsers.fio import ALL_CLIENTS
-from assay.report import tables as _tables  # a module: build_tables may import this one early
-from assay.storage.workloads import NAMES
+from assay.analysis.storage_points import (
+    CurveKnee,
+    Point,
+    config_of,
+    curve_knee,
+    points_of,
+    storage_figures,
+)
+from assay.report.table import Table
 from assay.units import format_value, human_bytes
+from assay.vocab import ALL_CLIENTS
+from assay.vocab import STORAGE_WORKLOADS as NAMES
 
-if TYPE_CHECKING:
-    from assay.report.tables import Table
-
-PROBE = "fio"
-DIRECTION_ORDER = ("read", "write", "trim", "mixed")
-LATENCY_KIND = "total"  # the latency the tables show; "completion" is kept in the samples
-Config = tuple[int, int, str]  # numjobs, iodepth, block size as shown
+__all__ = ["storage_figures", "storage_tables"]
 
 
-def storage_figures(figures: list[Figure]) -> list[Figure]:
-    """The figures storage_tables shows (or deliberately keeps out of the generic table)."""
-    return [
-        f
-        for f in figures
-        if f.sample.probe == PROBE
-        and f.sample.metric.startswith("storage.")
-        and "workload" in f.sample.params
-    ]
-
-
-@dataclass
-class Point:
-    """One fio run (repetitions folded): its figures by (metric, direction)."""
-
-    workload: str
-    config: Config
-    mode: str
-    curve_pct: int | None
-    params: dict[str, Any]
-    job_id: str
-    figures: dict[tuple[str, str], Figure] = field(default_factory=dict)
-    repetitions: int = 1
-    host: str | None = None  # multi-client: a host's address, or ALL_CLIENTS for the total
-
-    @property
-    def total(self) -> bool:
-        """Whether this point is a whole (not one host of several, nor one job of a group)."""
-        group = self.params.get("group")
-        return self.host in (None, ALL_CLIENTS) and (group is None or group == self.workload)
-
-    def order(self) -> tuple[Any, ...]:
-        """Sort key: configuration, then the hosts, their total last."""
-        rank = 0 if self.host is None else 2 if self.host == ALL_CLIENTS else 1
-        return (self.config, rank, self.host or "")
-
-    def directions(self) -> list[str]:
-        present = {d for (m, d) in self.figures if m == "storage.iops"}
-        return [d for d in DIRECTION_ORDER if d in present]
-
-    def value(self, metric: str, direction: str) -> Figure | None:
-        return self.figures.get((metric, direction))
-
-    def totals(self) -> tuple[float, float | None, float | None]:
-        """(IOPS, mean latency s, p99 s) over every direction, from the folded figures.
-
-        The mean over directions is weighted by IOPS (every direction ran equally long, so by
-        I/O count). A p99 over several directions needs their merged histogram, which only the
-        driver had: its ``point_p99_s`` (of the first repetition) is used then."""
-        iops = weighted = 0.0
-        lat_iops = 0.0
-        p99 = None
-        directions = self.directions()
-        for d in directions:
-            f_iops, f_lat = self.value("storage.iops", d), self.value("storage.latency", d)
-            if f_iops is None:
-                continue
-            iops += f_iops.sample.value
-            if f_lat is not None:
-                weighted += f_iops.sample.value * f_lat.sample.value
-                lat_iops += f_iops.sample.value
-                if len(directions) == 1 and f_lat.sample.stats:
-                    p99 = f_lat.sample.stats.p99
-        mean = weighted / lat_iops if lat_iops else None
-        if len(directions) > 1:
-            p99 = self.params.get("point_p99_s")
-        return iops, mean, p99
-
-    def bandwidth(self) -> float:
-        return sum(f.sample.value for (m, _), f in self.figures.items() if m == "storage.bandwidth")
-
-    def littles(self) -> str:
-        """Little's law from the folded figures: IOPS × mean latency against the configured
-        concurrency, with the driver's flag (raised on an uncontrolled run only)."""
-        expected = self.params.get("outstanding_expected")
-        iops, mean, _ = self.totals()
-        if not expected or mean is None:
-            return "–"
-        cell = f"{iops * mean:.2f} / {expected}"
-        flag = self.params.get("littles_flag")
-        if flag:
-            cell += " (" + str(flag).split(":", 1)[0] + ")"
-        return cell
-
-
-def _config(p: dict[str, Any]) -> Config:
-    bs = p.get("bs")
-    shown = human_bytes(bs) if isinstance(bs, int) else str(bs or "?")
-    return int(p.get("numjobs", 1)), int(p.get("iodepth", 1)), shown
-
-
-def _points(figures: list[Figure]) -> list[Point]:
-    points: dict[tuple[Any, ...], Point] = {}
-    for f in figures:
-        p = f.sample.params
-        mode = str(p.get("mode", "workloads"))
-        if mode == "curve-summary":
-            continue
-        if f.sample.metric == "storage.latency" and p.get("latency") != LATENCY_KIND:
-            continue
-        pct = p.get("curve_pct")
-        host = p.get("host")
-        key = (p["workload"], _config(p), mode, pct, p.get("target"), host)
-        point = points.get(key)
-        if point is None:
-            point = points[key] = Point(
-                p["workload"], _config(p), mode, pct, dict(p), f.sample.job_id, host=host
-            )
-        point.figures[(f.sample.metric, str(p.get("direction", "?")))] = f
-        point.repetitions = max(point.repetitions, f.repetitions)
-    return list(points.values())
+def littles_cell(pt: Point) -> str:
+    """ "measured / configured", with the driver's flag (raised on an uncontrolled run only)."""
+    check = pt.littles()
+    if check is None:
+        return "–"
+    cell = f"{check.measured_concurrency:.2f} / {pt.params['outstanding_expected']}"
+    flag = pt.littles_flag()
+    if flag:
+        cell += " (" + str(flag).split(":", 1)[0] + ")"
+    return cell
 
 
 def _order(name: str) -> tuple[int, str]:
@@ -203,10 +103,11 @@ def _run_notes(points: list[Point]) -> list[str]:
             "json+ histograms)."
         )
     for pt in points:
-        if pt.params.get("littles_flag"):
+        flag = pt.littles_flag()
+        if flag:
             notes.append(
                 f"Little's law, {pt.workload} (numjobs {pt.config[0]}, iodepth {pt.config[1]}): "
-                f"{pt.params['littles_flag']}."
+                f"{flag}."
             )
     return notes
 
@@ -286,7 +187,7 @@ def workloads_table(points: list[Point]) -> Table | None:
         ".json in the run directory.",
         *_run_notes(shown),
     ]
-    return _tables.Table(
+    return Table(
         "storage-workloads", "Storage workloads (fio)", cols, rows, [n for n in notes if n]
     )
 
@@ -316,7 +217,7 @@ def sweep_tables(points: list[Point]) -> list[Table]:
                     format_value(pt.bandwidth(), "MiB/s"),
                     _ms(mean),
                     _ms(p99),
-                    pt.littles(),
+                    littles_cell(pt),
                 ]
             )
         cols = [
@@ -338,7 +239,7 @@ def sweep_tables(points: list[Point]) -> list[Table]:
             *_run_notes(mine),
         ]
         tables.append(
-            _tables.Table(
+            Table(
                 f"storage-sweep-{name}",
                 f"Storage sweep: {name} by {', '.join(varying)} (fio)",
                 cols,
@@ -354,7 +255,7 @@ def _summaries(figures: list[Figure]) -> dict[tuple[Any, ...], Figure]:
     for f in figures:
         p = f.sample.params
         if p.get("mode") == "curve-summary":
-            out[(p["workload"], _config(p), p.get("target"))] = f
+            out[(p["workload"], config_of(p), p.get("target"))] = f
     return out
 
 
@@ -372,7 +273,8 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
         pts = sorted(curves[key], key=lambda pt: (pt.mode != "max", pt.curve_pct or 0))
         summary = summaries.get(key)
         s = summary.sample.params if summary else {}
-        knee_pct = s.get("knee_curve_pct")
+        knee = curve_knee(pts, str(s.get("knee_method_requested", "kneedle")))
+        knee_pct = knee.curve_pct
         rows, best = [], set()
         for pt in pts:
             target = pt.params.get("target_iops")
@@ -391,7 +293,7 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
                     f"{100 * achieved / target:.0f}%" if target else "–",
                     _ms(mean),
                     _ms(p99),
-                    pt.littles(),
+                    littles_cell(pt),
                 ]
             )
         cols = [
@@ -403,7 +305,7 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
             "p99 ms",
             "Outstanding measured / configured",
         ]
-        notes = [_knee_note(s, summary is not None)]
+        notes = [_knee_note(knee, summary is not None)]
         if s.get("hosts"):
             notes.append(
                 f"Totals over {s['hosts']} hosts (fio client/server): each point's cap is split "
@@ -425,7 +327,7 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
         ]
         suffix = f"-nj{config[0]}-qd{config[1]}" if several else ""
         tables.append(
-            _tables.Table(
+            Table(
                 f"storage-curve-{name}{suffix}",
                 f"Response-time curve: {name}, {config[2]}, numjobs {config[0]}, "
                 f"iodepth {config[1]} (fio)",
@@ -438,23 +340,25 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
     return tables
 
 
-def _knee_note(s: dict[str, Any], have_summary: bool) -> str:
+def _knee_note(knee: CurveKnee, have_summary: bool) -> str:
     if not have_summary:
         return "The curve did not finish: no knee was looked for."
-    if "knee_curve_pct" in s:
+    if knee.curve_pct is not None:
         return (
-            f"Knee at {s['knee_curve_pct']}% offered: {format_value(s['knee_iops'], 'IOPS', 0)} "
-            f"IOPS at {_ms(s['knee_latency_s'])} ms mean latency; found by {s['knee_method']}."
+            f"Knee at {knee.curve_pct}% offered: {format_value(knee.iops, 'IOPS', 0)} "
+            f"IOPS at {_ms(knee.latency_s)} ms mean latency; found by {knee.method}."
         )
-    return f"No knee: {str(s.get('knee_note', 'not found')).removeprefix('no knee: ')}."
+    return f"No knee: {knee.note}."
 
 
-def storage_tables(figures: list[Figure]) -> list[Table]:
-    """Workloads, sweep and curve tables from the fio probe's figures (others are ignored)."""
+def storage_tables(figures: list[Figure], points: list[Point] | None = None) -> list[Table]:
+    """Workloads, sweep and curve tables from the fio probe's figures (others are ignored);
+    ``points``: the derive step's, when it ran (else grouped here the same way)."""
     mine = storage_figures(figures)
     if not mine:
         return []
-    points = _points(mine)
+    if points is None:
+        points = points_of(mine)
     tables: list[Table] = []
     six = workloads_table(points)
     if six:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.model import MpiInfo, System
-from assay.system import collectors, software
+from assay.system import collectors, gpu, software
 from assay.system._context import Context, run_command
 from assay.system.requirements import Requirement, missing_tools, requirements_report
 
@@ -49,7 +49,8 @@ COLLECTORS: tuple[tuple[str, Collector], ...] = (
     ("os", software.os_name),
     ("kernel", collectors.kernel),
     ("compilers", software.compilers),
-    ("gpus", software.gpus),
+    ("gpus", gpu.gpus),
+    ("cuda", gpu.cuda),
     ("nics", collectors.nics),
     ("tools", software.tools),
 )

@@ -1,0 +1,240 @@
+"""The derive step: figures computed from stored samples, once, for reports and comparisons.
+
+Probes store what they measured and the plan-time facts it is judged against (a rate's
+``rpeak`` params); :func:`derive` turns folded figures into the derived figures:
+
+- **Rpeak**, one per precision (the dp/sp peak of the node), with its derivation and clock;
+- **Rpeak fraction** of every DGEMM/SGEMM and HPL figure (:func:`rpeak_fraction`), flagged when
+  above 1 (the peak, not the machine, is wrong: its clock source is named);
+- **Hockney** α, β, n½ and the protocol switch of every MPI's latency curve, β also from its
+  bandwidth curve (:mod:`assay.analysis.hockney`);
+- **Little's law** of every fio point (:mod:`assay.analysis.storage_points`): the outstanding
+  I/Os measured (IOPS × mean latency) against those configured, and its flag;
+- the **knee** of every response-time curve (:func:`assay.analysis.storage_points.curve_knee`),
+  from the folded curve points. The fio driver only measures: it stores each point with the
+  concurrency it is judged against, never a derived figure.
+
+:meth:`Derived.figures` gives the derived figures as samples, so ``assay compare`` judges the
+same numbers the report shows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.analysis.hockney import HockneyFit, fit_hockney, fit_hockney_bandwidth
+from assay.analysis.robust import InsufficientDataError
+from assay.analysis.series import by_series_and_size
+from assay.analysis.stats import Figure
+from assay.analysis.storage_points import Point, points_of, storage_figures
+from assay.model import Sample
+from assay.vocab import IMB_PINGPONG, P2P_METHOD
+
+RATE_METRICS = ("compute.dgemm", "compute.sgemm", "compute.hpl")
+# The precision of each rate, as Rpeak's params name it.
+RATE_PRECISION = {"compute.dgemm": "dp", "compute.sgemm": "sp", "compute.hpl": "dp"}
+
+
+def precision_of(text: object) -> str:
+    """'d', 'D', 'dp', 'DP' → 'dp'; 's', 'sp' → 'sp' (probes spelled it both ways)."""
+    t = str(text or "dp").lower()
+    return "sp" if t.startswith("s") else "dp"
+
+
+@dataclass(frozen=True)
+class Rpeak:
+    """The node's theoretical peak in one precision, and how it was derived."""
+
+    precision: str  # "dp" or "sp"
+    flops: float  # flop/s, the whole node
+    derivation: str
+    clock_kind: str | None
+    probe: str
+
+
+@dataclass(frozen=True)
+class RpeakFraction:
+    """A measured rate against the peak of the cores it used."""
+
+    fraction: float | None  # None: no Rpeak known (``note`` says why)
+    peak: float | None  # flop/s the rate is divided by
+    scope: str | None = None  # "2 of 16 cores" when the rate used fewer than all
+    note: str | None = None  # why there is no fraction
+    flag: str | None = None  # set when fraction > 1: "Rpeak too low: clock source …"
+
+
+def rpeak_fraction(sample: Sample) -> RpeakFraction:
+    """``fraction = rate / (Rpeak per core × cores used)``.
+
+    The cores used are ``min(threads, cores)`` for a DGEMM (a run on fewer threads than cores is
+    compared with the peak of the cores it used: a fraction of the whole node's peak would only
+    restate the thread count); HPL is compared with the node Rpeak it was planned against
+    (``rpeak`` param). Runs stored before this step keep the fraction the probe stored
+    (``rpeak_fraction`` / ``efficiency``).
+
+    A fraction above 1 is physically impossible: the Rpeak is too low (a clock read below the
+    one the cores ran at, a missing FMA unit in the table), so it is flagged with the clock
+    source the Rpeak came from, never shown as a plain 106 %.
+    """
+    p = sample.params
+    node, per_core, cores = p.get("rpeak"), p.get("rpeak_per_core"), p.get("rpeak_cores")
+    scope = p.get("rpeak_scope")
+    if isinstance(per_core, float) and isinstance(cores, int) and cores > 0:
+        threads = p.get("threads")
+        used = min(threads, cores) if isinstance(threads, int) and threads > 0 else cores
+        peak: float | None = per_core * used
+        scope = f"{used} of {cores} cores" if used < cores else None
+    elif isinstance(node, float) and node > 0:
+        peak = node
+    else:
+        peak = None
+    if peak:
+        fraction: float | None = sample.value / peak
+    else:
+        stored = p.get("rpeak_fraction") or p.get("efficiency")
+        fraction = stored if isinstance(stored, float) else None
+    if fraction is None:
+        why = p.get("rpeak_note") or p.get("rpeak_derivation") or "no Rpeak known"
+        return RpeakFraction(None, None, note=str(why))
+    flag = None
+    if fraction > 1.0:
+        clock = p.get("rpeak_clock") or p.get("clock_kind") or "not recorded"
+        how = p.get("rpeak_derivation") or p.get("derivation") or "no derivation recorded"
+        flag = f"Rpeak too low: clock source {clock} ({how})"
+    return RpeakFraction(fraction, peak, scope, flag=flag)
+
+
+def _rpeaks(figures: list[Figure]) -> dict[str, Rpeak]:
+    """One Rpeak per precision: from the rates' params, else from stored compute.rpeak samples
+    (the hpl probe's, and DGEMM runs stored before this step)."""
+    found: dict[str, Rpeak] = {}
+    for f in figures:
+        s, p = f.sample, f.sample.params
+        if s.metric in RATE_METRICS and isinstance(p.get("rpeak"), float):
+            precision = RATE_PRECISION[s.metric]
+            found.setdefault(
+                precision,
+                Rpeak(
+                    precision,
+                    p["rpeak"],
+                    str(p.get("rpeak_derivation") or ""),
+                    p.get("rpeak_clock"),
+                    s.probe,
+                ),
+            )
+    for f in figures:
+        s, p = f.sample, f.sample.params
+        if s.metric == "compute.rpeak":
+            precision = precision_of(p.get("precision"))
+            how = p.get("derivation") or p.get("rpeak_derivation") or ""
+            clock = p.get("clock_kind")
+            found.setdefault(precision, Rpeak(precision, s.value, str(how), clock, s.probe))
+    return found
+
+
+@dataclass(frozen=True)
+class HockneyRow:
+    """One series' Hockney fits: from its latency curve and from its bandwidth curve."""
+
+    series: str
+    latency: HockneyFit | None
+    bandwidth: HockneyFit | None
+
+
+def p2p_method(figures: list[Figure]) -> list[Figure]:
+    """Point-to-point figures of the OSU method (our probe, OSU, IMB), sizes known."""
+    return [
+        f
+        for f in figures
+        if f.sample.probe in P2P_METHOD
+        and f.sample.metric.startswith("p2p.")
+        and "size" in f.sample.params
+    ]
+
+
+def is_pingpong_bandwidth(sample: Sample) -> bool:
+    """IMB PingPong's bandwidth: one message at a time, not a window in flight."""
+    return sample.metric == "p2p.bandwidth" and sample.params.get("benchmark") == IMB_PINGPONG
+
+
+def _hockney(figures: list[Figure]) -> list[HockneyRow]:
+    """Per series: ``t(n) = α + n/β`` on the latency curve, β also from osu_bw's curve."""
+    p2p = p2p_method(figures)
+    lat = by_series_and_size(p2p, "p2p.latency")
+    windowed = [f for f in p2p if not is_pingpong_bandwidth(f.sample)]
+    bw = by_series_and_size(windowed, "p2p.bandwidth")
+    rows = []
+    for series in sorted(set(lat) | set(bw)):
+        lfit = bfit = None
+        try:
+            sizes = sorted(lat.get(series, {}))
+            lfit = fit_hockney(sizes, [lat[series][s].sample.value for s in sizes])
+        except InsufficientDataError:
+            pass
+        try:
+            sizes = sorted(bw.get(series, {}))
+            bfit = fit_hockney_bandwidth(sizes, [bw[series][s].sample.value for s in sizes])
+        except InsufficientDataError:
+            pass
+        rows.append(HockneyRow(series, lfit, bfit))
+    return rows
+
+
+@dataclass
+class Derived:
+    """Every derived figure of one run."""
+
+    rpeaks: dict[str, Rpeak] = field(default_factory=dict)
+    fractions: dict[int, RpeakFraction] = field(default_factory=dict)  # id(figure) → fraction
+    hockney: list[HockneyRow] = field(default_factory=list)
+    storage_points: list[Point] = field(default_factory=list)  # each with .littles()
+    _sources: dict[int, Figure] = field(default_factory=dict, repr=False)
+
+    def fraction_of(self, fig: Figure) -> RpeakFraction | None:
+        return self.fractions.get(id(fig))
+
+    def figures(self) -> list[Figure]:
+        """The derived figures as samples (units from :mod:`assay.units`), for comparisons."""
+        out: list[Sample] = []
+        for r in self.rpeaks.values():
+            params = {"precision": r.precision, "derivation": r.derivation}
+            out.append(Sample.make(r.probe, "compute.rpeak", r.flops, params))
+        for key, frac in self.fractions.items():
+            src = self._sources[key].sample
+            if frac.fraction is None:
+                continue
+            params: dict[str, Any] = {
+                k: v for k, v in src.params.items() if not k.startswith("rpeak")
+            }
+            params["of"] = src.metric
+            out.append(Sample.make(src.probe, "compute.rpeak_fraction", frac.fraction, params))
+        for row in self.hockney:
+            fit = row.latency
+            if fit is None:
+                continue
+            base = {"mpi": row.series, "source": "latency"}
+            out.append(Sample.make("derive", "p2p.hockney.alpha", fit.alpha, dict(base)))
+            if math.isfinite(fit.beta):
+                out.append(Sample.make("derive", "p2p.hockney.beta", fit.beta, dict(base)))
+        return [Figure(s, 1, None, (s,)) for s in out]
+
+
+def derive(figures: list[Figure]) -> Derived:
+    """Rpeak, Rpeak fractions, Hockney fits and fio points (with Little's law) from one run's
+    folded figures."""
+    fractions, sources = {}, {}
+    for f in figures:
+        if f.sample.metric in RATE_METRICS:
+            fractions[id(f)] = rpeak_fraction(f.sample)
+            sources[id(f)] = f
+    points = points_of(storage_figures(figures))
+    return Derived(_rpeaks(figures), fractions, _hockney(figures), points, sources)
+
+
+def with_derived(figures: list[Figure]) -> list[Figure]:
+    """The figures to compare: measured ones (stored Rpeak samples replaced by the derived
+    ones, one per precision) and the derived ones."""
+    measured = [f for f in figures if f.sample.metric != "compute.rpeak"]
+    return measured + derive(figures).figures()

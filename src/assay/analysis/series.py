@@ -1,0 +1,46 @@
+"""Which series a figure belongs to: one MPI (or an import's label, or an RDMA device).
+
+Reports draw one column per series, and the derive step fits one model per series, so both
+group figures the same way, here.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from assay.analysis.stats import Figure
+from assay.model import Sample
+
+
+def series_label(s: Sample) -> str:
+    """The column a figure belongs to: its MPI, an import's label, or a perftest device."""
+    p = s.params
+    if p.get("mpi_label") or p.get("mpi"):
+        return str(p.get("mpi_label") or p.get("mpi")) + _where(p)
+    if p.get("device"):
+        return f"{p.get('benchmark', '')} {p['device']}".strip()
+    return "MPI"
+
+
+def _where(p: dict) -> str:
+    """Where a cluster measurement ran (Slurm placement): its hosts, so shared memory and a
+    network link are never mixed up in one column."""
+    hosts, placement = p.get("hosts"), p.get("placement")
+    if not placement or not isinstance(hosts, list):
+        return ""
+    shown = "–".join(map(str, hosts)) if len(hosts) <= 4 else f"{len(hosts)} nodes"
+    return f", {placement} {shown}"
+
+
+def by_series_and_size(figures: list[Figure], metric: str) -> dict[str, dict[int, Figure]]:
+    """Series label -> size -> figure. Runs at several rank counts (IMB's #processes blocks)
+    get a series each, so no figure overwrites another."""
+    chosen = [f for f in figures if f.sample.metric == metric and "size" in f.sample.params]
+    rank_counts = {f.sample.params.get("ranks") for f in chosen}
+    out: dict[str, dict[int, Figure]] = defaultdict(dict)
+    for f in chosen:
+        label = series_label(f.sample)
+        if len(rank_counts) > 1:
+            label += f", {f.sample.params.get('ranks')} ranks"
+        out[label][int(f.sample.params["size"])] = f
+    return dict(out)

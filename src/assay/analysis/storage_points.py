@@ -1,0 +1,212 @@
+"""fio figures grouped into points: one fio run (repetitions folded) with its figures by
+metric and direction, its totals over directions and its Little's law check.
+
+The storage tables (:mod:`assay.report.storage`) draw these points and the derive step
+(:mod:`assay.analysis.derive`) computes them; a point's Little's law is
+:func:`assay.analysis.queueing.littles_law_check`, the function the fio driver uses while it
+measures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.analysis.knee import InsufficientDataError, find_knee
+from assay.analysis.queueing import LittleCheck, littles_law_check
+from assay.analysis.stats import Figure
+from assay.fio.workloads import SYNC_ENGINES
+from assay.units import human_bytes
+from assay.vocab import ALL_CLIENTS
+
+PROBE = "fio"
+DIRECTION_ORDER = ("read", "write", "trim", "mixed")
+LATENCY_KIND = "total"  # the latency the tables show; "completion" is kept in the samples
+Config = tuple[int, int, str]  # numjobs, iodepth, block size as shown
+
+
+def storage_figures(figures: list[Figure]) -> list[Figure]:
+    """The figures storage_tables shows (or deliberately keeps out of the generic table)."""
+    return [
+        f
+        for f in figures
+        if f.sample.probe == PROBE
+        and f.sample.metric.startswith("storage.")
+        and "workload" in f.sample.params
+    ]
+
+
+@dataclass
+class Point:
+    """One fio run (repetitions folded): its figures by (metric, direction)."""
+
+    workload: str
+    config: Config
+    mode: str
+    curve_pct: int | None
+    params: dict[str, Any]
+    job_id: str
+    figures: dict[tuple[str, str], Figure] = field(default_factory=dict)
+    repetitions: int = 1
+    host: str | None = None  # multi-client: a host's address, or ALL_CLIENTS for the total
+
+    @property
+    def total(self) -> bool:
+        """Whether this point is a whole (not one host of several, nor one job of a group)."""
+        group = self.params.get("group")
+        return self.host in (None, ALL_CLIENTS) and (group is None or group == self.workload)
+
+    def order(self) -> tuple[Any, ...]:
+        """Sort key: configuration, then the hosts, their total last."""
+        rank = 0 if self.host is None else 2 if self.host == ALL_CLIENTS else 1
+        return (self.config, rank, self.host or "")
+
+    def directions(self) -> list[str]:
+        present = {d for (m, d) in self.figures if m == "storage.iops"}
+        return [d for d in DIRECTION_ORDER if d in present]
+
+    def value(self, metric: str, direction: str) -> Figure | None:
+        return self.figures.get((metric, direction))
+
+    def totals(self) -> tuple[float, float | None, float | None]:
+        """(IOPS, mean latency s, p99 s) over every direction, from the folded figures.
+
+        The mean over directions is weighted by IOPS (every direction ran equally long, so by
+        I/O count). A p99 over several directions needs their merged histogram, which only the
+        driver had: its ``point_p99_s`` (of the first repetition) is used then."""
+        iops = weighted = 0.0
+        lat_iops = 0.0
+        p99 = None
+        directions = self.directions()
+        for d in directions:
+            f_iops, f_lat = self.value("storage.iops", d), self.value("storage.latency", d)
+            if f_iops is None:
+                continue
+            iops += f_iops.sample.value
+            if f_lat is not None:
+                weighted += f_iops.sample.value * f_lat.sample.value
+                lat_iops += f_iops.sample.value
+                if len(directions) == 1 and f_lat.sample.stats:
+                    p99 = f_lat.sample.stats.p99
+        mean = weighted / lat_iops if lat_iops else None
+        if len(directions) > 1:
+            p99 = self.params.get("point_p99_s")
+        return iops, mean, p99
+
+    def bandwidth(self) -> float:
+        return sum(f.sample.value for (m, _), f in self.figures.items() if m == "storage.bandwidth")
+
+    def littles(self) -> LittleCheck | None:
+        """Little's law from the folded figures: L = λ·W with λ the IOPS over every direction
+        and W their IOPS-weighted mean latency, against the configured concurrency
+        (``outstanding_expected``: numjobs × iodepth × hosts). None when either is missing."""
+        expected = self.params.get("outstanding_expected")
+        iops, mean, _ = self.totals()
+        if not expected or mean is None or mean <= 0:
+            return None
+        return littles_law_check(iops, mean, float(expected))
+
+    def littles_flag(self) -> str | None:
+        """What Little's law says is wrong with this point, or None.
+
+        Only an uncontrolled run is judged: a capped (curve) point keeps its queue partly empty
+        on purpose. ``queue not full`` when measured/configured < 0.8 (a synchronous engine, or
+        a client that could not keep up); ``more outstanding than configured`` when > 1.2 (the
+        inputs disagree). Runs stored before the derive step carry the driver's own flag.
+        """
+        if "littles_flag" in self.params:
+            return str(self.params["littles_flag"])
+        check = self.littles()
+        if check is None or self.params.get("rate_limited") or self.mode == "curve":
+            return None
+        expected = self.params.get("outstanding_expected")
+        if check.queue_not_full:
+            engine = self.params.get("ioengine")
+            why = "synchronous engine" if engine in SYNC_ENGINES else "CPU-bound client?"
+            return (
+                f"queue not full: {check.measured_concurrency:.2f} of {expected} I/Os outstanding "
+                f"on average (ratio {check.ratio:.2f} < {check.min_ratio:g}; {why})"
+            )
+        if check.exceeds_configured:
+            return (
+                f"more outstanding than configured: {check.measured_concurrency:.2f} > "
+                f"{expected} (ratio {check.ratio:.2f}); the inputs disagree"
+            )
+        return None
+
+
+@dataclass(frozen=True)
+class CurveKnee:
+    """The knee of a response-time curve, or why there is none."""
+
+    curve_pct: int | None
+    iops: float | None = None
+    latency_s: float | None = None
+    method: str = ""
+    note: str = ""  # set when there is no knee
+
+
+def curve_knee(points: list[Point], method: str = "kneedle") -> CurveKnee:
+    """The knee of a curve's capped points (in increasing offered load).
+
+    Each point is (achieved IOPS over every direction, IOPS-weighted mean total latency) of its
+    folded repetitions; the knee is :func:`assay.analysis.knee.find_knee` on those (Kneedle with
+    a noise gate, or the slope method). Three points with a latency are needed.
+    """
+    usable = []
+    for pt in sorted(points, key=lambda pt: pt.curve_pct or 0):
+        if pt.mode != "curve" or pt.curve_pct is None:
+            continue
+        iops, mean, _ = pt.totals()
+        if mean and mean > 0:
+            usable.append((pt.curve_pct, iops, mean))
+    if len(usable) < 3:
+        return CurveKnee(None, note=f"{len(usable)} curve point(s), 3 needed")
+    try:
+        knee = find_knee(
+            [u[1] for u in usable],
+            [u[2] for u in usable],
+            method=method,  # type: ignore[arg-type]
+        )
+    except (InsufficientDataError, ValueError) as exc:
+        return CurveKnee(None, note=str(exc))
+    if knee is None:
+        return CurveKnee(
+            None,
+            note="the mean latency did not rise enough or the curve did not bend beyond its "
+            f"noise (find_knee, {method})",
+        )
+    return CurveKnee(
+        usable[knee.index][0],
+        knee.iops,
+        knee.latency_s,
+        knee.method + " on (achieved IOPS, mean total latency)",
+    )
+
+
+def config_of(p: dict[str, Any]) -> Config:
+    bs = p.get("bs")
+    shown = human_bytes(bs) if isinstance(bs, int) else str(bs or "?")
+    return int(p.get("numjobs", 1)), int(p.get("iodepth", 1)), shown
+
+
+def points_of(figures: list[Figure]) -> list[Point]:
+    points: dict[tuple[Any, ...], Point] = {}
+    for f in figures:
+        p = f.sample.params
+        mode = str(p.get("mode", "workloads"))
+        if mode == "curve-summary":
+            continue
+        if f.sample.metric == "storage.latency" and p.get("latency") != LATENCY_KIND:
+            continue
+        pct = p.get("curve_pct")
+        host = p.get("host")
+        key = (p["workload"], config_of(p), mode, pct, p.get("target"), host)
+        point = points.get(key)
+        if point is None:
+            point = points[key] = Point(
+                p["workload"], config_of(p), mode, pct, dict(p), f.sample.job_id, host=host
+            )
+        point.figures[(f.sample.metric, str(p.get("direction", "?")))] = f
+        point.repetitions = max(point.repetitions, f.repetitions)
+    return list(points.values())

@@ -1,0 +1,133 @@
+"""A fio job, as data, and its job file text.
+
+One ``FioJob`` is one ``[section]`` of a fio job file. Only options assay sets are modelled;
+``extra`` carries any other fio option verbatim (name -> value) so nothing is dropped.
+Sizes are bytes (ints) and rendered in fio's own syntax; fio reads a bare number as bytes.
+
+Every name and value written into a job file is checked first (``check_text``): fio reads a job
+file line by line, and any line can be an option -- ``exec_prerun=CMD`` runs a command -- or a
+new ``[section]``. A value holding a newline (``target="/tmp/x\nexec_prerun=touch /tmp/pwned"``)
+would smuggle such a line in, so a control character in a value, an option name that is not a
+plain word (``rw=read\nexec_prerun``) or a section name with brackets is refused with a
+``ValueError`` naming it; nothing is quoted, because fio's job file syntax has no quoting.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+# fio option names are words (fio HOWTO, "Job file parameters"): letters, digits, underscores
+_OPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# ASCII control characters (newline, carriage return, NUL...): each could end a job file line
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def control_problem(value: str, what: str) -> str | None:
+    """Why ``value`` cannot go into a fio job file line, or None."""
+    m = _CONTROL.search(value)
+    if m is None:
+        return None
+    return (
+        f"{what} {value!r} contains the control character {m.group()!r}: in a fio job file it "
+        "would start a new line, which fio reads as an option of its own (exec_prerun= runs a "
+        "command); refused"
+    )
+
+
+def check_text(section: str, options: list[tuple[str, str | None]]) -> None:
+    """Refuse (ValueError) a section name or an option that could smuggle a line into a job
+    file (see the module docstring)."""
+    problem = control_problem(section, "fio job name")
+    if problem:
+        raise ValueError(problem)
+    if "[" in section or "]" in section:
+        raise ValueError(f"fio job name {section!r} contains a bracket; refused")
+    for key, value in options:
+        if not _OPTION.match(key):
+            raise ValueError(
+                f"fio option name {key!r} in job {section!r} is not a word "
+                "(letters, digits, underscores); refused"
+            )
+        problem = control_problem(value or "", f"fio option {key}=")
+        if problem:
+            raise ValueError(f"job {section!r}: {problem}")
+
+
+RW = Literal["read", "write", "randread", "randwrite", "rw", "randrw", "readwrite", "trim"]
+
+
+@dataclass
+class FioJob:
+    name: str
+    rw: RW
+    bs: int  # bytes
+    size: int | None = None  # bytes per job (per file); None: the whole file/device
+    filename: str | None = None  # one file or device (colon-separated list allowed by fio)
+    directory: str | None = None  # or a directory in which fio creates its files
+    iodepth: int = 1
+    numjobs: int = 1
+    rwmixread: int | None = None  # % reads, for rw/randrw
+    direct: bool = True
+    ioengine: str = "libaio"
+    runtime: float | None = None  # seconds
+    ramp_time: float | None = None  # seconds of warm-up excluded from the results
+    time_based: bool = True
+    rate_iops: int | None = None  # per job (fio applies it to each of numjobs)
+    rate_process: Literal["linear", "poisson"] | None = None
+    group_reporting: bool = True
+    stonewall: bool = False  # wait for the previous job to finish (sequential jobs in one file)
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def options(self) -> list[tuple[str, str | None]]:
+        """(option, value) pairs in fio's syntax; value None is a flag option."""
+        opts: list[tuple[str, str | None]] = [("rw", self.rw), ("bs", str(self.bs))]
+        if self.size is not None:
+            opts.append(("size", str(self.size)))
+        if self.filename:
+            opts.append(("filename", self.filename))
+        if self.directory:
+            opts.append(("directory", self.directory))
+        opts += [
+            ("iodepth", str(self.iodepth)),
+            ("numjobs", str(self.numjobs)),
+            ("direct", "1" if self.direct else "0"),
+            ("ioengine", self.ioengine),
+        ]
+        if self.rwmixread is not None:
+            opts.append(("rwmixread", str(self.rwmixread)))
+        if self.runtime is not None:
+            opts.append(("runtime", f"{self.runtime:g}"))
+        if self.ramp_time:
+            opts.append(("ramp_time", f"{self.ramp_time:g}"))
+        if self.time_based:
+            opts.append(("time_based", None))
+        if self.rate_iops is not None:
+            opts.append(("rate_iops", str(self.rate_iops)))
+        if self.rate_process:
+            opts.append(("rate_process", self.rate_process))
+        if self.group_reporting:
+            opts.append(("group_reporting", None))
+        if self.stonewall:
+            opts.append(("stonewall", None))
+        opts += list(self.extra.items())
+        return opts
+
+
+def job_file(jobs: list[FioJob], global_options: dict[str, str] | None = None) -> str:
+    """The text of a fio job file running ``jobs`` (in order when each has stonewall).
+    Raises ValueError for a name or value that would smuggle a line in (``check_text``)."""
+    lines: list[str] = []
+    if global_options:
+        check_text("global", [(k, v) for k, v in global_options.items()])
+        lines.append("[global]")
+        lines += [f"{k}={v}" if v != "" else k for k, v in global_options.items()]
+        lines.append("")
+    for job in jobs:
+        options = job.options()
+        check_text(job.name, options)
+        lines.append(f"[{job.name}]")
+        lines += [k if v is None else f"{k}={v}" for k, v in options]
+        lines.append("")
+    return "\n".join(lines)

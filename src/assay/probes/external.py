@@ -1,0 +1,62 @@
+"""Helpers of the probes that run a third-party tool under MPI (IOR, mdtest): which MPI it runs
+under, whether it is installed, its sizes, its parser's samples -- once, here, for each of them.
+
+``tool_skip`` looks at ``PATH`` (``shutil.which``) while planning: it is the one such look left
+in these probes, kept in this one place until the plan context carries the tools found on
+``PATH`` (``assay.system``), when it becomes a lookup in the context.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from assay.errors import ProbeError
+from assay.model import Job, MpiInfo, Sample
+from assay.parsers.base import ParseResult
+from assay.parsers.fio import parse_size
+
+INSTALL_HINT = (
+    "build it from https://github.com/hpc/ior (./bootstrap && ./configure && make; not "
+    "packaged in Debian) against one of the MPIs found, then set {tool}=PATH"
+)
+
+
+def size_value(value: Any) -> Any:
+    """``"16m"`` style sizes (k/m/g: powers of 1024, as IOR reads them) to bytes."""
+    if isinstance(value, str):
+        parsed = parse_size(value)
+        if parsed is None:
+            raise ValueError(f"{value!r} is not a size (e.g. 16777216, 16m, 1m, 4k)")
+        return parsed
+    return value
+
+
+def pick_mpi(mpis: list[MpiInfo], wanted: str | None) -> tuple[MpiInfo | None, str | None]:
+    """The MPI to launch with, or why there is none (a skip reason)."""
+    if wanted:
+        chosen = next((m for m in mpis if m.name == wanted), None)
+        found = ", ".join(m.name for m in mpis) or "none"
+        return chosen, None if chosen else f"MPI {wanted!r} not selected (found: {found})"
+    if not mpis:
+        return None, "no MPI found: apt-get install openmpi-bin (or mpich)"
+    return mpis[0], None
+
+
+def tool_skip(tool: str, path: str) -> str | None:
+    """None when ``path`` runs here, else the skip reason naming what to install."""
+    if shutil.which(path):
+        return None
+    return f"{tool} not found ({path!r}): " + INSTALL_HINT.format(tool=tool)
+
+
+def tool_samples(result: ParseResult, job: Job, probe: str) -> list[Sample]:
+    """The parser's samples, as this probe's, under the plan's params."""
+    if not result.complete:
+        raise ProbeError(f"{probe}: output is incomplete; missing: {', '.join(result.missing)}")
+    if not result.samples:
+        raise ProbeError(f"{probe}: no results in the output ({'; '.join(result.warnings)})")
+    for s in result.samples:
+        s.probe = probe
+        s.params = {**job.params, **s.params}
+    return result.samples

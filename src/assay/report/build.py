@@ -1,0 +1,150 @@
+"""The order of a report's sections, and the tables no family claims.
+
+``build_tables`` folds a run's repetitions, runs the derive step once
+(:func:`assay.analysis.derive.derive`) and hands each family its figures: system, memory,
+compute, MPI, storage, the Hockney model and latency distributions, RDMA, then every figure no
+family showed ("Other measurements") and the jobs that failed.
+"""
+
+from __future__ import annotations
+
+from assay.analysis.derive import derive, p2p_method
+from assay.analysis.stats import Figure, fold_repetitions
+from assay.model import JobResult
+from assay.report.allpairs import allpairs_tables, pernode_tables
+from assay.report.compute import compute_figures, compute_table
+from assay.report.distribution import latency_stats_tables
+from assay.report.gpu import gpu_tables
+from assay.report.memory import TABLE_METRICS, domain_tables, stream_table
+from assay.report.mpi import collective_tables, hockney_table, p2p_tables
+from assay.report.rdma import rdma_figures, rdma_tables
+from assay.report.storage import storage_figures, storage_tables
+from assay.report.system import system_table
+from assay.report.table import Table, commands_of, commands_of_jobs, count, pct, variation
+from assay.store import LoadedRun
+from assay.units import format_value, metric_info
+from assay.vocab import COLL_METHOD, STREAM_KERNELS
+
+DOMAIN_METRICS = frozenset().union(*TABLE_METRICS.values())
+P2P_TABLE_METRICS = ("p2p.latency", "p2p.bandwidth", "p2p.bibw")
+
+
+def generic_table(figures: list[Figure], shown: set[int]) -> Table | None:
+    """Every figure no dedicated table shows, so nothing measured is left out of a report."""
+    rest = [f for f in figures if id(f) not in shown]
+    if not rest:
+        return None
+    rows = []
+    for f in sorted(rest, key=lambda f: (f.sample.metric, str(f.sample.params))):
+        info = metric_info(f.sample.metric)
+        unit = info.display if f.sample.unit == info.unit else f.sample.unit
+        value = (
+            format_value(f.sample.value, unit)
+            if f.sample.unit == info.unit
+            else f"{f.sample.value:g}"
+        )
+        params = ", ".join(
+            f"{k}={v}" for k, v in sorted(f.sample.params.items()) if not isinstance(v, list | dict)
+        )
+        rows.append([f.sample.metric, params, value, unit, count(f), pct(variation(f))])
+    cols = ["metric", "params", "value", "unit", "n", "variation"]
+    return Table("other", "Other measurements", cols, rows)
+
+
+def failures_table(results: list[JobResult]) -> Table | None:
+    failed = [r for r in results if r.status != "ok"]
+    if not failed:
+        return None
+    rows = [[r.job_id, r.status, r.reason.splitlines()[0] if r.reason else ""] for r in failed]
+    notes = [f"Full stderr of each: {r.stderr_path}" for r in failed]
+    return Table(
+        "failures", "Jobs that failed or were skipped", ["job", "status", "reason"], rows, notes
+    )
+
+
+def build_tables(run: LoadedRun) -> list[Table]:
+    figures = fold_repetitions(run.samples)
+    # All-pairs figures have their own tables (below); no per-pair Hockney fits.
+    derived = derive([f for f in figures if f.sample.params.get("placement") != "all-pairs"])
+    hosts = sorted({h for r in run.results for h in r.hosts})
+    tables = [system_table(run.system, hosts)]
+    shown: set[int] = set()
+
+    stream_figs = [
+        f
+        for f in figures
+        if f.sample.probe == "stream"
+        and f.sample.metric in {f"memory.{k}" for k in STREAM_KERNELS}
+        and f.sample.params.get("scope", "node") == "node"
+    ]
+    stream = stream_table(stream_figs)
+    if stream:
+        stream.commands = [
+            c for c in commands_of(run.results, "stream") if not c.startswith("numactl ")
+        ]
+        tables.append(stream)
+        shown |= {id(f) for f in stream_figs}
+    # The node-wide STREAM figures go in too: the domain summary quotes the node's Triad
+    # ("Triad 260 GB/s (32–33 GB/s per CCX)"); they are already shown above.
+    domain_figs = [
+        f
+        for f in figures
+        if f.sample.probe in ("stream", "memlat") and f.sample.metric in DOMAIN_METRICS
+    ]
+    for table in domain_tables(domain_figs, run.system, run.results):
+        tables.append(table)
+        shown |= {id(f) for f in domain_figs if f.sample.metric in TABLE_METRICS[table.key]}
+
+    compute_figs = compute_figures(figures)
+    compute = compute_table(compute_figs, derived)
+    if compute:
+        tables.append(compute)
+        shown |= {id(f) for f in compute_figs}
+
+    # All-pairs (Slurm): N x N matrices from the raw samples (folding repetitions would merge
+    # pairs that differ only in their hosts), not the two-node p2p tables.
+    all_pairs = [f for f in figures if f.sample.params.get("placement") == "all-pairs"]
+    tables += allpairs_tables(run.samples) + pernode_tables(run.samples)
+    shown |= {id(f) for f in all_pairs}
+    p2p_figs = [f for f in p2p_method(figures) if id(f) not in shown]
+    p2p = p2p_tables(p2p_figs)
+    for t in p2p:
+        metrics = {"p2p-latency": "p2p.latency"}
+        if t.key in metrics:
+            jobs = {f.sample.job_id for f in p2p_figs if f.sample.metric == metrics[t.key]}
+            t.commands = commands_of_jobs(run.results, jobs)
+    tables += p2p
+    shown |= {id(f) for f in p2p_figs if f.sample.metric in P2P_TABLE_METRICS}
+
+    coll_figs = [
+        f
+        for f in figures
+        if f.sample.probe in COLL_METHOD
+        and f.sample.metric.startswith("coll.")
+        and "size" in f.sample.params
+    ]
+    tables += collective_tables(coll_figs, run.results)
+    shown |= {id(f) for f in coll_figs}
+
+    tables += storage_tables(figures, derived.storage_points)
+    shown |= {id(f) for f in storage_figures(figures)}
+
+    model = hockney_table(derived)
+    if model:
+        tables.append(model)
+    tables += latency_stats_tables(p2p_figs)
+
+    rdma_figs = rdma_figures(figures)
+    tables += rdma_tables(rdma_figs)
+    shown |= {id(f) for f in rdma_figs}
+
+    gpu_figs = [f for f in figures if f.sample.probe in ("gpu_burn", "gpu_mem")]
+    tables += gpu_tables(gpu_figs)
+    shown |= {id(f) for f in gpu_figs}
+    other = generic_table(figures, shown)
+    if other:
+        tables.append(other)
+    failures = failures_table(run.results)
+    if failures:
+        tables.append(failures)
+    return tables

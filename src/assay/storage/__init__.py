@@ -1,1 +1,0 @@
-"""Storage workloads: fio job definitions, the standard workloads, Vdbench translation."""

@@ -1,0 +1,391 @@
+"""Reading a Vdbench parameter file as Vdbench's scanner does: lines, parameters, values.
+
+Syntax, as Vdb_scan.java reads it:
+
+* a line whose first non-blank character is ``*``, ``#`` or ``/`` is a comment, as is an empty
+  line; a line starting with ``eof`` ends the file;
+* everything after the first blank outside double quotes is a comment (``specialize()``);
+* a line ending in ``,`` continues on the next non-comment line;
+* ``include=FILE`` at the start of a line inserts FILE there (guide 1.7.3); a name without a
+  directory is taken relative to the including file, else relative to it or, failing that, to
+  the current directory (``readIncludeFile()``). Vdbench refuses includes inside included
+  files; assay allows them and refuses only a cycle;
+* parameters are ``keyword=value`` separated by commas; a value may be a parenthesised list
+  ``(a,b,c)``; double quotes protect blanks, commas, ``=`` and ``-`` (``sd=("sd*")``);
+* in a list, ``a-b`` is a range: ``(1-64,d)`` doubles, ``(10-100,10)`` steps by 10,
+  ``(sd1-sd4)`` counts names (``Var_parms.java``); host names are never ranges;
+* numbers take ``k``, ``m``, ``g``, ``t`` (times 1024, 1024**2 ...; ``kb`` etc. too) and ``h``
+  (3600); for ``elapsed``, ``interval``, ``warmup`` and ``pause`` an ``m`` means minutes;
+* keywords are case-insensitive, at least two characters, and may be abbreviated: Vdbench
+  tests ``"seekpct".startsWith(keyword)`` in a fixed order per definition type and takes the
+  first match, so ``xf=4k`` is ``xfersize`` and ``openflag=`` is ``openflags``. assay keeps the
+  same order, so an ambiguous prefix means what it means to Vdbench.
+* definitions come in the order general, HD, SD, WD, RD (guide 1.7); a parameter belongs to
+  the last definition started, whatever line it is on; ``xx=default`` sets values for the
+  definitions of that type that come after it.
+
+An unknown keyword is a ``ParseError`` naming the file, the line and the keyword.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from assay.errors import ParseError
+from assay.vdbench.definitions import Item, Param, Seek, Where
+from assay.vdbench.keywords import TIME_KEYS, resolve_keyword
+
+# ---------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class Line:
+    text: str
+    where: Where
+
+
+def read_file(path: Path, shown: str, chain: tuple[Path, ...], out: list[Line], files: list[str]):
+    """Append the parameter lines of ``path`` (comments removed, includes inserted)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as err:
+        raise ParseError(
+            f"cannot read Vdbench parameter file: {err.strerror}", source=shown
+        ) from None
+    files.append(shown)
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith("eof"):
+            break
+        if not line or line[0] in "*#/":
+            continue
+        where = Where(shown, lineno)
+        if line.startswith("include="):
+            _include(line, path, where, chain, out, files)
+            continue
+        out.append(Line(line, where))
+
+
+def _include(line: str, including: Path, where: Where, chain: tuple[Path, ...], out, files) -> None:
+    name = _cut_comment(line, where)[len("include=") :]
+    if not name:
+        raise ParseError("'include=' without a file name", source=where.file, line=where.line)
+    given = Path(name)
+    tried: list[Path] = []
+    if given.is_absolute():
+        tried.append(given)
+    else:
+        # relative to the including file first (Vdb_scan.readIncludeFile), then to the
+        # current directory, Vdbench's own fall-back
+        tried.append(including.parent / given)
+        tried.append(Path.cwd() / given)
+    found = next((p for p in tried if p.is_file()), None)
+    if found is None:
+        raise ParseError(
+            f"include={name}: file not found",
+            source=where.file,
+            line=where.line,
+            hint="looked for " + ", ".join(str(p) for p in tried),
+        )
+    resolved = found.resolve()
+    if resolved in chain:
+        raise ParseError(f"include={name} includes itself", source=where.file, line=where.line)
+    shown = str(found) if given.is_absolute() else os.path.normpath(str(found))
+    read_file(found, shown, (*chain, resolved), out, files)
+
+
+def _cut_comment(text: str, where: Where) -> str:
+    """The text before the first blank outside double quotes (Vdb_scan.specialize)."""
+    quoted = False
+    for i, ch in enumerate(text):
+        if ch == '"':
+            quoted = not quoted
+        elif ch in " \t" and not quoted:
+            return text[:i]
+    if quoted:
+        raise ParseError("unterminated double quote", source=where.file, line=where.line)
+    return text
+
+
+def param_statements(lines: list[Line]) -> Iterable[tuple[str, Where]]:
+    """Parameters (``keyword=value`` text, place) in order; a trailing comma joins lines."""
+    i = 0
+    while i < len(lines):
+        pieces = [(_cut_comment(lines[i].text, lines[i].where), lines[i].where)]
+        while pieces[-1][0].endswith(",") and i + 1 < len(lines):
+            i += 1
+            pieces.append((_cut_comment(lines[i].text, lines[i].where), lines[i].where))
+        i += 1
+        # character offset -> where, so each parameter keeps the line it starts on
+        text = ""
+        starts: list[tuple[int, Where]] = []
+        for piece, where in pieces:
+            starts.append((len(text), where))
+            text += piece
+        yield from _split_params(text, starts)
+
+
+def _split_params(text: str, starts: list[tuple[int, Where]]) -> Iterable[tuple[str, Where]]:
+    def where_at(offset: int) -> Where:
+        current = starts[0][1]
+        for start, where in starts:
+            if start <= offset:
+                current = where
+        return current
+
+    depth = 0
+    quoted = False
+    begin = 0
+    for i, ch in enumerate(text + ","):
+        if ch == '"':
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                w = where_at(i)
+                raise ParseError("unmatched parenthesis ')'", source=w.file, line=w.line)
+        elif ch == "," and depth == 0:
+            piece = text[begin:i]
+            if piece:
+                yield piece, where_at(begin)
+            begin = i + 1
+    if depth > 0:
+        w = where_at(begin)
+        raise ParseError("unmatched parenthesis '('", source=w.file, line=w.line)
+
+
+def _split_items(value: str, where: Where) -> tuple[Item, ...]:
+    if not value.startswith("("):
+        return (_item(value, listed=False),)
+    if not value.endswith(")"):
+        raise ParseError(f"text after ')' in {value!r}", source=where.file, line=where.line)
+    inner = value[1:-1]
+    items: list[Item] = []
+    depth = 0
+    quoted = False
+    begin = 0
+    for i, ch in enumerate(inner + ","):
+        if ch == '"':
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            piece = inner[begin:i]
+            if piece:
+                items.append(_item(piece, listed=True))
+            begin = i + 1
+    return tuple(items)
+
+
+def _item(text: str, *, listed: bool) -> Item:
+    if '"' in text:
+        return Item(text.replace('"', ""), quoted=True, listed=listed)
+    return Item(text, listed=listed)
+
+
+def read_param(text: str, where: Where, table: Iterable[str], context: str) -> Param:
+    if "=" not in text:
+        raise ParseError(
+            f"expecting 'keyword=value', found {text!r}", source=where.file, line=where.line
+        )
+    keyword, value = text.split("=", 1)
+    keyword = keyword.strip().lower()
+    if len(keyword) < 2:
+        # Vdb_scan.parms_split: "Keyword must contain a minimum of 2 characters"
+        raise ParseError(
+            f"keyword {keyword!r} is too short: Vdbench keywords have two characters or more",
+            source=where.file,
+            line=where.line,
+        )
+    name = resolve_keyword(keyword, table)
+    if name is None:
+        raise ParseError(
+            f"unknown keyword {keyword!r} in {context}",
+            source=where.file,
+            line=where.line,
+            hint=f"'{keyword}=' is not one of the parameters (or an abbreviation of one) "
+            f"allowed in {context}; see the Vdbench guide, sections 1.7.4 to 1.7.11",
+        )
+    return Param(keyword, name, value, _split_items(value, where), where)
+
+
+# ---------------------------------------------------------------------------- values
+
+
+def _number(text: str, keyword: str) -> float | None:
+    """A Vdbench number (Vdb_scan.parms_alfa_or_num / not_numeric), or None for text."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if len(text) < 2:
+        return None
+    lower = text.lower()
+    # "kb", "mb", ... are the same as "k", "m" (Vdb_scan.not_numeric)
+    if lower.endswith("b") and len(lower) > 2:
+        tail, front = lower[-2], lower[:-2]
+    else:
+        tail, front = lower[-1], lower[:-1]
+    minutes = keyword in TIME_KEYS
+    factor = {
+        "k": 1024.0,
+        "m": 60.0 if minutes else 1024.0**2,
+        "g": 1024.0**3,
+        "t": 1024.0**4,
+        "h": 3600.0,
+    }.get(tail)
+    if factor is None:
+        return None
+    try:
+        return float(front) * factor
+    except ValueError:
+        return None
+
+
+def _is_range(item: Item) -> bool:
+    return item.listed and not item.quoted and "-" in item.text[1:]
+
+
+def numbers_of(param: Param) -> list[float]:
+    """All values of a numeric parameter, ranges expanded (Var_parms.handle_num)."""
+    out: list[float] = []
+    items = list(param.items)
+    i = 0
+    while i < len(items):
+        item = items[i]
+        if _is_range(item):
+            first, last = item.text.split("-", 1)
+            start, end = _num(first, param), _num(last, param)
+            if i + 1 >= len(items):
+                raise bad_value(param, f"range {item.text!r} needs a step or 'd' after it")
+            step_item = items[i + 1]
+            out.append(start)
+            if step_item.text.lower() == "d":
+                value = start
+                if start <= end:
+                    while value * 2 <= end and value > 0:
+                        value *= 2
+                        out.append(value)
+                else:
+                    while value / 2 >= end:
+                        value /= 2
+                        out.append(value)
+            else:
+                step = _num(step_item.text, param)
+                if step <= 0:
+                    raise bad_value(param, f"range step {step_item.text!r} must be positive")
+                value = start + step
+                while value <= end:
+                    out.append(value)
+                    value += step
+            i += 2
+            continue
+        out.append(_num(item.text, param))
+        i += 1
+    if not out:
+        raise bad_value(param, "a number is required")
+    return out
+
+
+def _num(text: str, param: Param) -> float:
+    value = _number(text, param.name)
+    if value is None:
+        raise bad_value(param, f"expected a number, found {text!r}")
+    return value
+
+
+def one_number(param: Param) -> float:
+    values = numbers_of(param)
+    if len(values) != 1:
+        raise bad_value(param, "takes one value")
+    return values[0]
+
+
+def name_list(param: Param) -> list[str]:
+    """Text values, name ranges (sd1-sd4) expanded (Var_parms.handle_alpha)."""
+    out: list[str] = []
+    for item in param.items:
+        if _is_range(item) and param.name not in ("host", "hd", "system", "lun"):
+            first, last = item.text.split("-", 1)
+            m1 = re.fullmatch(r"(.*?)(\d+)", first)
+            m2 = re.fullmatch(r"(.*?)(\d+)", last)
+            if m1 and m2 and m1[1] == m2[1] and int(m1[2]) < int(m2[2]):
+                out += [f"{m1[1]}{n}" for n in range(int(m1[2]), int(m2[2]) + 1)]
+                continue
+            if m1 and m2:
+                raise bad_value(param, f"name range {item.text!r} must count up with one prefix")
+        out.append(item.text)
+    if not out:
+        raise bad_value(param, "a value is required")
+    return out
+
+
+def text_of(param: Param) -> str:
+    names = [item.text for item in param.items]
+    if len(names) != 1 or not names[0]:
+        raise bad_value(param, "takes one value")
+    return names[0]
+
+
+def bad_value(param: Param, message: str) -> ParseError:
+    return ParseError(
+        f"{param.keyword}={param.value}: {message}",
+        source=param.where.file,
+        line=param.where.line,
+    )
+
+
+def seek_of(text: str, param: Param) -> Seek:
+    """WD_entry.parseSeekpct: seq(uential) 0, random 100, eof, or a percentage."""
+    lower = text.lower()
+    if lower == "eof":
+        return "eof"
+    if lower and "sequential".startswith(lower):
+        return 0.0
+    if lower and "random".startswith(lower):
+        return 100.0
+    value = _number(text, "seekpct")
+    if value is None:
+        raise bad_value(
+            param, f"seekpct is a percentage, 'sequential', 'random' or 'eof': {text!r}"
+        )
+    if value < 0:
+        return "eof"  # WD_entry: "-1: seek=eof, pure sequential"
+    if value > 100:
+        raise bad_value(param, "seekpct is a percentage (0-100)")
+    return value
+
+
+def seek_items(param: Param) -> Seek:
+    """WD_entry.parseSeekpct: ``seekpct=(poisson,n)`` is random with a Poisson midpoint n
+    (not translated, named by translate()); otherwise the last value counts."""
+    seek: Seek = 100.0
+    poisson = False
+    for item in param.items:
+        lower = item.text.lower()
+        if lower and "poisson".startswith(lower):
+            seek, poisson = 100.0, True
+        elif poisson and _number(item.text, "seekpct") is not None:
+            continue  # the midpoint
+        else:
+            seek = seek_of(item.text, param)
+    return seek
+
+
+def wildcard_match(pattern: str, name: str) -> bool:
+    """common.simple_wildcard: only a trailing '*' is a wildcard."""
+    if pattern.endswith("*"):
+        return name.startswith(pattern[:-1])
+    return pattern == name
