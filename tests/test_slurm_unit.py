@@ -145,7 +145,7 @@ def test_batch_script_quotes_awkward_paths(tmp_path: Path) -> None:
     script.write_text(text)
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
     last = shlex.split(text.strip().splitlines()[-1])
-    assert last == ["exec", "/opt/py thon", "-m", "assay.launch.slurm_runner", str(run_dir),
+    assert last == ["exec", "/opt/py thon", "-m", "assay.slurm_runner", str(run_dir),
                     "--heartbeat-timeout", "30"]  # fmt: skip
     # The environment line survives bash itself.
     out = subprocess.run(
@@ -221,9 +221,9 @@ def test_per_node_names_the_slow_node() -> None:
 
 
 def test_finish_records_the_jobs_a_dead_allocation_did_not_reach(tmp_path: Path) -> None:
-    from assay.launch.slurm import finish
     from assay.launch.slurm_state import JobState
     from assay.model import JobResult, System
+    from assay.slurm_run import finish
     from assay.store import RunStore
 
     writer = RunStore(tmp_path).create(suite="s", suite_text="", system=System(), argv=[])

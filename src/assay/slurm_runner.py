@@ -1,6 +1,6 @@
 """Runs a planned run inside its Slurm allocation (the batch script's only command).
 
-    python -m assay.launch.slurm_runner RUN_DIR [--heartbeat-timeout S]
+    python -m assay.slurm_runner RUN_DIR [--heartbeat-timeout S]
 
 Reads ``slurm/plan.json`` written by the front end, maps each job's allocation indices to the
 allocation's host names, and runs the jobs in order: one ``srun`` step (or the MPI's own
@@ -112,7 +112,7 @@ def _watchdog(run_dir: Path, timeout: float, stop: threading.Event) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="assay.launch.slurm_runner")
+    ap = argparse.ArgumentParser(prog="assay.slurm_runner")
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--heartbeat-timeout", type=float, default=0.0)
     args = ap.parse_args(argv)
