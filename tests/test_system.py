@@ -18,7 +18,8 @@ from assay.system import (
     requirements_report,
     run_command,
 )
-from assay.system._context import Runner, Which, parse_cpulist, parse_size
+from assay.system._context import Runner, Which, parse_size
+from assay.system.cpulist import parse_cpulist
 from assay.system.uarch import arm_uarch, x86_uarch
 
 GiB = 2**30

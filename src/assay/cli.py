@@ -236,6 +236,7 @@ def run(
     from assay.plan import Overrides, plan
     from assay.probes import PlanContext
     from assay.suite import resolve_suite
+    from assay.system import collect_plan_facts
 
     if on not in ("local", "slurm"):
         raise AssayError(f"--on {on}: expected local or slurm")
@@ -266,8 +267,12 @@ def run(
         repeat=1 if auto else (int(repeat) if repeat else None),
     )
     system, mpis = _discover()
-    jobs = plan(spec, PlanContext(system=system, mpis=mpis), overrides)
+    jobs = plan(spec, PlanContext(system=system, mpis=mpis, facts=collect_plan_facts()), overrides)
     if slurm_opts is not None:
+        if not dry_run:
+            from assay.preflight import preflight
+
+            preflight(jobs)
         _run_slurm(spec.name, text, system, mpis, jobs, slurm_opts, label, dry_run)
         return
     if dry_run:
@@ -491,58 +496,6 @@ def report(
         sys.stdout.write(text)
 
 
-@app.command()
-def compare(
-    old: Annotated[str, typer.Argument(metavar="RUN", help="The reference run (id or prefix).")],
-    new: Annotated[
-        str, typer.Argument(metavar="RUN2", help="The run to judge; default: the latest.")
-    ] = "latest",
-    fail_below: Annotated[
-        float | None,
-        typer.Option(
-            "--fail-below",
-            help="Exit 1 when a figure is significantly worse than RATIO × the reference "
-            "(e.g. 0.95: more than 5% worse).",
-        ),
-    ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="term or md.")] = "term",
-) -> None:
-    """Compare two runs figure by figure: ratio (> 1 = better), and whether it is significant.
-
-    Example, in CI after a change: assay compare BASELINE --fail-below 0.95
-    """
-    from assay.analysis.compare import compare as compare_runs
-    from assay.analysis.derive import with_derived
-    from assay.analysis.stats import fold_repetitions
-    from assay.report.compare import compare_table
-    from assay.report.render import markdown_table, term_tables
-
-    store = _store()
-    a, b = store.load(old), store.load(new)
-    # Derived figures (Rpeak share, Hockney α/β) are compared too: the report's numbers.
-    rows, only = compare_runs(
-        with_derived(fold_repetitions(a.samples)), with_derived(fold_repetitions(b.samples))
-    )
-    if not rows:
-        raise AssayError(
-            f"runs {a.info.run_id} and {b.info.run_id} have no figure in common",
-            hint="compare runs of the same suite (or of suites sharing probes)",
-        )
-    failing = [
-        r
-        for r in rows
-        if fail_below is not None and r.verdict == "worse" and r.goodness < fail_below
-    ]
-    table = compare_table(rows, failing, f"{b.info.run_id} against {a.info.run_id}", only)
-    if fmt == "md":
-        sys.stdout.write("\n".join(markdown_table(table)).rstrip() + "\n")
-    else:
-        sys.stdout.write(term_tables([table]))
-    if failing:
-        console.print(f"{len(failing)} figure(s) significantly worse than {fail_below} × reference")
-        raise typer.Exit(1)
-
-
 def _duration_s(text: str) -> float:
     """'1.3ms', '1300us', '0.0013s' or '0.0013' (seconds) -> seconds."""
     from assay.plan import parse_value
@@ -637,43 +590,7 @@ def import_cmd(
         raise typer.Exit(1)
 
 
-@app.command()
-def history(
-    metric: Annotated[str, typer.Argument(help="A metric, e.g. memory.triad or p2p.latency.")],
-    params: Annotated[
-        list[str] | None, typer.Option("--params", help="Filter: key=value (repeatable).")
-    ] = None,
-) -> None:
-    """A metric across every stored run, oldest first."""
-    from assay.errors import NotFoundError
-    from assay.plan import parse_value
-    from assay.units import format_value, metric_info
-
-    where = {}
-    for p in params or []:
-        k, _, v = p.partition("=")
-        where[k] = parse_value(v)
-    store = _store()
-    index = _index(store)
-    rows = index.history(metric, where)
-    index.close()
-    if not rows:
-        raise NotFoundError(f"no samples of {metric!r}" + (f" with {where}" if where else ""))
-    unit = metric_info(metric).display
-    t = Table(title=f"{metric} history", title_justify="left")
-    for col in ("run", "host", "params", f"value ({unit})"):
-        t.add_column(col)
-    for r in rows:
-        shown = ", ".join(
-            f"{k}={v}" for k, v in sorted(r["params"].items()) if not isinstance(v, list | dict)
-        )
-        cells = (r["run_id"], r["hostname"], shown, format_value(r["value"], unit))
-        t.add_row(*(Text(str(c)) for c in cells))  # data, never rich markup
-    out.print(t)
-
-
-# compare (runs or --ref), references, summary, history with change points, label: registered
-# last, so their compare and history replace the ones above.
+# compare (runs or --ref), references, summary, history with change points, label.
 from assay.cli_compare import register as _register_compare  # noqa: E402
 from assay.cli_history import register as _register_history  # noqa: E402
 

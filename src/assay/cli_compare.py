@@ -20,7 +20,6 @@ from assay.errors import AssayError, NotFoundError
 from assay.references.model import Tolerance
 from assay.store import LoadedRun, RunStore
 
-out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 FORMATS = ("term", "md")
 
@@ -30,15 +29,14 @@ def run_store() -> RunStore:
 
 
 def emit(sections: list, fmt: str) -> None:
-    from assay.report.reference import to_markdown, to_rich
+    from assay.report.reference import to_markdown, to_term
 
     if fmt not in FORMATS:
         raise AssayError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if fmt == "md":
         sys.stdout.write(to_markdown(sections))
         return
-    for item in to_rich(sections):
-        out.print(item)
+    sys.stdout.write(to_term(sections))
 
 
 def parse_tolerances(specs: list[str] | None) -> dict[str, Tolerance]:
@@ -136,7 +134,8 @@ def compare(
         )  # fmt: skip
         if not comp.rows and not comp.unmatched:
             raise AssayError(f"run {run.info.run_id} has no figures to compare")
-        sections = reference_comparison(comp, reference, run.info.run_id)
+        bad = failing(comp.rows, fail_below=fail_below, fail_on_worse=fail_on == "worse")
+        sections = reference_comparison(comp, reference, run.info.run_id, bad)
     else:
         if run_a is None:
             raise AssayError(
@@ -150,9 +149,9 @@ def compare(
                 f"runs {base.info.run_id} and {new.info.run_id} have no figure in common",
                 hint="compare runs of the same suite (or of suites sharing probes)",
             )
-        sections = run_comparison(comp, base.info.run_id, new.info.run_id)
+        bad = failing(comp.rows, fail_below=fail_below, fail_on_worse=fail_on == "worse")
+        sections = run_comparison(comp, base.info.run_id, new.info.run_id, bad)
     emit(sections, fmt)
-    bad = failing(comp.rows, fail_below=fail_below, fail_on_worse=fail_on == "worse")
     if bad:
         what = f"below {fail_below} x the reference" if fail_below is not None else "worse"
         err.print(Text(f"{len(bad)} figure(s) {what}, beyond what the noise explains"))
@@ -291,7 +290,7 @@ def summary(
 
 
 def register(app: typer.Typer) -> None:
-    """Add these commands to the main app (registered last, so they replace older ones)."""
+    """Add these commands to the main app."""
     app.command("compare")(compare)
     app.command("references")(references)
     app.command("summary")(summary)

@@ -11,6 +11,9 @@ One module per problem, each formula documented in the function that implements 
 - ``domains``: per-domain bandwidth summary and the slow domain;
 - ``peak``, ``hplsize``: Rpeak and HPL's problem size (used at plan time too);
 - ``series``: which MPI / device a figure belongs to;
-- ``compare``: two runs figure by figure, Welch's t;
+- ``verdict``: the one compare engine — a run against a run (identity keys, tolerance bands,
+  direction-aware verdicts); ``refcompare``: against published reference points;
+- ``significance``: Mann–Whitney U and Welch's t; ``bestof``: best-of and workload summaries;
+- ``changepoint``: change points of a history (E-divisive);
 - ``derive``: the one named step computing the derived figures reports and comparisons read.
 """

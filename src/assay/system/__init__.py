@@ -14,12 +14,15 @@ from typing import Any
 from assay.model import MpiInfo, System
 from assay.system import collectors, gpu, software
 from assay.system._context import Context, run_command
+from assay.system.facts import PlanFacts, collect_plan_facts
 from assay.system.requirements import Requirement, missing_tools, requirements_report
 
 __all__ = [
     "COLLECTORS",
     "Context",
+    "PlanFacts",
     "Requirement",
+    "collect_plan_facts",
     "collect_system",
     "missing_tools",
     "requirements_report",
