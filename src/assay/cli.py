@@ -38,6 +38,7 @@ app = typer.Typer(
 console = Console(stderr=True)
 out = Console(highlight=False)
 STATE = {"debug": False}
+_SL = "Slurm (--on slurm)"
 
 
 def _version(value: bool) -> None:
@@ -143,7 +144,7 @@ def run(
     suite: Annotated[
         str, typer.Argument(help="A built-in suite (quick, ...) or a suite TOML file.")
     ] = "quick",
-    on: Annotated[str, typer.Option(help="Where jobs run: local.")] = "local",
+    on: Annotated[str, typer.Option(help="Where jobs run: local or slurm.")] = "local",
     mpi: Annotated[
         str | None, typer.Option(help="MPIs to use, comma-separated names, or 'all'.")
     ] = None,
@@ -201,6 +202,33 @@ def run(
             help="With --vdbench: size of every LUN file, e.g. 1g.", rich_help_panel="Vdbench"
         ),
     ] = None,
+    nodes: Annotated[
+        int | None, typer.Option(help="Nodes to allocate.", rich_help_panel=_SL)
+    ] = None,
+    partition: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
+    account: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
+    qos: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
+    constraint: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
+    time_limit: Annotated[
+        str | None, typer.Option("--time", help="Slurm time limit.", rich_help_panel=_SL)
+    ] = None,
+    sbatch_arg: Annotated[
+        list[str] | None,
+        typer.Option(help="Extra sbatch argument (repeatable).", rich_help_panel=_SL),
+    ] = None,
+    max_wait: Annotated[
+        float | None,
+        typer.Option(help="Seconds the allocation may stay pending.", rich_help_panel=_SL),
+    ] = None,
+    detach: Annotated[
+        bool, typer.Option(help="Submit and return; 'assay collect'.", rich_help_panel=_SL)
+    ] = False,
+    all_pairs: Annotated[
+        bool, typer.Option(help="p2p between every node pair.", rich_help_panel=_SL)
+    ] = False,
+    intra_node: Annotated[
+        bool, typer.Option(help="Also p2p within one node.", rich_help_panel=_SL)
+    ] = False,
 ) -> None:
     """Run a suite and store every result with the system it came from.
 
@@ -219,8 +247,21 @@ def run(
     from assay.suite import resolve_suite
     from assay.system import collect_plan_facts
 
-    if on != "local":
-        raise AssayError(f"--on {on}: only 'local' is implemented so far")
+    if on not in ("local", "slurm"):
+        raise AssayError(f"--on {on}: expected local or slurm")
+    slurm_opts = None
+    if on == "slurm":
+        from assay.config import load_config
+        from assay.launch.slurm_options import options_from_config
+
+        slurm_opts = options_from_config(
+            load_config(), nodes=nodes, partition=partition, account=account, qos=qos,
+            constraint=constraint, time=time_limit, sbatch_args=list(sbatch_arg or []),
+            max_wait=max_wait, detach=detach or None, all_pairs=all_pairs or None,
+            intra_node=intra_node or None,
+        )  # fmt: skip
+    elif all_pairs or detach or nodes:
+        raise AssayError("--nodes, --all-pairs and --detach need --on slurm")
     if vdbench is not None:
         spec, text, origin = _vdbench_suite(suite, vdbench, lun_map, target, elapsed, warmup, size)
     else:
@@ -236,6 +277,13 @@ def run(
     )
     system, mpis = _discover()
     jobs = plan(spec, PlanContext(system=system, mpis=mpis, facts=collect_plan_facts()), overrides)
+    if slurm_opts is not None:
+        if not dry_run:
+            from assay.preflight import preflight
+
+            preflight(jobs)
+        _run_slurm(spec.name, text, system, mpis, jobs, slurm_opts, label, dry_run)
+        return
     check_jobs(jobs, LOCAL)  # what the launcher cannot do is refused, exit 2
     if dry_run:
         for job in jobs:
@@ -311,6 +359,55 @@ def run(
         raise typer.Exit(128 + (outcome.stop_signal or 2))  # 130 Ctrl-C, 143 SIGTERM
     if outcome.failed:
         raise typer.Exit(1)
+
+
+def _run_slurm(name, text, system, mpis, jobs, opts, label, dry) -> None:
+    from assay.cli_slurm import run_slurm
+
+    store = _store()
+    started = time.monotonic()
+    try:
+        outcome = run_slurm(
+            console=console, out=out, store=store, spec_name=name, suite_text=text,
+            system=system, mpis=mpis, jobs=jobs, opts=opts, label=label, dry=dry,
+        )  # fmt: skip
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the allocation is already cancelled
+        raise typer.Exit(130) from None
+    _after_slurm(store, outcome, started)
+
+
+def _after_slurm(store: RunStore, outcome, started: float) -> None:
+    if outcome is None:
+        return
+    _summary(outcome, time.monotonic() - started, store.runs_dir / outcome.info.run_id)
+    try:
+        _index(store).close()
+    except AssayError as exc:
+        console.print(Text(f"warning: {exc}", style="yellow"))
+    if outcome.info.status == "interrupted":
+        raise typer.Exit(130)
+    if outcome.failed or outcome.info.status != "complete":
+        raise typer.Exit(1)
+
+
+@app.command()
+def collect(
+    run_ref: Annotated[
+        str | None, typer.Argument(metavar="RUN", help="Run id or prefix; default: the latest.")
+    ] = None,
+) -> None:
+    """Follow a detached Slurm run (--detach) to its end and index its results."""
+    from assay.cli_slurm import collect as collect_run
+    from assay.config import load_config
+    from assay.launch.slurm_options import options_from_config
+
+    store = _store()
+    started = time.monotonic()
+    try:
+        outcome = collect_run(console, store, run_ref, options_from_config(load_config()))
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    _after_slurm(store, outcome, started)
 
 
 def _vdbench_suite(suite, path, lun_map, target, elapsed, warmup, size):

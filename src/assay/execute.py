@@ -160,9 +160,16 @@ def _enospc(writer: RunWriter, job_dir, texts: list[str]) -> str:
 
 
 def run_job(
-    writer: RunWriter, job: Job, mpis: list[MpiInfo], cores: int | None
+    writer: RunWriter,
+    job: Job,
+    mpis: list[MpiInfo],
+    cores: int | None,
+    resolve: Callable[[Job, str | None], list[str]] | None = None,
 ) -> tuple[JobResult, list[Sample]]:
-    """One job from build to stored samples. Never raises for a probe's own failure."""
+    """One job from build to stored samples. Never raises for a probe's own failure.
+
+    ``resolve`` replaces the local launcher's command line (the Slurm runner's srun steps).
+    """
     started = utc_now()
     job_dir = writer.job_dir(job)
     rel = job_dir.relative_to(writer.path)
@@ -184,7 +191,7 @@ def run_job(
         return result, []
     try:
         exe = str(build_probe(job.build, mpis)) if job.build else None
-        argv = _resolve_argv(job, exe, mpis, cores)
+        argv = resolve(job, exe) if resolve else _resolve_argv(job, exe, mpis, cores)
     except AssayError as exc:
         result.reason = f"build failed: {exc}"
         with _STOP.deferred():
