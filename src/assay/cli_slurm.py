@@ -91,6 +91,8 @@ def run_slurm(
         f"{writer.path / 'slurm' / 'batch.sh'}"
     )
     if opts.detach:
+        # The allocation outlives this process: no later assay may take the run for dead.
+        writer.release()
         console.print(f"detached: collect the results with: assay collect {writer.info.run_id}")
         return None
     return collect_writer(console, writer, placed, opts)
