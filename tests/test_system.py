@@ -436,3 +436,13 @@ def test_this_machine() -> None:
     assert system.kernel == os.uname().release
     assert system.isa is not None
     assert System.from_dict(json.loads(json.dumps(system.to_dict()))) == system
+
+
+def test_doctor_prints_readable_tables_never_python_dicts(assay_home) -> None:
+    """NICs and GPUs are tables of their fields; sizes and clocks have units."""
+    from conftest import run_cli
+
+    proc = run_cli("doctor", home=assay_home, check=True)
+    assert "{'" not in proc.stdout and "'name':" not in proc.stdout, proc.stdout
+    assert "Network interfaces" in proc.stdout
+    assert "memory_bytes" in proc.stdout and " GiB" in proc.stdout

@@ -13,16 +13,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from assay import __version__
-from assay.config import assay_home
+from assay.cli_common import console, discover, open_index, open_store, out
 from assay.errors import AssayError
 from assay.model import Job, JobResult
-from assay.store import Index, RunStore, recover
+from assay.store import Index, RunStore
 
 app = typer.Typer(
     name="assay",
@@ -35,8 +34,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console(stderr=True)
-out = Console(highlight=False)
 STATE = {"debug": False}
 _SL = "Slurm (--on slurm)"
 
@@ -55,88 +52,6 @@ def _main(
     ] = False,
 ) -> None:
     STATE["debug"] = debug
-
-
-def _store() -> RunStore:
-    store = RunStore(assay_home())
-    for message in recover(store.home):  # runs left "running" by a killed assay end "interrupted"
-        console.print(Text(f"note: {message}", style="yellow"))
-    return store
-
-
-def _index(store: RunStore) -> Index:
-    index = Index(store.home / "assay.db")
-    index.sync(store)
-    return index
-
-
-def _discover():
-    from assay.system import collect_system
-    from assay.toolchain import discover_mpis
-
-    mpis = discover_mpis()
-    return collect_system(mpis), mpis
-
-
-@app.command()
-def doctor() -> None:
-    """What was found: CPUs, caches, NUMA, MPIs, compilers, tools, GPUs; and what is missing."""
-    from assay.system import requirements_report
-
-    system, _ = _discover()
-    t = Table(title="System", show_header=False, title_justify="left")
-    t.add_column("fact")
-    t.add_column("value")
-    for key, value in system.to_dict().items():
-        if key in ("mpis", "hosts", "notes", "l3_domains", "numa_nodes", "clocks"):
-            continue
-        shown = (
-            ", ".join(f"{k} {v}" for k, v in value.items())
-            if isinstance(value, dict)
-            else (" ".join(map(str, value)) if isinstance(value, list) else value)
-        )
-        t.add_row(key, "unknown" if shown in (None, "") else str(shown))
-    if system.clocks:
-        from assay.system.clock import describe_clocks
-
-        t.add_row("clocks", describe_clocks(system.clocks))
-    if system.l3_domains:
-        t.add_row("l3_domains", "; ".join(_cpus(d) for d in system.l3_domains))
-    if system.numa_nodes:
-        t.add_row(
-            "numa_nodes", "; ".join(f"{n['id']}: {_cpus(n['cpus'])}" for n in system.numa_nodes)
-        )
-    out.print(t)
-    m = Table(title="MPI implementations", title_justify="left")
-    for col in ("name", "version", "compiler", "launcher", "found via"):
-        m.add_column(col)
-    for mpi in system.mpis:
-        m.add_row(mpi.name, mpi.version, mpi.mpicc, mpi.launcher, mpi.source)
-    out.print(m)
-    r = Table(title="Requirements", title_justify="left")
-    for col in ("what", "found", "detail"):
-        r.add_column(col)
-    for what, found, detail in requirements_report(system):
-        r.add_row(what, "[green]yes[/green]" if found else "[red]no[/red]", detail)
-    out.print(r)
-    for note in system.notes:
-        out.print(f"note: {note}")
-
-
-def _cpus(cpus: list[int]) -> str:
-    """0-3,8-11 as the kernel writes CPU lists."""
-    if not cpus:
-        return "-"
-    cpus = sorted(cpus)
-    spans, start, prev = [], cpus[0], cpus[0]
-    for c in [*cpus[1:], None]:
-        if c is not None and c == prev + 1:
-            prev = c
-            continue
-        spans.append(f"{start}-{prev}" if prev != start else str(start))
-        if c is not None:
-            start = prev = c
-    return ",".join(spans)
 
 
 @app.command()
@@ -275,7 +190,7 @@ def run(
         sets=list(set_ or []),
         repeat=1 if auto else (int(repeat) if repeat else None),
     )
-    system, mpis = _discover()
+    system, mpis = discover()
     jobs = plan(spec, PlanContext(system=system, mpis=mpis, facts=collect_plan_facts()), overrides)
     if slurm_opts is not None:
         if not dry_run:
@@ -292,7 +207,7 @@ def run(
     from assay.preflight import preflight
 
     preflight(jobs)  # a bad target is refused here, exit 2, before a run exists
-    store = _store()
+    store = open_store()
     writer = store.create(
         suite=spec.name,
         suite_text=text,
@@ -352,7 +267,7 @@ def run(
             Text(f"  {r.job_id}: {r.repetitions} repetition(s), {width} ({r.limiting}); {r.reason}")
         )
     try:
-        _index(store).close()
+        open_index(store).close()
     except AssayError as exc:  # the results are in the run directory whatever the index says
         console.print(Text(f"warning: {exc}", style="yellow"))
     if outcome.info.status == "interrupted":
@@ -364,7 +279,7 @@ def run(
 def _run_slurm(name, text, system, mpis, jobs, opts, label, dry) -> None:
     from assay.cli_slurm import run_slurm
 
-    store = _store()
+    store = open_store()
     started = time.monotonic()
     try:
         outcome = run_slurm(
@@ -381,7 +296,7 @@ def _after_slurm(store: RunStore, outcome, started: float) -> None:
         return
     _summary(outcome, time.monotonic() - started, store.runs_dir / outcome.info.run_id)
     try:
-        _index(store).close()
+        open_index(store).close()
     except AssayError as exc:
         console.print(Text(f"warning: {exc}", style="yellow"))
     if outcome.info.status == "interrupted":
@@ -401,7 +316,7 @@ def collect(
     from assay.config import load_config
     from assay.launch.slurm_options import options_from_config
 
-    store = _store()
+    store = open_store()
     started = time.monotonic()
     try:
         outcome = collect_run(console, store, run_ref, options_from_config(load_config()))
@@ -467,7 +382,7 @@ def runs_cmd(
     ] = False,
 ) -> None:
     """List stored runs (newest last)."""
-    store = _store()
+    store = open_store()
     index = Index(store.home / "assay.db")
     index.sync(store, rebuild=rebuild)
     rows = index.runs()
@@ -503,7 +418,7 @@ def report(
     """Report a run: system, STREAM, MPI latency/bandwidth tables (one column per MPI)."""
     from assay.report import render
 
-    loaded = _store().load(run_ref, samples=fmt != "json")  # json streams them as stored
+    loaded = open_store().load(run_ref, samples=fmt != "json")  # json streams them as stored
     text = render(loaded, fmt)
     if output:
         try:
@@ -518,107 +433,15 @@ def report(
         sys.stdout.write(text)
 
 
-def _duration_s(text: str) -> float:
-    """'1.3ms', '1300us', '0.0013s' or '0.0013' (seconds) -> seconds."""
-    from assay.plan import parse_value
-
-    t = text.strip().lower()
-    for suffix, factor in (("ms", 1e-3), ("us", 1e-6), ("µs", 1e-6), ("ns", 1e-9), ("s", 1.0)):
-        if t.endswith(suffix):
-            t, scale = t[: -len(suffix)], factor
-            break
-    else:
-        scale = 1.0
-    value = parse_value(t)
-    if not isinstance(value, int | float) or value <= 0:
-        raise AssayError(f"--latency {text!r}: expected a duration such as 1.3ms or 800us")
-    return float(value) * scale
-
-
-@app.command("plan-io")
-def plan_io(
-    latency: Annotated[
-        str, typer.Option(help="Latency of one I/O at low load, e.g. 1.3ms (run 1 thread first).")
-    ],
-    iops: Annotated[float, typer.Option(min=0, help="The IOPS you want to reach.")],
-    hosts: Annotated[int, typer.Option(min=1, help="Client hosts sharing the load.")] = 1,
-) -> None:
-    """Threads (outstanding I/Os) needed for a target IOPS, by Little's law: L = IOPS × latency.
-
-    As the Azure NetApp Files notes explain: run with one thread to find the best latency,
-    then threads = latency × desired I/O rate. Example: assay plan-io --latency 1.3ms --iops 5000
-    """
-    from assay.analysis.queueing import threads_needed
-
-    seconds = _duration_s(latency)
-    per_host = threads_needed(iops, seconds, hosts)
-    total = iops * seconds
-    out.print(
-        f"{iops:g} IOPS × {seconds * 1e3:g} ms = {total:.2f} I/Os in flight"
-        + (f", {total / hosts:.2f} per host" if hosts > 1 else "")
-        + f" → {per_host} thread(s){' per host' if hosts > 1 else ''}"
-        " (threads × iodepth for an asynchronous engine).",
-        markup=False,
-    )
-    out.print(
-        "This holds while the latency stays at its low-load value; near saturation it grows "
-        "(see the response-time curve of the storage suite).",
-        markup=False,
-    )
-
-
-@app.command("import")
-def import_cmd(
-    files: Annotated[list[Path], typer.Argument(help="Output files of the tool.")],
-    fmt: Annotated[
-        str, typer.Option("--format", "-f", help="Which tool wrote them, or 'auto'.")
-    ] = "auto",
-    label: Annotated[
-        str, typer.Option(help="Column label in reports (e.g. 'MVAPICH2 2.3'); default: file name.")
-    ] = "",
-    system_from: Annotated[
-        str | None,
-        typer.Option("--system-from", help="Take the system record from this stored run."),
-    ] = None,
-) -> None:
-    """Store third-party outputs (OSU, IMB, perftest, STREAM, HPL, HPCC, fio, ...) as a run.
-
-    Example: assay import --format osu --label "MVAPICH2 2.3" osu_latency.txt
-    """
-    from assay.importer import import_files
-    from assay.model import System
-    from assay.parsers import FORMATS
-
-    if fmt != "auto" and fmt not in FORMATS:
-        raise AssayError(f"unknown format {fmt!r}", hint=f"formats: auto, {', '.join(FORMATS)}")
-    store = _store()
-    if system_from:
-        system = store.load(system_from).system
-    else:
-        system = System(notes=["imported output: the system it ran on was not recorded"])
-    run_id, outcomes = import_files(store, files, fmt, system=system, label=label, argv=sys.argv)
-    for o in outcomes:
-        style = {"ok": "green", "partial": "yellow"}.get(o.status, "red")
-        console.print(
-            Text(f"  {o.status:8}", style=style) + Text(f"{o.path}: {o.n_samples} samples")
-        )
-        if o.message:
-            console.print(Text(f"    {o.message}"))
-    console.print(f"stored as run {run_id}; see it with: assay report {run_id}")
-    try:
-        _index(store).close()
-    except AssayError as exc:  # the data is in the run directory whatever the index says
-        console.print(Text(f"warning: {exc}", style="yellow"))
-    if all(o.status == "failed" for o in outcomes):
-        raise typer.Exit(2)
-    if any(o.status != "ok" for o in outcomes):
-        raise typer.Exit(1)
-
-
-# compare (runs or --ref), references, summary, history with change points, label.
+# The other commands, one module per topic: doctor and plan-io; import; compare (runs or --ref),
+# references, summary; history with change points, label.
 from assay.cli_compare import register as _register_compare  # noqa: E402
 from assay.cli_history import register as _register_history  # noqa: E402
+from assay.cli_import import register as _register_import  # noqa: E402
+from assay.cli_system import register as _register_system  # noqa: E402
 
+_register_system(app)
+_register_import(app)
 _register_compare(app)
 _register_history(app)
 

@@ -1,0 +1,64 @@
+"""``assay import``: third-party outputs stored as a run, each file judged on its own."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from assay.cli_common import console, open_index, open_store
+from assay.errors import AssayError
+
+
+def import_cmd(
+    files: Annotated[list[Path], typer.Argument(help="Output files of the tool.")],
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="Which tool wrote them, or 'auto'.")
+    ] = "auto",
+    label: Annotated[
+        str, typer.Option(help="Column label in reports (e.g. 'MVAPICH2 2.3'); default: file name.")
+    ] = "",
+    system_from: Annotated[
+        str | None,
+        typer.Option("--system-from", help="Take the system record from this stored run."),
+    ] = None,
+) -> None:
+    """Store third-party outputs (OSU, IMB, perftest, STREAM, HPL, HPCC, fio, ...) as a run.
+
+    Example: assay import --format osu --label "MVAPICH2 2.3" osu_latency.txt
+    """
+    from assay.importer import import_files
+    from assay.model import System
+    from assay.parsers import FORMATS
+
+    if fmt != "auto" and fmt not in FORMATS:
+        raise AssayError(f"unknown format {fmt!r}", hint=f"formats: auto, {', '.join(FORMATS)}")
+    store = open_store()
+    if system_from:
+        system = store.load(system_from).system
+    else:
+        system = System(notes=["imported output: the system it ran on was not recorded"])
+    run_id, outcomes = import_files(store, files, fmt, system=system, label=label, argv=sys.argv)
+    for o in outcomes:
+        style = {"ok": "green", "partial": "yellow"}.get(o.status, "red")
+        console.print(
+            Text(f"  {o.status:8}", style=style) + Text(f"{o.path}: {o.n_samples} samples")
+        )
+        if o.message:
+            console.print(Text(f"    {o.message}"))
+    console.print(f"stored as run {run_id}; see it with: assay report {run_id}")
+    try:
+        open_index(store).close()
+    except AssayError as exc:  # the data is in the run directory whatever the index says
+        console.print(Text(f"warning: {exc}", style="yellow"))
+    if all(o.status == "failed" for o in outcomes):
+        raise typer.Exit(2)
+    if any(o.status != "ok" for o in outcomes):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("import")(import_cmd)
