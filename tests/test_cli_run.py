@@ -246,3 +246,22 @@ def test_a_full_disk_is_a_message_and_finished_jobs_stay(tmp_path: Path):
     finally:
         _kill_leftovers(home)
         subprocess.run(["umount", "-l", str(home)], check=False)
+
+
+def test_dry_run_prints_commands_a_shell_can_run(assay_home: Path) -> None:
+    """--dry-run: each job's exact command, launcher and environment included, never wrapped;
+    the printed STREAM line, pasted into a shell, measures."""
+    small = ["--set", "stream.elements=200000", "--set", "stream.ntimes=4"]
+    run_cli("run", "quick", "--only", "stream", *small, home=assay_home, check=True)
+    dry = run_cli(
+        "run", "quick", "--only", "stream,p2p", "--mpi", "all", *small, "--dry-run",
+        home=assay_home, check=True, env={"COLUMNS": "60"},
+    )  # fmt: skip
+    lines = [ln for ln in dry.stdout.splitlines() if ln and not ln.startswith("#")]
+    assert lines and not any("{exe}" in ln for ln in lines)
+    assert any(ln.split()[0].endswith(("mpirun.openmpi", "mpiexec.mpich")) for ln in lines)
+    (stream,) = [ln for ln in lines if "/stream " in ln]
+    assert stream.startswith("env OMP_NUM_THREADS=")  # one line, though COLUMNS is 60
+    proc = subprocess.run(["bash", "-c", stream], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert any(json.loads(ln)["metric"] == "memory.triad" for ln in proc.stdout.splitlines())

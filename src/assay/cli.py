@@ -201,8 +201,7 @@ def run(
         return
     check_jobs(jobs, LOCAL)  # what the launcher cannot do is refused, exit 2
     if dry_run:
-        for job in jobs:
-            out.print(f"{job.job_id}: {' '.join(job.argv)}  env={job.env or {}}", markup=False)
+        _print_dry_run(jobs, mpis)
         return
     from assay.preflight import preflight
 
@@ -350,6 +349,27 @@ def _vdbench_suite(suite, path, lun_map, target, elapsed, warmup, size):
     for note in notes:
         console.print(Text(f"vdbench: {note}", style="yellow"))
     return spec, suite_toml(spec, notes), str(path)
+
+
+def _print_dry_run(jobs: list[Job], mpis) -> None:
+    """Each job's exact command, launcher and environment included, one line each and never
+    wrapped, so it can be pasted into a shell (in the job's directory: jobs/<job-id>/)."""
+    import os
+    import shlex
+
+    from assay.execute import resolve_argv
+    from assay.toolchain import probe_path
+
+    for job in jobs:
+        if job.skip_reason:
+            print(f"# {job.job_id}: skipped: {job.skip_reason}")
+            continue
+        exe = str(probe_path(job.build, mpis)) if job.build else None
+        argv = resolve_argv(job, exe, mpis, os.cpu_count())
+        env = [f"{k}={v}" for k, v in sorted(job.env.items())]
+        built = "" if not exe or os.path.exists(exe) else "  # built by 'assay run'"
+        print(f"# {job.job_id}")
+        print(shlex.join(["env", *env, *argv] if env else argv) + built)
 
 
 def _summary(outcome, elapsed: float, path: Path) -> None:

@@ -134,7 +134,7 @@ def stderr_tail(text: str, probe: str = "", lines: int = STDERR_TAIL_LINES) -> s
     return "\n".join([ln for ln in own if ln not in tail] + tail)
 
 
-def _resolve_argv(job: Job, exe: str | None, mpis: list[MpiInfo], cores: int | None) -> list[str]:
+def resolve_argv(job: Job, exe: str | None, mpis: list[MpiInfo], cores: int | None) -> list[str]:
     argv = [exe if a == "{exe}" and exe else a for a in job.argv]
     if job.launcher == "mpi":
         mpi = next((m for m in mpis if m.name == job.mpi), None)
@@ -191,7 +191,7 @@ def run_job(
         return result, []
     try:
         exe = str(build_probe(job.build, mpis)) if job.build else None
-        argv = resolve(job, exe) if resolve else _resolve_argv(job, exe, mpis, cores)
+        argv = resolve(job, exe) if resolve else resolve_argv(job, exe, mpis, cores)
     except AssayError as exc:
         result.reason = f"build failed: {exc}"
         with _STOP.deferred():

@@ -208,15 +208,21 @@ def _remove(path: str) -> None:
         os.unlink(path)
 
 
+def probe_path(build: Build, mpis: list[MpiInfo], cache_dir: Path | None = None) -> Path:
+    """Where the compiled probe is (or will be): its cache key names the directory."""
+    source = native_source(build.source)
+    key = cache_key(keyed_text(source), compiler_for(build, mpis), build)
+    return (cache_dir or assay_home() / "cache") / key / Path(build.source).stem
+
+
 def build_probe(build: Build, mpis: list[MpiInfo], cache_dir: Path | None = None) -> Path:
     """The path of the compiled probe, compiling it only when its key is not cached yet."""
-    source = native_source(build.source)
-    compiler = compiler_for(build, mpis)
-    key = cache_key(keyed_text(source), compiler, build)
-    out_dir = (cache_dir or assay_home() / "cache") / key
-    exe = out_dir / Path(build.source).stem
+    exe = probe_path(build, mpis, cache_dir)
     if exe.exists():
         return exe
+    source = native_source(build.source)
+    compiler = compiler_for(build, mpis)
+    out_dir = exe.parent
     out_dir.mkdir(parents=True, exist_ok=True)
     # Compile into a temporary name, then rename: two runs building at once never see half a file.
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".build-")
