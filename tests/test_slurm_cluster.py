@@ -371,10 +371,13 @@ def test_a_node_dying_mid_run_loses_only_its_jobs(cluster, tmp_path: Path) -> No
     assert results[0]["status"] == "ok" and results[0]["n_samples"] > 0  # kept
     assert len(results) == 3 and all(r["status"] != "ok" for r in results[1:]), results
     said = " ".join(r["reason"] for r in results[1:])
-    assert "anode2" in said or "NODE_FAIL" in said, said
+    # Slurm's words or assay's pointer to them (the guard: "stopped by Slurm ... see run.json")
+    assert any(w in said for w in ("anode2", "NODE_FAIL", "stopped by Slurm")), said
     assert "Ctrl-C" not in said  # Slurm stopped it, not a user
     info = json.loads((run_dir(cluster, rid) / "run.json").read_text())
     assert info["slurm"]["state"] == "NODE_FAIL" and info["status"] == "failed"
-    # The third job never started on the dead allocation: it carries Slurm's final state.
-    assert results[2]["scheduler_state"] == "NODE_FAIL", results[2]
+    # The third job never ran on the dead allocation: it carries Slurm's final state, or, when
+    # the runner reached it before slurmctld declared the node dead, Slurm's refusal of its step.
+    third = results[2]
+    assert third["scheduler_state"] == "NODE_FAIL" or "Unable to create step" in third["reason"]
     assert samples_of(cluster, rid)  # the first job's samples are still there
