@@ -48,6 +48,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.base import ParseResult
+from assay.parsers.numbers import checked
 
 TOOL = "fio"
 DIRECTIONS = ("read", "write", "trim", "mixed")
@@ -340,6 +341,7 @@ def _common_params(entry: Mapping[str, Any], options: Mapping[str, str]) -> dict
     return params
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Parse fio JSON or JSON+ (local ``jobs`` or client/server ``client_stats``)."""
     result = ParseResult(tool=TOOL)

@@ -48,6 +48,7 @@ from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers import hpl
 from assay.parsers.base import ParseResult, parse_number
+from assay.parsers.numbers import checked
 from assay.units import Better
 
 TOOL = "hpcc"
@@ -482,6 +483,7 @@ def _hpl_from_summary(summary: _Summary, params: dict[str, Any], source: str) ->
     )
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Parse an ``hpccoutf.txt`` (HPCC 1.4/1.5)."""
     if not text.strip():

@@ -37,6 +37,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample
 from assay.parsers.base import ParseResult, parse_number
+from assay.parsers.numbers import checked
 
 TOOL = "hpl"
 METRIC = "compute.hpl"
@@ -272,6 +273,7 @@ def build_result(out: HplOutput, *, source: str, probe: str = TOOL) -> ParseResu
     return result
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Parse xhpl output (HPL 1.0a to 2.3, and vendor builds that keep its format)."""
     if not text.strip():

@@ -66,6 +66,7 @@ from assay.parsers.base import (
     require_tool,
     table_row,
 )
+from assay.parsers.numbers import checked
 
 PROBE = "imb"
 _sample = partial(make_sample, PROBE)
@@ -195,6 +196,7 @@ def looks_like(text: str) -> bool:
     return any(_BENCHMARKING.match(x) for x in lines) and any(_PROCESSES.match(x) for x in lines)
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read IMB-MPI1 output into samples (see the module docstring)."""
     require_tool(

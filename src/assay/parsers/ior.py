@@ -35,6 +35,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Stats
 from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+from assay.parsers.numbers import checked
 
 TOOL = "ior"
 MIB = 2**20  # iordef.h: #define MEBIBYTE (1 << 20)
@@ -53,6 +54,7 @@ def looks_like(text: str) -> bool:
     return head.startswith("{") and '"bwMeanMIB"' in text
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Samples of an IOR text or JSON report."""
     if not text.strip():

@@ -29,6 +29,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Stats
 from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+from assay.parsers.numbers import checked
 
 TOOL = "mdtest"
 
@@ -58,6 +59,7 @@ def metric_name(operation: str) -> str:
     return "storage.metadata." + "_".join(operation.lower().split())
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Samples of every ``SUMMARY rate`` table (several mdtest runs may be concatenated)."""
     if not text.strip():

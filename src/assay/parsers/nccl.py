@@ -47,6 +47,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample
 from assay.parsers.base import ParseResult, make_sample, parse_number, require_tool
+from assay.parsers.numbers import checked
 
 PROBE = "nccl"
 _sample = partial(make_sample, PROBE)
@@ -175,6 +176,7 @@ def looks_like(text: str) -> bool:
     return any(_header_columns(line.strip()) for line in text.splitlines())
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read nccl-tests output into samples (see the module docstring)."""
     require_tool(

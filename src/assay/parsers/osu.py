@@ -62,6 +62,7 @@ from assay.parsers.base import (
     require_tool,
     table_row,
 )
+from assay.parsers.numbers import checked
 
 PROBE = "osu"
 _sample = partial(make_sample, PROBE)
@@ -269,6 +270,7 @@ def looks_like(text: str) -> bool:
     return any(_TITLE.match(line) for line in text.splitlines())
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read OSU Micro-Benchmarks output into samples (see the module docstring)."""
     require_tool(

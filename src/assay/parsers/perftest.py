@@ -46,6 +46,7 @@ from assay.parsers.base import (
     require_tool,
     table_row,
 )
+from assay.parsers.numbers import checked
 
 PROBE = "perftest"
 _sample = partial(make_sample, PROBE)
@@ -216,6 +217,7 @@ def looks_like(text: str) -> bool:
     return False
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read perftest output into samples (see the module docstring)."""
     require_tool(

@@ -28,6 +28,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.base import ParseResult, parse_number
+from assay.parsers.numbers import checked
 
 TOOL = "stream"
 KERNELS = ("Copy", "Scale", "Add", "Triad")
@@ -68,6 +69,7 @@ def looks_like(text: str) -> bool:
     return any(_HEADER.match(ln.strip()) for ln in text.splitlines())
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Parse the output of one or more STREAM runs; any failed validation is a ParseError."""
     if not text.strip():

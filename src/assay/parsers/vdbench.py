@@ -36,6 +36,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Stats
 from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+from assay.parsers.numbers import checked
 
 TOOL = "vdbench"
 MIB = 2**20  # "MB/sec 1024**2"
@@ -69,6 +70,7 @@ def looks_like(text: str) -> bool:
     return "1024**2" in text and re.search(r"\binterval\b", text) is not None
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Samples of every ``avg_`` line of a Vdbench SD/WD report."""
     if not text.strip():
