@@ -66,7 +66,7 @@ from assay.parsers.base import (
     require_tool,
     table_row,
 )
-from assay.parsers.numbers import checked
+from assay.parsers.numbers import checked, parse_int, sweep_rows, to_int
 
 PROBE = "imb"
 _sample = partial(make_sample, PROBE)
@@ -114,6 +114,7 @@ class _Block:
     ranks: int | None = None
     columns: list[str] = field(default_factory=list)
     rows: list[dict[str, float]] = field(default_factory=list)
+    row_lines: list[int] = field(default_factory=list)  # the file line of each row
     garbage: tuple[int, str] | None = None
 
 
@@ -121,7 +122,7 @@ def mbytes_factor(version: str | None) -> float | None:
     """Bytes per IMB "Mbytes": 1e6 from IMB 2018 on, 2**20 before, None when unknown."""
     if not version:
         return None
-    m = re.match(r"\s*(\d+)", version)
+    m = re.match(r"\s*(\d{1,9})", version)
     if not m:
         return None
     return 1e6 if int(m.group(1)) >= 2018 else float(2**20)
@@ -244,7 +245,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             continue
         m = _MAX_LEN.match(raw)
         if m:
-            max_len = int(m["n"])
+            max_len = parse_int(m["n"], source=source, line=lineno, what="max message length")
             continue
         if stripped.startswith("# List of Benchmarks to run"):
             in_list = True
@@ -270,12 +271,12 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             continue  # header noise
         m = _PROCESSES.match(raw)
         if m:
-            block.ranks = int(m["n"])
+            block.ranks = parse_int(m["n"], source=source, line=lineno, what="#processes")
             continue
         m = _WAITING.match(raw)
         if m:
             if waiting is None and block.ranks is not None:
-                waiting = int(m["n"])
+                waiting = parse_int(m["n"], source=source, line=lineno, what="waiting processes")
                 total_ranks = block.ranks + waiting
             continue
         if not block.columns:
@@ -315,6 +316,9 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
                 name: parse_number(tok, source=source, line=lineno)
                 for name, tok in zip(block.columns, tokens, strict=True)
             }
+            for name in ("size", "iterations"):
+                if name in row:
+                    row[name] = to_int(row[name], source=source, line=lineno, what=name)
             if row.get("defects", 0) > 0:
                 warnings.append(
                     f"{source}:{lineno}: skipped the {block.name} row {int(row.get('size', 0))} "
@@ -322,12 +326,20 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
                 )
                 continue
             block.rows.append(row)
+            block.row_lines.append(lineno)
             continue
         if stripped.startswith("#"):
             continue
         if block.rows and block.garbage is None:
             block.garbage = (lineno, stripped)
 
+    for b in blocks:
+        if b.rows and "size" in b.rows[0]:
+            rows = [(n, int(r["size"]), r) for n, r in zip(b.row_lines, b.rows, strict=True)]
+            label = f"IMB {b.name}" + (f" (#processes = {b.ranks})" if b.ranks else "")
+            kept, dup_gap = sweep_rows(rows, table=label, source=source)
+            b.rows, b.row_lines = [r for _, _, r in kept], [n for n, _, _ in kept]
+            warnings.extend(dup_gap)
     complete = finalized and not truncated_row
     missing: list[str] = []
     if not complete:

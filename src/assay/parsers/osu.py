@@ -62,7 +62,7 @@ from assay.parsers.base import (
     require_tool,
     table_row,
 )
-from assay.parsers.numbers import checked
+from assay.parsers.numbers import checked, parse_int, sweep_rows, to_int
 
 PROBE = "osu"
 _sample = partial(make_sample, PROBE)
@@ -215,7 +215,7 @@ def _row_samples(block: _Block, values: dict[str, float]) -> list[Sample]:
     if block.version:
         params["version"] = block.version
     if "size" in values:
-        params["size"] = int(values["size"])
+        params["size"] = int(values["size"])  # whole and ≥ 0: checked when the row was read
     if "iterations" in values:
         params["iterations"] = int(values["iterations"])
     params.update(block.params)
@@ -324,8 +324,8 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             continue
         pairs = _PAIRS.search(raw)
         if pairs and stripped.startswith("#"):
-            block.params["pairs"] = int(pairs["pairs"])
-            block.params["window"] = int(pairs["window"])
+            block.params["pairs"] = parse_int(pairs["pairs"], source=source, line=lineno)
+            block.params["window"] = parse_int(pairs["window"], source=source, line=lineno)
             continue
         if not block.columns:
             if _is_header(raw):
@@ -372,6 +372,9 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             values = {
                 name: parse_number(tok, source=source, line=lineno) for name, tok in cells.items()
             }
+            for name in ("size", "iterations"):
+                if name in values:
+                    values[name] = to_int(values[name], source=source, line=lineno, what=name)
             block.rows.append((lineno, values))
             continue
         if block.rows and block.garbage is None:
@@ -396,6 +399,12 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             complete = False
             missing.append(f"{b.kind.benchmark} (line {b.line}): no rows after '{b.title}'")
 
+    for b in blocks:
+        if b.kind is not None and b.rows and "size" in b.rows[0][1]:
+            rows = [(n, int(v["size"]), v) for n, v in b.rows]
+            kept, dup_gap = sweep_rows(rows, table=b.kind.benchmark, source=source)
+            b.rows = [(n, v) for n, _, v in kept]
+            warnings.extend(dup_gap)
     samples: list[Sample] = []
     for b in blocks:
         for _, values in b.rows:
