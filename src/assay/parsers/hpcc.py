@@ -48,7 +48,7 @@ from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers import hpl
 from assay.parsers.base import ParseResult, parse_number
-from assay.parsers.numbers import checked
+from assay.parsers.numbers import checked, parse_int
 from assay.units import Better
 
 TOOL = "hpcc"
@@ -369,9 +369,15 @@ def _check(
     verdict: str | None = None
     for offset, line in enumerate(section.lines, start=1):
         lineno = section.first_line + offset
-        if (m := _NODE_ERRORS.match(line)) and int(m["n"]):
+        if (m := _NODE_ERRORS.match(line)) and parse_int(
+            m["n"], source=source, line=lineno, what="count"
+        ):
             return "failed", f"{m['n']} process(es) reported an error"
-        if (m := _NODE_SELECTED.match(line)) and int(m["n"]) != 0 and verdict is None:
+        if (
+            (m := _NODE_SELECTED.match(line))
+            and parse_int(m["n"], source=source, line=lineno, what="rank") != 0
+            and verdict is None
+        ):
             # a Single test on another rank: rank 0 printed nothing of its check (doIO)
             return "unknown", f"the check ran on rank {m['n']}, whose output HPCC does not write"
         if line.startswith("Failed Validation"):
@@ -388,7 +394,7 @@ def _check(
             verdict = verdict or ("passed" if m["check"] == "PASSED" else None)
         if (
             (m := _PTRANS_COUNT.match(line))
-            and int(m["k"])
+            and parse_int(m["k"], source=source, line=lineno, what="count")
             and (m["what"] == "failed" or m["skip"])
         ):
             return "failed", line.strip()
@@ -417,7 +423,7 @@ def _fft_verdict(
     n = err = None
     for offset, line in enumerate(section.lines, start=1):
         if m := _FFT_N.match(line):
-            n = int(m["n"])
+            n = parse_int(m["n"], source=source, line=section.first_line + offset, what="FFT n")
         elif m := _FFT_ERR.match(line):
             err = parse_number(m["v"], source=source, line=section.first_line + offset)
     if n is None or err is None or threshold is None or not eps or n < 2:

@@ -29,7 +29,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Stats
 from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
-from assay.parsers.numbers import checked
+from assay.parsers.numbers import checked, parse_int
 
 TOOL = "mdtest"
 
@@ -90,18 +90,18 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             continue
         if m := _LAUNCH.search(line):
             result.meta.setdefault("version", m["v"])
-            header["tasks"] = int(m["tasks"])
-            header["nodes"] = int(m["nodes"])
+            header["tasks"] = parse_int(m["tasks"], source=source, line=lineno, what="tasks")
+            header["nodes"] = parse_int(m["nodes"], source=source, line=lineno, what="nodes")
             continue
         if line.startswith("Command line used:"):
             result.meta.setdefault("command", line.split(":", 1)[1].strip())
             continue
         if m := _FILES.match(line):
-            header["items"] = int(m["items"])
+            header["items"] = parse_int(m["items"], source=source, line=lineno, what="items")
             continue
         if m := _SUMMARY.match(line):
             kind = m["kind"] or "rate"  # mdtest 1.8 prints "SUMMARY: (of n iterations)"
-            iterations = int(m["n"])
+            iterations = parse_int(m["n"], source=source, line=lineno, what="iterations")
             if kind == "rate":
                 tables += 1
             rows_in_table = 0

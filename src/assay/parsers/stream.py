@@ -28,7 +28,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.base import ParseResult, parse_number
-from assay.parsers.numbers import checked
+from assay.parsers.numbers import checked, parse_int
 
 TOOL = "stream"
 KERNELS = ("Copy", "Scale", "Add", "Triad")
@@ -84,16 +84,20 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             header = {"version": m["v"]}  # a new run starts
             result.meta.setdefault("version", m["v"])
         elif m := _BYTES.match(line):
-            header["bytes_per_element"] = int(m["b"])
+            header["bytes_per_element"] = parse_int(
+                m["b"], source=source, line=lineno, what="bytes per element"
+            )
         elif m := _ARRAY.match(line):
-            header["elements"] = int(m["n"])
-            header["offset"] = int(m["o"])
+            header["elements"] = parse_int(m["n"], source=source, line=lineno, what="array size")
+            header["offset"] = parse_int(m["o"], source=source, line=lineno, what="offset")
         elif m := _NTIMES.match(line):
-            header["ntimes"] = int(m["k"])
+            header["ntimes"] = parse_int(m["k"], source=source, line=lineno, what="NTIMES")
         elif m := _THREADS_REQ.match(line):
-            header["threads_requested"] = int(m["k"])
+            header["threads_requested"] = parse_int(
+                m["k"], source=source, line=lineno, what="threads"
+            )
         elif m := _THREADS_CNT.match(line):
-            header["threads"] = int(m["k"])
+            header["threads"] = parse_int(m["k"], source=source, line=lineno, what="threads")
         elif m := _HEADER.match(line):
             table = _Table(line=lineno, scale=_UNITS[m["unit"]], header=dict(header))
             tables.append(table)
