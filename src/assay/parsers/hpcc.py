@@ -591,6 +591,14 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
         if value < 0 or math.isnan(value):
             not_measured.append(key.key)
             continue
+        if (why_not := _not_a_rate(key, value, summary, source)) is not None:
+            # a failed test is a failed figure with its reason, never a rate of zero
+            not_measured.append(key.key)
+            failed.append(
+                {"section": key.section, "key": key.key, "value": value, "reason": why_not}
+            )
+            result.warnings.append(f"{key.key} not reported: {why_not}")
+            continue
         if key.section not in verdicts:
             verdicts[key.section] = _check(
                 key.section,
@@ -646,6 +654,24 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
     if not result.samples and not failed and not result.missing:
         raise ParseError("no HPCC result found (no Summary values, no HPL test)", source=source)
     return result
+
+
+def _not_a_rate(key: _Key, value: float, summary: _Summary, source: str) -> str | None:
+    """Why a Summary rate that is not -1 is still no measurement, or None when it is one.
+
+    HPCC computes a rate from a time it initialised to -1 (``HPCC_Init``); when the test
+    stops early the time stays -1 and the rate comes out 0 (PTRANS: ``PTRANS_time=-1``,
+    ``PTRANS_GBs=0``). A time of -1 or 0 beside the rate, or a rate of exactly 0, means
+    the test did not complete: no measured rate is zero."""
+    for name, other in key.extra:
+        if name != "time_s":
+            continue
+        t = summary.number(other, source)
+        if t is not None and t <= 0:
+            return f"{other}={t:g}: the {key.section} test did not complete"
+    if value == 0:
+        return f"{key.key}=0: the {key.section} test did not complete (no measured rate is 0)"
+    return None
 
 
 def _compare_best(
