@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test deps lint bench clean
+.PHONY: run test soak deps lint bench clean
 
 run: deps
 	$(BIN)/assay run quick
@@ -12,6 +12,10 @@ run: deps
 
 test: deps
 	$(BIN)/python -m pytest -q
+
+# Long robustness runs (100,000 mutated outputs per parser, ...): every test marked `soak`.
+soak: deps
+	$(BIN)/python -m pytest -q -s -m soak
 
 deps: $(STAMP)
 	@scripts/install-system-deps

@@ -241,9 +241,12 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             continue
         m = _NTHREAD.match(raw)
         if m:
-            nthread = {"nthread": int(m["nthread"]), "ngpus": int(m["ngpus"])}
+            nthread = {
+                "nthread": parse_int(m["nthread"], source=source, line=lineno, what="nThread"),
+                "ngpus": parse_int(m["ngpus"], source=source, line=lineno, what="nGpus"),
+            }
             mb = _MAXBYTES.search(raw)
-            max_bytes = int(mb["max"]) if mb else None
+            max_bytes = parse_int(mb["max"], source=source, line=lineno) if mb else None
             ranks = 0
             if table is not None and table.footer:
                 table = None
