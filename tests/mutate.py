@@ -177,7 +177,7 @@ def run(fmt: str, cases: int, seed: int = 0, start: int = 0) -> Tally:
     from assay.parsers import parse_text
 
     tally = Tally(fmt)
-    start = time.perf_counter()
+    began = time.perf_counter()
     for case in range(start, start + cases):
         text, name, how = mutated(fmt, seed, case)
         tally.cases += 1
@@ -198,7 +198,7 @@ def run(fmt: str, cases: int, seed: int = 0, start: int = 0) -> Tally:
         bad = impossible(result)
         if bad:
             tally.impossible.append(f"{where}: {bad[0]}")
-    tally.wall_s = time.perf_counter() - start
+    tally.wall_s = time.perf_counter() - began
     return tally
 
 
