@@ -62,11 +62,10 @@ from assay.model import Sample, Stats
 from assay.parsers.base import (
     ParseResult,
     make_sample,
-    parse_number,
     require_tool,
     table_row,
 )
-from assay.parsers.numbers import checked, parse_int, sweep_rows, to_int
+from assay.parsers.numbers import checked, parse_int, parse_rate, sweep_rows, to_int
 
 PROBE = "imb"
 _sample = partial(make_sample, PROBE)
@@ -313,7 +312,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
                 truncated_row = True
                 break
             row = {
-                name: parse_number(tok, source=source, line=lineno)
+                name: parse_rate(tok, source=source, line=lineno, what=name)  # all ≥ 0
                 for name, tok in zip(block.columns, tokens, strict=True)
             }
             for name in ("size", "iterations"):

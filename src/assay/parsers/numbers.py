@@ -24,8 +24,9 @@ from assay.errors import ParseError
 
 # What printf's %d/%f/%e/%g print (no "_", no nan/inf), at most 64 characters: a real
 # tool's number is never longer, and the cap keeps int()/float() away from huge numerals.
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d{1,3})?")
-_INTEGER = re.compile(r"[-+]?\d{1,19}")
+# re.ASCII: \d would match every Unicode digit ("٣"), which float() reads as 3.
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d{1,3})?", re.ASCII)
+_INTEGER = re.compile(r"[-+]?\d{1,19}", re.ASCII)
 MAX_TOKEN = 64
 # An integer size or count above 2**63 is beyond every counter the tools keep.
 MAX_INT = 2**63 - 1

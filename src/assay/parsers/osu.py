@@ -58,11 +58,17 @@ from assay.model import Sample, Stats
 from assay.parsers.base import (
     ParseResult,
     make_sample,
-    parse_number,
     require_tool,
     table_row,
 )
-from assay.parsers.numbers import checked, parse_int, sweep_rows, to_int
+from assay.parsers.numbers import (
+    checked,
+    parse_int,
+    parse_rate,
+    parse_time,
+    sweep_rows,
+    to_int,
+)
 
 PROBE = "osu"
 _sample = partial(make_sample, PROBE)
@@ -255,6 +261,8 @@ def _row_samples(block: _Block, values: dict[str, float]) -> list[Sample]:
     return [_sample(metric, values["avg"] * US, params, stats, unit="s", better="lower")]
 
 
+_TIMES = frozenset({"avg", "min", "max", "p50", "p90", "p99", "overall", "pure"})
+
 _REQUIRED = {
     "latency": ("avg",),
     "collective": ("avg",),
@@ -369,8 +377,12 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
                     f"OMB validation says {verdict!r} (wrong data)"
                 )
                 continue
+            # a time OMB measured is > 0; sizes, counts, rates, overlap % are ≥ 0
             values = {
-                name: parse_number(tok, source=source, line=lineno) for name, tok in cells.items()
+                name: (parse_time if name in _TIMES else parse_rate)(
+                    tok, source=source, line=lineno, what=name
+                )
+                for name, tok in cells.items()
             }
             for name in ("size", "iterations"):
                 if name in values:
