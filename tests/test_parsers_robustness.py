@@ -177,3 +177,23 @@ def test_a_failed_hpcc_ptrans_is_a_failed_figure_not_a_rate_of_zero():
     assert any("PTRANS_time=-1" in w for w in r.warnings)
     assert any(f["key"] == "PTRANS_GBs" for f in r.meta["failed"])
     assert all(math.isfinite(x.value) and x.value > 0 for x in r.samples)
+
+
+@pytest.mark.parametrize(
+    "fmt,rel,key,samples",
+    [
+        ("stream", "stream/revyos_lpi4a_omp8.txt", "Triad:", 4),
+        ("mdtest", "mdtest/exascaler_cloud_3.3.0.txt", "File creation", 9),
+        ("vdbench", "vdbench/guide_totals_example.txt", "avg_", 12),
+    ],
+)
+def test_a_result_line_printed_twice_counts_once_and_is_named(fmt, rel, key, samples):
+    lines = text(rel).splitlines(keepends=True)
+    i = next(n for n, ln in enumerate(lines) if ln.lstrip().startswith(key))
+    twice = "".join([*lines[: i + 1], lines[i], *lines[i + 1 :]])
+    r = parse_text(twice, fmt, source="x")
+    assert len(r.samples) == samples  # 10 and 16 before: the copy was a second measurement
+    assert any(f"repeats line {i + 1}" in w for w in r.warnings)
+    other = lines[i].replace("1", "7", 1) if "1" in lines[i] else lines[i].replace("2", "7", 1)
+    with pytest.raises(ParseError, match="two outputs mixed"):
+        parse_text("".join([*lines[: i + 1], other, *lines[i + 1 :]]), fmt, source="x")

@@ -74,6 +74,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
     rates: list[tuple[dict[str, Any], str, float, float, float, float, int]] = []
     times: dict[tuple[int, str], float] = {}
     not_run: list[str] = []
+    seen: dict[tuple[int, str, str], tuple[int, list[float]]] = {}  # a row printed twice
     lines = text.splitlines()
     for lineno, raw in enumerate(lines, start=1):
         line = raw.strip()
@@ -116,6 +117,17 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             parse_number(m[k], source=source, line=lineno) for k in ("max", "min", "mean", "sd")
         ]
         op = " ".join(m["op"].split())
+        if (first := seen.get((tables, kind, op))) is not None:
+            if first[1] != values:
+                raise ParseError(
+                    f"a second '{op}' row with other figures in one summary (line {first[0]} "
+                    "has the first): two outputs mixed?",
+                    source=source,
+                    line=lineno,
+                )
+            result.warnings.append(f"{source}:{lineno}: '{op}' repeats line {first[0]}; kept once")
+            continue
+        seen[(tables, kind, op)] = (lineno, values)
         rows_in_table += 1
         if kind == "time":
             times[(tables, op)] = values[2]

@@ -110,6 +110,18 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
                 parse_number(m[k], source=source, line=lineno)
                 for k in ("rate", "avg", "min", "max")
             ]
+            if (seen := table.rows.get(m["kernel"])) is not None:
+                if list(seen[:4]) != nums:
+                    raise ParseError(
+                        f"a second {m['kernel']} row with other figures (line {seen[4]} has the "
+                        "first): two outputs mixed?",
+                        source=source,
+                        line=lineno,
+                    )
+                result.warnings.append(
+                    f"{source}:{lineno}: the {m['kernel']} row repeats line {seen[4]}; kept once"
+                )
+                continue
             table.rows[m["kernel"]] = (nums[0], nums[1], nums[2], nums[3], lineno)
         elif _FAILED.match(line):
             raise ParseError(

@@ -59,6 +59,7 @@ class _Run:
     info: dict[str, Any] = field(default_factory=dict)
     intervals: int = 0
     averages: int = 0
+    avg_lines: dict[str, tuple[int, dict[str, float]]] = field(default_factory=dict)
 
 
 def looks_like(text: str) -> bool:
@@ -142,6 +143,19 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             run = _Run(None, lineno)
             runs.append(run)
         if m["interval"].startswith("avg_"):
+            if (first := run.avg_lines.get(m["interval"])) is not None:
+                if first[1] != values:
+                    raise ParseError(
+                        f"a second {m['interval']} line with other figures in run {run.name} "
+                        f"(line {first[0]} has the first): two outputs mixed?",
+                        source=source,
+                        line=lineno,
+                    )
+                result.warnings.append(
+                    f"{source}:{lineno}: {m['interval']} repeats line {first[0]}; kept once"
+                )
+                continue
+            run.avg_lines[m["interval"]] = (lineno, values)
             run.averages += 1
             _samples(m["interval"], values, run, result, source, lineno)
         else:
