@@ -51,7 +51,8 @@ def parse_number(
     t = token.strip()
     if len(t) > MAX_TOKEN or not _NUMBER.fullmatch(t):
         shown = t if len(t) <= 40 else t[:40] + "..."
-        raise ParseError(f"expected a {what}, found {shown!r}", **_where(source, line))
+        wanted = "a number" if what == "number" else f"a number ({what})"
+        raise ParseError(f"expected {wanted}, found {shown!r}", **_where(source, line))
     value = float(t)
     if not math.isfinite(value) or abs(value) > _ANY_MAX:
         raise ParseError(f"{what} {t!r} is out of any possible range", **_where(source, line))
@@ -81,7 +82,9 @@ def parse_int(
     t = token.strip()
     if not _INTEGER.fullmatch(t):
         shown = t if len(t) <= 40 else t[:40] + "..."
-        raise ParseError(f"expected an integer {what}, found {shown!r}", **_where(source, line))
+        raise ParseError(
+            f"expected a whole number ({what}), found {shown!r}", **_where(source, line)
+        )
     value = int(t)
     if value < minimum or value > MAX_INT:
         raise ParseError(f"{what} {t} is out of range (≥ {minimum})", **_where(source, line))
