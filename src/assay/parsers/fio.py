@@ -48,7 +48,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.base import ParseResult
-from assay.parsers.numbers import checked, json_int, json_number, parse_number
+from assay.parsers.numbers import checked, json_int, json_number, parse_int, parse_number
 
 TOOL = "fio"
 DIRECTIONS = ("read", "write", "trim", "mixed")
@@ -188,11 +188,17 @@ def _block_sizes(value: str, kb_base: int) -> dict[str, int | str]:
     return sizes
 
 
-def _int_option(options: Mapping[str, str], name: str, default: int) -> int:
-    try:
-        return int(options.get(name, default))
-    except (TypeError, ValueError):
+def _int_option(options: Mapping[str, str], name: str, default: int, source: str) -> int:
+    """A whole-number job option; fio's own default when the job does not set it. A value
+    that is not a whole number is a ParseError, never silently the default."""
+    if name not in options:
         return default
+    value = options[name]
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        raise ParseError(f"fio job option {name}={value!r} is not a whole number", source=source)
+    return parse_int(value, source=source, line=None, what=f"fio job option {name}")
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -283,7 +289,7 @@ def _entry_samples(
     source: str,
     merged_bins: Mapping[str, Mapping[int, int]] | None = None,
 ) -> None:
-    kb_base = _int_option(options, "kb_base", 1024)
+    kb_base = _int_option(options, "kb_base", 1024, source)
     sizes = _block_sizes(options["bs"], kb_base) if "bs" in options else {}
     for ddir in DIRECTIONS:
         data = entry.get(ddir)
@@ -356,18 +362,18 @@ def _common_params(
 ) -> dict[str, Any]:
     params: dict[str, Any] = {"job": entry.get("jobname", "")}
     params["rw"] = options.get("rw", options.get("readwrite", "read"))  # fio's default: read
-    params["iodepth"] = _int_option(options, "iodepth", 1)
-    params["numjobs"] = _int_option(options, "numjobs", 1)
+    params["iodepth"] = _int_option(options, "iodepth", 1, source)
+    params["numjobs"] = _int_option(options, "numjobs", 1, source)
     if "rwmixread" in options:
-        params["rwmixread"] = _int_option(options, "rwmixread", 50)
+        params["rwmixread"] = _int_option(options, "rwmixread", 50, source)
     elif "rwmixwrite" in options:
-        params["rwmixread"] = 100 - _int_option(options, "rwmixwrite", 50)
+        params["rwmixread"] = 100 - _int_option(options, "rwmixwrite", 50, source)
     elif str(params["rw"]) in ("rw", "readwrite", "randrw"):
         params["rwmixread"] = 50  # fio's default mix
     if "ioengine" in options:
         params["ioengine"] = options["ioengine"]
     if "direct" in options:
-        params["direct"] = _int_option(options, "direct", 0)
+        params["direct"] = _int_option(options, "direct", 0, source)
     for name in ("usr_cpu", "sys_cpu"):  # percent of the job's run time, as fio prints them
         if name in entry:
             params[name] = json_number(entry[name], source=source, what=name, minimum=0)
