@@ -48,7 +48,7 @@ from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers import hpl
 from assay.parsers.base import ParseResult, parse_number
-from assay.parsers.numbers import checked, parse_int
+from assay.parsers.numbers import checked, parse_int, to_int
 from assay.units import Better
 
 TOOL = "hpcc"
@@ -619,7 +619,12 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
         for name, other in key.extra:
             extra = summary.number(other, source)
             if extra is not None and extra >= 0:
-                params[name] = int(extra) if float(extra).is_integer() else extra
+                if name.endswith("_s"):  # a time; every other extra is a size or a count
+                    params[name] = extra
+                else:
+                    params[name] = to_int(
+                        extra, source=source, line=summary.lines.get(other), what=other
+                    )
         params.update(common)
         stats = None
         if key.stats_from is not None:
