@@ -197,3 +197,10 @@ def test_a_result_line_printed_twice_counts_once_and_is_named(fmt, rel, key, sam
     other = lines[i].replace("1", "7", 1) if "1" in lines[i] else lines[i].replace("2", "7", 1)
     with pytest.raises(ParseError, match="two outputs mixed"):
         parse_text("".join([*lines[: i + 1], other, *lines[i + 1 :]]), fmt, source="x")
+
+
+def test_hpcc_size_beside_a_rate_must_be_whole():
+    # found by the soak (case 2:91138): "MPIFFT_N=1e-300" became params n=1e-300
+    s = replace_once(text("hpcc/hpccoutf.txt"), "MPIFFT_N=", "MPIFFT_N=1e-300\nX=")
+    with pytest.raises(ParseError, match="MPIFFT_N 1e-300 is not a whole number"):
+        parse_text(s, "hpcc", source="x")
