@@ -14,8 +14,10 @@ test: deps
 	$(BIN)/python -m pytest -q
 
 # Long fault-injection runs, not part of `make test` (which runs small versions of them):
-# 20 SIGKILLs of `assay run` at random points (seeded: ASSAY_SOAK_SEED replays a failure).
+# 100,000 mutated outputs per parser (every test marked `soak`), then 20 SIGKILLs of
+# `assay run` at random points (seeded: ASSAY_SOAK_SEED replays a failure).
 soak: deps
+	$(BIN)/python -m pytest -q -s -m soak
 	ASSAY_SOAK_KILLS=20 $(BIN)/python -m pytest -q -s tests/test_soak_kill.py
 
 deps: $(STAMP)

@@ -70,3 +70,48 @@ def test_imported_perftest_and_osu_land_in_the_same_tables_as_our_probes(assay_h
     assert "## RDMA bandwidth, site" in md
     assert "| 8388608 | 5000 | 11013.75 | 11013.75 | 92.39 | 0.001377 |" in md
     assert "## Other measurements" not in md  # nothing of these falls through
+
+
+def _strict_json(text: str):
+    """json.loads that refuses NaN/Infinity, which are not JSON."""
+
+    def refuse(name: str):
+        raise AssertionError(f"{name} in the JSON output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_several_files_each_good_one_stored_each_bad_one_named(assay_home: Path, tmp_path: Path):
+    good = FIX / "osu" / "alaska_ompi4_ucx_osu_latency.out"
+    nan = tmp_path / "osu_nan.out"  # one latency corrupted: no NaN may be stored
+    nan.write_text(good.read_text().replace("1.02\n", "nan\n", 1))
+    fio_doc = json.loads((FIX / "fio" / "randread_8k.jsonplus.json").read_text())
+    del fio_doc["jobs"][0]["read"]["iops_min"]  # once a KeyError traceback
+    cut_fio = tmp_path / "fio_cut.json"
+    cut_fio.write_text(json.dumps(fio_doc))
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\xff\xfe\x00binary\x80 proc'd" * 50)
+    proc = run_cli("import", str(nan), str(good), str(cut_fio), str(junk), home=assay_home)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out  # some files failed
+    assert "Traceback" not in out
+    for bad in (nan, cut_fio, junk):
+        assert str(bad) in out
+    assert "iops_min" in out and "'nan'" in out
+    doc = _strict_json(run_cli("report", "-f", "json", home=assay_home, check=True).stdout)
+    assert doc["run"]["status"] == "complete"
+    assert [j["status"] for j in doc["jobs"]] == ["failed", "ok", "failed", "failed"]
+    assert {s["params"]["source_file"] for s in doc["samples"]} == {good.name}
+    run_cli("history", "p2p.latency", home=assay_home, check=True)
+
+
+def test_an_import_with_no_good_file_stores_no_run(assay_home: Path, tmp_path: Path):
+    bad = tmp_path / "osu_negative.out"
+    text = (FIX / "osu" / "alaska_ompi4_ucx_osu_latency.out").read_text()
+    bad.write_text(text.replace("1.02\n", "-675.03\n", 1))
+    proc = run_cli("import", "--format", "osu", str(bad), home=assay_home)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "nothing stored" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    runs = assay_home / "runs"
+    assert not runs.exists() or not any(runs.iterdir())

@@ -49,13 +49,14 @@ def import_cmd(
         )
         if o.message:
             console.print(Text(f"    {o.message}"))
+    if run_id is None:  # a failed import is not a run
+        console.print(Text("nothing stored: no file could be imported", style="red"))
+        raise typer.Exit(2)
     console.print(f"stored as run {run_id}; see it with: assay report {run_id}")
     try:
         open_index(store).close()
     except AssayError as exc:  # the data is in the run directory whatever the index says
         console.print(Text(f"warning: {exc}", style="yellow"))
-    if all(o.status == "failed" for o in outcomes):
-        raise typer.Exit(2)
     if any(o.status != "ok" for o in outcomes):
         raise typer.Exit(1)
 

@@ -2,13 +2,13 @@
 
 Each file becomes one job of the run: its text is kept as the job's stdout, its samples are
 stored, and a file that cannot be read is recorded as a failed job with the parser's message,
-so one bad file never hides the good ones.
+so one bad file never hides the good ones. When no file can be read, nothing is stored.
 """
 
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.errors import AssayError, StoreError
@@ -23,6 +23,38 @@ class ImportedFile:
     status: str  # ok | partial | failed
     n_samples: int
     message: str = ""
+    samples: list[Sample] = field(default_factory=list, repr=False)
+
+
+def read_file(path: Path, fmt: str, label: str) -> ImportedFile:
+    """Parse one file; whatever goes wrong is this file's failure, named, never a traceback
+    that would leave the other files unread."""
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        parsed = parse_text(text, fmt, source=str(path))
+    except OSError as exc:
+        return ImportedFile(path, "failed", 0, f"{path}: cannot read: {exc.strerror or exc}")
+    except AssayError as exc:
+        return ImportedFile(path, "failed", 0, str(exc))
+    except Exception as exc:  # a parser bug must not cost the other files their import
+        return ImportedFile(
+            path,
+            "failed",
+            0,
+            f"{path}: the {fmt} parser failed ({type(exc).__name__}: {str(exc)[:200]}); "
+            "this is a bug in assay, please report it with the file",
+        )
+    for s in parsed.samples:
+        s.params.setdefault("mpi_label", label or path.stem)
+        s.params.setdefault("source_file", path.name)
+    status = "ok" if parsed.complete else "partial"
+    notes = list(parsed.warnings)
+    if not parsed.complete:
+        notes.append(f"incomplete; missing: {', '.join(parsed.missing)}")
+    if not parsed.samples:
+        status = "failed"
+        notes.append("no measurement could be kept from this file")
+    return ImportedFile(path, status, len(parsed.samples), "; ".join(notes), parsed.samples)
 
 
 def import_files(
@@ -33,7 +65,13 @@ def import_files(
     system: System,
     label: str = "",
     argv: list[str] | None = None,
-) -> tuple[str, list[ImportedFile]]:
+) -> tuple[str | None, list[ImportedFile]]:
+    """Parse every file, then store those that gave samples as one run (each file a job; a
+    bad file beside good ones is a failed job naming why). When no file gave a sample,
+    nothing is stored and the run id is None: a failed import is not a run."""
+    outcomes = [read_file(path, fmt, label) for path in files]
+    if not any(o.samples for o in outcomes):
+        return None, outcomes
     writer = store.create(
         suite=f"import-{fmt}",
         suite_text=f"# imported with --format {fmt}\n",
@@ -43,50 +81,33 @@ def import_files(
         label=label,
         source=f"import:{fmt}",
     )
-    outcomes = []
-    for n, path in enumerate(files, start=1):
-        job = Job(job_id=f"{n:03d}-import-{path.stem}"[:80], probe=fmt, argv=[str(path)])
-        job_dir = writer.save_job(job, [str(path)])
-        result = JobResult(
-            job_id=job.job_id,
-            status="failed",
-            exit_code=None,
-            wall_time=0.0,
-            argv=[str(path)],
-            stdout_path=str((job_dir / "stdout").relative_to(writer.path)),
-            stderr_path="",
-        )
-        samples: list[Sample] = []
-        try:
-            text = path.read_text(errors="replace")
-            shutil.copyfile(path, job_dir / "stdout")  # the raw output is kept with the run
-            parsed = parse_text(text, fmt, source=str(path))
-        except OSError as exc:
-            result.reason = f"{path}: cannot read: {exc.strerror}"
-            outcomes.append(ImportedFile(path, "failed", 0, result.reason))
-        except AssayError as exc:
-            result.reason = str(exc)
-            outcomes.append(ImportedFile(path, "failed", 0, result.reason))
-        else:
-            for s in parsed.samples:
-                s.params.setdefault("mpi_label", label or path.stem)
-                s.params.setdefault("source_file", path.name)
-            samples = parsed.samples
-            status = "ok" if parsed.complete else "partial"
-            if not samples:
-                status = "failed"
-                parsed.warnings.append("no measurement could be kept from this file")
-            notes = parsed.warnings + (
-                [f"incomplete; missing: {', '.join(parsed.missing)}"] if not parsed.complete else []
+    finished = False
+    try:
+        for n, o in enumerate(outcomes, start=1):
+            job = Job(job_id=f"{n:03d}-import-{o.path.stem}"[:80], probe=fmt, argv=[str(o.path)])
+            job_dir = writer.save_job(job, [str(o.path)])
+            result = JobResult(
+                job_id=job.job_id,
+                status="ok" if o.status == "ok" else "failed",
+                exit_code=None,
+                wall_time=0.0,
+                argv=[str(o.path)],
+                stdout_path=str((job_dir / "stdout").relative_to(writer.path)),
+                stderr_path="",
+                reason=o.message,
+                n_samples=o.n_samples,
             )
-            result.status = "ok" if status == "ok" else "failed"
-            result.reason = "; ".join(notes)
-            outcomes.append(ImportedFile(path, status, len(samples), result.reason))
-        result.n_samples = len(samples)
-        try:
-            writer.record(result, samples)
-        except OSError as exc:
-            raise StoreError(f"cannot write {writer.path}: {exc}") from None
-    failed = any(o.status == "failed" for o in outcomes)
-    writer.finish("failed" if failed and not any(o.n_samples for o in outcomes) else "complete")
+            try:  # the raw output travels with the run, a bad file's too
+                shutil.copyfile(o.path, job_dir / "stdout")
+            except OSError:
+                if o.samples:
+                    raise
+            writer.record(result, o.samples)
+        writer.finish("complete")
+        finished = True
+    except OSError as exc:
+        raise StoreError(f"cannot write {writer.path}: {exc}") from None
+    finally:
+        if not finished:
+            writer.finish("failed")  # never left "running"
     return writer.info.run_id, outcomes

@@ -1,4 +1,4 @@
-"""What every third-party parser returns, and helpers they share.
+"""What every third-party parser returns, and helpers they share (numbers: ``numbers.py``).
 
 A parser is a pure function ``parse(text, source="<text>") -> ParseResult``. It never
 guesses a value it did not read: a line it cannot read raises ``ParseError`` naming the
@@ -17,6 +17,7 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Sample, Stats
+from assay.parsers.numbers import parse_number as parse_number  # re-exported for parsers
 
 
 @dataclass
@@ -27,14 +28,6 @@ class ParseResult:
     complete: bool = True
     missing: list[str] = field(default_factory=list)  # what a truncated output lacks
     warnings: list[str] = field(default_factory=list)
-
-
-def parse_number(token: str, *, source: str, line: int) -> float:
-    """A number as a tool printed it; anything else is a ParseError at that line."""
-    try:
-        return float(token)
-    except ValueError:
-        raise ParseError(f"expected a number, found {token!r}", source=source, line=line) from None
 
 
 def make_sample(

@@ -48,6 +48,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.base import ParseResult
+from assay.parsers.numbers import checked, json_int, json_number, parse_int, parse_number
 from assay.vocab import ALL_CLIENTS  # the name fio gives a multi-client total; shared
 
 TOOL = "fio"
@@ -97,9 +98,19 @@ def merge_bins(bins_list: Iterable[Mapping[str, int] | Mapping[int, int]]) -> di
     merged: dict[int, int] = {}
     for bins in bins_list:
         for key, count in bins.items():
-            value = int(key)
-            merged[value] = merged.get(value, 0) + int(count)
+            value = _whole(key, "a clat_ns.bins bucket")
+            merged[value] = merged.get(value, 0) + _whole(count, f"the count of bucket {value}")
     return merged
+
+
+def _whole(value: Any, what: str) -> int:
+    """A bucket or count of a fio histogram: a whole number ≥ 0 (JSON keys are strings)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not (text.isascii() and text.isdigit() and len(text) < 20):
+            raise ParseError(f"fio JSON: {what} is {value[:40]!r}, not a whole number")
+        return int(text)
+    return json_int(value, source="fio JSON", what=what)
 
 
 def percentiles_from_bins(
@@ -177,11 +188,17 @@ def _block_sizes(value: str, kb_base: int) -> dict[str, int | str]:
     return sizes
 
 
-def _int_option(options: Mapping[str, str], name: str, default: int) -> int:
-    try:
-        return int(options.get(name, default))
-    except (TypeError, ValueError):
+def _int_option(options: Mapping[str, str], name: str, default: int, source: str) -> int:
+    """A whole-number job option; fio's own default when the job does not set it. A value
+    that is not a whole number is a ParseError, never silently the default."""
+    if name not in options:
         return default
+    value = options[name]
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        raise ParseError(f"fio job option {name}={value!r} is not a whole number", source=source)
+    return parse_int(value, source=source, line=None, what=f"fio job option {name}")
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -210,11 +227,13 @@ def _load(text: str, source: str, result: ParseResult) -> dict[str, Any]:
         first = skipped.strip().splitlines()[0]
         result.warnings.append(f"skipped {n} line(s) of text before fio's JSON: {first[:120]!r}")
     try:
-        doc, end = json.JSONDecoder().raw_decode(text, start)
+        doc, end = json.JSONDecoder(parse_constant=_no_constant).raw_decode(text, start)
     except json.JSONDecodeError as err:
         raise ParseError(
             f"fio JSON is not valid ({err.msg}); truncated?", source=source, line=err.lineno
         ) from None
+    except (ValueError, RecursionError) as err:  # NaN/Infinity, a numeral over int()'s limit
+        raise ParseError(f"fio JSON is not valid: {str(err)[:120]}", source=source) from None
     rest = text[end:].strip()
     if rest:
         result.warnings.append(f"text after fio's JSON ignored: {rest.splitlines()[0][:120]!r}")
@@ -225,23 +244,36 @@ def _load(text: str, source: str, result: ParseResult) -> dict[str, Any]:
     return doc
 
 
-def _latency_stats(lat: Mapping[str, Any]) -> tuple[Stats, dict[str, float]]:
-    pct = {float(k): v for k, v in (lat.get("percentile") or {}).items()}
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number fio writes")
+
+
+def _latency_stats(lat: Mapping[str, Any], source: str) -> tuple[Stats, dict[str, float]]:
+    def ns(key: str, value: Any = None) -> float:
+        v = lat[key] if value is None else value
+        return ns_to_s(json_number(v, source=source, what=f"latency {key} (ns)", minimum=0))
+
+    pct = {
+        parse_number(str(k), source=source, line=None, what="percentile", minimum=0): ns(
+            f"percentile {k}", v
+        )
+        for k, v in (lat.get("percentile") or {}).items()
+    }
     extra: dict[str, float] = {}
     if 90.0 in pct:
-        extra["lat_p90"] = ns_to_s(pct[90.0])
+        extra["lat_p90"] = pct[90.0]
     if 99.99 in pct:
-        extra["lat_p9999"] = ns_to_s(pct[99.99])
+        extra["lat_p9999"] = pct[99.99]
 
     def p(q: float) -> float | None:
-        return ns_to_s(pct[q]) if q in pct else None
+        return pct.get(q)
 
     stats = Stats(
-        n=int(lat.get("N", 0)),
-        min=ns_to_s(lat["min"]),
-        max=ns_to_s(lat["max"]),
-        mean=ns_to_s(lat["mean"]),
-        stddev=ns_to_s(lat["stddev"]) if "stddev" in lat else None,
+        n=json_int(lat.get("N", 0), source=source, what="latency N"),
+        min=ns("min"),
+        max=ns("max"),
+        mean=ns("mean"),
+        stddev=ns("stddev") if "stddev" in lat else None,
         median=p(50.0),
         p99=p(99.0),
         p999=p(99.9),
@@ -254,9 +286,10 @@ def _entry_samples(
     options: Mapping[str, str],
     params_base: dict[str, Any],
     result: ParseResult,
+    source: str,
     merged_bins: Mapping[str, Mapping[int, int]] | None = None,
 ) -> None:
-    kb_base = _int_option(options, "kb_base", 1024)
+    kb_base = _int_option(options, "kb_base", 1024, source)
     sizes = _block_sizes(options["bs"], kb_base) if "bs" in options else {}
     for ddir in DIRECTIONS:
         data = entry.get(ddir)
@@ -267,8 +300,15 @@ def _entry_samples(
         params = dict(params_base)
         params["direction"] = ddir
         bs: int | str | None = sizes.get(ddir)
+
+        def num(key: str, d: Mapping[str, Any] = data, dd: str = ddir) -> float:
+            return json_number(d[key], source=source, what=f"{dd}.{key}", minimum=0)
+
+        def count(key: str, d: Mapping[str, Any] = data, dd: str = ddir) -> int:
+            return json_int(d[key], source=source, what=f"{dd}.{key}")
+
         if bs is None and data.get("total_ios"):
-            per_io = data["io_bytes"] / data["total_ios"]
+            per_io = num("io_bytes") / count("total_ios")
             bs = int(per_io) if float(per_io).is_integer() else None
         if bs is not None:
             params["bs"] = bs
@@ -276,27 +316,25 @@ def _entry_samples(
         iops_stats = None
         if data.get("iops_samples"):
             iops_stats = Stats(
-                n=int(data["iops_samples"]),
-                min=float(data["iops_min"]),
-                max=float(data["iops_max"]),
-                mean=float(data["iops_mean"]),
-                stddev=float(data["iops_stddev"]),
+                n=count("iops_samples"),
+                min=num("iops_min"),
+                max=num("iops_max"),
+                mean=num("iops_mean"),
+                stddev=num("iops_stddev"),
             )
-        result.samples.append(
-            Sample.make(TOOL, "storage.iops", float(data["iops"]), params, iops_stats)
-        )
+        result.samples.append(Sample.make(TOOL, "storage.iops", num("iops"), params, iops_stats))
         bw_stats = None
         if data.get("bw_samples"):
             kib = 1024.0  # bw_min/max/mean/dev are KiB/s (stat.c: bw_bytes / 1024)
             bw_stats = Stats(
-                n=int(data["bw_samples"]),
-                min=data["bw_min"] * kib,
-                max=data["bw_max"] * kib,
-                mean=data["bw_mean"] * kib,
-                stddev=data["bw_dev"] * kib,
+                n=count("bw_samples"),
+                min=num("bw_min") * kib,
+                max=num("bw_max") * kib,
+                mean=num("bw_mean") * kib,
+                stddev=num("bw_dev") * kib,
             )
         result.samples.append(
-            Sample.make(TOOL, "storage.bandwidth", float(data["bw_bytes"]), params, bw_stats)
+            Sample.make(TOOL, "storage.bandwidth", num("bw_bytes"), params, bw_stats)
         )
 
         for field, kind in (("clat_ns", "completion"), ("lat_ns", "total")):
@@ -312,34 +350,37 @@ def _entry_samples(
                         f"{k:f}": v for k, v in percentiles_from_bins(bins).items()
                     }
                     lat_params["percentiles"] = "merged from per-host bins"
-            stats, extra = _latency_stats(lat)
+            stats, extra = _latency_stats(lat, source)
             lat_params.update(extra)
             result.samples.append(
                 Sample.make(TOOL, "storage.latency", stats.mean or 0.0, lat_params, stats)
             )
 
 
-def _common_params(entry: Mapping[str, Any], options: Mapping[str, str]) -> dict[str, Any]:
+def _common_params(
+    entry: Mapping[str, Any], options: Mapping[str, str], source: str
+) -> dict[str, Any]:
     params: dict[str, Any] = {"job": entry.get("jobname", "")}
     params["rw"] = options.get("rw", options.get("readwrite", "read"))  # fio's default: read
-    params["iodepth"] = _int_option(options, "iodepth", 1)
-    params["numjobs"] = _int_option(options, "numjobs", 1)
+    params["iodepth"] = _int_option(options, "iodepth", 1, source)
+    params["numjobs"] = _int_option(options, "numjobs", 1, source)
     if "rwmixread" in options:
-        params["rwmixread"] = _int_option(options, "rwmixread", 50)
+        params["rwmixread"] = _int_option(options, "rwmixread", 50, source)
     elif "rwmixwrite" in options:
-        params["rwmixread"] = 100 - _int_option(options, "rwmixwrite", 50)
+        params["rwmixread"] = 100 - _int_option(options, "rwmixwrite", 50, source)
     elif str(params["rw"]) in ("rw", "readwrite", "randrw"):
         params["rwmixread"] = 50  # fio's default mix
     if "ioengine" in options:
         params["ioengine"] = options["ioengine"]
     if "direct" in options:
-        params["direct"] = _int_option(options, "direct", 0)
+        params["direct"] = _int_option(options, "direct", 0, source)
     for name in ("usr_cpu", "sys_cpu"):  # percent of the job's run time, as fio prints them
         if name in entry:
-            params[name] = float(entry[name])
+            params[name] = json_number(entry[name], source=source, what=name, minimum=0)
     return params
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Parse fio JSON or JSON+ (local ``jobs`` or client/server ``client_stats``)."""
     result = ParseResult(tool=TOOL)
@@ -395,7 +436,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             failed.append({"job": name, "host": host, "error": error})
             result.warnings.append(f"job {name!r}: fio error {error}; its results are not reported")
             continue
-        params = _common_params(entry, options)
+        params = _common_params(entry, options, source)
         merged: dict[str, dict[int, int]] | None = None
         if client_mode and name == ALL_CLIENTS:
             names = {e.get("jobname") for e in group}
@@ -412,7 +453,17 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
         if counts.get(k, 0) > 1:
             params["instance"] = seen.get(k, 0)
             seen[k] = seen.get(k, 0) + 1
-        _entry_samples(entry, options, params, result, merged)
+        try:
+            _entry_samples(entry, options, params, result, source, merged)
+        except KeyError as exc:  # fio always writes these keys: the JSON was cut or edited
+            raise ParseError(
+                f"job {name!r}: fio JSON lacks the key {exc.args[0]!r}", source=source
+            ) from None
+        except (TypeError, AttributeError):
+            raise ParseError(
+                f"job {name!r}: a field of the fio JSON has the wrong type (edited JSON?)",
+                source=source,
+            ) from None
 
     if failed:
         result.meta["failed"] = failed

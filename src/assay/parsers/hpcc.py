@@ -48,6 +48,7 @@ from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers import hpl
 from assay.parsers.base import ParseResult, parse_number
+from assay.parsers.numbers import checked, parse_int, to_int
 from assay.units import Better
 
 TOOL = "hpcc"
@@ -368,9 +369,15 @@ def _check(
     verdict: str | None = None
     for offset, line in enumerate(section.lines, start=1):
         lineno = section.first_line + offset
-        if (m := _NODE_ERRORS.match(line)) and int(m["n"]):
+        if (m := _NODE_ERRORS.match(line)) and parse_int(
+            m["n"], source=source, line=lineno, what="count"
+        ):
             return "failed", f"{m['n']} process(es) reported an error"
-        if (m := _NODE_SELECTED.match(line)) and int(m["n"]) != 0 and verdict is None:
+        if (
+            (m := _NODE_SELECTED.match(line))
+            and parse_int(m["n"], source=source, line=lineno, what="rank") != 0
+            and verdict is None
+        ):
             # a Single test on another rank: rank 0 printed nothing of its check (doIO)
             return "unknown", f"the check ran on rank {m['n']}, whose output HPCC does not write"
         if line.startswith("Failed Validation"):
@@ -387,7 +394,7 @@ def _check(
             verdict = verdict or ("passed" if m["check"] == "PASSED" else None)
         if (
             (m := _PTRANS_COUNT.match(line))
-            and int(m["k"])
+            and parse_int(m["k"], source=source, line=lineno, what="count")
             and (m["what"] == "failed" or m["skip"])
         ):
             return "failed", line.strip()
@@ -416,7 +423,7 @@ def _fft_verdict(
     n = err = None
     for offset, line in enumerate(section.lines, start=1):
         if m := _FFT_N.match(line):
-            n = int(m["n"])
+            n = parse_int(m["n"], source=source, line=section.first_line + offset, what="FFT n")
         elif m := _FFT_ERR.match(line):
             err = parse_number(m["v"], source=source, line=section.first_line + offset)
     if n is None or err is None or threshold is None or not eps or n < 2:
@@ -482,6 +489,7 @@ def _hpl_from_summary(summary: _Summary, params: dict[str, Any], source: str) ->
     )
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Parse an ``hpccoutf.txt`` (HPCC 1.4/1.5)."""
     if not text.strip():
@@ -583,6 +591,14 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
         if value < 0 or math.isnan(value):
             not_measured.append(key.key)
             continue
+        if (why_not := _not_a_rate(key, value, summary, source)) is not None:
+            # a failed test is a failed figure with its reason, never a rate of zero
+            not_measured.append(key.key)
+            failed.append(
+                {"section": key.section, "key": key.key, "value": value, "reason": why_not}
+            )
+            result.warnings.append(f"{key.key} not reported: {why_not}")
+            continue
         if key.section not in verdicts:
             verdicts[key.section] = _check(
                 key.section,
@@ -603,7 +619,12 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
         for name, other in key.extra:
             extra = summary.number(other, source)
             if extra is not None and extra >= 0:
-                params[name] = int(extra) if float(extra).is_integer() else extra
+                if name.endswith("_s"):  # a time; every other extra is a size or a count
+                    params[name] = extra
+                else:
+                    params[name] = to_int(
+                        extra, source=source, line=summary.lines.get(other), what=other
+                    )
         params.update(common)
         stats = None
         if key.stats_from is not None:
@@ -638,6 +659,24 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
     if not result.samples and not failed and not result.missing:
         raise ParseError("no HPCC result found (no Summary values, no HPL test)", source=source)
     return result
+
+
+def _not_a_rate(key: _Key, value: float, summary: _Summary, source: str) -> str | None:
+    """Why a Summary rate that is not -1 is still no measurement, or None when it is one.
+
+    HPCC computes a rate from a time it initialised to -1 (``HPCC_Init``); when the test
+    stops early the time stays -1 and the rate comes out 0 (PTRANS: ``PTRANS_time=-1``,
+    ``PTRANS_GBs=0``). A time of -1 or 0 beside the rate, or a rate of exactly 0, means
+    the test did not complete: no measured rate is zero."""
+    for name, other in key.extra:
+        if name != "time_s":
+            continue
+        t = summary.number(other, source)
+        if t is not None and t <= 0:
+            return f"{other}={t:g}: the {key.section} test did not complete"
+    if value == 0:
+        return f"{key.key}=0: the {key.section} test did not complete (no measured rate is 0)"
+    return None
 
 
 def _compare_best(

@@ -37,6 +37,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample
 from assay.parsers.base import ParseResult, parse_number
+from assay.parsers.numbers import checked, parse_int
 
 TOOL = "hpl"
 METRIC = "compute.hpl"
@@ -149,10 +150,10 @@ def read_tests(text: str, *, source: str = "<text>", first_line: int = 1) -> Hpl
         if m := _RESULT.match(line):
             current = HplCase(
                 variant=m["tv"],
-                n=int(m["n"]),
-                nb=int(m["nb"]),
-                p=int(m["p"]),
-                q=int(m["q"]),
+                n=parse_int(m["n"], source=source, line=lineno, what="N"),
+                nb=parse_int(m["nb"], source=source, line=lineno, what="NB"),
+                p=parse_int(m["p"], source=source, line=lineno, what="P"),
+                q=parse_int(m["q"], source=source, line=lineno, what="Q"),
                 time_s=parse_number(m["time"], source=source, line=lineno),
                 gflops=parse_number(m["gflops"], source=source, line=lineno),
                 line=lineno,
@@ -175,7 +176,9 @@ def read_tests(text: str, *, source: str = "<text>", first_line: int = 1) -> Hpl
             continue
         if m := _FINISHED.match(line):
             out.n_summaries += 1
-            out.counts["finished"] = out.counts.get("finished", 0) + int(m["k"])
+            out.counts["finished"] = out.counts.get("finished", 0) + parse_int(
+                m["k"], source=source, line=lineno, what="count"
+            )
             current = None  # nothing after the summary belongs to the last test
             in_counts = True
             continue
@@ -184,7 +187,9 @@ def read_tests(text: str, *, source: str = "<text>", first_line: int = 1) -> Hpl
             counted = next(((n, m) for n, rx in _COUNTS.items() if (m := rx.match(line))), None)
             if counted:
                 name, m = counted
-                out.counts[name] = out.counts.get(name, 0) + int(m["k"])
+                out.counts[name] = out.counts.get(name, 0) + parse_int(
+                    m["k"], source=source, line=lineno, what="count"
+                )
                 continue
             in_counts = False
         if m := _VERSION.match(line):
@@ -272,6 +277,7 @@ def build_result(out: HplOutput, *, source: str, probe: str = TOOL) -> ParseResu
     return result
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Parse xhpl output (HPL 1.0a to 2.3, and vendor builds that keep its format)."""
     if not text.strip():

@@ -62,10 +62,10 @@ from assay.model import Sample, Stats
 from assay.parsers.base import (
     ParseResult,
     make_sample,
-    parse_number,
     require_tool,
     table_row,
 )
+from assay.parsers.numbers import checked, parse_int, parse_rate, sweep_rows, to_int
 
 PROBE = "imb"
 _sample = partial(make_sample, PROBE)
@@ -113,6 +113,7 @@ class _Block:
     ranks: int | None = None
     columns: list[str] = field(default_factory=list)
     rows: list[dict[str, float]] = field(default_factory=list)
+    row_lines: list[int] = field(default_factory=list)  # the file line of each row
     garbage: tuple[int, str] | None = None
 
 
@@ -120,7 +121,7 @@ def mbytes_factor(version: str | None) -> float | None:
     """Bytes per IMB "Mbytes": 1e6 from IMB 2018 on, 2**20 before, None when unknown."""
     if not version:
         return None
-    m = re.match(r"\s*(\d+)", version)
+    m = re.match(r"\s*(\d{1,9})", version)
     if not m:
         return None
     return 1e6 if int(m.group(1)) >= 2018 else float(2**20)
@@ -195,6 +196,7 @@ def looks_like(text: str) -> bool:
     return any(_BENCHMARKING.match(x) for x in lines) and any(_PROCESSES.match(x) for x in lines)
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read IMB-MPI1 output into samples (see the module docstring)."""
     require_tool(
@@ -242,7 +244,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             continue
         m = _MAX_LEN.match(raw)
         if m:
-            max_len = int(m["n"])
+            max_len = parse_int(m["n"], source=source, line=lineno, what="max message length")
             continue
         if stripped.startswith("# List of Benchmarks to run"):
             in_list = True
@@ -268,12 +270,12 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             continue  # header noise
         m = _PROCESSES.match(raw)
         if m:
-            block.ranks = int(m["n"])
+            block.ranks = parse_int(m["n"], source=source, line=lineno, what="#processes")
             continue
         m = _WAITING.match(raw)
         if m:
             if waiting is None and block.ranks is not None:
-                waiting = int(m["n"])
+                waiting = parse_int(m["n"], source=source, line=lineno, what="waiting processes")
                 total_ranks = block.ranks + waiting
             continue
         if not block.columns:
@@ -310,9 +312,12 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
                 truncated_row = True
                 break
             row = {
-                name: parse_number(tok, source=source, line=lineno)
+                name: parse_rate(tok, source=source, line=lineno, what=name)  # all ≥ 0
                 for name, tok in zip(block.columns, tokens, strict=True)
             }
+            for name in ("size", "iterations"):
+                if name in row:
+                    row[name] = to_int(row[name], source=source, line=lineno, what=name)
             if row.get("defects", 0) > 0:
                 warnings.append(
                     f"{source}:{lineno}: skipped the {block.name} row {int(row.get('size', 0))} "
@@ -320,12 +325,20 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
                 )
                 continue
             block.rows.append(row)
+            block.row_lines.append(lineno)
             continue
         if stripped.startswith("#"):
             continue
         if block.rows and block.garbage is None:
             block.garbage = (lineno, stripped)
 
+    for b in blocks:
+        if b.rows and "size" in b.rows[0]:
+            rows = [(n, int(r["size"]), r) for n, r in zip(b.row_lines, b.rows, strict=True)]
+            label = f"IMB {b.name}" + (f" (#processes = {b.ranks})" if b.ranks else "")
+            kept, dup_gap = sweep_rows(rows, table=label, source=source)
+            b.rows, b.row_lines = [r for _, _, r in kept], [n for n, _, _ in kept]
+            warnings.extend(dup_gap)
     complete = finalized and not truncated_row
     missing: list[str] = []
     if not complete:

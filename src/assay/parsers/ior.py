@@ -35,6 +35,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Stats
 from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+from assay.parsers.numbers import checked, json_number, to_int
 
 TOOL = "ior"
 MIB = 2**20  # iordef.h: #define MEBIBYTE (1 << 20)
@@ -53,6 +54,7 @@ def looks_like(text: str) -> bool:
     return head.startswith("{") and '"bwMeanMIB"' in text
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Samples of an IOR text or JSON report."""
     if not text.strip():
@@ -85,7 +87,7 @@ def _parse_text(text: str, source: str) -> ParseResult:
         if not line:
             continue
         if line.startswith("Command line"):
-            result.meta["command"] = line.split(":", 1)[1].strip()
+            result.meta["command"] = line.partition(":")[2].strip()
             continue
         if line.startswith("Finished"):
             finished = True
@@ -178,30 +180,40 @@ def _option_params(options: dict[str, str]) -> dict[str, Any]:
     if "access" in options:
         params["file_per_proc"] = options["access"] == "file-per-process"
     for key, name in (("tasks", "tasks"), ("clients per node", "tasks_per_node")):
-        if options.get(key, "").isdigit():
-            params[name] = int(options[key])
+        value = options.get(key, "")
+        if value.isascii() and value.isdigit() and len(value) < 19:
+            params[name] = int(value)
     return params
 
 
 def _f(row: dict[str, str], column: str, source: str, line: int) -> float:
-    return parse_number(row[column], source=source, line=line)
+    if column not in row:
+        raise ParseError(
+            f"the IOR table header lacks the {column!r} column", source=source, line=line
+        )
+    return parse_number(row[column], source=source, line=line, what=column)
+
+
+def _i(row: dict[str, str], column: str, source: str, line: int) -> int:
+    """A whole count or size of the table (IOR prints them with %d or %lld)."""
+    return to_int(_f(row, column, source, line), source=source, line=line, what=column)
 
 
 def _summary_samples(
     row: dict[str, str], common: dict[str, Any], result: ParseResult, source: str, line: int
 ) -> None:
-    reps = int(_f(row, "reps", source, line))
+    reps = _i(row, "reps", source, line)
     params: dict[str, Any] = {
         **common,
         "operation": row["Operation"],
-        "test": int(_f(row, "Test#", source, line)),
-        "tasks": int(_f(row, "#Tasks", source, line)),
-        "tasks_per_node": int(_f(row, "tPN", source, line)),
+        "test": _i(row, "Test#", source, line),
+        "tasks": _i(row, "#Tasks", source, line),
+        "tasks_per_node": _i(row, "tPN", source, line),
         "repetitions": reps,
         "file_per_proc": _f(row, "fPP", source, line) != 0,
-        "segments": int(_f(row, "segcnt", source, line)),
-        "block_size": int(_f(row, "blksiz", source, line)),
-        "transfer_size": int(_f(row, "xsize", source, line)),
+        "segments": _i(row, "segcnt", source, line),
+        "block_size": _i(row, "blksiz", source, line),
+        "transfer_size": _i(row, "xsize", source, line),
         "mean_time_s": _f(row, "Mean(s)", source, line),
     }
     if "API" in row:
@@ -239,7 +251,7 @@ def _iteration_samples(
     params: dict[str, Any] = {
         **common,
         "operation": row["access"],
-        "iteration": int(_f(row, "iter", source, line)),
+        "iteration": _i(row, "iter", source, line),
         "block_size": round(_f(row, "block(KiB)", source, line) * 1024),
         "transfer_size": round(_f(row, "xfer(KiB)", source, line) * 1024),
         "total_time_s": _f(row, "total(s)", source, line),
@@ -265,7 +277,7 @@ def _parse_json(text: str, start: int, source: str) -> ParseResult:
     if m := _BANNER.search(text[:start]):
         result.meta["version"] = m["v"]
     try:
-        data, _ = json.JSONDecoder().raw_decode(text[start:])
+        data, _ = json.JSONDecoder(parse_constant=_no_constant).raw_decode(text[start:])
     except json.JSONDecodeError as err:
         line = text.count("\n", 0, start) + err.lineno
         truncated = err.pos >= len(text[start:].rstrip()) - 1
@@ -275,8 +287,24 @@ def _parse_json(text: str, start: int, source: str) -> ParseResult:
             source=source,
             line=line,
         ) from None
+    except (ValueError, RecursionError) as err:  # NaN/Infinity, a numeral over int()'s limit
+        raise ParseError(f"IOR JSON cannot be read: {str(err)[:120]}", source=source) from None
     if not isinstance(data, dict):
         raise ParseError("IOR JSON is not an object", source=source)
+    try:
+        return _json_result(data, result, source)
+    except (TypeError, AttributeError, KeyError):
+        raise ParseError(
+            "IOR JSON has an unexpected structure (a list or object where IOR writes another)",
+            source=source,
+        ) from None
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number IOR writes")
+
+
+def _json_result(data: dict[str, Any], result: ParseResult, source: str) -> ParseResult:
     if "Version" in data:
         result.meta["version"] = str(data["Version"])
     if "Command line" in data:
@@ -304,30 +332,32 @@ def _parse_json(text: str, start: int, source: str) -> ParseResult:
 def _num(entry: dict[str, Any], key: str, source: str) -> float:
     if key not in entry:
         raise ParseError(f"IOR JSON summary entry without {key!r}", source=source)
-    try:
-        return float(entry[key])
-    except (TypeError, ValueError):
-        raise ParseError(
-            f"IOR JSON {key!r} is not a number: {entry[key]!r}", source=source
-        ) from None
+    value = entry[key]
+    if isinstance(value, str):  # some IOR versions quote numbers
+        return parse_number(value, source=source, line=None, what=f"IOR JSON {key!r}")
+    return json_number(value, source=source, what=f"IOR JSON {key!r}")
+
+
+def _int(entry: dict[str, Any], key: str, source: str) -> int:
+    return to_int(_num(entry, key, source), source=source, line=None, what=f"IOR JSON {key!r}")
 
 
 def _json_summary(entry: dict[str, Any], result: ParseResult, source: str) -> None:
     operation = entry.get("operation")
     if operation not in _OPERATIONS:
         return
-    reps = int(_num(entry, "repetitions", source))
+    reps = _int(entry, "repetitions", source)
     params: dict[str, Any] = {
         "operation": operation,
         "api": entry.get("API"),
-        "test": int(_num(entry, "TestID", source)),
-        "tasks": int(_num(entry, "numTasks", source)),
-        "tasks_per_node": int(_num(entry, "tasksPerNode", source)),
+        "test": _int(entry, "TestID", source),
+        "tasks": _int(entry, "numTasks", source),
+        "tasks_per_node": _int(entry, "tasksPerNode", source),
         "repetitions": reps,
         "file_per_proc": _num(entry, "filePerProc", source) != 0,
-        "segments": int(_num(entry, "segmentCount", source)),
-        "block_size": int(_num(entry, "blockSize", source)),
-        "transfer_size": int(_num(entry, "transferSize", source)),
+        "segments": _int(entry, "segmentCount", source),
+        "block_size": _int(entry, "blockSize", source),
+        "transfer_size": _int(entry, "transferSize", source),
         "mean_time_s": _num(entry, "MeanTime", source),
     }
     bw = Stats(
@@ -359,7 +389,7 @@ def _json_iteration(entry: dict[str, Any], test: Any, result: ParseResult, sourc
         return
     params: dict[str, Any] = {"operation": operation, "test": test}
     if "iter" in entry:
-        params["iteration"] = int(_num(entry, "iter", source))
+        params["iteration"] = _int(entry, "iter", source)
     bw = _times(_num(entry, "bwMiB", source), MIB)
     result.samples.append(
         make_sample(TOOL, "storage.bandwidth", bw, params, unit="B/s", better="higher")

@@ -29,6 +29,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Stats
 from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+from assay.parsers.numbers import checked, parse_int
 
 TOOL = "mdtest"
 
@@ -58,6 +59,7 @@ def metric_name(operation: str) -> str:
     return "storage.metadata." + "_".join(operation.lower().split())
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Samples of every ``SUMMARY rate`` table (several mdtest runs may be concatenated)."""
     if not text.strip():
@@ -72,6 +74,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
     rates: list[tuple[dict[str, Any], str, float, float, float, float, int]] = []
     times: dict[tuple[int, str], float] = {}
     not_run: list[str] = []
+    seen: dict[tuple[int, str, str], tuple[int, list[float]]] = {}  # a row printed twice
     lines = text.splitlines()
     for lineno, raw in enumerate(lines, start=1):
         line = raw.strip()
@@ -88,18 +91,18 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             continue
         if m := _LAUNCH.search(line):
             result.meta.setdefault("version", m["v"])
-            header["tasks"] = int(m["tasks"])
-            header["nodes"] = int(m["nodes"])
+            header["tasks"] = parse_int(m["tasks"], source=source, line=lineno, what="tasks")
+            header["nodes"] = parse_int(m["nodes"], source=source, line=lineno, what="nodes")
             continue
         if line.startswith("Command line used:"):
             result.meta.setdefault("command", line.split(":", 1)[1].strip())
             continue
         if m := _FILES.match(line):
-            header["items"] = int(m["items"])
+            header["items"] = parse_int(m["items"], source=source, line=lineno, what="items")
             continue
         if m := _SUMMARY.match(line):
             kind = m["kind"] or "rate"  # mdtest 1.8 prints "SUMMARY: (of n iterations)"
-            iterations = int(m["n"])
+            iterations = parse_int(m["n"], source=source, line=lineno, what="iterations")
             if kind == "rate":
                 tables += 1
             rows_in_table = 0
@@ -114,6 +117,17 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             parse_number(m[k], source=source, line=lineno) for k in ("max", "min", "mean", "sd")
         ]
         op = " ".join(m["op"].split())
+        if (first := seen.get((tables, kind, op))) is not None:
+            if first[1] != values:
+                raise ParseError(
+                    f"a second '{op}' row with other figures in one summary (line {first[0]} "
+                    "has the first): two outputs mixed?",
+                    source=source,
+                    line=lineno,
+                )
+            result.warnings.append(f"{source}:{lineno}: '{op}' repeats line {first[0]}; kept once")
+            continue
+        seen[(tables, kind, op)] = (lineno, values)
         rows_in_table += 1
         if kind == "time":
             times[(tables, op)] = values[2]

@@ -47,6 +47,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample
 from assay.parsers.base import ParseResult, make_sample, parse_number, require_tool
+from assay.parsers.numbers import checked, parse_int, parse_rate, parse_time, sweep_rows
 
 PROBE = "nccl"
 _sample = partial(make_sample, PROBE)
@@ -132,21 +133,36 @@ def _groups(columns: list[str], placements: list[str], *, source: str, line: int
     return groups
 
 
-def _infer_op(table: _Table, values: list[tuple[str, list[str]]]) -> str | None:
+def _sweep(t: _Table, size_i: int, source: str) -> tuple[list[tuple[int, list[str]]], list[str]]:
+    """The table's rows with sizes read, repeats kept once and gaps named (numbers.sweep_rows)."""
+    rows = [
+        (line, parse_int(tokens[size_i], source=source, line=line, what="size"), tokens)
+        for line, tokens in t.rows
+    ]
+    kept, warnings = sweep_rows(rows, table=f"nccl-tests (line {t.line})", source=source)
+    return [(line, tokens) for line, _, tokens in kept], warnings
+
+
+def _infer_op(table: _Table, source: str) -> str | None:
     """The collective, from busbw/algbw (nccl-tests doc/PERFORMANCE.md), redop and root."""
     n = table.ranks
-    if not n or not values:
+    if not n or not table.rows:
         return None
     size_i = table.columns.index("size")
-    # the largest size: its bandwidths have the most significant digits
-    _, tokens = max(values, key=lambda v: float(v[1][size_i]))
+    # the largest size: its bandwidths have the most significant digits (sizes already read)
+    line, tokens = max(table.rows, key=lambda v: int(v[1][size_i]))
     g = table.groups[0]
-    algbw, busbw = float(tokens[g.index["algbw"]]), float(tokens[g.index["busbw"]])
+    algbw = parse_rate(tokens[g.index["algbw"]], source=source, line=line, what="algbw")
+    busbw = parse_rate(tokens[g.index["busbw"]], source=source, line=line, what="busbw")
     if algbw <= 0:
         return None
     ratio = busbw / algbw
     redop = tokens[table.columns.index("redop")] if "redop" in table.columns else "none"
-    root = int(tokens[table.columns.index("root")]) if "root" in table.columns else None
+    root = (
+        parse_int(tokens[table.columns.index("root")], source=source, line=line, minimum=-1)
+        if "root" in table.columns
+        else None
+    )
 
     def near(x: float) -> bool:
         return abs(ratio - x) <= 0.02 * x
@@ -175,6 +191,7 @@ def looks_like(text: str) -> bool:
     return any(_header_columns(line.strip()) for line in text.splitlines())
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read nccl-tests output into samples (see the module docstring)."""
     require_tool(
@@ -224,9 +241,12 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             continue
         m = _NTHREAD.match(raw)
         if m:
-            nthread = {"nthread": int(m["nthread"]), "ngpus": int(m["ngpus"])}
+            nthread = {
+                "nthread": parse_int(m["nthread"], source=source, line=lineno, what="nThread"),
+                "ngpus": parse_int(m["ngpus"], source=source, line=lineno, what="nGpus"),
+            }
             mb = _MAXBYTES.search(raw)
-            max_bytes = int(mb["max"]) if mb else None
+            max_bytes = parse_int(mb["max"], source=source, line=lineno) if mb else None
             ranks = 0
             if table is not None and table.footer:
                 table = None
@@ -297,10 +317,13 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
     missing: list[str] = []
     complete = not truncated_row
     for t in tables:
+        size_i = t.columns.index("size")
+        t.rows, dup_gap = _sweep(t, size_i, source)
+        warnings.extend(dup_gap)
         op = t.op or _op_from_name(source)
         op_from = "header" if t.op else "file name"
         if op is None:
-            op = _infer_op(t, [(str(n), tok) for n, tok in t.rows])
+            op = _infer_op(t, source)
             op_from = "busbw/algbw ratio"
         if op is None:
             raise ParseError(
@@ -317,7 +340,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             complete = False
             after = ""
             if t.rows:
-                last_size = int(t.rows[-1][1][t.columns.index("size")])
+                last_size = int(t.rows[-1][1][size_i])
                 upto = f" up to {t.max_bytes}" if t.max_bytes else ""
                 after = f"sizes after {last_size}{upto} and "
             missing.append(f"{op}_perf (line {t.line}): {after}the '# Avg bus bandwidth' footer")
@@ -332,7 +355,13 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
                 if name in ("type", "redop"):
                     base[name] = token
                 else:
-                    base[name] = int(parse_number(token, source=source, line=lineno))
+                    base[name] = parse_int(
+                        token,
+                        source=source,
+                        line=lineno,
+                        what=name,
+                        minimum=-1 if name == "root" else 0,
+                    )
             if t.ranks:
                 base["ranks"] = t.ranks
             if "cputime" in t.columns:
@@ -344,16 +373,16 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
                     wrong = tokens[wrong_i].rstrip("*")
                     if wrong.upper() == "N/A":
                         warn_na = True
-                    elif parse_number(wrong, source=source, line=lineno) > 0:
+                    elif parse_int(wrong, source=source, line=lineno, what="#wrong") > 0:
                         warnings.append(
                             f"{source}:{lineno}: {g.placement} result at {base.get('size')} bytes "
                             f"left out: nccl-tests counted {wrong} wrong elements"
                         )
                         continue
                 params = {**base, "placement": g.placement}
-                time_us = parse_number(tokens[g.index["time"]], source=source, line=lineno)
-                algbw = parse_number(tokens[g.index["algbw"]], source=source, line=lineno)
-                busbw = parse_number(tokens[g.index["busbw"]], source=source, line=lineno)
+                time_us = parse_time(tokens[g.index["time"]], source=source, line=lineno)
+                algbw = parse_rate(tokens[g.index["algbw"]], source=source, line=lineno)
+                busbw = parse_rate(tokens[g.index["busbw"]], source=source, line=lineno)
                 prefix = f"gpu.nccl.{op}"
                 # 0.00 GB/s is below the print resolution (small sizes), not a measured zero
                 for name, bw in (("busbw", busbw), ("algbw", algbw)):

@@ -58,9 +58,16 @@ from assay.model import Sample, Stats
 from assay.parsers.base import (
     ParseResult,
     make_sample,
-    parse_number,
     require_tool,
     table_row,
+)
+from assay.parsers.numbers import (
+    checked,
+    parse_int,
+    parse_rate,
+    parse_time,
+    sweep_rows,
+    to_int,
 )
 
 PROBE = "osu"
@@ -214,7 +221,7 @@ def _row_samples(block: _Block, values: dict[str, float]) -> list[Sample]:
     if block.version:
         params["version"] = block.version
     if "size" in values:
-        params["size"] = int(values["size"])
+        params["size"] = int(values["size"])  # whole and ≥ 0: checked when the row was read
     if "iterations" in values:
         params["iterations"] = int(values["iterations"])
     params.update(block.params)
@@ -254,6 +261,8 @@ def _row_samples(block: _Block, values: dict[str, float]) -> list[Sample]:
     return [_sample(metric, values["avg"] * US, params, stats, unit="s", better="lower")]
 
 
+_TIMES = frozenset({"avg", "min", "max", "p50", "p90", "p99", "overall", "pure"})
+
 _REQUIRED = {
     "latency": ("avg",),
     "collective": ("avg",),
@@ -269,6 +278,7 @@ def looks_like(text: str) -> bool:
     return any(_TITLE.match(line) for line in text.splitlines())
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read OSU Micro-Benchmarks output into samples (see the module docstring)."""
     require_tool(
@@ -322,8 +332,8 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             continue
         pairs = _PAIRS.search(raw)
         if pairs and stripped.startswith("#"):
-            block.params["pairs"] = int(pairs["pairs"])
-            block.params["window"] = int(pairs["window"])
+            block.params["pairs"] = parse_int(pairs["pairs"], source=source, line=lineno)
+            block.params["window"] = parse_int(pairs["window"], source=source, line=lineno)
             continue
         if not block.columns:
             if _is_header(raw):
@@ -367,9 +377,16 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
                     f"OMB validation says {verdict!r} (wrong data)"
                 )
                 continue
+            # a time OMB measured is > 0; sizes, counts, rates, overlap % are ≥ 0
             values = {
-                name: parse_number(tok, source=source, line=lineno) for name, tok in cells.items()
+                name: (parse_time if name in _TIMES else parse_rate)(
+                    tok, source=source, line=lineno, what=name
+                )
+                for name, tok in cells.items()
             }
+            for name in ("size", "iterations"):
+                if name in values:
+                    values[name] = to_int(values[name], source=source, line=lineno, what=name)
             block.rows.append((lineno, values))
             continue
         if block.rows and block.garbage is None:
@@ -394,6 +411,12 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             complete = False
             missing.append(f"{b.kind.benchmark} (line {b.line}): no rows after '{b.title}'")
 
+    for b in blocks:
+        if b.kind is not None and b.rows and "size" in b.rows[0][1]:
+            rows = [(n, int(v["size"]), v) for n, v in b.rows]
+            kept, dup_gap = sweep_rows(rows, table=b.kind.benchmark, source=source)
+            b.rows = [(n, v) for n, _, v in kept]
+            warnings.extend(dup_gap)
     samples: list[Sample] = []
     for b in blocks:
         for _, values in b.rows:

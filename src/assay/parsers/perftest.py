@@ -42,10 +42,10 @@ from assay.model import Sample, Stats
 from assay.parsers.base import (
     ParseResult,
     make_sample,
-    parse_number,
     require_tool,
     table_row,
 )
+from assay.parsers.numbers import checked, parse_rate, sweep_rows, to_int
 
 PROBE = "perftest"
 _sample = partial(make_sample, PROBE)
@@ -60,7 +60,7 @@ _TITLE = re.compile(
     r"(?P<kind>Latency|BW)\s+Test\s*$"
 )
 _DASHES = re.compile(r"^\s*-{20,}\s*$")
-_SETTING = re.compile(r"(?P<key>[A-Za-z][\w .*/()-]*?)\s*:\s*(?P<val>[^\s:]+)")
+_SETTING = re.compile(r"(?P<key>[A-Za-z][\w .*/()-]{0,60}?)\s*:\s*(?P<val>[^\s:]+)")
 _CPU_FREQ = re.compile(r"^\s*Conflicting CPU frequency values detected")
 
 _COLUMNS: list[tuple[str, re.Pattern[str]]] = [
@@ -104,6 +104,7 @@ class _Table:
     columns: list[str] = field(default_factory=list)
     bw_factor: float | None = None
     rows: list[dict[str, float]] = field(default_factory=list)
+    row_lines: list[int] = field(default_factory=list)  # the file line of each row
     closed: bool = False
     garbage: tuple[int, str] | None = None
 
@@ -155,7 +156,12 @@ def _table_samples(table: _Table) -> list[Sample]:
     for key, name in _SETTINGS_PARAMS.items():
         if key in table.settings:
             value: Any = table.settings[key]
-            base[name] = int(value) if name == "qps" and value.isdigit() else value
+            # a number of QPs too long for a counter is text, never a huge int
+            base[name] = (
+                int(value)
+                if name == "qps" and value.isascii() and value.isdigit() and len(value) < 10
+                else value
+            )
     if table.bidirectional:
         base["bidirectional"] = True
     for row in table.rows:
@@ -216,6 +222,7 @@ def looks_like(text: str) -> bool:
     return False
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read perftest output into samples (see the module docstring)."""
     require_tool(
@@ -299,16 +306,25 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             if tokens is None:
                 truncated_row = True
                 break
-            table.rows.append(
-                {
-                    name: parse_number(tok, source=source, line=lineno)
-                    for name, tok in zip(table.columns, tokens, strict=True)
-                }
-            )
+            row = {
+                name: parse_rate(tok, source=source, line=lineno, what=name)  # all ≥ 0
+                for name, tok in zip(table.columns, tokens, strict=True)
+            }
+            for name in ("size", "iterations"):
+                if name in row:
+                    row[name] = to_int(row[name], source=source, line=lineno, what=name)
+            table.rows.append(row)
+            table.row_lines.append(lineno)
             continue
         if table.rows and table.garbage is None:
             table.garbage = (lineno, stripped)
 
+    for t in tables:
+        if t.rows and "size" in t.rows[0]:
+            rows = [(n, int(r["size"]), r) for n, r in zip(t.row_lines, t.rows, strict=True)]
+            kept, dup_gap = sweep_rows(rows, table=t.benchmark, source=source)
+            t.rows, t.row_lines = [r for _, _, r in kept], [n for n, _, _ in kept]
+            warnings.extend(dup_gap)
     complete = not truncated_row
     missing: list[str] = []
     for t in tables:

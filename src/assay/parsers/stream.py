@@ -28,6 +28,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.base import ParseResult, parse_number
+from assay.parsers.numbers import checked, parse_int
 
 TOOL = "stream"
 KERNELS = ("Copy", "Scale", "Add", "Triad")
@@ -68,6 +69,7 @@ def looks_like(text: str) -> bool:
     return any(_HEADER.match(ln.strip()) for ln in text.splitlines())
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Parse the output of one or more STREAM runs; any failed validation is a ParseError."""
     if not text.strip():
@@ -82,16 +84,20 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             header = {"version": m["v"]}  # a new run starts
             result.meta.setdefault("version", m["v"])
         elif m := _BYTES.match(line):
-            header["bytes_per_element"] = int(m["b"])
+            header["bytes_per_element"] = parse_int(
+                m["b"], source=source, line=lineno, what="bytes per element"
+            )
         elif m := _ARRAY.match(line):
-            header["elements"] = int(m["n"])
-            header["offset"] = int(m["o"])
+            header["elements"] = parse_int(m["n"], source=source, line=lineno, what="array size")
+            header["offset"] = parse_int(m["o"], source=source, line=lineno, what="offset")
         elif m := _NTIMES.match(line):
-            header["ntimes"] = int(m["k"])
+            header["ntimes"] = parse_int(m["k"], source=source, line=lineno, what="NTIMES")
         elif m := _THREADS_REQ.match(line):
-            header["threads_requested"] = int(m["k"])
+            header["threads_requested"] = parse_int(
+                m["k"], source=source, line=lineno, what="threads"
+            )
         elif m := _THREADS_CNT.match(line):
-            header["threads"] = int(m["k"])
+            header["threads"] = parse_int(m["k"], source=source, line=lineno, what="threads")
         elif m := _HEADER.match(line):
             table = _Table(line=lineno, scale=_UNITS[m["unit"]], header=dict(header))
             tables.append(table)
@@ -104,6 +110,18 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
                 parse_number(m[k], source=source, line=lineno)
                 for k in ("rate", "avg", "min", "max")
             ]
+            if (seen := table.rows.get(m["kernel"])) is not None:
+                if list(seen[:4]) != nums:
+                    raise ParseError(
+                        f"a second {m['kernel']} row with other figures (line {seen[4]} has the "
+                        "first): two outputs mixed?",
+                        source=source,
+                        line=lineno,
+                    )
+                result.warnings.append(
+                    f"{source}:{lineno}: the {m['kernel']} row repeats line {seen[4]}; kept once"
+                )
+                continue
             table.rows[m["kernel"]] = (nums[0], nums[1], nums[2], nums[3], lineno)
         elif _FAILED.match(line):
             raise ParseError(

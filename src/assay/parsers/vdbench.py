@@ -36,6 +36,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Stats
 from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+from assay.parsers.numbers import checked, parse_int, parse_rate
 
 TOOL = "vdbench"
 MIB = 2**20  # "MB/sec 1024**2"
@@ -58,6 +59,7 @@ class _Run:
     info: dict[str, Any] = field(default_factory=dict)
     intervals: int = 0
     averages: int = 0
+    avg_lines: dict[str, tuple[int, dict[str, float]]] = field(default_factory=dict)
 
 
 def looks_like(text: str) -> bool:
@@ -69,6 +71,7 @@ def looks_like(text: str) -> bool:
     return "1024**2" in text and re.search(r"\binterval\b", text) is not None
 
 
+@checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Samples of every ``avg_`` line of a Vdbench SD/WD report."""
     if not text.strip():
@@ -93,7 +96,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
         if not stripped:
             continue
         if m := _START.search(stripped):
-            run = _Run(m["rd"].strip(), lineno, _run_info(m["rest"] or ""))
+            run = _Run(m["rd"].strip(), lineno, _run_info(m["rest"] or "", source, lineno))
             runs.append(run)
             continue
         if _FSD_HEADER.search(stripped):
@@ -140,6 +143,19 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             run = _Run(None, lineno)
             runs.append(run)
         if m["interval"].startswith("avg_"):
+            if (first := run.avg_lines.get(m["interval"])) is not None:
+                if first[1] != values:
+                    raise ParseError(
+                        f"a second {m['interval']} line with other figures in run {run.name} "
+                        f"(line {first[0]} has the first): two outputs mixed?",
+                        source=source,
+                        line=lineno,
+                    )
+                result.warnings.append(
+                    f"{source}:{lineno}: {m['interval']} repeats line {first[0]}; kept once"
+                )
+                continue
+            run.avg_lines[m["interval"]] = (lineno, values)
             run.averages += 1
             _samples(m["interval"], values, run, result, source, lineno)
         else:
@@ -166,6 +182,8 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
 
 def _columns(first: str, second: str, source: str, line: int) -> list[str]:
     words1 = first.split()
+    if "interval" not in words1:
+        raise ParseError("the column header lacks 'interval'", source=source, line=line)
     words1 = words1[words1.index("interval") + 1 :]
     words2 = second.split()
     if len(words1) != len(words2):
@@ -177,7 +195,7 @@ def _columns(first: str, second: str, source: str, line: int) -> list[str]:
     return [f"{a} {b}" for a, b in zip(words1, words2, strict=True)]
 
 
-def _run_info(rest: str) -> dict[str, Any]:
+def _run_info(rest: str, source: str, lineno: int) -> dict[str, Any]:
     """``I/O rate: Uncontrolled MAX; elapsed=120 warmup=30; For loops: threads=2``."""
     info: dict[str, Any] = {}
     if m := re.search(r"I/O rate:\s*([^;]+)", rest):
@@ -189,17 +207,19 @@ def _run_info(rest: str) -> dict[str, Any]:
             info["iorate_requested"] = "max"
         else:
             try:
-                info["iorate_requested"] = float(rate)
-            except ValueError:
-                info["iorate_requested"] = rate
+                info["iorate_requested"] = parse_rate(rate, source=source, line=lineno)
+            except ParseError:
+                info["iorate_requested"] = rate  # kept as Vdbench printed it
         if "uncontrolled" in lower:
             info["controlled"] = False
         elif "controlled" in lower:
             info["controlled"] = True
     if m := re.search(r"elapsed=(\d+)", rest):
-        info["elapsed_s"] = int(m[1])  # the RD's elapsed=, seconds
+        info["elapsed_s"] = parse_int(
+            m[1], source=source, line=lineno, what="elapsed="
+        )  # the RD's elapsed=, seconds
     if m := re.search(r"warmup=(\d+)", rest):
-        info["warmup_s"] = int(m[1])
+        info["warmup_s"] = parse_int(m[1], source=source, line=lineno, what="warmup=")
     if m := re.search(r"For loops:\s*(.*)$", rest):
         loops = m[1].strip()
         if loops and loops != "None":
@@ -212,8 +232,8 @@ def _samples(
 ) -> None:
     m = _AVG.fullmatch(label)
     assert m is not None
-    first = int(m["first"])
-    last = int(m["last"]) if m["last"] else first
+    first = parse_int(m["first"], source=source, line=line, what="interval")
+    last = parse_int(m["last"], source=source, line=line, what="interval") if m["last"] else first
     if last < first:
         result.warnings.append(
             f"{source}:{line}: {label} of run {run.name}: the run had fewer than two intervals, "
