@@ -7,6 +7,7 @@ import html
 import io
 import json
 import shutil
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,7 +15,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from assay.errors import AssayError
-from assay.report.build import build_tables
+from assay.report.build import Built, build, merge_runs
 from assay.report.table import Table
 from assay.store import LoadedRun
 from assay.store.rundir import complete_lines
@@ -22,7 +23,7 @@ from assay.store.rundir import complete_lines
 # Without a terminal (a pipe, a file, CI) and without COLUMNS, tables are drawn this wide.
 DEFAULT_WIDTH = 120
 
-FORMATS = ("term", "md", "json", "csv")
+FORMATS = ("term", "md", "html", "json", "csv")
 
 
 def _header(run: LoadedRun) -> list[str]:
@@ -166,12 +167,40 @@ def render_csv(run: LoadedRun) -> str:
     return buf.getvalue()
 
 
-def render(run: LoadedRun, fmt: str = "term", width: int | None = None) -> str:
+def render_html(run: LoadedRun, built: Built, head: list[str] | None = None) -> str:
+    """One self-contained HTML page (:mod:`assay.report.html`): tables and their plots."""
+    from assay.report.html import page
+    from assay.report.plots import charts_of
+
+    charts = charts_of(built.figures, built.derived)
+    return page(f"assay report: {run.info.suite}", head or _header(run), built.tables, charts)
+
+
+def render(
+    run: LoadedRun | list[LoadedRun],
+    fmt: str = "term",
+    width: int | None = None,
+    plots_dir: Path | None = None,
+) -> str:
+    """A report of one run, or of several as one (:func:`merge_runs`: an imported OSU output as
+    a column beside assay's MPIs). ``plots_dir``: also write every plot there as SVG and PNG."""
+    runs = run if isinstance(run, list) else [run]
+    head = [line for r in runs for line in _header(r)]
+    run = merge_runs(runs)
     if fmt == "json":
         return render_json(run)
     if fmt == "csv":
         return render_csv(run)
-    tables = build_tables(run)
+    if fmt not in FORMATS:
+        raise AssayError(f"unknown report format {fmt!r}", hint=f"formats: {', '.join(FORMATS)}")
+    built = build(run)
+    tables = built.tables
+    if plots_dir is not None:
+        from assay.report.plots import charts_of, write_plots
+
+        write_plots(charts_of(built.figures, built.derived), plots_dir)
+    if fmt == "html":
+        return render_html(run, built, head)
     if fmt == "md":
         return render_markdown(run, tables)
     if fmt == "term":
