@@ -90,7 +90,7 @@ def mpi_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
             charts.append(
                 Chart(
                     f"plot-{key}",
-                    title + " with the Hockney asymptote",
+                    title + (" with the Hockney asymptote (dashed)" if asym else ""),
                     key,
                     lambda lines=lines, asym=asym, title=title: draw.bandwidth_vs_size(
                         lines, asym, title
@@ -199,11 +199,13 @@ def compute_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
         p = f.sample.params
         name = f.sample.metric.split(".", 1)[1].upper()
         threads = p.get("threads") or p.get("ranks")
-        label = f"{name} n={p.get('n', '?')}" + (f", {threads} thr" if threads else "")
+        n = p.get("n") or p.get("N")
+        label = name + (f" n={n}" if n else "") + (f", {threads} thr" if threads else "")
         frac = derived.fraction_of(f)
         flagged = bool(frac and frac.flag)
         note = f"{100 * frac.fraction:.0f}% of Rpeak" if frac and frac.fraction else ""
-        note += f"{', ' if note else ''}{count(f)}"
+        n = count(f)
+        note += f"{', ' if note else ''}{'1 run' if n == '1' else n}"
         bars.append(draw.Bar(label, f.sample.value, flagged, group=name, note=note))
     refs = {f"Rpeak {k.upper()}": r.flops for k, r in sorted(derived.rpeaks.items())}
     return [
