@@ -9,6 +9,7 @@ events on its fd 4, each message ending with a NUL byte. No port, no websocket l
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import json
 import os
@@ -79,7 +80,7 @@ class Browser:
                 f"--user-data-dir={self.profile}",
                 f"--window-size={width},{height}",
                 "about:blank",
-            ],  # fmt: skip
+            ],
             close_fds=False,  # our other fds are non-inheritable (PEP 446); 3 and 4 are set up
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -93,20 +94,16 @@ class Browser:
         self.events: list[dict[str, Any]] = []
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing anyway
             self.send("Browser.close")
-        except Exception:  # noqa: BLE001 — closing anyway
-            pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
         for fd in (self._to_child, self._from_child):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         shutil.rmtree(self.profile, ignore_errors=True)
 
     def __enter__(self) -> Browser:
@@ -128,9 +125,12 @@ class Browser:
         return json.loads(raw)
 
     def send(
-        self, method: str, params: dict[str, Any] | None = None, session: str | None = None,
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        session: str | None = None,
         timeout: float = 60,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         self._next += 1
         msg: dict[str, Any] = {"id": self._next, "method": method, "params": params or {}}
         if session:
@@ -174,10 +174,19 @@ class Browser:
         size = metrics.get("cssContentSize") or metrics["contentSize"]
         shot = self.send(
             "Page.captureScreenshot",
-            {"format": "png", "captureBeyondViewport": True,
-             "clip": {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 16000),
-                      "scale": 1}},
-        session=sid)  # fmt: skip
+            {
+                "format": "png",
+                "captureBeyondViewport": True,
+                "clip": {
+                    "x": 0,
+                    "y": 0,
+                    "width": size["width"],
+                    "height": min(size["height"], 16000),
+                    "scale": 1,
+                },
+            },
+            session=sid,
+        )
         visit = Visit(
             facts=facts.get("result", {}).get("value"), screenshot=base64.b64decode(shot["data"])
         )

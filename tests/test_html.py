@@ -13,12 +13,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import FAST_SETS, run_cli
-from html_browser import Browser
 
 from assay.report.html import esc, page
 from assay.report.render import md
 from assay.report.table import Table
+from conftest import FAST_SETS, run_cli
+from html_browser import Browser
 
 FIX = Path(__file__).parent / "fixtures"
 HOSTILE = "<script>alert(1)</script>|"
@@ -78,8 +78,14 @@ class _Check(HTMLParser):
 
 
 def test_hostile_labels_stay_text_in_html_and_markdown():
-    t = Table("p2p-latency", HOSTILE, ["#bytes", f"Latency [us] ({HOSTILE})"], [["1", HOSTILE]],
-              [HOSTILE], [f"mpirun {HOSTILE}"])  # fmt: skip
+    t = Table(
+        "p2p-latency",
+        HOSTILE,
+        ["#bytes", f"Latency [us] ({HOSTILE})"],
+        [["1", HOSTILE]],
+        [HOSTILE],
+        [f"mpirun {HOSTILE}"],
+    )
     text = page(HOSTILE, [HOSTILE], [t])
     assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;|" in text
     parser = _Check()
@@ -103,8 +109,13 @@ def imported_runs(assay_home: Path) -> tuple[Path, list[str]]:
         assay_home, "MVAPICH2 2.3", *osu, FIX / "osu" / "alaska_ompi4_ucx_osu_allreduce.out"
     )
     b = _import(assay_home, HOSTILE, osu[0], osu[1])
-    c = _import(assay_home, "site", FIX / "stream" / "revyos_lpi4a_omp8.txt",
-                FIX / "hpl" / "sc14_hpl21.txt", FIX / "fio" / "randread_8k.jsonplus.json")  # fmt: skip
+    c = _import(
+        assay_home,
+        "site",
+        FIX / "stream" / "revyos_lpi4a_omp8.txt",
+        FIX / "hpl" / "sc14_hpl21.txt",
+        FIX / "fio" / "randread_8k.jsonplus.json",
+    )
     return assay_home, [a, b, c]
 
 
@@ -112,8 +123,9 @@ def test_imported_runs_in_one_html_report_render_in_chromium(imported_runs, tmp_
     home, runs = imported_runs
     out = tmp_path / "report.html"
     plots = tmp_path / "plots"
-    proc = run_cli("report", *runs, "--format", "html", "-o", str(out), "--plots-dir", str(plots),
-                   home=home)  # fmt: skip
+    proc = run_cli(
+        "report", *runs, "--format", "html", "-o", str(out), "--plots-dir", str(plots), home=home
+    )
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
     parser = _Check()

@@ -57,12 +57,12 @@ CASES = {
             [[None, 1.1, 1.2], [1.1, None, 3.0], [1.2, 3.0, None]],
             "µs",
             {(1, 2)},
-        )  # fmt: skip
+        )
     ),
     "history": lambda: draw.history(
         draw.History(
             [f"run{i}" for i in range(8)], [10, 10.2, 9.9, 10.1, 8, 8.1, 7.9, 8], [4], [10.05, 8.0]
-        ),  # fmt: skip
+        ),
         "memory.triad",
         "GB/s",
     ),
@@ -71,7 +71,7 @@ CASES = {
             draw.Verdict("a", 1.1, "better"),
             draw.Verdict(HOSTILE, 0.8, "worse"),
             draw.Verdict("c", 1.0, "same"),
-        ]  # fmt: skip
+        ]
     ),
 }
 

@@ -222,9 +222,15 @@ def bars(
     drawn = ax.bar(xs, [b.value * scale for b in items], color=colours, width=0.6)
     for rect, b in zip(drawn, items, strict=True):
         if b.note:
-            ax.annotate(text(b.note), (rect.get_x() + rect.get_width() / 2, rect.get_height()),
-                        ha="center", va="bottom", fontsize=7, xytext=(0, 2),
-                        textcoords="offset points")  # fmt: skip
+            ax.annotate(
+                text(b.note),
+                (rect.get_x() + rect.get_width() / 2, rect.get_height()),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                xytext=(0, 2),
+                textcoords="offset points",
+            )
     ax.set_xlim(-0.7, max(len(items), 2) - 0.3)
     ax.set_xticks(xs, [text(b.label) for b in items], rotation=30 if len(items) > 6 else 0)
     for g in groups:
@@ -235,9 +241,13 @@ def bars(
     for i, (name, level) in enumerate((references or {}).items()):
         ax.axhline(level * scale, ls="--", lw=1, color=PALETTE[(i + 6) % len(PALETTE)])
         ax.annotate(
-            text(name), (0, level * scale), xycoords=("axes fraction", "data"), fontsize=8,
-            xytext=(2, 2), textcoords="offset points",
-        )  # fmt: skip
+            text(name),
+            (0, level * scale),
+            xycoords=("axes fraction", "data"),
+            fontsize=8,
+            xytext=(2, 2),
+            textcoords="offset points",
+        )
     ax.set_ylim(bottom=0)
     ax.grid(axis="x", visible=False)
     return _finish(fig, ax, title, "", ylabel)
@@ -252,9 +262,14 @@ def latency_ladder(
     for name, size in (caches or {}).items():
         ax.axvline(size, ls=":", color="#666666", lw=1)
         ax.annotate(
-            text(name), (size, 1), xycoords=("data", "axes fraction"), fontsize=8,
-            xytext=(-2, -10), textcoords="offset points", ha="right",
-        )  # fmt: skip
+            text(name),
+            (size, 1),
+            xycoords=("data", "axes fraction"),
+            fontsize=8,
+            xytext=(-2, -10),
+            textcoords="offset points",
+            ha="right",
+        )
     _size_axis(ax)
     ax.set_yscale("log")
     return _finish(fig, ax, title, "working set (bytes)", "latency per load (ns)")
@@ -266,15 +281,29 @@ def response_curves(curves: Sequence[Curve], title: str = "Response-time curves"
     fig, ax = _new()
     for i, c in enumerate(curves):
         colour = PALETTE[i % len(PALETTE)]
-        ax.plot(c.iops, [v * 1e3 for v in c.mean_s], "o-", ms=3, color=colour,
-                label=text(f"{c.label} mean"))  # fmt: skip
+        ax.plot(
+            c.iops,
+            [v * 1e3 for v in c.mean_s],
+            "o-",
+            ms=3,
+            color=colour,
+            label=text(f"{c.label} mean"),
+        )
         p99 = [(x, v * 1e3) for x, v in zip(c.iops, c.p99_s, strict=False) if v is not None]
         if p99:
-            ax.plot(*zip(*p99, strict=True), "s--", ms=3, color=colour,
-                    label=text(f"{c.label} p99"))  # fmt: skip
+            ax.plot(
+                *zip(*p99, strict=True), "s--", ms=3, color=colour, label=text(f"{c.label} p99")
+            )
         if c.knee:
-            ax.plot([c.knee[0]], [c.knee[1] * 1e3], "o", ms=12, mfc="none", color=FLAG_COLOUR,
-                    label=text(f"{c.label} knee"))  # fmt: skip
+            ax.plot(
+                [c.knee[0]],
+                [c.knee[1] * 1e3],
+                "o",
+                ms=12,
+                mfc="none",
+                color=FLAG_COLOUR,
+                label=text(f"{c.label} knee"),
+            )
     ax.set_ylim(bottom=0)
     return _finish(fig, ax, title, "achieved IOPS", "latency (ms)")
 
@@ -295,8 +324,15 @@ def heatmap(h: Heatmap, title: str = "All pairs") -> Any:
         for r in range(n):
             for c in range(n):
                 if not math.isnan(grid[r, c]):
-                    ax.text(c, r, f"{grid[r, c]:.3g}", ha="center", va="center", fontsize=7,
-                            color="white")  # fmt: skip
+                    ax.text(
+                        c,
+                        r,
+                        f"{grid[r, c]:.3g}",
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color="white",
+                    )
     for r, c in h.flagged:
         ax.add_patch(_box(r, c))
     return _finish(fig, ax, title, "receiver", "sender")
@@ -315,11 +351,18 @@ def history(h: History, title: str, ylabel: str) -> Any:
     ax.plot(xs, h.values, "o-", ms=3, color=PALETTE[0], label="value")
     bounds = [0, *h.change_points, len(h.values)]
     for i, level in enumerate(h.levels):
-        ax.hlines(level, bounds[i] - 0.4, bounds[i + 1] - 0.6, colors=PALETTE[2], lw=2,
-                  label="segment level" if i == 0 else None)  # fmt: skip
+        ax.hlines(
+            level,
+            bounds[i] - 0.4,
+            bounds[i + 1] - 0.6,
+            colors=PALETTE[2],
+            lw=2,
+            label="segment level" if i == 0 else None,
+        )
     for j, cp in enumerate(h.change_points):
-        ax.axvline(cp - 0.5, color=FLAG_COLOUR, ls="--", lw=1,
-                   label="change point" if j == 0 else None)  # fmt: skip
+        ax.axvline(
+            cp - 0.5, color=FLAG_COLOUR, ls="--", lw=1, label="change point" if j == 0 else None
+        )
     step = max(1, len(xs) // 12)
     ax.set_xticks(xs[::step], [text(r) for r in list(h.runs)[::step]], rotation=30, ha="right")
     return _finish(fig, ax, title, "run", ylabel)
@@ -329,8 +372,9 @@ def comparison(rows: Sequence[Verdict], title: str = "Against the reference") ->
     """One bar per figure: the ratio (> 1 better), coloured by verdict, a line at 1."""
     fig, ax = _new((7.0, max(2.5, 0.25 * len(rows) + 1)))
     ys = list(range(len(rows)))
-    ax.barh(ys, [r.ratio for r in rows], color=[VERDICT_COLOURS.get(r.verdict, "#999999")
-                                                for r in rows])  # fmt: skip
+    ax.barh(
+        ys, [r.ratio for r in rows], color=[VERDICT_COLOURS.get(r.verdict, "#999999") for r in rows]
+    )
     ax.set_yticks(ys, [text(r.label) for r in rows], fontsize=7)
     ax.invert_yaxis()
     ax.axvline(1.0, color="black", lw=1)
