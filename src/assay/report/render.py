@@ -23,6 +23,11 @@ from assay.store.rundir import complete_lines
 # Without a terminal (a pipe, a file, CI) and without COLUMNS, tables are drawn this wide.
 DEFAULT_WIDTH = 120
 
+# The JSON report's schema (docs/report-json.md): bump the version on any change a reader of
+# version 1 would misread (a renamed or re-meant field); adding a field is not one.
+JSON_SCHEMA = "assay-report"
+JSON_SCHEMA_VERSION = 1
+
 FORMATS = ("term", "md", "html", "json", "csv")
 
 
@@ -126,9 +131,13 @@ def render_term(run: LoadedRun, tables: list[Table], width: int | None = None) -
 
 
 def render_json(run: LoadedRun) -> str:
-    """The whole run as one JSON document. Samples are passed through as stored (each is
-    already a JSON object on its own line), so a million of them cost no re-encoding."""
+    """The whole run as one JSON document, schema ``docs/report-json.md`` (version
+    ``JSON_SCHEMA_VERSION``; ``assay import --format assay-json`` reads it back). Samples are
+    passed through as stored (each is already a JSON object on its own line), so a million of
+    them cost no re-encoding."""
     head = {
+        "schema": JSON_SCHEMA,
+        "schema_version": JSON_SCHEMA_VERSION,
         "run": run.info.to_dict(),
         "system": run.system.to_dict(),
         "jobs": [r.to_dict() for r in run.results],
