@@ -178,3 +178,32 @@ def test_a_real_run_with_an_imported_osu_column_renders_in_chromium(
     assert "Latency [us] (MVAPICH2 2.3)" in lat_headers
     assert {"plot-p2p-latency", "plot-compute"} <= {p["id"] for p in facts["plots"]}
     assert "reps" in facts["text"] or " it." in facts["text"]  # counts behind the figures
+
+
+def _tables_of(md_text: str) -> list[str]:
+    """A Markdown report's titles and table rows: not its header (run id, path, times) nor the
+    commands (an import's command is the file it read)."""
+    return [ln for ln in md_text.splitlines() if ln.startswith(("## ", "|"))]
+
+
+def test_json_report_round_trips_through_import(imported_runs, tmp_path: Path):
+    home, runs = imported_runs
+    doc = tmp_path / "run.json"
+    run_cli("report", runs[0], "--format", "json", "-o", str(doc), home=home, check=True)
+    data = json.loads(doc.read_text())
+    assert data["schema"] == "assay-report" and data["schema_version"] == 1
+    back = _import(home, "MVAPICH2 2.3", doc, fmt="assay-json")
+    before = run_cli("report", runs[0], "--format", "md", home=home, check=True).stdout
+    after = run_cli("report", back, "--format", "md", home=home, check=True).stdout
+    assert _tables_of(after) == _tables_of(before)
+    # auto-detected too
+    assert _import(home, "again", doc)
+
+
+def test_a_newer_json_schema_is_refused_not_misread(assay_home: Path, tmp_path: Path):
+    doc = tmp_path / "new.json"
+    doc.write_text(json.dumps({"schema": "assay-report", "schema_version": 99, "samples": []}))
+    proc = run_cli("import", "--format", "assay-json", str(doc), home=assay_home)
+    assert proc.returncode != 0
+    assert "schema_version 99" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr

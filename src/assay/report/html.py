@@ -31,7 +31,8 @@ th { background: #f6f8fa; } td:first-child, th:first-child { text-align: left; }
 table.text td, table.text th { text-align: left; }
 td.best { font-weight: 700; background: #dafbe1; }
 td.worse { background: #ffebe9; } td.better { background: #dafbe1; }
-pre { background: #f6f8fa; padding: .5em; overflow-x: auto; font-size: .85em; }
+pre { background: #f6f8fa; padding: .5em; font-size: .85em; white-space: pre-wrap;
+      overflow-wrap: anywhere; }
 p.note { color: #57606a; font-size: .9em; margin: .2em 0; }
 figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
 figcaption { color: #57606a; font-size: .9em; }

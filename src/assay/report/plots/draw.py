@@ -21,7 +21,7 @@ from typing import Any
 # One palette for every plot (colour-blind safe, Okabe–Ito), and the verdict colours.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 VERDICT_COLOURS = {"better": "#009E73", "worse": "#D55E00", "same": "#999999"}
-FLAG_COLOUR = "#D55E00"
+FLAG_COLOUR = "#C0001A"  # not in the palette: a flag never looks like a series
 STYLE = {
     "svg.fonttype": "path",
     "svg.hashsalt": "assay",
@@ -233,11 +233,9 @@ def bars(
             )
     ax.set_xlim(-0.7, max(len(items), 2) - 0.3)
     ax.set_xticks(xs, [text(b.label) for b in items], rotation=30 if len(items) > 6 else 0)
-    for g in groups:
-        if g:
-            ax.bar([], [], color=PALETTE[groups.index(g) % len(PALETTE)], label=text(g))
+    legend = [_patch(PALETTE[i % len(PALETTE)], g) for i, g in enumerate(groups) if g]
     if any(b.flagged for b in items):
-        ax.bar([], [], color=FLAG_COLOUR, label=text(flag_label))
+        legend.append(_patch(FLAG_COLOUR, flag_label))
     for i, (name, level) in enumerate((references or {}).items()):
         ax.axhline(level * scale, ls="--", lw=1, color=PALETTE[(i + 6) % len(PALETTE)])
         ax.annotate(
@@ -248,9 +246,18 @@ def bars(
             xytext=(2, 2),
             textcoords="offset points",
         )
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.08)  # room for the notes above the bars
     ax.grid(axis="x", visible=False)
-    return _finish(fig, ax, title, "", ylabel)
+    _finish(fig, ax, title, "", ylabel)
+    if legend:
+        ax.legend(handles=legend, loc="upper right")
+    return fig
+
+
+def _patch(colour: str, label: str) -> Any:
+    from matplotlib.patches import Patch
+
+    return Patch(color=colour, label=text(label))
 
 
 def latency_ladder(
@@ -378,8 +385,8 @@ def comparison(rows: Sequence[Verdict], title: str = "Against the reference") ->
     ax.set_yticks(ys, [text(r.label) for r in rows], fontsize=7)
     ax.invert_yaxis()
     ax.axvline(1.0, color="black", lw=1)
-    for verdict, colour in VERDICT_COLOURS.items():
-        if any(r.verdict == verdict for r in rows):
-            ax.barh([], [], color=colour, label=verdict)
+    legend = [_patch(c, v) for v, c in VERDICT_COLOURS.items() if any(r.verdict == v for r in rows)]
     ax.grid(axis="y", visible=False)
-    return _finish(fig, ax, title, "ratio (> 1: this run is better)", "")
+    _finish(fig, ax, title, "ratio (> 1: this run is better)", "")
+    ax.legend(handles=legend, loc="lower right")
+    return fig
