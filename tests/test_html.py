@@ -101,9 +101,11 @@ def test_the_page_forbids_every_fetch_and_script():
     assert "default-src 'none'" in text and "<script" not in text
 
 
-@pytest.fixture
-def imported_runs(assay_home: Path) -> tuple[Path, list[str]]:
-    """Real OSU, STREAM, HPL and fio outputs imported as runs, one under a hostile label."""
+@pytest.fixture(scope="module")
+def imported_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """Real OSU, STREAM, HPL and fio outputs imported as runs, one under a hostile label
+    (once per module: the tests only read these runs, or add runs of their own)."""
+    assay_home = tmp_path_factory.mktemp("html") / "assay-home"
     osu = [FIX / "osu" / f"alaska_ompi4_ucx_osu_{b}.out" for b in ("latency", "bw", "bibw")]
     a = _import(
         assay_home, "MVAPICH2 2.3", *osu, FIX / "osu" / "alaska_ompi4_ucx_osu_allreduce.out"
@@ -207,3 +209,27 @@ def test_a_newer_json_schema_is_refused_not_misread(assay_home: Path, tmp_path: 
     assert proc.returncode != 0
     assert "schema_version 99" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_compare_and_history_as_html_render_in_chromium(imported_runs, tmp_path: Path):
+    home, runs = imported_runs
+    pages = {
+        "compare": run_cli("compare", runs[0], runs[1], "--format", "html", home=home),
+        "history": run_cli(
+            "history", "p2p.latency", "--params", "size=8", "--format", "html", home=home
+        ),
+    }
+    facts = {}
+    with Browser() as browser:
+        for name, proc in pages.items():
+            assert proc.returncode == 0, proc.stderr
+            path = tmp_path / f"{name}.html"
+            path.write_text(proc.stdout)
+            visit = browser.visit(path, FACTS_JS)
+            _artifact(f"{name}.png", visit.screenshot)
+            assert visit.errors() == [] and visit.requests == [path.resolve().as_uri()]
+            facts[name] = json.loads(visit.facts)
+    assert [p["id"] for p in facts["compare"]["plots"]] == ["plot-compare"]
+    assert "verdict" in facts["compare"]["headers"]
+    assert facts["history"]["plots"] and facts["history"]["tables"] == ["t-history"]
+    assert HOSTILE in facts["history"]["text"]  # the hostile label's run is in the history

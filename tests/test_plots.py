@@ -70,7 +70,7 @@ CASES = {
         [
             draw.Verdict("a", 1.1, "better"),
             draw.Verdict(HOSTILE, 0.8, "worse"),
-            draw.Verdict("c", 1.0, "same"),
+            draw.Verdict("c", 1.0, "not significant"),
         ]
     ),
 }

@@ -4,13 +4,14 @@ writes every chart as SVG and PNG files (``--plots-dir``)."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from assay.errors import AssayError
 from assay.report.plots.draw import to_svg
-from assay.report.plots.of_run import Chart, charts_of
+from assay.report.plots.of_run import Chart, charts_of, comparison_chart, history_charts
 
-__all__ = ["Chart", "charts_of", "svg_of", "write_plots"]
+__all__ = ["Chart", "charts_of", "comparison_chart", "history_charts", "svg_of", "write_plots"]
 
 
 def svg_of(chart: Chart) -> str:
@@ -33,7 +34,8 @@ def write_plots(charts: list[Chart], where: Path) -> list[Path]:
     written = []
     for chart in charts:
         fig = chart.make()
-        with matplotlib.rc_context(STYLE):
+        with matplotlib.rc_context(STYLE), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # as in draw.to_svg
             fig.tight_layout()
             for ext in ("svg", "png"):
                 path = where / f"{chart.key}.{ext}"

@@ -14,13 +14,19 @@ reads a label as mathtext, and the SVG writer escapes ``<``, ``&`` and comment m
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 # One palette for every plot (colour-blind safe, Okabe–Ito), and the verdict colours.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
-VERDICT_COLOURS = {"better": "#009E73", "worse": "#D55E00", "same": "#999999"}
+VERDICT_COLOURS = {
+    "better": "#009E73",
+    "worse": "#D55E00",
+    "not significant": "#999999",
+    "unknown": "#DDDDDD",
+}
 FLAG_COLOUR = "#C0001A"  # not in the palette: a flag never looks like a series
 STYLE = {
     "svg.fonttype": "path",
@@ -72,7 +78,7 @@ class Curve:
 class Verdict:
     label: str
     ratio: float  # > 1: better
-    verdict: str  # "better", "worse" or "same"
+    verdict: str  # "better", "worse", "not significant" or "unknown"
 
 
 @dataclass
@@ -98,6 +104,11 @@ class Heatmap:
 def text(s: object) -> str:
     """A label as matplotlib must get it: ``$`` would start mathtext, so it is escaped."""
     return str(s).replace("$", r"\$")
+
+
+def short(s: str, n: int) -> str:
+    """A tick label cut to ``n`` characters (the table beside the plot has it whole)."""
+    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 def _pyplot() -> Any:
@@ -126,7 +137,9 @@ def to_svg(fig: Any) -> str:
 
     plt = _pyplot()
     buf = io.StringIO()
-    with matplotlib.rc_context(STYLE):
+    with matplotlib.rc_context(STYLE), warnings.catch_warnings():
+        # a layout that cannot fit every label is still drawn; the warning would only be noise
+        warnings.simplefilter("ignore", UserWarning)
         fig.tight_layout()
         fig.savefig(buf, format="svg", metadata={"Date": None})
     plt.close(fig)
@@ -354,6 +367,7 @@ def _box(r: int, c: int) -> Any:
 def history(h: History, title: str, ylabel: str) -> Any:
     """A metric run by run, each segment's level drawn flat, a change point as a vertical line."""
     fig, ax = _new()
+    title = short(title, 80)
     xs = list(range(len(h.values)))
     ax.plot(xs, h.values, "o-", ms=3, color=PALETTE[0], label="value")
     bounds = [0, *h.change_points, len(h.values)]
@@ -376,13 +390,15 @@ def history(h: History, title: str, ylabel: str) -> Any:
 
 
 def comparison(rows: Sequence[Verdict], title: str = "Against the reference") -> Any:
-    """One bar per figure: the ratio (> 1 better), coloured by verdict, a line at 1."""
-    fig, ax = _new((7.0, max(2.5, 0.25 * len(rows) + 1)))
+    """One bar per figure: the ratio (> 1 better, log scale), coloured by verdict, a line at 1."""
+    fig, ax = _new((9.0, max(2.5, 0.2 * len(rows) + 1)))
     ys = list(range(len(rows)))
-    ax.barh(
-        ys, [r.ratio for r in rows], color=[VERDICT_COLOURS.get(r.verdict, "#999999") for r in rows]
-    )
-    ax.set_yticks(ys, [text(r.label) for r in rows], fontsize=7)
+    # bars grow from 1 on a log axis: 2× better and 2× worse are the same length
+    colours = [VERDICT_COLOURS.get(r.verdict, "#999999") for r in rows]
+    ratios = [r.ratio if r.ratio > 0 else math.nan for r in rows]
+    ax.barh(ys, [x - 1 for x in ratios], left=1, color=colours)
+    ax.set_xscale("log")
+    ax.set_yticks(ys, [text(short(r.label, 60)) for r in rows], fontsize=7)
     ax.invert_yaxis()
     ax.axvline(1.0, color="black", lw=1)
     legend = [_patch(c, v) for v, c in VERDICT_COLOURS.items() if any(r.verdict == v for r in rows)]

@@ -263,3 +263,44 @@ def charts_of(figures: list[Figure], derived: Derived) -> list[Chart]:
         *mpi_charts(figures, derived),
         *storage_charts(derived.storage_points, figures),
     ]
+
+
+def comparison_chart(rows: list[Any], title: str) -> Chart:
+    """``assay compare``'s rows (:class:`assay.analysis.compare.Comparison`) as ratio bars in
+    verdict colours."""
+    bars = [
+        draw.Verdict(
+            r.metric + (" " + ", ".join(f"{k}={v}" for k, v in r.params) if r.params else ""),
+            r.goodness,
+            r.verdict,
+        )
+        for r in rows
+    ]
+    return Chart("plot-compare", title, "compare", lambda: draw.comparison(bars, title))
+
+
+def history_charts(
+    metric: str, unit: str, rows: list[dict[str, Any]], shown: Callable[[float], float]
+) -> list[Chart]:
+    """``assay history``'s rows, one plot per distinct params (a metric at each message size
+    is several histories); ``shown`` converts a stored value to ``unit``. Change points are
+    not drawn yet: :func:`draw.history` takes them once the change-point analysis exists."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        where = ", ".join(
+            f"{k}={v}" for k, v in sorted(r["params"].items()) if not isinstance(v, list | dict)
+        )
+        groups[where].append(r)
+    charts = []
+    for i, (where, rs) in enumerate(sorted(groups.items())[:12]):
+        h = draw.History([r["run_id"] for r in rs], [shown(r["value"]) for r in rs])
+        title = f"{metric} ({where})" if where else metric
+        charts.append(
+            Chart(
+                f"plot-history-{i}",
+                title,
+                "history",
+                lambda h=h, title=title: draw.history(h, title, unit),
+            )
+        )
+    return charts
