@@ -54,8 +54,9 @@ def _open(path: Path, shot: str) -> tuple[dict, object]:
     return json.loads(visit.facts), visit
 
 
-def _import(home: Path, label: str, *files: Path, fmt: str = "auto") -> str:
-    proc = run_cli("import", "--format", fmt, "--label", label, *map(str, files), home=home)
+def _import(home: Path, label: str, *files: Path, fmt: str = "auto", extra: tuple = ()) -> str:
+    args = ("import", "--format", fmt, "--label", label, *extra, *map(str, files))
+    proc = run_cli(*args, home=home)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return re.search(
         r"stored\s+as\s+run\s+(\d{8}-\d{6}-[0-9a-f]+)", proc.stdout + proc.stderr
@@ -169,7 +170,7 @@ def test_a_real_run_with_an_imported_osu_column_renders_in_chromium(
     """assay's own OpenMPI and MPICH columns, and an imported OSU output beside them."""
     proc = run_cli("run", "quick", *FAST_SETS, home=assay_home, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    own = re.search(r"run (\S+): suite quick", proc.stdout).group(1)
+    own = re.search(r"run (\d{8}-\d{6}-[0-9a-f]+): suite quick", proc.stdout + proc.stderr)[1]
     osu = _import(assay_home, "MVAPICH2 2.3", FIX / "osu" / "alaska_ompi4_ucx_osu_latency.out")
     out = tmp_path / "report.html"
     run_cli("report", own, osu, "--format", "html", "-o", str(out), home=assay_home, check=True)
@@ -180,6 +181,15 @@ def test_a_real_run_with_an_imported_osu_column_renders_in_chromium(
     assert "Latency [us] (MVAPICH2 2.3)" in lat_headers
     assert {"plot-p2p-latency", "plot-compute"} <= {p["id"] for p in facts["plots"]}
     assert "reps" in facts["text"] or " it." in facts["text"]  # counts behind the figures
+
+    # the JSON report of a real run round-trips, each MPI keeping its own column
+    doc = tmp_path / "own.json"
+    run_cli("report", own, "--format", "json", "-o", str(doc), home=assay_home, check=True)
+    # the system record comes from --system-from (docs/report-json.md, Limits)
+    back = _import(assay_home, "copy", doc, fmt="assay-json", extra=("--system-from", own))
+    before = run_cli("report", own, "--format", "md", home=assay_home, check=True).stdout
+    after = run_cli("report", back, "--format", "md", home=assay_home, check=True).stdout
+    assert _tables_of(after) == _tables_of(before)
 
 
 def _tables_of(md_text: str) -> list[str]:

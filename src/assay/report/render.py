@@ -77,8 +77,9 @@ def markdown_table(t: Table, level: str = "##") -> list[str]:
     return out
 
 
-def render_markdown(run: LoadedRun, tables: list[Table]) -> str:
-    out = [f"# assay report: {md(run.info.suite)}", "", *(f"{md(ln)}  " for ln in _header(run))]
+def render_markdown(run: LoadedRun, tables: list[Table], head: list[str] | None = None) -> str:
+    lines = head or _header(run)
+    out = [f"# assay report: {md(run.info.suite)}", "", *(f"{md(ln)}  " for ln in lines)]
     out.append("")
     for t in tables:
         out += markdown_table(t)
@@ -126,8 +127,10 @@ def term_tables(
     return buf.getvalue()
 
 
-def render_term(run: LoadedRun, tables: list[Table], width: int | None = None) -> str:
-    return term_tables(tables, width, _header(run))
+def render_term(
+    run: LoadedRun, tables: list[Table], width: int | None = None, head: list[str] | None = None
+) -> str:
+    return term_tables(tables, width, head or _header(run))
 
 
 def render_json(run: LoadedRun) -> str:
@@ -211,7 +214,7 @@ def render(
     if fmt == "html":
         return render_html(run, built, head)
     if fmt == "md":
-        return render_markdown(run, tables)
+        return render_markdown(run, tables, head)
     if fmt == "term":
-        return render_term(run, tables, width)
+        return render_term(run, tables, width, head)
     raise AssayError(f"unknown report format {fmt!r}", hint=f"formats: {', '.join(FORMATS)}")
