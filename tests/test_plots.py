@@ -30,6 +30,25 @@ def _lines(scale: float) -> list[draw.Line]:
 
 
 CASES = {
+    "gpu-precision": lambda: draw.bars(
+        [
+            draw.Bar("FP64", 9.7e12, group="H100"),
+            draw.Bar("FP32", 19.5e12, group="H100"),
+            draw.Bar(HOSTILE, 60e12, group=HOSTILE),
+        ],
+        "GPU throughput per precision",
+        "Tflop/s",
+        1e-12,
+        {"FP64 peak": 34e12},
+    ),
+    "timeseries": lambda: draw.timeseries(
+        [
+            draw.Line("SM clock (MHz)", [0, 1, 2, 3], [1980, 1755, 1710, 1700]),
+            draw.Line(HOSTILE, [0, 1, 2, 3], [300, 690, 700, 700]),
+        ],
+        "GPU clocks and power",
+        "MHz / W",
+    ),
     "latency": lambda: draw.latency_vs_size(_lines(1e-6), HOSTILE),
     "bandwidth": lambda: draw.bandwidth_vs_size(_lines(1e9), {"OpenMPI 4.1": 12e9, HOSTILE: 9e9}),
     "bars": lambda: draw.bars(

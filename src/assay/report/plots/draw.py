@@ -328,6 +328,14 @@ def response_curves(curves: Sequence[Curve], title: str = "Response-time curves"
     return _finish(fig, ax, title, "achieved IOPS", "latency (ms)")
 
 
+def timeseries(lines: Sequence[Line], title: str, ylabel: str) -> Any:
+    """Values against time in seconds (a GPU's clock or power during a run), one line each."""
+    fig, ax = _new()
+    for i, ln in enumerate(lines):
+        ax.plot(ln.xs, ln.ys, "-", lw=1, color=PALETTE[i % len(PALETTE)], label=text(ln.label))
+    return _finish(fig, ax, title, "time (s)", ylabel)
+
+
 def heatmap(h: Heatmap, title: str = "All pairs") -> Any:
     """An all-pairs matrix as colours, each cell's value written in it, flagged cells boxed."""
     import numpy as np

@@ -62,6 +62,16 @@ def size_lines(figures: list[Figure], metric: str) -> list[draw.Line]:
     return lines
 
 
+def counts_note(figures: list[Figure], metric: str) -> str:
+    """'n per point: OpenMPI 4.1.4 200 it.; MPICH 4.0.2 3 reps' — the count behind the plot's
+    points, per series, as the table beside it counts them."""
+    parts = []
+    for label, per in sorted(by_series_and_size(figures, metric).items()):
+        shown = sorted({count(f) for f in per.values()})
+        parts.append(f"{label} {' / '.join(shown)}")
+    return "n per point: " + "; ".join(parts) if parts else ""
+
+
 def mpi_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
     p2p = p2p_method(figures)
     charts = []
@@ -70,7 +80,8 @@ def mpi_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
         charts.append(
             Chart(
                 "plot-p2p-latency",
-                "MPI latency against message size (band: min–max)",
+                "MPI latency against message size (band: min–max). "
+                + counts_note(p2p, "p2p.latency"),
                 "p2p-latency",
                 lambda: draw.latency_vs_size(lat, "MPI latency (osu_latency method)"),
             )
@@ -90,7 +101,10 @@ def mpi_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
             charts.append(
                 Chart(
                     f"plot-{key}",
-                    title + (" with the Hockney asymptote (dashed)" if asym else ""),
+                    title
+                    + (" with the Hockney asymptote (dashed)" if asym else "")
+                    + ". "
+                    + counts_note(p2p, metric),
                     key,
                     lambda lines=lines, asym=asym, title=title: draw.bandwidth_vs_size(
                         lines, asym, title
@@ -105,7 +119,8 @@ def mpi_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
             charts.append(
                 Chart(
                     f"plot-coll-{op}",
-                    f"{op}: average latency across ranks (band: min–max across ranks)",
+                    f"{op}: average latency across ranks (band: min–max across ranks). "
+                    + counts_note(coll, metric),
                     f"coll-{op}",
                     lambda lines=lines, op=op: draw.latency_vs_size(lines, f"MPI_{op}"),
                 )
