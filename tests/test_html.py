@@ -243,3 +243,16 @@ def test_compare_and_history_as_html_render_in_chromium(imported_runs, tmp_path:
     assert "verdict" in facts["compare"]["headers"]
     assert facts["history"]["plots"] and facts["history"]["tables"] == ["t-history"]
     assert HOSTILE in facts["history"]["text"]  # the hostile label's run is in the history
+
+
+def test_a_hostile_host_name_stays_text_in_the_system_table():
+    from assay.model import System
+    from assay.report.render import markdown_table
+    from assay.report.system import system_table
+
+    t = system_table(System(hostname=HOSTILE, cpu_model="A | B <b>"), [HOSTILE])
+    text = page("r", [], [t])
+    assert "<script>" not in text and "<b>" not in text
+    assert "<td>A | B &lt;b&gt;</td>" in text
+    rows = [ln for ln in markdown_table(t) if ln.startswith("| Host")]
+    assert rows == ["| Host | &lt;script&gt;alert(1)&lt;/script&gt;\\| |"]
