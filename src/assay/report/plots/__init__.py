@@ -22,7 +22,7 @@ def write_plots(charts: list[Chart], where: Path) -> list[Path]:
     """``<key>.svg`` and ``<key>.png`` per chart in ``where`` (created); returns the paths."""
     import matplotlib
 
-    from assay.report.plots.draw import STYLE, _pyplot
+    from assay.report.plots.draw import STYLE, pyplot
 
     try:
         where.mkdir(parents=True, exist_ok=True)
@@ -42,5 +42,5 @@ def write_plots(charts: list[Chart], where: Path) -> list[Path]:
                 meta = {"Date": None} if ext == "svg" else {"Software": None}
                 fig.savefig(path, format=ext, metadata=meta)
                 written.append(path)
-        _pyplot().close(fig)
+        pyplot().close(fig)
     return written

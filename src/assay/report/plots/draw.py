@@ -111,7 +111,7 @@ def short(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")  # no display; before pyplot
@@ -121,7 +121,7 @@ def _pyplot() -> Any:
 
 
 def _new(size: tuple[float, float] = SIZE) -> tuple[Any, Any]:
-    plt = _pyplot()
+    plt = pyplot()
     import matplotlib
 
     with matplotlib.rc_context(STYLE):
@@ -135,7 +135,7 @@ def to_svg(fig: Any) -> str:
 
     import matplotlib
 
-    plt = _pyplot()
+    plt = pyplot()
     buf = io.StringIO()
     with matplotlib.rc_context(STYLE), warnings.catch_warnings():
         # a layout that cannot fit every label is still drawn; the warning would only be noise

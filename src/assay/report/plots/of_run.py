@@ -15,7 +15,7 @@ from typing import Any
 from assay.analysis.derive import Derived, p2p_method
 from assay.analysis.series import by_series_and_size
 from assay.analysis.stats import Figure
-from assay.analysis.storage_points import Point
+from assay.analysis.storage_points import Point, config_of
 from assay.report.plots import draw
 from assay.report.table import count
 from assay.vocab import COLL_METHOD, DOMAIN_SCOPES
@@ -239,7 +239,8 @@ def storage_charts(points: list[Point], figures: list[Figure]) -> list[Chart]:
     for f in figures:
         p = f.sample.params
         if p.get("mode") == "curve-summary" and "knee_iops" in p:
-            knees[(p.get("workload"), p.get("target"))] = (p["knee_iops"], p["knee_latency_s"])
+            key = (p.get("workload"), config_of(p), p.get("target"))
+            knees[key] = (p["knee_iops"], p["knee_latency_s"])
     curves: dict[tuple[Any, ...], list[Point]] = defaultdict(list)
     for pt in points:
         if pt.mode == "curve" and pt.total:
@@ -255,7 +256,7 @@ def storage_charts(points: list[Point], figures: list[Figure]) -> list[Chart]:
                 [t[0] for t in tot],
                 [t[1] or 0.0 for t in tot],
                 [t[2] for t in tot],
-                knees.get((name, target)),
+                knees.get((name, config, target)),
             )
         )
     if not series:
