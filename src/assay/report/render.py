@@ -196,6 +196,11 @@ def render(
 ) -> str:
     """A report of one run, or of several as one (:func:`merge_runs`: an imported OSU output as
     a column beside assay's MPIs). ``plots_dir``: also write every plot there as SVG and PNG."""
+    if plots_dir is not None and fmt in ("json", "csv"):
+        raise AssayError(
+            f"--plots-dir draws the report's plots; the {fmt} report has none",
+            hint="use it with --format term, md or html",
+        )
     runs = run if isinstance(run, list) else [run]
     head = [line for r in runs for line in _header(r)]
     run = merge_runs(runs)
