@@ -138,3 +138,51 @@ def test_a_dollar_in_a_label_is_text_not_mathtext():
 def test_assay_help_does_not_import_matplotlib():
     code = "import sys, assay.cli; assert 'matplotlib' not in sys.modules, 'imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _figures(samples):
+    from assay.analysis.derive import derive
+    from assay.analysis.stats import fold_repetitions
+
+    figures = fold_repetitions(samples)
+    return figures, derive(figures)
+
+
+def test_a_slow_domain_is_a_flagged_bar_and_the_node_triad_a_reference():
+    from assay.model import Sample
+    from assay.report.plots.of_run import charts_of, stream_domain_bars
+
+    samples = [Sample.make("stream", "memory.triad", 100e9, {"scope": "node", "threads": 8})]
+    for d, v in enumerate([30e9, 31e9, 30.5e9, 20e9]):
+        samples.append(Sample.make("stream", "memory.triad", v, {"scope": "l3", "domain": d}))
+    figures, derived = _figures(samples)
+    bars = stream_domain_bars(figures)
+    assert [b.flagged for b in bars] == [False, False, False, True]
+    charts = {c.key: c for c in charts_of(figures, derived)}
+    fig = charts["plot-stream-domains"].make()
+    refs = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "--"]
+    assert refs and refs[0].get_ydata()[0] == pytest.approx(100)  # GB/s
+    to_svg(fig)
+
+
+def test_one_latency_line_per_mpi_with_the_iteration_band():
+    from assay.model import Sample, Stats
+    from assay.report.plots.of_run import charts_of
+
+    samples = [
+        Sample.make(
+            "p2p",
+            "p2p.latency",
+            1e-6 * (i + 1) * (1 + s / 64),
+            {"size": s, "mpi": mpi, "iterations": 100},
+            Stats(n=100, min=0.5e-6, max=9e-6),
+        )
+        for i, mpi in enumerate(["OpenMPI", "MPICH"])
+        for s in (0, 1, 8, 64)
+    ]
+    figures, derived = _figures(samples)
+    chart = next(c for c in charts_of(figures, derived) if c.key == "plot-p2p-latency")
+    assert "OpenMPI 100 it." in chart.title  # the count behind the points
+    ax = chart.make().axes[0]
+    assert [len(ln.get_xdata()) for ln in ax.get_lines()] == [3, 3]  # size 0: no place on log x
+    assert len(ax.collections) == 2  # a min–max band each
