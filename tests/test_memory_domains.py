@@ -8,7 +8,6 @@ domain flag on synthetic numbers.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,12 +19,12 @@ from assay.errors import SuiteError
 from assay.model import Sample, System
 from assay.plan import plan
 from assay.probes import PlanContext, get_probe
-from assay.probes import stream as stream_mod
-from assay.probes.memlat import cache_sizes, default_max_bytes, level_of
-from assay.probes.stream import cpulist
+from assay.probes.memlat import default_max_bytes, level_of
 from assay.report.memory import domain_tables, node_figures
 from assay.store.rundir import RunStore
 from assay.suite import load_suite
+from assay.system import Context, PlanFacts, collect_plan_facts
+from assay.system.cpulist import format_cpulist as cpulist
 from conftest import run_cli
 
 NATIVE = Path(__file__).resolve().parents[1] / "src" / "assay" / "native"
@@ -144,18 +143,16 @@ def _epyc_like() -> System:
     )
 
 
-@pytest.fixture
-def smt_siblings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fake node's SMT pairs (c, c + 64), instead of this VM's /sys."""
-    monkeypatch.setattr(stream_mod, "thread_siblings", lambda: {c: c % 64 for c in range(128)})
+# The fake node's SMT pairs (c, c + 64), and numactl on PATH: facts, not this VM's /sys.
+SMT = PlanFacts(core_of={c: c % 64 for c in range(128)}, programs={"numactl": "/usr/bin/numactl"})
 
 
-def _plan(params: str, system: System) -> list:
+def _plan(params: str, system: System, facts: PlanFacts = SMT) -> list:
     spec = load_suite(f'name = "m"\n[[bench]]\nprobe = "stream"\nparams = {{ {params} }}\n')
-    return plan(spec, PlanContext(system=system))
+    return plan(spec, PlanContext(system=system, facts=facts))
 
 
-def test_all_scope_plans_the_node_every_ccx_and_every_numa_node(smt_siblings: None):
+def test_all_scope_plans_the_node_every_ccx_and_every_numa_node():
     jobs = _plan('scope = "all", ntimes = 5', _epyc_like())
     scopes = [j.params["scope"] for j in jobs]
     assert scopes == ["node"] + ["l3"] * 8 + ["numa"] * 2  # the memory-only node is skipped
@@ -185,7 +182,7 @@ def test_all_scope_plans_the_node_every_ccx_and_every_numa_node(smt_siblings: No
         assert job.argv[job.argv.index("--elements") + 1] == str(4 * 4 * 32 * MiB // 8)
 
 
-def test_domain_arrays_keep_to_half_the_domains_memory(smt_siblings: None):
+def test_domain_arrays_keep_to_half_the_domains_memory():
     system = _epyc_like()
     for node in system.numa_nodes or []:
         node["memory_bytes"] = 1 * GiB
@@ -203,16 +200,20 @@ def test_scope_node_is_the_unchanged_default():
     assert len(jobs) == 1 and jobs[0].argv[0] == "{exe}" and jobs[0].params["scope"] == "node"
 
 
-def test_domain_scopes_explain_what_is_missing(monkeypatch: pytest.MonkeyPatch):
+def test_without_sibling_facts_every_cpu_counts_as_a_core():
+    jobs = _plan('scope = "l3"', _epyc_like(), PlanFacts(programs=SMT.programs))
+    assert jobs[0].env["OMP_NUM_THREADS"] == "16"  # both hardware threads of 8 cores
+
+
+def test_domain_scopes_explain_what_is_missing():
     with pytest.raises(SuiteError, match="L3 domains are unknown"):
         _plan('scope = "l3"', System(cores=2))
     with pytest.raises(SuiteError, match="NUMA nodes"):
         _plan('scope = "numa"', System(cores=2, l3_domains=[[0, 1]]))
     assert len(_plan('scope = "all"', System(cores=2))) == 1  # all: what is known
 
-    monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(SuiteError) as err:
-        _plan('scope = "l3"', _epyc_like())
+        _plan('scope = "l3"', _epyc_like(), PlanFacts(core_of=SMT.core_of))  # no numactl
     assert "numactl" in str(err.value) and "apt-get install numactl" in str(err.value)
 
 
@@ -220,8 +221,9 @@ def test_domain_scopes_explain_what_is_missing(monkeypatch: pytest.MonkeyPatch):
 # memlat: planning helpers and the C program's contract
 
 
-def test_cache_sizes_from_a_fake_sysfs_tolerate_missing_files(tmp_path: Path):
-    cache = tmp_path / "cpu0" / "cache"
+def test_plan_facts_from_a_fake_sysfs_tolerate_missing_files(tmp_path: Path):
+    cpu_dir = tmp_path / "sys" / "devices" / "system" / "cpu"
+    cache = cpu_dir / "cpu0" / "cache"
     for name, level, kind, size in (
         ("index0", "1", "Data", "48K"),
         ("index1", "1", "Instruction", "32K"),
@@ -232,9 +234,17 @@ def test_cache_sizes_from_a_fake_sysfs_tolerate_missing_files(tmp_path: Path):
         for field, value in (("level", level), ("type", kind), ("size", size)):
             (cache / name / field).write_text(value + "\n")
     (cache / "index4").mkdir()  # no files at all
-    sizes = cache_sizes(0, tmp_path)
+    (cpu_dir / "cpu1").mkdir()  # a CPU sysfs says nothing about
+    for cpu, siblings in ((0, "0,2"), (2, "0,2")):
+        (cpu_dir / f"cpu{cpu}" / "topology").mkdir(parents=True)
+        (cpu_dir / f"cpu{cpu}" / "topology" / "thread_siblings_list").write_text(siblings)
+    ctx = Context(root=tmp_path, which=lambda name: "/opt/taskset" if name == "taskset" else None)
+    facts = collect_plan_facts(ctx)
+    sizes = facts.caches[0]
     assert sizes == {"L1": 48 * 1024, "L2": 2 * MiB, "L3": 32 * MiB}
-    assert cache_sizes(7, tmp_path) == {}
+    assert set(facts.caches) == {0}
+    assert facts.core_of == {0: 0, 2: 0}
+    assert facts.programs == {"taskset": "/opt/taskset"} and facts.which("numactl") is None
     assert [level_of(n, sizes) for n in (4096, 48 * 1024, 64 * 1024, 32 * MiB, 64 * MiB)] == [
         "L1",
         "L1",
@@ -248,21 +258,24 @@ def test_cache_sizes_from_a_fake_sysfs_tolerate_missing_files(tmp_path: Path):
 def test_memlat_default_reaches_4x_the_l3_within_a_quarter_of_memory():
     assert default_max_bytes(System(l3_bytes=256 * MiB, memory_bytes=512 * GiB)) == GiB
     assert default_max_bytes(System(l3_bytes=256 * MiB, memory_bytes=2 * GiB)) == GiB // 2
-    job = get_probe("memlat").drafts(
-        get_probe("memlat").Params(cpu=1),
-        PlanContext(System(l3_bytes=8 * MiB)),
-        mpis=[],
-        ranks=None,
-    )[0]
+    memlat = get_probe("memlat")
+    ctx = PlanContext(System(l3_bytes=8 * MiB), facts=SMT)
+    job = memlat.drafts(memlat.Params(cpu=1), ctx, mpis=[], ranks=None)[0]
     assert job.argv[job.argv.index("--max-bytes") + 1] == str(32 * MiB)
-    assert ("--physcpubind=1" in job.argv) or (job.argv[:3] == ["taskset", "-c", "1"])
+    assert job.argv[:3] == ["numactl", "--physcpubind=1", "--localalloc"]
+    assert job.params["cache_bytes"] == {"L3": 8 * MiB}  # the record's L3 stands in for /sys
+    taskset = PlanContext(System(), facts=PlanFacts(programs={"taskset": "/usr/bin/taskset"}))
+    job = memlat.drafts(memlat.Params(cpu=1), taskset, mpis=[], ranks=None)[0]
+    assert job.argv[:3] == ["taskset", "-c", "1"] and job.params["pinned_by"] == "taskset"
+    with pytest.raises(SuiteError, match="neither numactl nor taskset"):
+        memlat.drafts(memlat.Params(), PlanContext(System()), mpis=[], ranks=None)
     with pytest.raises(SuiteError, match="not one of this system's CPUs"):
         _memlat_plan("cpu = 4", System(numa_nodes=[{"id": 0, "cpus": [0, 1]}]))
 
 
 def _memlat_plan(params: str, system: System) -> list:
     spec = load_suite(f'name = "m"\n[[bench]]\nprobe = "memlat"\nparams = {{ {params} }}\n')
-    return plan(spec, PlanContext(system=system))
+    return plan(spec, PlanContext(system=system, facts=SMT))
 
 
 @pytest.fixture(scope="module")
@@ -310,6 +323,13 @@ def test_memlat_sizes_stats_and_json_lines(memlat_exe: Path):
 def test_memlat_rejects_bad_arguments(memlat_exe: Path, args: list[str]):
     proc = _memlat(memlat_exe, *args)
     assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.startswith("memlat:")
+
+
+def test_memlat_sizes_take_binary_suffixes(memlat_exe: Path):
+    proc = _memlat(memlat_exe, "--min-bytes", "32K", "--max-bytes", "64K", "--min-time", "0.001")
+    assert proc.returncode == 0, proc.stderr
+    sizes = [json.loads(line)["params"]["working_set_bytes"] for line in proc.stdout.splitlines()]
+    assert sizes == [32768, 46336, 65536]
 
 
 def test_memlat_help(memlat_exe: Path):

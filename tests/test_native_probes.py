@@ -28,7 +28,7 @@ CFLAGS = ["-O2", "-Wall", "-Wextra"]
 TIMEOUT = 60  # seconds for one probe run: a hung MPI job fails the test instead of the suite
 
 STATS_KEYS = {"n", "min", "max", "mean", "median", "stddev", "p99", "p999"}
-SIZE_KEYS_P2P = {"size", "iterations", "warmup", "wtick", "hosts"}
+SIZE_KEYS_P2P = {"size", "iterations", "warmup", "wtick", "timer_overhead", "hosts"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,6 +265,102 @@ def test_jsonl_stats_match_python(jsonl: Path, n: int):
 
 
 # ---------------------------------------------------------------------------------------------
+# probe.h: the option table, sizes, errors and clock every probe shares
+
+PROBE_HARNESS = r"""
+#include <limits.h>
+#include "jsonl.h"
+#include "probe.h"
+int main(int argc, char **argv)
+{
+    long long count = 7, bytes = 64;
+    double seconds = 1.5;
+    int mode = 0, flag = 0;
+    static const char *const modes[] = {"one", "two", "three", NULL};
+    const probe_option opts[] = {
+        {"--count", PROBE_INT, &count, .min = 1, .max = 100},
+        {"--bytes", PROBE_SIZE, &bytes, .min = 0, .max = LLONG_MAX},
+        {"--seconds", PROBE_REAL, &seconds, .rmin = 0.0, .rmax = 10.0},
+        {"--mode", PROBE_CHOICE, &mode, .choices = modes},
+        {.name = "--flag", .kind = PROBE_FLAG, .value = &flag},
+        PROBE_END,
+    };
+    probe_init("harness");
+    switch (probe_parse_options(argc, argv, opts)) {
+    case 1:
+        puts("usage");
+        return PROBE_OK;
+    case -1:
+        return PROBE_USAGE;
+    }
+    double res = probe_timer_resolution(probe_now);
+    double cost = probe_timer_overhead(probe_now, 1000);
+    jl_begin("harness", 0.0);
+    jl_param_long("count", count);
+    jl_param_long("bytes", bytes);
+    jl_param_double("seconds", seconds);
+    jl_param_long("mode", mode);
+    jl_param_bool("flag", flag);
+    jl_param_double("resolution", res);
+    jl_param_double("overhead", cost);
+    jl_end(NULL, 0);
+    return PROBE_OK;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    src = tmp_path_factory.mktemp("probe") / "harness.c"
+    src.write_text(PROBE_HARNESS)
+    out = src.with_suffix("")
+    cmd = ["gcc", *CFLAGS, f"-I{NATIVE}", str(src), "-o", str(out), "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr  # -Wall -Wextra clean
+    return out
+
+
+def test_probe_h_reads_every_kind_of_option(harness: Path):
+    proc = run([str(harness), "--count", "100", "--bytes", "3G", "--seconds", "0.25",
+                "--mode", "three", "--flag"])  # fmt: skip
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    p = json.loads(proc.stdout)["params"]
+    assert (p["count"], p["bytes"], p["seconds"], p["mode"], p["flag"]) == (
+        100, 3 * 2**30, 0.25, 2, True,
+    )  # fmt: skip
+    assert 0 < p["resolution"] < 1e-3 and 0 < p["overhead"] < 1e-5
+    defaults = json.loads(run([str(harness)]).stdout)["params"]
+    assert (defaults["count"], defaults["bytes"], defaults["flag"]) == (7, 64, False)
+    for text, value in (("0", 0), ("1K", 1024), ("64M", 64 * 2**20), ("8388607G", 2**53 - 2**30)):
+        out = run([str(harness), "--bytes", text])
+        assert json.loads(out.stdout)["params"]["bytes"] == value, text
+    assert run([str(harness), "--flag", "--help"]).stdout == "usage\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--count", "0"], "--count: expected an integer from 1 to 100, got '0'"),
+        (["--count", "10k"], "--count: expected an integer from 1 to 100, got '10k'"),
+        (["--count", ""], "--count: expected an integer from 1 to 100, got ''"),
+        (["--bytes", "1k"], "--bytes: expected bytes from 0 to"),  # k: 1000 or 1024?
+        (["--bytes", "1KiB"], "--bytes: expected bytes"),
+        (["--bytes", "-1"], "--bytes: expected bytes"),
+        (["--bytes", "9000000000G"], "--bytes: expected bytes"),  # past 2^63
+        (["--seconds", "nan"], "--seconds: expected a number from 0 to 10, got 'nan'"),
+        (["--seconds", "11"], "--seconds: expected a number from 0 to 10"),
+        (["--mode", "four"], "--mode: expected one, two or three, got 'four'"),
+        (["--count"], "--count needs a value (see --help)"),
+        (["--bogus"], "unknown option '--bogus' (see --help)"),
+    ],
+)
+def test_probe_h_refuses_bad_options_by_name(harness: Path, args: list[str], message: str):
+    proc = run([str(harness), *args])
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("harness: " + message), proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
 # STREAM
 
 KERNELS = [("memory.copy", 2), ("memory.scale", 2), ("memory.add", 3), ("memory.triad", 3)]
@@ -288,6 +384,8 @@ def test_stream_reports_four_validated_kernels(stream: Built, threads: int):
         p, st = obj["params"], obj["stats"]
         assert p["threads"] == threads
         assert p["elements"] == n and p["array_bytes"] == 8 * n and p["ntimes"] == ntimes
+        # McCalpin's layout: static a[N], b[N], c[N] back to back (issue 13, Copy 0.91)
+        assert p["array_stride_bytes"] == 8 * n
         assert 0 < p["min_time"] <= p["avg_time"] <= p["max_time"]
         assert 0 < p["timer_resolution"] < p["min_time"]
         # the first iteration is not counted
@@ -298,6 +396,12 @@ def test_stream_reports_four_validated_kernels(stream: Built, threads: int):
         assert obj["value"] == pytest.approx(st["max"], rel=1e-12)
         assert st["min"] == pytest.approx(moved / p["max_time"], rel=1e-12)
         assert set(st) == {"n", "min", "max", "mean", "median", "stddev"}
+
+
+def test_stream_offset_pads_each_array_as_streams_offset(stream: Built):
+    proc = run([str(stream.exe), "--elements", "100000", "--ntimes", "2", "--offset", "56"])
+    for obj in measurements(proc):
+        assert obj["params"]["array_stride_bytes"] == 8 * (100_000 + 56)
 
 
 @pytest.mark.slow
@@ -341,7 +445,11 @@ def test_p2p_compiles_without_warnings(p2p: Built):
 
 
 @pytest.mark.slow
-def test_p2p_latency_is_mean_of_half_round_trips(mpi: Mpi, p2p: Built):
+def test_p2p_latency_is_osu_loop_time_and_stats_come_from_their_own_pass(mpi: Mpi, p2p: Built):
+    """osu_latency reads the clock twice per size; timing every iteration adds the timer's
+    cost to each one (issue 13: 0.47 vs 0.42 us at 8 B). The headline is the loop's time
+    over 2 x iterations, not the mean of the per-iteration samples, which come from a second
+    pass and carry the measured MPI_Wtime cost beside them."""
     proc = mpirun(
         mpi,
         2,
@@ -362,8 +470,10 @@ def test_p2p_latency_is_mean_of_half_round_trips(mpi: Mpi, p2p: Built):
         assert obj["metric"] == "p2p.latency"
         assert set(p) == SIZE_KEYS_P2P  # no window for latency
         assert p["iterations"] == 200 and p["warmup"] == 10 and st["n"] == 200
-        assert obj["value"] == pytest.approx(st["mean"], rel=1e-9)
+        # two passes, two figures: equal to 1e-9 only if the headline were the samples' mean
+        assert obj["value"] != pytest.approx(st["mean"], rel=1e-9)
         assert 0 < obj["value"] < 0.01  # a shared-memory round trip, in seconds
+        assert 0 < p["timer_overhead"] < 1e-5  # one MPI_Wtime: tens of ns, never 10 us
         assert 0 < p["wtick"] < 1e-3
         assert len(p["hosts"]) == 2 and all(isinstance(h, str) and h for h in p["hosts"])
 
@@ -410,9 +520,11 @@ def test_p2p_bandwidth_uses_large_counts_above_threshold(mpi: Mpi, p2p: Built, m
         large = p["size"] > 4096
         assert (p["iterations"], p["warmup"]) == ((4, 1) if large else (10, 2))
         assert st["n"] == p["iterations"]
-        # value is bytes over the whole timed loop, which lasts at least as long as the sum of
-        # the iterations; so it cannot exceed the harmonic, hence the arithmetic, mean rate
-        assert 0 < obj["value"] <= st["mean"] * (1 + 1e-9)
+        # value is bytes over OSU's timed loop; the per-iteration rates come from a second
+        # pass, so the two need not agree (on a shared, oversubscribed machine one stalled
+        # iteration of ten sets the loop's figure and not the median)
+        assert obj["value"] > 0 and 0 < st["min"] <= st["median"] <= st["max"]
+        assert 0 < p["timer_overhead"] < 1e-5
 
 
 @pytest.mark.slow

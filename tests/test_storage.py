@@ -20,8 +20,8 @@ import pytest
 from assay.analysis.stats import fold_repetitions
 from assay.drivers.fio import checks
 from assay.drivers.fio.__main__ import main as driver_main
-from assay.drivers.fio.curve import curve_targets, knee_params, littles_params
-from assay.drivers.fio.figures import PointFigures, point_figures
+from assay.drivers.fio.curve import curve_targets, queue_params
+from assay.drivers.fio.figures import point_figures
 from assay.drivers.fio.runner import EXIT_FIO, EXIT_SPEC
 from assay.drivers.fio.spec import (
     FILL_RATE_ASSUMED,
@@ -310,31 +310,56 @@ def test_point_figures_sum_iops_and_merge_histograms():
     assert fig.p99_s == pytest.approx(900e-6)
 
 
+def _point(mode: str, iops: float, lat: float, pct: int | None = None, **extra) -> list[Sample]:
+    """The stored samples of one fio point (read only), as the driver prints them."""
+    p = {"workload": "randread-8k", "numjobs": 4, "iodepth": 16, "bs": 8192, "target": "t",
+         "mode": mode, "direction": "read", **extra}  # fmt: skip
+    if pct is not None:
+        p["curve_pct"] = pct
+    return [
+        Sample.make("fio", "storage.iops", iops, p),
+        Sample.make("fio", "storage.latency", lat, {**p, "latency": "total"}),
+    ]
+
+
+def _points(samples: list[Sample]):
+    from assay.analysis.storage_points import points_of
+
+    return points_of(fold_repetitions(samples))
+
+
 def test_littles_law_flags_a_queue_not_kept_full_only_when_uncontrolled():
     job = workload_job(WORKLOADS["randread-8k"], RunSettings(1, 1, 0, 4, 16), directory="/d")
-    full = PointFigures(64_000, 1e-3, None, None, 1)  # 64 outstanding of 64
-    assert "littles_flag" not in littles_params(full, job, rate_limited=False)
-    thin = PointFigures(16_000, 1e-3, None, None, 1)  # 16 of 64: CPU-bound client
-    p = littles_params(thin, job, rate_limited=False)
-    assert p["outstanding_expected"] == 64 and p["outstanding_measured"] == pytest.approx(16)
-    assert p["littles_flag"].startswith("queue not full")
-    assert "littles_flag" not in littles_params(thin, job, rate_limited=True)
-    sync = littles_params(full, job, rate_limited=False, ioengine="psync")
-    assert sync["outstanding_expected"] == 4
+    q = queue_params(job, rate_limited=False)
+    assert q == {"outstanding_expected": 64, "rate_limited": False, "ioengine": job.ioengine}
+    assert queue_params(job, rate_limited=False, ioengine="psync")["outstanding_expected"] == 4
+    (full,) = _points(_point("workloads", 64_000, 1e-3, **q))  # 64 outstanding of 64
+    assert full.littles_flag() is None
+    (thin,) = _points(_point("workloads", 16_000, 1e-3, **q))  # 16 of 64: CPU-bound client
+    assert thin.littles().measured_concurrency == pytest.approx(16)
+    assert thin.littles_flag().startswith("queue not full") and "CPU-bound" in thin.littles_flag()
+    capped = {**q, "rate_limited": True}
+    (thin_capped,) = _points(_point("curve", 16_000, 1e-3, pct=50, **capped))
+    assert thin_capped.littles_flag() is None  # a capped point is empty on purpose
+    sync = {**q, "ioengine": "psync"}
+    (thin_sync,) = _points(_point("workloads", 16_000, 1e-3, **sync))
+    assert "synchronous engine" in thin_sync.littles_flag()
 
 
 def test_curve_targets_and_knee():
+    from assay.analysis.storage_points import curve_knee
+
     assert curve_targets(1000, [100, 10, 50, 10]) == [(10, 100), (50, 500), (100, 1000)]
     # M/M/1: W = s / (1 - rho); the knee is where the latency starts to climb
     s = 1e-4
     rhos = [0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95]
-    points = [(round(r * 100), PointFigures(r / s, s / (1 - r), None, None, 1)) for r in rhos]
-    found = knee_params(points, "kneedle")
-    assert 70 <= found["knee_curve_pct"] <= 90, found
-    assert found["knee_method"].startswith("kneedle")
-    flat = [(p, PointFigures(p * 10.0, 1e-4, None, None, 1)) for p in (10, 50, 90)]
-    assert knee_params(flat, "kneedle")["knee_note"].startswith("no knee")
-    assert "3 needed" in knee_params(flat[:2], "kneedle")["knee_note"]
+    samples = [x for r in rhos for x in _point("curve", r / s, s / (1 - r), pct=round(r * 100))]
+    found = curve_knee(_points(samples), "kneedle")
+    assert found.curve_pct is not None and 70 <= found.curve_pct <= 90, found
+    assert found.method.startswith("kneedle")
+    flat = [x for p in (10, 50, 90) for x in _point("curve", p * 10.0, 1e-4, pct=p)]
+    assert curve_knee(_points(flat), "kneedle").note.startswith("the mean latency did not rise")
+    assert "3 needed" in curve_knee(_points(flat[:4]), "kneedle").note
 
 
 def test_time_budget_counts_every_run():
@@ -508,33 +533,34 @@ def test_curve_table_marks_the_knee_and_names_the_plot():
     common = {"workload": "randread-8k", "numjobs": 1, "iodepth": 32, "bs": 8192,
               "target": "scratch", "outstanding_expected": 32}  # fmt: skip
     samples = []
-    runs = [
-        ("max", None, 1000.0, 0.03),
-        ("curve", 10, 100.0, 0.001),
-        ("curve", 50, 500.0, 0.002),
-        ("curve", 90, 900.0, 0.02),
+    # an uncontrolled run, then an M/M/1 curve: W = s / (1 - rho), s = 1 ms at 1000 IOPS
+    runs = [("max", None, 1000.0, 0.03)] + [
+        ("curve", pct, 10.0 * pct, 0.001 / (1 - pct / 100 * 0.99))
+        for pct in (10, 30, 50, 60, 70, 80, 85, 90, 95)
     ]
     for mode, pct, iops, lat in runs:
-        p = {**common, "mode": mode, "direction": "read"}
+        p = {**common, "mode": mode, "direction": "read", "rate_limited": mode == "curve"}
         if pct:
             p.update(curve_pct=pct, target_iops=10.0 * pct)
         samples.append(_sample("storage.iops", iops, "005-fio-curve", **p))
         st = Stats(n=10, mean=lat, p99=2 * lat)
         samples.append(Sample.make("fio", "storage.latency", lat, {**p, "latency": "total"}, st))
         samples[-1].job_id = "005-fio-curve"
-    summary = {**common, "mode": "curve-summary", "knee_curve_pct": 50, "knee_iops": 500.0,
-               "knee_latency_s": 0.002, "knee_method": "kneedle(S=1)", "plot_svg": "c.svg",
-               "plot_png": "c.png"}  # fmt: skip
-    samples.append(_sample("storage.iops", 900.0, "005-fio-curve", **summary))
+    summary = {**common, "mode": "curve-summary", "knee_method_requested": "kneedle",
+               "plot_svg": "c.svg", "plot_png": "c.png"}  # fmt: skip
+    samples.append(_sample("storage.iops", 950.0, "005-fio-curve", **summary))
     figures = fold_repetitions(samples)
     assert len(storage_figures(figures)) == len(figures)
     (table,) = [t for t in storage_tables(figures) if t.key.startswith("storage-curve")]
-    assert [r[0] for r in table.rows] == ["max (uncontrolled)", "10%", "50% (knee)", "90%"]
-    assert table.rows[2][2] == "500" and (2, 2) in table.best
+    offered = [r[0] for r in table.rows]
+    assert offered[:3] == ["max (uncontrolled)", "10%", "30%"]
+    (knee_row,) = [i for i, o in enumerate(offered) if o.endswith("(knee)")]
+    assert 70 <= int(offered[knee_row].split("%")[0]) <= 90  # derived from the stored points
+    assert (knee_row, 2) in table.best
     assert table.rows[1][1] == "100" and table.rows[1][3] == "100%"
     assert table.rows[0][6] == "30.00 / 32"  # 1000 IOPS x 30 ms
     notes = " ".join(table.notes)
-    assert "Knee at 50%" in notes and "kneedle" in notes
+    assert f"Knee at {offered[knee_row].split(' ')[0]} offered" in notes and "kneedle" in notes
     assert "jobs/005-fio-curve/c.svg" in notes and "jobs/005-fio-curve/c.png" in notes
 
 
@@ -578,9 +604,12 @@ def test_storage_suite_end_to_end(assay_home: Path):
     curve = [s for s in samples if s["params"].get("mode") == "curve"
              and s["metric"] == "storage.iops"]  # fmt: skip
     assert len({s["params"]["curve_pct"] for s in curve}) >= 3
-    assert all("outstanding_measured" in s["params"] for s in curve)
+    assert all(s["params"]["outstanding_expected"] > 0 for s in curve)
+    assert all(s["params"]["rate_limited"] for s in curve)
     (summary,) = [s for s in samples if s["params"].get("mode") == "curve-summary"]
-    assert "knee_curve_pct" in summary["params"] or "knee_note" in summary["params"]
+    assert summary["params"]["knee_method_requested"] == "kneedle"
+    report = run_cli("report", "-f", "md", home=assay_home, check=True).stdout
+    assert "Knee at" in report or "No knee:" in report  # derived from the stored points
 
     run = _run_dir(assay_home)
     plot = run / "jobs" / summary["job_id"] / summary["params"]["plot_svg"]

@@ -7,6 +7,7 @@ from assay.model import MpiInfo, System
 from assay.plan import Overrides, parse_value, plan
 from assay.probes import PlanContext
 from assay.suite import builtin_suites, load_suite, resolve_suite
+from assay.system import PlanFacts
 
 MPIS = [
     MpiInfo(name="openmpi", version="4.1.4", launcher="mpirun", flavor="openmpi"),
@@ -18,7 +19,8 @@ CTX = PlanContext(system=System(cores=2, threads=2, l3_bytes=32 * 2**20), mpis=M
 def test_builtin_quick_plans_stream_and_p2p_for_every_mpi():
     spec, _, _ = resolve_suite("quick")
     jobs = plan(spec, CTX)
-    assert [j.probe for j in jobs] == ["stream", "dgemm"] + ["p2p"] * 4
+    assert [j.probe for j in jobs] == ["stream", "dgemm"] + ["p2p"] * 4 + ["gpu_burn"]
+    assert jobs[-1].skip_reason and "no GPU found" in jobs[-1].skip_reason
     assert {j.mpi for j in jobs if j.probe == "p2p"} == {"openmpi", "mpich"}
     assert {j.params["mode"] for j in jobs if j.probe == "p2p"} == {"latency", "bandwidth"}
     stream = jobs[0]
@@ -121,7 +123,8 @@ def test_memory_suite_plans_domains_and_the_latency_ladder():
         cores=2, threads=2, l3_bytes=32 * 2**20, memory_bytes=8 * 2**30,
         l3_domains=[[0, 1]], numa_nodes=[{"id": 0, "cpus": [0, 1], "memory_bytes": 8 * 2**30}],
     )  # fmt: skip
-    jobs = plan(spec, PlanContext(system=system, mpis=MPIS))
+    facts = PlanFacts(programs={"numactl": "/usr/bin/numactl"})
+    jobs = plan(spec, PlanContext(system=system, mpis=MPIS, facts=facts))
     scopes = [j.params.get("scope") for j in jobs if j.probe == "stream"]
     assert scopes == ["node", "l3", "numa"]
     assert [j.probe for j in jobs][-1] == "memlat"

@@ -18,7 +18,8 @@ from assay.system import (
     requirements_report,
     run_command,
 )
-from assay.system._context import Runner, Which, parse_cpulist, parse_size
+from assay.system._context import Runner, Which, parse_size
+from assay.system.cpulist import parse_cpulist
 from assay.system.uarch import arm_uarch, x86_uarch
 
 GiB = 2**30
@@ -385,6 +386,7 @@ def test_requirements_on_a_bare_system() -> None:
         "RDMA device",
         "Slurm",
         "GPU",
+        "CUDA compiler",
     ]
     assert not any(r.found for r in rows)
     detail = {r.what: r.detail for r in rows}
@@ -412,6 +414,7 @@ def test_requirements_on_an_equipped_system() -> None:
         },
         nics=[{"name": "mlx5_0", "kind": "rdma", "ports": []}],
         gpus=[{"name": "NVIDIA A100"}],
+        cuda={"nvcc": "/usr/local/cuda/bin/nvcc", "nvcc_version": "13.0.88"},
     )
     assert missing_tools(system) == []
     detail = {r.what: r.detail for r in requirements_report(system)}

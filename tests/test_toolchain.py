@@ -5,7 +5,7 @@ import pytest
 
 from assay.errors import ConfigError, ToolchainError
 from assay.model import Build
-from assay.toolchain import build_probe, discover_mpis, identify_launcher
+from assay.toolchain import build_probe, discover_mpis, identify_launcher, keyed_text, native_source
 
 needs_both = pytest.mark.skipif(
     not (shutil.which("mpicc.openmpi") and shutil.which("mpicc.mpich")),
@@ -72,3 +72,39 @@ def test_compile_error_shows_the_compilers_message(tmp_path: Path):
     assert "compiling stream.c" in str(err.value)
     assert "-fno-such-flag-xyz" in str(err.value)  # gcc's own complaint names the flag
     assert not any(tmp_path.rglob(".build-*"))  # no half-built file is left behind
+
+
+def test_the_cache_key_covers_the_shared_headers(tmp_path: Path):
+    """probe.h and jsonl.h are compiled into every probe: editing one must rebuild them."""
+    (tmp_path / "x.c").write_text('#include "probe.h"\n')
+    (tmp_path / "probe.h").write_text("/* v1 */\n")
+    (tmp_path / "jsonl.h").write_text("/* out */\n")
+    before = keyed_text(tmp_path / "x.c")
+    (tmp_path / "probe.h").write_text("/* v2 */\n")
+    assert keyed_text(tmp_path / "x.c") != before
+    # moving text from one header to the other is a change too
+    (tmp_path / "probe.h").write_text("")
+    (tmp_path / "jsonl.h").write_text("/* v2 */\n/* out */\n")
+    moved = keyed_text(tmp_path / "x.c")
+    (tmp_path / "probe.h").write_text("/* v2 */\n")
+    (tmp_path / "jsonl.h").write_text("/* out */\n")
+    assert keyed_text(tmp_path / "x.c") != moved
+    shipped = keyed_text(native_source("stream.c"))
+    assert b"\0probe.h\0" in shipped and b"\0jsonl.h\0" in shipped
+
+
+def test_a_compiler_that_removed_its_output_still_gives_the_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """gcc deletes its output file when it fails (a full disk, say): the build error must
+    still be the compiler's message, not a FileNotFoundError from cleaning up."""
+    compiler = tmp_path / "fake-cc"
+    compiler.write_text(
+        "#!/bin/sh\n"
+        'for a; do case "$prev" in -o) rm -f "$a";; esac; prev="$a"; done\n'
+        'echo "fake-cc: No space left on device" >&2; exit 1\n'
+    )
+    compiler.chmod(0o755)
+    monkeypatch.setenv("CC", str(compiler))
+    with pytest.raises(ToolchainError, match="No space left on device"):
+        build_probe(Build("stream.c", "cc", ("-O2",)), [], cache_dir=tmp_path / "cache")

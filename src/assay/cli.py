@@ -146,7 +146,10 @@ def run(
         list[str] | None,
         typer.Option("--set", help="Override a param: key=value or probe.key=value (repeatable)."),
     ] = None,
-    repeat: Annotated[int | None, typer.Option(min=1, help="Repetitions of every job.")] = None,
+    repeat: Annotated[
+        str | None,
+        typer.Option(help="Repetitions of every job, or 'auto': until its figures are within ±2%."),
+    ] = None,
     label: Annotated[str, typer.Option(help="A free-text label kept with the run.")] = "",
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the planned jobs and stop.")
@@ -205,6 +208,7 @@ def run(
     from assay.plan import Overrides, plan
     from assay.probes import PlanContext
     from assay.suite import resolve_suite
+    from assay.system import collect_plan_facts
 
     if on != "local":
         raise AssayError(f"--on {on}: only 'local' is implemented so far")
@@ -212,14 +216,17 @@ def run(
         spec, text, origin = _vdbench_suite(suite, vdbench, lun_map, target, elapsed, warmup, size)
     else:
         spec, text, origin = resolve_suite(suite)
+    auto = repeat == "auto"  # assay.repeat_auto: each job repeated until its CI is within ±2%
+    if repeat is not None and not auto and not (repeat.isdigit() and int(repeat) >= 1):
+        raise AssayError(f"--repeat {repeat!r}: expected a count (1, 2, ...) or 'auto'")
     overrides = Overrides(
         only=[p.strip() for p in only.split(",")] if only else [],
         mpi=[m.strip() for m in mpi.split(",")] if mpi else None,
         sets=list(set_ or []),
-        repeat=repeat,
+        repeat=1 if auto else (int(repeat) if repeat else None),
     )
     system, mpis = _discover()
-    jobs = plan(spec, PlanContext(system=system, mpis=mpis), overrides)
+    jobs = plan(spec, PlanContext(system=system, mpis=mpis, facts=collect_plan_facts()), overrides)
     if dry_run:
         for job in jobs:
             out.print(f"{job.job_id}: {' '.join(job.argv)}  env={job.env or {}}", markup=False)
@@ -262,8 +269,22 @@ def run(
             if result.status != "ok":
                 progress.console.print(f"    {result.reason}", markup=False)
 
-        outcome = execute(writer, jobs, mpis, cores=system.cores, on_start=on_start, on_end=on_end)
+        if auto:
+            from assay.repeat_auto import execute_auto
+
+            outcome, reps = execute_auto(
+                writer, jobs, mpis, cores=system.cores, on_start=on_start, on_end=on_end
+            )
+        else:
+            outcome = execute(
+                writer, jobs, mpis, cores=system.cores, on_start=on_start, on_end=on_end
+            )
     _summary(outcome, time.monotonic() - started, writer.path)
+    for r in reps if auto else []:
+        width = "—" if r.widest is None else f"±{r.widest:.1%}"
+        console.print(
+            Text(f"  {r.job_id}: {r.repetitions} repetition(s), {width} ({r.limiting}); {r.reason}")
+        )
     try:
         _index(store).close()
     except AssayError as exc:  # the results are in the run directory whatever the index says
@@ -585,6 +606,15 @@ def history(
         cells = (r["run_id"], r["hostname"], shown, format_value(r["value"], unit))
         t.add_row(*(Text(str(c)) for c in cells))  # data, never rich markup
     out.print(t)
+
+
+# compare (runs or --ref), references, summary, history with change points, label: registered
+# last, so their compare and history replace the ones above.
+from assay.cli_compare import register as _register_compare  # noqa: E402
+from assay.cli_history import register as _register_history  # noqa: E402
+
+_register_compare(app)
+_register_history(app)
 
 
 def main() -> None:

@@ -119,7 +119,7 @@ class Build:
     """What must be compiled before a job can start: a native source, by one toolchain."""
 
     source: str  # file name under assay/native/
-    toolchain: str  # "cc" for the plain C compiler, else an MPI toolchain name
+    toolchain: str  # "cc" (the C compiler), "nvcc" (CUDA), else an MPI toolchain name
     flags: tuple[str, ...] = ()
     libs: tuple[str, ...] = ()
 
@@ -267,6 +267,7 @@ class System:
     compilers: dict[str, str] = field(default_factory=dict)  # name -> version
     mpis: list[MpiInfo] = field(default_factory=list)
     gpus: list[dict[str, Any]] = field(default_factory=list)
+    cuda: dict[str, str] = field(default_factory=dict)  # driver, cuda_version, nvcc, nvcc_version
     nics: list[dict[str, Any]] = field(default_factory=list)
     tools: dict[str, str] = field(default_factory=dict)  # fio, hpcc, slurm, ... -> version/path
     hosts: list[str] = field(default_factory=list)  # hosts a run used (filled by the runner)

@@ -6,7 +6,6 @@ Pure: it reads the system record and the toolchains found, and launches nothing.
 from __future__ import annotations
 
 import itertools
-import re
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +16,7 @@ from assay.errors import SuiteError
 from assay.model import Job
 from assay.probes import PlanContext, get_probe
 from assay.suite.schema import BenchSpec, SuiteSpec
+from assay.textutil import slugify
 from assay.toolchain import select_mpis
 
 BENCH_KEYS = {"mpi", "ranks", "nodes", "ppn", "repeat", "timeout"}
@@ -96,10 +96,6 @@ def _sweep_points(bench: BenchSpec) -> list[dict[str, Any]]:
     ]
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-").lower()
-
-
 def plan(suite: SuiteSpec, ctx: PlanContext, overrides: Overrides | None = None) -> list[Job]:
     """Every job of a suite, numbered in the order they will run."""
     if overrides is not None:
@@ -138,7 +134,9 @@ def plan(suite: SuiteSpec, ctx: PlanContext, overrides: Overrides | None = None)
                         job_params["repetition"] = rep
                     jobs.append(
                         Job(
-                            job_id=f"{n:03d}-{probe.name}-{_slug(draft.label)}{suffix}".rstrip("-"),
+                            job_id=f"{n:03d}-{probe.name}-{slugify(draft.label)}{suffix}".rstrip(
+                                "-"
+                            ),
                             probe=probe.name,
                             argv=list(draft.argv),
                             params=job_params,

@@ -16,6 +16,7 @@ once per (source, compiler identity and version, flags) into ``$ASSAY_HOME/cache
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -29,6 +30,7 @@ from pathlib import Path
 from assay.config import assay_home, load_config
 from assay.errors import ConfigError, ToolchainError
 from assay.model import Build, MpiInfo
+from assay.system.gpu import find_nvcc
 
 # (name, compiler wrapper, launcher) as Debian and Ubuntu install them side by side.
 ALTERNATIVES = (
@@ -154,7 +156,22 @@ class Compiler:
     identity: str  # version text of the compiler (and of the MPI, for wrappers)
 
 
+def nvcc_compiler() -> Compiler:
+    """The nvcc found ($CUDA_HOME/bin, PATH, /usr/local/cuda/bin), keyed by its full version
+    text: a CUDA upgrade rebuilds the GPU probes."""
+    nvcc = find_nvcc()
+    if not nvcc:
+        raise ToolchainError(
+            "nvcc not found in $CUDA_HOME/bin, on PATH or at /usr/local/cuda/bin/nvcc",
+            hint="install the CUDA toolkit, or set CUDA_HOME to where it is",
+        )
+    text = _run([nvcc, "--version"]).strip()
+    return Compiler(nvcc, " ".join(text.splitlines()[-2:]) or "unknown")
+
+
 def compiler_for(build: Build, mpis: list[MpiInfo]) -> Compiler:
+    if build.toolchain == "nvcc":
+        return nvcc_compiler()
     if build.toolchain == "cc":
         cc = c_compiler()
         return Compiler(cc, _first_line([cc, "--version"]))
@@ -163,6 +180,17 @@ def compiler_for(build: Build, mpis: list[MpiInfo]) -> Compiler:
             wrapped = _first_line([mpi.mpicc, "--version"])
             return Compiler(mpi.mpicc, f"{mpi.flavor} {mpi.version} {wrapped}")
     raise ToolchainError(f"toolchain {build.toolchain!r} not found", hint=INSTALL_HINT)
+
+
+def keyed_text(source: Path) -> bytes:
+    """What a build's cache key hashes of its sources: the probe's source, then every header
+    beside it (probe.h, jsonl.h, ...) by name and content, in name order. A change to a shared
+    header recompiles every probe that may include it; naming each one keeps a rename or a
+    move of text between headers from hashing the same."""
+    text = source.read_bytes()
+    for header in sorted(source.parent.glob("*.h")):
+        text += b"\0" + header.name.encode() + b"\0" + header.read_bytes()
+    return text
 
 
 def cache_key(source_text: bytes, compiler: Compiler, build: Build) -> str:
@@ -174,15 +202,17 @@ def cache_key(source_text: bytes, compiler: Compiler, build: Build) -> str:
     return h.hexdigest()[:16]
 
 
+def _remove(path: str) -> None:
+    # A failed compiler may already have deleted its output (gcc does, on a full disk).
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
 def build_probe(build: Build, mpis: list[MpiInfo], cache_dir: Path | None = None) -> Path:
     """The path of the compiled probe, compiling it only when its key is not cached yet."""
     source = native_source(build.source)
-    text = source.read_bytes()
-    # Headers next to the source are part of the key: a change to one recompiles its users.
-    for header in sorted(source.parent.glob("*.h")):
-        text += header.read_bytes()
     compiler = compiler_for(build, mpis)
-    key = cache_key(text, compiler, build)
+    key = cache_key(keyed_text(source), compiler, build)
     out_dir = (cache_dir or assay_home() / "cache") / key
     exe = out_dir / Path(build.source).stem
     if exe.exists():
@@ -195,10 +225,10 @@ def build_probe(build: Build, mpis: list[MpiInfo], cache_dir: Path | None = None
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        os.unlink(tmp)
+        _remove(tmp)
         raise ToolchainError(f"could not run {compiler.command}: {exc}") from None
     if proc.returncode != 0:
-        os.unlink(tmp)
+        _remove(tmp)
         raise ToolchainError(
             f"compiling {build.source} with {compiler.command} failed:\n"
             f"  $ {' '.join(argv)}\n{proc.stderr.strip()}"

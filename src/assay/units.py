@@ -12,7 +12,7 @@ from typing import Literal
 
 Better = Literal["higher", "lower"]
 
-CANONICAL = ("s", "B/s", "flop/s", "op/s", "B", "1")
+CANONICAL = ("s", "B/s", "flop/s", "op/s", "B", "1", "Hz", "W", "C")
 
 # display unit -> (canonical unit, factor such that display = canonical / factor)
 DISPLAY: dict[str, tuple[str, float]] = {
@@ -46,6 +46,10 @@ DISPLAY: dict[str, tuple[str, float]] = {
     "MB": ("B", 1e6),
     "GB": ("B", 1e9),
     "1": ("1", 1.0),
+    "Hz": ("Hz", 1.0),
+    "MHz": ("Hz", 1e6),
+    "W": ("W", 1.0),
+    "C": ("C", 1.0),
     "%": ("1", 1e-2),
 }
 
@@ -92,6 +96,16 @@ METRICS: dict[str, MetricInfo] = {
     "memory.randomaccess": MetricInfo("op/s", "higher", "GUP/s", "RandomAccess"),
     "gpu.sgemm": MetricInfo("flop/s", "higher", "GFLOP/s", "GPU SGEMM"),
     "gpu.dgemm": MetricInfo("flop/s", "higher", "GFLOP/s", "GPU DGEMM"),
+    "gpu.flops": MetricInfo("flop/s", "higher", "TFLOP/s", "GPU sustained GEMM"),
+    "gpu.errors": MetricInfo("1", "lower", "1", "GPU GEMM errors"),
+    "gpu.sm_clock": MetricInfo("Hz", "higher", "MHz", "GPU SM clock"),
+    "gpu.mem_clock": MetricInfo("Hz", "higher", "MHz", "GPU memory clock"),
+    "gpu.power": MetricInfo("W", "lower", "W", "GPU power"),
+    "gpu.temperature": MetricInfo("C", "lower", "C", "GPU temperature"),
+    "gpu.bandwidth": MetricInfo("B/s", "higher", "GB/s", "GPU memory bandwidth"),
+    "gpu.h2d": MetricInfo("B/s", "higher", "GB/s", "Host to GPU"),
+    "gpu.d2h": MetricInfo("B/s", "higher", "GB/s", "GPU to host"),
+    "gpu.d2d": MetricInfo("B/s", "higher", "GB/s", "GPU to GPU"),
     "p2p.latency": MetricInfo("s", "lower", "us", "MPI latency"),
     "p2p.bandwidth": MetricInfo("B/s", "higher", "MB/s", "MPI bandwidth"),
     "p2p.bibw": MetricInfo("B/s", "higher", "MB/s", "MPI bi-directional bandwidth"),

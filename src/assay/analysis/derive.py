@@ -9,11 +9,10 @@ Probes store what they measured and the plan-time facts it is judged against (a 
 - **Hockney** α, β, n½ and the protocol switch of every MPI's latency curve, β also from its
   bandwidth curve (:mod:`assay.analysis.hockney`);
 - **Little's law** of every fio point (:mod:`assay.analysis.storage_points`): the outstanding
-  I/Os measured (IOPS × mean latency) against those configured.
-
-The knee of a response-time curve (:mod:`assay.analysis.knee`) and Little's law's flag are
-computed by the fio driver while it measures, with the same functions, because it needs them to
-plan the next point; they are stored in the curve's summary sample and read from there.
+  I/Os measured (IOPS × mean latency) against those configured, and its flag;
+- the **knee** of every response-time curve (:func:`assay.analysis.storage_points.curve_knee`),
+  from the folded curve points. The fio driver only measures: it stores each point with the
+  concurrency it is judged against, never a derived figure.
 
 :meth:`Derived.figures` gives the derived figures as samples, so ``assay compare`` judges the
 same numbers the report shows.

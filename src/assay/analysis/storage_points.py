@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.analysis.knee import InsufficientDataError, find_knee
 from assay.analysis.queueing import LittleCheck, littles_law_check
 from assay.analysis.stats import Figure
+from assay.fio.workloads import SYNC_ENGINES
 from assay.units import human_bytes
 from assay.vocab import ALL_CLIENTS
 
@@ -103,6 +105,83 @@ class Point:
         if not expected or mean is None or mean <= 0:
             return None
         return littles_law_check(iops, mean, float(expected))
+
+    def littles_flag(self) -> str | None:
+        """What Little's law says is wrong with this point, or None.
+
+        Only an uncontrolled run is judged: a capped (curve) point keeps its queue partly empty
+        on purpose. ``queue not full`` when measured/configured < 0.8 (a synchronous engine, or
+        a client that could not keep up); ``more outstanding than configured`` when > 1.2 (the
+        inputs disagree). Runs stored before the derive step carry the driver's own flag.
+        """
+        if "littles_flag" in self.params:
+            return str(self.params["littles_flag"])
+        check = self.littles()
+        if check is None or self.params.get("rate_limited") or self.mode == "curve":
+            return None
+        expected = self.params.get("outstanding_expected")
+        if check.queue_not_full:
+            engine = self.params.get("ioengine")
+            why = "synchronous engine" if engine in SYNC_ENGINES else "CPU-bound client?"
+            return (
+                f"queue not full: {check.measured_concurrency:.2f} of {expected} I/Os outstanding "
+                f"on average (ratio {check.ratio:.2f} < {check.min_ratio:g}; {why})"
+            )
+        if check.exceeds_configured:
+            return (
+                f"more outstanding than configured: {check.measured_concurrency:.2f} > "
+                f"{expected} (ratio {check.ratio:.2f}); the inputs disagree"
+            )
+        return None
+
+
+@dataclass(frozen=True)
+class CurveKnee:
+    """The knee of a response-time curve, or why there is none."""
+
+    curve_pct: int | None
+    iops: float | None = None
+    latency_s: float | None = None
+    method: str = ""
+    note: str = ""  # set when there is no knee
+
+
+def curve_knee(points: list[Point], method: str = "kneedle") -> CurveKnee:
+    """The knee of a curve's capped points (in increasing offered load).
+
+    Each point is (achieved IOPS over every direction, IOPS-weighted mean total latency) of its
+    folded repetitions; the knee is :func:`assay.analysis.knee.find_knee` on those (Kneedle with
+    a noise gate, or the slope method). Three points with a latency are needed.
+    """
+    usable = []
+    for pt in sorted(points, key=lambda pt: pt.curve_pct or 0):
+        if pt.mode != "curve" or pt.curve_pct is None:
+            continue
+        iops, mean, _ = pt.totals()
+        if mean and mean > 0:
+            usable.append((pt.curve_pct, iops, mean))
+    if len(usable) < 3:
+        return CurveKnee(None, note=f"{len(usable)} curve point(s), 3 needed")
+    try:
+        knee = find_knee(
+            [u[1] for u in usable],
+            [u[2] for u in usable],
+            method=method,  # type: ignore[arg-type]
+        )
+    except (InsufficientDataError, ValueError) as exc:
+        return CurveKnee(None, note=str(exc))
+    if knee is None:
+        return CurveKnee(
+            None,
+            note="the mean latency did not rise enough or the curve did not bend beyond its "
+            f"noise (find_knee, {method})",
+        )
+    return CurveKnee(
+        usable[knee.index][0],
+        knee.iops,
+        knee.latency_s,
+        knee.method + " on (achieved IOPS, mean total latency)",
+    )
 
 
 def config_of(p: dict[str, Any]) -> Config:

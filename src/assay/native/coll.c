@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #include "jsonl.h"
+#include "probe.h"
+#include "osu.h"
 
 enum op { ALLREDUCE, ALLTOALL, ALLGATHER, BCAST, REDUCE, BARRIER, NOPS };
 static const char *const op_names[NOPS] = {"allreduce", "alltoall", "allgather",
@@ -83,30 +85,11 @@ static void usage(void)
            DEFAULT_ITERATIONS_LARGE, DEFAULT_WARMUP_LARGE, DEFAULT_LARGE_THRESHOLD);
 }
 
-static int bad(const char *fmt, const char *a, const char *b)
-{
-    if (rank == 0) {
-        fputs("coll: ", stderr);
-        fprintf(stderr, fmt, a, b);
-        fputc('\n', stderr);
-    }
-    return -1;
-}
-
+/* Every rank parses the same argv; only rank 0 explains what is wrong (probe_set_quiet). */
 static int parse(int argc, char **argv, options *o)
 {
-    static const char *const names[] = {"--min-size",       "--max-size",   "--iterations",
-                                        "--warmup",         "--iterations-large",
-                                        "--warmup-large",   "--large-threshold",
-                                        "--corrupt-for-test"};
+    int op = ALLREDUCE;
     long long corrupt = 0;
-    long long *slots[] = {&o->min_size,     &o->max_size,         &o->iterations,
-                          &o->warmup,       &o->iterations_large, &o->warmup_large,
-                          &o->large_threshold, &corrupt};
-    static const long long lows[] = {0, 0, 1, 0, 1, 0, 0, 0};
-    const int nopts = (int)(sizeof names / sizeof names[0]);
-
-    o->op = ALLREDUCE;
     o->min_size = DEFAULT_MIN_SIZE;
     o->max_size = DEFAULT_MAX_SIZE;
     o->iterations = DEFAULT_ITERATIONS;
@@ -114,35 +97,22 @@ static int parse(int argc, char **argv, options *o)
     o->iterations_large = DEFAULT_ITERATIONS_LARGE;
     o->warmup_large = DEFAULT_WARMUP_LARGE;
     o->large_threshold = DEFAULT_LARGE_THRESHOLD;
-
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        int k = 0;
-        while (k < nopts && strcmp(opt, names[k]))
-            k++;
-        if (k == nopts && strcmp(opt, "--op"))
-            return bad("unknown option '%s'%s (see --help)", opt, "");
-        if (i + 1 >= argc)
-            return bad("%s needs a value%s (see --help)", opt, "");
-        const char *val = argv[++i];
-        if (k == nopts) {
-            int j = 0;
-            while (j < NOPS && strcmp(val, op_names[j]))
-                j++;
-            if (j == NOPS)
-                return bad("--op: expected allreduce, alltoall, allgather, bcast, reduce or "
-                           "barrier, got '%s'%s",
-                           val, "");
-            o->op = (enum op)j;
-        } else if (jl_parse_long(val, lows[k], INT_MAX, slots[k])) {
-            return bad("%s: expected an integer in range, got '%s'", opt, val);
-        }
-    }
+    const char *const ops[NOPS + 1] = {op_names[0], op_names[1], op_names[2], op_names[3],
+                                       op_names[4], op_names[5], NULL};
+    const probe_option opts[] = {
+        {"--op", PROBE_CHOICE, &op, .choices = ops},
+        OSU_LOOP_OPTIONS(o),
+        {"--corrupt-for-test", PROBE_INT, &corrupt, .min = 0, .max = 1},
+        PROBE_END,
+    };
+    if (probe_parse_options(argc, argv, opts))
+        return -1; /* --help was answered before MPI_Init */
+    o->op = (enum op)op;
     o->corrupt = corrupt != 0;
     if (o->min_size > o->max_size)
-        return bad("--min-size is larger than --max-size%s%s", "", "");
+        return probe_error("--min-size is larger than --max-size");
     if (o->corrupt && o->op == BARRIER)
-        return bad("--corrupt-for-test: barrier moves no data%s%s", "", "");
+        return probe_error("--corrupt-for-test: barrier moves no data");
     return 0;
 }
 
@@ -272,28 +242,27 @@ static long long check_op(const options *o, long long size, void *sbuf, void *rb
 int main(int argc, char **argv)
 {
     /* --help works without a launcher and before MPI starts. */
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage();
-            return 0;
-        }
+    if (probe_help_requested(argc, argv)) {
+        usage();
+        return PROBE_OK;
     }
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    probe_init("coll");
+    probe_set_quiet(rank != 0);
 
     options o;
     if (parse(argc, argv, &o)) {
         MPI_Finalize();
-        return 2;
+        return PROBE_USAGE;
     }
     /* OSU's collectives refuse to run on a single process; so does this probe. */
     if (nprocs < 2) {
-        if (rank == 0)
-            fprintf(stderr, "coll: needs at least 2 MPI ranks, got %d\n", nprocs);
+        probe_error("needs at least 2 MPI ranks, got %d", nprocs);
         MPI_Finalize();
-        return 2;
+        return PROBE_USAGE;
     }
     int is_barrier = o.op == BARRIER;
     if (is_barrier)
@@ -310,12 +279,12 @@ int main(int argc, char **argv)
         posix_memalign(&rbuf, (size_t)page, bufsize)) {
         fprintf(stderr, "coll: rank %d: cannot allocate 2 buffers of %zu bytes\n", rank,
                 bufsize);
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
     }
     memset(sbuf, 1, bufsize);
     memset(rbuf, 0, bufsize);
 
-    for (long long size = o.min_size; size <= o.max_size; size = jl_next_size(size)) {
+    for (long long size = o.min_size; size <= o.max_size; size = osu_next_size(size)) {
         int large = size > o.large_threshold;
         long long iters = large ? o.iterations_large : o.iterations;
         long long warm = large ? o.warmup_large : o.warmup;
@@ -324,12 +293,11 @@ int main(int argc, char **argv)
             long long wrong = check_op(&o, size, sbuf, rbuf), any = 0;
             MPI_Allreduce(&wrong, &any, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
             if (any) {
-                if (rank == 0)
-                    fprintf(stderr, "coll: %s size %lld returned wrong data (%lld elements "
-                                    "across all ranks); no results reported\n",
+                probe_error("%s size %lld returned wrong data (%lld elements across all ranks); "
+                            "no results reported",
                             op_names[o.op], size, any);
                 MPI_Finalize();
-                return 3;
+                return PROBE_INVALID;
             }
         }
 
@@ -373,11 +341,11 @@ int main(int argc, char **argv)
             jl_end(&st, JL_ALL);
         }
         if (is_barrier)
-            break; /* jl_next_size(0) is 1: barrier has a single, size-less point */
+            break; /* osu_next_size(0) is 1: barrier has a single, size-less point */
     }
 
     free(sbuf);
     free(rbuf);
     MPI_Finalize();
-    return 0;
+    return PROBE_OK;
 }

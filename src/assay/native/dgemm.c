@@ -36,13 +36,11 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #ifdef ASSAY_CBLAS_HEADER
 #include ASSAY_CBLAS_HEADER
@@ -51,6 +49,7 @@
 #endif
 
 #include "jsonl.h"
+#include "probe.h"
 
 #ifdef ASSAY_OPENBLAS
 /* OpenBLAS's own queries (also declared by its cblas.h; redeclaring them is harmless). */
@@ -83,13 +82,6 @@ extern int openblas_get_num_threads(void);
 #define SEED_B 0xD1B54A32D192ED03ULL
 #define SEED_X 0x8CB92BA72F3D8DD7ULL
 #define SEED_SPOT 0x2545F4914F6CDD1DULL
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* splitmix64: a cheap, well-mixed hash, so that entry (i, j) has the same value however and
  * wherever it is computed (initialisation, spot check). */
@@ -207,10 +199,9 @@ static int check_freivalds(const kind *k, long long n, const void *a, const void
         }
     }
     if (rows) {
-        fprintf(stderr,
-                "dgemm: %s result is wrong: C*x differs from A*(B*x) in %lld of %lld rows "
+        probe_error("%s result is wrong: C*x differs from A*(B*x) in %lld of %lld rows "
                 "(first: row %lld, %.17g instead of %.17g); with integer matrices the two "
-                "must be equal exactly\n",
+                "must be equal exactly",
                 k->name, rows, n, first, cx[first], abx[first]);
         bad = 1;
     }
@@ -256,9 +247,8 @@ static int check_entries(const kind *k, long long n, const void *c, double *max_
         double rel = (double)(fabsl((long double)got - ref) / scale);
         if (!(rel <= k->tol)) { /* a NaN fails too */
             if (!bad)
-                fprintf(stderr,
-                        "dgemm: %s result is wrong: C[%lld][%lld] = %.17g, expected %.17Lg "
-                        "(relative error %.3g > %g)\n",
+                probe_error("%s result is wrong: C[%lld][%lld] = %.17g, expected %.17Lg "
+                        "(relative error %.3g > %g)",
                         k->name, i, j, got, ref, rel, k->tol);
             bad = 1;
         }
@@ -297,7 +287,7 @@ static int run_kind(const kind *k, long long n, double min_time, long long min_r
     memset(r, 0, sizeof *r);
     r->k = k;
     if (!a || !b || !c || !times) {
-        fprintf(stderr, "dgemm: cannot allocate three %lld x %lld %s matrices (%.3g GB)\n", n, n,
+        probe_error("cannot allocate three %lld x %lld %s matrices (%.3g GB)", n, n,
                 k->precision[0] == 'd' ? "double" : "float",
                 3.0 * (double)n * (double)n * (double)k->elem / 1e9);
         rc = 1;
@@ -311,23 +301,23 @@ static int run_kind(const kind *k, long long n, double min_time, long long min_r
         k->gemm(n, a, b, c);
 
     long long reps = 0;
-    double start = now();
-    while (reps < MAX_REPS && (reps < min_reps || now() - start < min_time)) {
+    double start = probe_now();
+    while (reps < MAX_REPS && (reps < min_reps || probe_now() - start < min_time)) {
         if ((size_t)reps == cap) {
             double *grown = realloc(times, 2 * cap * sizeof *times);
             if (!grown) {
-                fprintf(stderr, "dgemm: out of memory for the timings\n");
+                probe_error("out of memory for the timings");
                 rc = 1;
                 goto out;
             }
             times = grown;
             cap *= 2;
         }
-        double t0 = now();
+        double t0 = probe_now();
         k->gemm(n, a, b, c);
-        times[reps++] = now() - t0;
+        times[reps++] = probe_now() - t0;
     }
-    r->elapsed = now() - start;
+    r->elapsed = probe_now() - start;
 
     if (corrupt) /* --corrupt-for-test: one wrong entry, off the spot-checked positions */
         k->add(c, (size_t)(n / 2) + (size_t)(n / 3) * (size_t)n, 1.0);
@@ -335,7 +325,7 @@ static int run_kind(const kind *k, long long n, double min_time, long long min_r
     int oom = 0;
     int bad = check_freivalds(k, n, a, b, c, &oom);
     if (oom) {
-        fprintf(stderr, "dgemm: out of memory for the result check\n");
+        probe_error("out of memory for the result check");
         rc = 1;
         goto out;
     }
@@ -348,15 +338,15 @@ static int run_kind(const kind *k, long long n, double min_time, long long min_r
     double flops = 2.0 * (double)n * (double)n * (double)n;
     r->rates = malloc((size_t)reps * sizeof *r->rates);
     if (!r->rates) {
-        fprintf(stderr, "dgemm: out of memory for the rates\n");
+        probe_error("out of memory for the rates");
         rc = 1;
         goto out;
     }
     r->best_time = INFINITY;
     for (long long i = 0; i < reps; i++) {
         if (!(times[i] > 0.0)) {
-            fprintf(stderr, "dgemm: a %s of order %lld took no measurable time; use a larger --n\n",
-                    k->name, n);
+            probe_error("a %s of order %lld took no measurable time; use a larger --n", k->name,
+                        n);
             rc = 1;
             goto out;
         }
@@ -367,10 +357,9 @@ static int run_kind(const kind *k, long long n, double min_time, long long min_r
     }
     r->reps = reps;
     if (r->best_time < SHORT_CALL_S)
-        fprintf(stderr,
-                "dgemm: warning: the fastest %s took %.3g s, under %g s; its rate is mostly "
-                "call overhead, use a larger --n for a meaningful figure\n",
-                k->name, r->best_time, SHORT_CALL_S);
+        probe_warn("the fastest %s took %.3g s, under %g s; its rate is mostly call overhead, "
+                   "use a larger --n for a meaningful figure",
+                   k->name, r->best_time, SHORT_CALL_S);
 out:
     free(a);
     free(b);
@@ -384,7 +373,7 @@ static int emit(const result *r, long long n, double min_time, long long min_rep
 {
     jl_stats st;
     if (jl_compute_stats(r->rates, (long)r->reps, &st)) {
-        fprintf(stderr, "dgemm: out of memory computing statistics\n");
+        probe_error("out of memory computing statistics");
         return 1;
     }
     double flops = 2.0 * (double)n * (double)n * (double)n;
@@ -412,9 +401,9 @@ static int emit(const result *r, long long n, double min_time, long long min_rep
     return 0;
 }
 
-static void usage(FILE *f)
+static void usage(void)
 {
-    fprintf(f,
+    printf(
             "usage: dgemm [--n N] [--precision d|s|both] [--min-time S] [--reps K] "
             "[--warmup W]\n"
             "\n"
@@ -435,78 +424,26 @@ static void usage(FILE *f)
             DEFAULT_N, DEFAULT_MIN_TIME, DEFAULT_REPS, DEFAULT_WARMUP, STR(ASSAY_BLAS));
 }
 
-/* Strict: the whole text must be a finite number in [lo, hi]. */
-static int parse_double(const char *text, double lo, double hi, double *out)
-{
-    if (!text || !*text)
-        return -1;
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || *end != '\0' || !isfinite(v) || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     long long n = DEFAULT_N, min_reps = DEFAULT_REPS, warmup = DEFAULT_WARMUP;
     double min_time = DEFAULT_MIN_TIME;
-    int want_d = 1, want_s = 1;
+    int precision = 2;  /* index in precisions[] */
     int corrupt = 0; /* hidden --corrupt-for-test: proves the result check can fail */
-
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(opt, "--corrupt-for-test")) {
-            corrupt = 1;
-            continue;
-        }
-        if (strcmp(opt, "--n") && strcmp(opt, "--precision") && strcmp(opt, "--min-time") &&
-            strcmp(opt, "--reps") && strcmp(opt, "--warmup")) {
-            fprintf(stderr, "dgemm: unknown option '%s' (see --help)\n", opt);
-            return 2;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "dgemm: %s needs a value (see --help)\n", opt);
-            return 2;
-        }
-        const char *val = argv[++i];
-        if (!strcmp(opt, "--n")) {
-            if (jl_parse_long(val, 1, MAX_N, &n)) {
-                fprintf(stderr, "dgemm: --n: expected an integer from 1 to %lld, got '%s'\n",
-                        MAX_N, val);
-                return 2;
-            }
-        } else if (!strcmp(opt, "--precision")) {
-            want_d = !strcmp(val, "d") || !strcmp(val, "both");
-            want_s = !strcmp(val, "s") || !strcmp(val, "both");
-            if (!want_d && !want_s) {
-                fprintf(stderr, "dgemm: --precision: expected d, s or both, got '%s'\n", val);
-                return 2;
-            }
-        } else if (!strcmp(opt, "--min-time")) {
-            if (parse_double(val, 0.0, 86400.0, &min_time)) {
-                fprintf(stderr, "dgemm: --min-time: expected seconds from 0 to 86400, got '%s'\n",
-                        val);
-                return 2;
-            }
-        } else if (!strcmp(opt, "--reps")) {
-            if (jl_parse_long(val, 1, MAX_REPS, &min_reps)) {
-                fprintf(stderr, "dgemm: --reps: expected an integer >= 1, got '%s'\n", val);
-                return 2;
-            }
-        } else { /* --warmup */
-            if (jl_parse_long(val, 0, 1000000, &warmup)) {
-                fprintf(stderr, "dgemm: --warmup: expected an integer >= 0, got '%s'\n", val);
-                return 2;
-            }
-        }
-    }
+    static const char *const precisions[] = {"d", "s", "both", NULL};
+    const probe_option opts[] = {
+        {"--n", PROBE_INT, &n, .min = 1, .max = MAX_N},
+        {"--precision", PROBE_CHOICE, &precision, .choices = precisions},
+        {"--min-time", PROBE_REAL, &min_time, .rmin = 0.0, .rmax = 86400.0,
+         .expect = "seconds from 0 to 86400"},
+        {"--reps", PROBE_INT, &min_reps, .min = 1, .max = MAX_REPS, .expect = "an integer >= 1"},
+        {"--warmup", PROBE_INT, &warmup, .min = 0, .max = 1000000, .expect = "an integer >= 0"},
+        {.name = "--corrupt-for-test", .kind = PROBE_FLAG, .value = &corrupt},
+        PROBE_END,
+    };
+    probe_init("dgemm");
+    probe_options_or_exit(argc, argv, opts, usage);
+    int want_d = precision != 1, want_s = precision != 0;
 
     /* Every result is checked before any is printed: a wrong SGEMM withholds the DGEMM too,
      * since a BLAS that computes one of them wrong cannot be trusted for the other. */
@@ -524,7 +461,7 @@ int main(int argc, char **argv)
             free(res[nres].rates);
     }
     if (rc == 3)
-        fprintf(stderr, "dgemm: the result check failed; no results reported\n");
+        probe_error("the result check failed; no results reported");
     for (int q = 0; q < nres && rc == 0; q++)
         rc = emit(&res[q], n, min_time, min_reps, warmup);
     for (int q = 0; q < nres; q++)

@@ -3,8 +3,9 @@
  *
  * A probe prints JSON Lines on stdout, one object per measured point and nothing else:
  *   {"metric": "...", "value": <SI unit>, "params": {...}, "stats": {...}}
- * Diagnostics go to stderr.  Everything here is static inline so that a probe that uses
- * only part of it still compiles cleanly with -Wall -Wextra.
+ * Diagnostics go to stderr.  This header only writes that output (and computes the stats it
+ * carries); the clock, options and errors are probe.h's.  Everything here is static inline
+ * so that a probe that uses only part of it still compiles cleanly with -Wall -Wextra.
  *
  * Statistics conventions (stated once, so every probe reports them the same way):
  *   - median: middle element of the sorted samples, mean of the two middle ones for even n
@@ -159,6 +160,12 @@ static inline void jl_param_double(const char *key, double v)
     jl_num_(v);
 }
 
+static inline void jl_param_bool(const char *key, int v)
+{
+    jl_key_(key);
+    fputs(v ? "true" : "false", stdout);
+}
+
 static inline void jl_param_str(const char *key, const char *v)
 {
     jl_key_(key);
@@ -222,31 +229,6 @@ static inline void jl_end(const jl_stats *s, unsigned mask)
     }
     fputs("}\n", stdout);
     fflush(stdout);
-}
-
-/* ---- option parsing helpers: strict, so that "10k" or "" is an error, not 10 or 0 ---- */
-
-/* Parse a non-negative integer in [lo, hi]; returns 0 on success, -1 otherwise. */
-static inline int jl_parse_long(const char *text, long long lo, long long hi, long long *out)
-{
-    if (!text || !*text)
-        return -1;
-    char *end = NULL;
-    long long v = strtoll(text, &end, 10);
-    if (*end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* Next message size after `size`, the OSU way: 0 is followed by 1, anything else by the next
- * power of two above it (which is size * 2 when size is a power of two, as in OSU's loop). */
-static inline long long jl_next_size(long long size)
-{
-    long long p = 1;
-    while (p <= size)
-        p <<= 1;
-    return p;
 }
 
 #endif /* ASSAY_JSONL_H */

@@ -41,9 +41,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "jsonl.h"
+#include "probe.h"
 
 #define DEFAULT_MIN_BYTES 4096LL
 #define DEFAULT_MAX_BYTES (64LL * 1024 * 1024)
@@ -52,17 +52,11 @@
 #define DEFAULT_MIN_TIME 0.1
 #define DEFAULT_REPEATS 5
 #define MAX_REPEATS 1000
+#define MIN_MIN_TIME 1e-6 /* a pass shorter than a microsecond is mostly clock */
 #define HUGE_PAGE (2u * 1024u * 1024u)
 
 /* The last pointer of every chase ends up here, so the compiler must perform the loads. */
 static void *volatile sink;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* splitmix64: a small, good, seedable generator; the chain only needs to defeat prefetch. */
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -123,16 +117,16 @@ static long long calibrate(void **pos, double min_time)
 {
     long long loads = 4096;
     for (;;) {
-        double t = now();
+        double t = probe_now();
         *pos = chase(*pos, loads);
-        t = now() - t;
+        t = probe_now() - t;
         if (t >= min_time / 10.0 || loads > (1LL << 56)) {
             /* Two more timings of the same length, keeping the fastest: a pass the scheduler
              * interrupted would otherwise shrink every timed pass of this working set. */
             for (int k = 0; k < 2; k++) {
-                double t2 = now();
+                double t2 = probe_now();
                 *pos = chase(*pos, loads);
-                t2 = now() - t2;
+                t2 = probe_now() - t2;
                 t = t2 < t ? t2 : t;
             }
             double want = t > 0.0 ? (double)loads * min_time / t * 1.05 : (double)loads * 2.0;
@@ -171,9 +165,9 @@ static long long *working_sets(long long min, long long max, long long steps, lo
     return out;
 }
 
-static void usage(FILE *f)
+static void usage(void)
 {
-    fprintf(f,
+    printf(
             "usage: memlat [--min-bytes N] [--max-bytes N] [--steps-per-doubling K]\n"
             "              [--stride B] [--min-time S] [--repeats R] [--hugepages] [--seed X]\n"
             "\n"
@@ -188,13 +182,14 @@ static void usage(FILE *f)
             "  --steps-per-doubling K   working sets per factor of two (default %d)\n"
             "  --stride B               bytes per element, >= 8 and a multiple of 8\n"
             "                           (default %lld, a cache line)\n"
-            "  --min-time S             seconds per timed pass, > 0 (default %g)\n"
+            "  --min-time S             seconds per timed pass, >= 1e-6 (default %g)\n"
             "  --repeats R              timed passes per working set (default %d)\n"
             "  --hugepages              back the buffer with 2 MiB transparent huge pages\n"
             "                           (default: 4 KiB pages, TLB misses included)\n"
             "  --seed X                 random seed of the permutation (default fixed)\n"
             "  --help                   this text\n"
             "\n"
+            "Sizes in bytes take K, M or G (2^10, 2^20, 2^30): --max-bytes 256M.\n"
             "Exit codes: 0 ok, 1 runtime error, 2 bad arguments.\n",
             DEFAULT_MIN_BYTES, DEFAULT_MAX_BYTES, DEFAULT_STEPS, DEFAULT_STRIDE,
             DEFAULT_MIN_TIME, DEFAULT_REPEATS);
@@ -215,16 +210,6 @@ static long long anon_huge_bytes(void)
     return kb < 0 ? -1 : kb * 1024;
 }
 
-static int parse_double(const char *text, double *out)
-{
-    char *end = NULL;
-    double v = strtod(text, &end);
-    if (!*text || *end != '\0' || !isfinite(v))
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     long long min_bytes = DEFAULT_MIN_BYTES, max_bytes = DEFAULT_MAX_BYTES;
@@ -233,105 +218,73 @@ int main(int argc, char **argv)
     double min_time = DEFAULT_MIN_TIME;
     int hugepages = 0;
 
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(opt, "--hugepages")) {
-            hugepages = 1;
-            continue;
-        }
-        static const char *const valued[] = {"--min-bytes", "--max-bytes", "--steps-per-doubling",
-                                             "--stride",    "--min-time",  "--repeats",
-                                             "--seed"};
-        int known = 0;
-        for (size_t k = 0; k < sizeof valued / sizeof *valued; k++)
-            known |= !strcmp(opt, valued[k]);
-        if (!known) {
-            fprintf(stderr, "memlat: unknown option '%s' (see --help)\n", opt);
-            return 2;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "memlat: %s needs a value (see --help)\n", opt);
-            return 2;
-        }
-        const char *val = argv[++i];
-        int bad = 0;
-        if (!strcmp(opt, "--min-bytes"))
-            bad = jl_parse_long(val, 16, 1LL << 46, &min_bytes);
-        else if (!strcmp(opt, "--max-bytes"))
-            bad = jl_parse_long(val, 16, 1LL << 46, &max_bytes);
-        else if (!strcmp(opt, "--steps-per-doubling"))
-            bad = jl_parse_long(val, 1, 16, &steps);
-        else if (!strcmp(opt, "--stride"))
-            bad = jl_parse_long(val, 8, 1LL << 20, &stride) || stride % 8 != 0;
-        else if (!strcmp(opt, "--repeats"))
-            bad = jl_parse_long(val, 1, MAX_REPEATS, &repeats);
-        else if (!strcmp(opt, "--seed"))
-            bad = jl_parse_long(val, 0, INT64_MAX, &seed);
-        else /* --min-time */
-            bad = parse_double(val, &min_time) || !(min_time > 0.0) || min_time > 3600.0;
-        if (bad) {
-            fprintf(stderr, "memlat: %s: invalid value '%s' (see --help)\n", opt, val);
-            return 2;
-        }
+    const probe_option opts[] = {
+        {"--min-bytes", PROBE_SIZE, &min_bytes, .min = 16, .max = 1LL << 46},
+        {"--max-bytes", PROBE_SIZE, &max_bytes, .min = 16, .max = 1LL << 46},
+        {"--steps-per-doubling", PROBE_INT, &steps, .min = 1, .max = 16},
+        {"--stride", PROBE_SIZE, &stride, .min = 8, .max = 1LL << 20},
+        {"--min-time", PROBE_REAL, &min_time, .rmin = MIN_MIN_TIME, .rmax = 3600.0},
+        {"--repeats", PROBE_INT, &repeats, .min = 1, .max = MAX_REPEATS},
+        {"--seed", PROBE_INT, &seed, .min = 0, .max = INT64_MAX},
+        {.name = "--hugepages", .kind = PROBE_FLAG, .value = &hugepages},
+        PROBE_END,
+    };
+    probe_init("memlat");
+    probe_options_or_exit(argc, argv, opts, usage);
+    if (stride % 8 != 0) {
+        probe_error("--stride %lld is not a multiple of 8 (a pointer)", stride);
+        return PROBE_USAGE;
     }
     if (min_bytes > max_bytes) {
-        fprintf(stderr, "memlat: --min-bytes %lld is larger than --max-bytes %lld\n", min_bytes,
-                max_bytes);
-        return 2;
+        probe_error("--min-bytes %lld is larger than --max-bytes %lld", min_bytes, max_bytes);
+        return PROBE_USAGE;
     }
     if (max_bytes < 2 * stride) {
-        fprintf(stderr, "memlat: --max-bytes %lld holds fewer than 2 elements of %lld bytes\n",
-                max_bytes, stride);
-        return 2;
+        probe_error("--max-bytes %lld holds fewer than 2 elements of %lld bytes", max_bytes,
+                    stride);
+        return PROBE_USAGE;
     }
     if (seed >= 0)
         rng_state = (uint64_t)seed;
 
     cpu_set_t mask;
     if (sched_getaffinity(0, sizeof mask, &mask) == 0 && CPU_COUNT(&mask) > 1)
-        fprintf(stderr,
-                "memlat: warning: not pinned (may run on %d CPUs); a migration mid-pass "
-                "costs cache warmth - run under numactl --physcpubind or taskset -c\n",
-                CPU_COUNT(&mask));
+        probe_warn("not pinned (may run on %d CPUs); a migration mid-pass costs cache warmth - "
+                   "run under numactl --physcpubind or taskset -c",
+                   CPU_COUNT(&mask));
 
     long long count = 0;
     long long *sets = working_sets(min_bytes, max_bytes, steps, stride, &count);
     if (!sets) {
-        fprintf(stderr, "memlat: out of memory\n");
-        return 1;
+        probe_error("out of memory");
+        return PROBE_RUNTIME;
     }
     long long buf_bytes = sets[count - 1];
     size_t alloc = ((size_t)buf_bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
     char *buf = NULL;
     int rc = posix_memalign((void **)&buf, HUGE_PAGE, alloc);
     if (rc) {
-        fprintf(stderr, "memlat: cannot allocate %zu bytes: %s\n", alloc, strerror(rc));
-        return 1;
+        probe_error("cannot allocate %zu bytes: %s", alloc, strerror(rc));
+        return PROBE_RUNTIME;
     }
     /* Decide the page size before the first touch: THP applies when the pages fault in. */
     /* A kernel without THP refuses both advices (EINVAL); it then uses 4 KiB pages anyway,
      * so only a refused MADV_HUGEPAGE is worth a word. */
     if (madvise(buf, alloc, hugepages ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) != 0 && hugepages)
-        fprintf(stderr, "memlat: warning: madvise(MADV_HUGEPAGE) failed: %s\n",
-                strerror(errno));
+        probe_warn("madvise(MADV_HUGEPAGE) failed: %s", strerror(errno));
     memset(buf, 1, alloc); /* every page faulted in now, never during a timed pass */
     if (hugepages) {
         long long huge = anon_huge_bytes();
         if (huge >= 0 && (size_t)huge < alloc / 2)
-            fprintf(stderr,
-                    "memlat: warning: --hugepages: only %lld of %zu bytes are on huge pages "
-                    "(is /sys/kernel/mm/transparent_hugepage/enabled 'never'?)\n",
-                    huge, alloc);
+            probe_warn("--hugepages: only %lld of %zu bytes are on huge pages (is "
+                       "/sys/kernel/mm/transparent_hugepage/enabled 'never'?)",
+                       huge, alloc);
     }
 
     double *per_load = malloc((size_t)repeats * sizeof *per_load);
     if (!per_load) {
-        fprintf(stderr, "memlat: out of memory\n");
-        return 1;
+        probe_error("out of memory");
+        return PROBE_RUNTIME;
     }
     for (long long s = 0; s < count; s++) {
         long long n = sets[s] / stride;
@@ -343,31 +296,30 @@ int main(int argc, char **argv)
          * is capped rather than costing a lap of a multi-GiB chain. */
         p = chase(p, n < 4 * loads ? n : 4 * loads);
         for (long long r = 0; r < repeats; r++) {
-            double t = now();
+            double t = probe_now();
             p = chase(p, loads);
-            per_load[r] = (now() - t) / (double)loads;
+            per_load[r] = (probe_now() - t) / (double)loads;
         }
         sink = p;
         jl_stats st;
         if (jl_compute_stats(per_load, (long)repeats, &st)) {
-            fprintf(stderr, "memlat: out of memory computing statistics\n");
-            return 1;
+            probe_error("out of memory computing statistics");
+            return PROBE_RUNTIME;
         }
         if (!(st.median > 0.0)) {
-            fprintf(stderr, "memlat: %lld bytes: a pass took no measurable time\n", sets[s]);
-            return 1;
+            probe_error("%lld bytes: a pass took no measurable time", sets[s]);
+            return PROBE_RUNTIME;
         }
         jl_begin("memory.latency", st.median);
         jl_param_long("working_set_bytes", sets[s]);
         jl_param_long("stride", stride);
         jl_param_long("loads", loads);
         jl_param_long("repeats", repeats);
-        jl_key_("huge_pages"); /* jsonl.h has no boolean writer: key, then the literal */
-        fputs(hugepages ? "true" : "false", stdout);
+        jl_param_bool("huge_pages", hugepages);
         jl_end(&st, JL_N | JL_MIN | JL_MAX | JL_MEAN | JL_MEDIAN | JL_STDDEV);
     }
     free(per_load);
     free(sets);
     free(buf);
-    return 0;
+    return PROBE_OK;
 }

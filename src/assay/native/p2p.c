@@ -8,8 +8,13 @@
  *             posts `window` MPI_Irecv, waits, sends the ack.  size*window*iters / time.
  *   bibw      both ranks post `window` MPI_Irecv and `window` MPI_Isend, then wait.
  *             2*size*window*iters / time.
- * On top of OSU, rank 0 also times every iteration, so each line carries the distribution
- * (min/median/percentiles) that ib_send_lat-style tools report, not only the average.
+ * The headline figure is OSU's exactly: one MPI_Wtime before the first timed iteration and
+ * one after the last, nothing inside the loop.  On top of OSU, a second pass of the same
+ * iterations times each one on its own, so each line also carries the distribution
+ * (min/median/percentiles) that ib_send_lat-style tools report.  That pass is kept apart
+ * because each MPI_Wtime pair adds the timer's own cost to a sample - at 8 bytes in shared
+ * memory that cost is 5-12% of a half round trip; its measured value is in the output
+ * (`timer_overhead`, seconds per call), so a reader can tell how much of a small sample it is.
  *
  * Output: JSON Lines on stdout from rank 0 only (see jsonl.h); seconds and bytes/second.
  * Exit codes: 0 ok, 1 runtime failure, 2 bad arguments or not exactly 2 ranks.
@@ -26,6 +31,8 @@
 #include <unistd.h>
 
 #include "jsonl.h"
+#include "probe.h"
+#include "osu.h"
 
 enum mode { LATENCY, BANDWIDTH, BIBW };
 
@@ -76,56 +83,23 @@ static void usage(void)
            DEFAULT_MAX_SIZE, DEFAULT_LARGE_THRESHOLD, DEFAULT_WINDOW);
 }
 
-/* Every rank parses the same argv; only rank 0 explains what is wrong. */
-static int bad(const char *fmt, const char *a, const char *b)
-{
-    if (rank == 0) {
-        fputs("p2p: ", stderr);
-        fprintf(stderr, fmt, a, b);
-        fputc('\n', stderr);
-    }
-    return -1;
-}
-
+/* Every rank parses the same argv; only rank 0 explains what is wrong (probe_set_quiet). */
 static int parse(int argc, char **argv, options *o)
 {
-    static const char *const names[] = {"--min-size",   "--max-size",         "--iterations",
-                                        "--warmup",     "--iterations-large", "--warmup-large",
-                                        "--large-threshold", "--window"};
-    long long *slots[] = {&o->min_size,   &o->max_size,         &o->iterations,
-                          &o->warmup,     &o->iterations_large, &o->warmup_large,
-                          &o->large_threshold, &o->window};
-    /* smallest allowed value of each; INT_MAX because MPI counts are ints */
-    static const long long lows[] = {0, 0, 1, 0, 1, 0, 0, 1};
-    const int nopts = (int)(sizeof names / sizeof names[0]);
-
-    o->mode = LATENCY;
-    for (int k = 0; k < nopts; k++)
-        *slots[k] = -1; /* unset: the default depends on --mode */
-
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        int k = 0;
-        while (k < nopts && strcmp(opt, names[k]))
-            k++;
-        if (k == nopts && strcmp(opt, "--mode"))
-            return bad("unknown option '%s'%s (see --help)", opt, "");
-        if (i + 1 >= argc)
-            return bad("%s needs a value%s (see --help)", opt, "");
-        const char *val = argv[++i];
-        if (k == nopts) {
-            if (!strcmp(val, "latency"))
-                o->mode = LATENCY;
-            else if (!strcmp(val, "bandwidth"))
-                o->mode = BANDWIDTH;
-            else if (!strcmp(val, "bibw"))
-                o->mode = BIBW;
-            else
-                return bad("--mode: expected latency, bandwidth or bibw, got '%s'%s", val, "");
-        } else if (jl_parse_long(val, lows[k], INT_MAX, slots[k])) {
-            return bad("%s: expected an integer in range, got '%s'", opt, val);
-        }
-    }
+    static const char *const modes[] = {"latency", "bandwidth", "bibw", NULL};
+    int mode = LATENCY;
+    /* -1: unset, the default depends on --mode. */
+    o->min_size = o->max_size = o->iterations = o->warmup = -1;
+    o->iterations_large = o->warmup_large = o->large_threshold = o->window = -1;
+    const probe_option opts[] = {
+        {"--mode", PROBE_CHOICE, &mode, .choices = modes},
+        OSU_LOOP_OPTIONS(o),
+        {"--window", PROBE_INT, &o->window, .min = 1, .max = INT_MAX},
+        PROBE_END,
+    };
+    if (probe_parse_options(argc, argv, opts))
+        return -1; /* --help was answered before MPI_Init */
+    o->mode = (enum mode)mode;
 
     int lat = o->mode == LATENCY;
     if (o->min_size < 0)
@@ -146,22 +120,20 @@ static int parse(int argc, char **argv, options *o)
         o->window = DEFAULT_WINDOW;
 
     if (o->min_size > o->max_size)
-        return bad("--min-size is larger than --max-size%s%s", "", "");
+        return probe_error("--min-size is larger than --max-size");
     if (!lat && o->min_size == 0)
-        return bad("--min-size 0: bandwidth needs messages of at least 1 byte%s%s", "", "");
+        return probe_error("--min-size 0: bandwidth needs messages of at least 1 byte");
     return 0;
 }
 
 /* Rank 0's per-iteration samples, turned into one JSON line. */
 static int emit(const char *metric, double value, const double *samples, long long n,
                 long long size, const options *o, long long iters, long long warm, double wtick,
-                const char *const hosts[2])
+                double timer_overhead, const char *const hosts[2])
 {
     jl_stats st;
-    if (jl_compute_stats(samples, (long)n, &st)) {
-        fprintf(stderr, "p2p: out of memory computing statistics\n");
-        return -1;
-    }
+    if (jl_compute_stats(samples, (long)n, &st))
+        return probe_error("out of memory computing statistics");
     jl_begin(metric, value);
     jl_param_long("size", size);
     jl_param_long("iterations", iters);
@@ -169,37 +141,111 @@ static int emit(const char *metric, double value, const double *samples, long lo
     if (o->mode != LATENCY)
         jl_param_long("window", o->window);
     jl_param_double("wtick", wtick);
+    jl_param_double("timer_overhead", timer_overhead);
     jl_param_str_array("hosts", hosts, 2);
     jl_end(&st, JL_ALL);
     return 0;
 }
 
+/* What one iteration of each method needs: the buffers, the message and the window. */
+typedef struct {
+    enum mode mode;
+    int rank, peer, count, window;
+    char *s_buf, *r_buf;
+    MPI_Request *reqs;
+    MPI_Status *stats;
+} exchange;
+
+/* One iteration of osu_latency (a round trip), osu_bw (a window and its ack) or osu_bibw (a
+ * window each way), exactly as OSU 5.x posts them. */
+static void iteration(const exchange *x)
+{
+    int count = x->count, window = x->window;
+    if (x->mode == LATENCY) {
+        if (x->rank == 0) {
+            MPI_Send(x->s_buf, count, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
+            MPI_Recv(x->r_buf, count, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(x->r_buf, count, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(x->s_buf, count, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+        }
+    } else if (x->mode == BANDWIDTH) {
+        /* OSU posts all `window` operations on one buffer; content is not checked. */
+        if (x->rank == 0) {
+            for (int j = 0; j < window; j++)
+                MPI_Isend(x->s_buf, count, MPI_CHAR, 1, TAG_DATA, MPI_COMM_WORLD, &x->reqs[j]);
+            MPI_Waitall(window, x->reqs, x->stats);
+            MPI_Recv(x->r_buf, ACK_BYTES, MPI_CHAR, 1, TAG_ACK, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        } else {
+            for (int j = 0; j < window; j++)
+                MPI_Irecv(x->r_buf, count, MPI_CHAR, 0, TAG_DATA, MPI_COMM_WORLD, &x->reqs[j]);
+            MPI_Waitall(window, x->reqs, x->stats);
+            MPI_Send(x->s_buf, ACK_BYTES, MPI_CHAR, 0, TAG_ACK, MPI_COMM_WORLD);
+        }
+    } else {
+        /* osu_bibw: receives first, then sends, then wait for sends, then receives */
+        int send_tag = x->rank == 0 ? TAG_DATA : TAG_BACK;
+        int recv_tag = x->rank == 0 ? TAG_BACK : TAG_DATA;
+        MPI_Request *recv_reqs = x->reqs, *send_reqs = x->reqs + window;
+        for (int j = 0; j < window; j++)
+            MPI_Irecv(x->r_buf, count, MPI_CHAR, x->peer, recv_tag, MPI_COMM_WORLD, &recv_reqs[j]);
+        for (int j = 0; j < window; j++)
+            MPI_Isend(x->s_buf, count, MPI_CHAR, x->peer, send_tag, MPI_COMM_WORLD, &send_reqs[j]);
+        MPI_Waitall(window, send_reqs, x->stats);
+        MPI_Waitall(window, recv_reqs, x->stats + window);
+    }
+}
+
+/* The OSU pass: `warm` untimed iterations, then `iters` timed as one block, the clock read
+ * only before the first and after the last - the figure osu_latency/osu_bw/osu_bibw print. */
+static double timed_loop(const exchange *x, long long warm, long long iters)
+{
+    double t_start = 0.0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (long long i = 0; i < warm + iters; i++) {
+        if (i == warm)
+            t_start = MPI_Wtime();
+        iteration(x);
+    }
+    return MPI_Wtime() - t_start;
+}
+
+/* The distribution pass: `iters` more iterations, each timed on its own into samples[]. */
+static void sampled_loop(const exchange *x, long long iters, double *samples)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (long long i = 0; i < iters; i++) {
+        double t0 = MPI_Wtime();
+        iteration(x);
+        samples[i] = MPI_Wtime() - t0;
+    }
+}
+
 int main(int argc, char **argv)
 {
     /* --help works without a launcher and before MPI starts. */
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage();
-            return 0;
-        }
+    if (probe_help_requested(argc, argv)) {
+        usage();
+        return PROBE_OK;
     }
 
     MPI_Init(&argc, &argv);
     int nprocs;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    probe_init("p2p");
+    probe_set_quiet(rank != 0);
 
     options o;
     if (parse(argc, argv, &o)) {
         MPI_Finalize();
-        return 2;
+        return PROBE_USAGE;
     }
     if (nprocs != 2) {
-        if (rank == 0)
-            fprintf(stderr, "p2p: needs exactly 2 MPI ranks, got %d (e.g. mpirun -np 2)\n",
-                    nprocs);
+        probe_error("needs exactly 2 MPI ranks, got %d (e.g. mpirun -np 2)", nprocs);
         MPI_Finalize();
-        return 2;
+        return PROBE_USAGE;
     }
     int peer = 1 - rank;
 
@@ -230,109 +276,61 @@ int main(int argc, char **argv)
         posix_memalign((void **)&r_buf, (size_t)page, bufsize) || !samples || !reqs ||
         !stats) {
         fprintf(stderr, "p2p: rank %d: cannot allocate buffers of %zu bytes\n", rank, bufsize);
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
     }
     memset(s_buf, 'a', bufsize);
     memset(r_buf, 'b', bufsize);
     double wtick = MPI_Wtick();
+    /* What one MPI_Wtime costs on rank 0: the bias each per-iteration sample carries. */
+    double timer_overhead = probe_timer_overhead(MPI_Wtime, 1000);
     int lat = o.mode == LATENCY;
 
-    for (long long size = o.min_size; size <= o.max_size; size = jl_next_size(size)) {
+    for (long long size = o.min_size; size <= o.max_size; size = osu_next_size(size)) {
         /* OSU: sizes above LARGE_MESSAGE_SIZE use the smaller iteration counts */
         int large = size > o.large_threshold;
         long long iters = large ? o.iterations_large : o.iterations;
         long long warm = large ? o.warmup_large : o.warmup;
-        int count = (int)size;
-        int window = (int)o.window;
-        double t_start = 0.0, t_end = 0.0;
+        exchange x = {o.mode, rank, peer, (int)size, (int)o.window, s_buf, r_buf, reqs, stats};
 
         /* OSU's set_buffer_pt2pt: fill the message again for every size */
         memset(s_buf, 'a', (size_t)size);
         memset(r_buf, 'b', (size_t)size);
-        MPI_Barrier(MPI_COMM_WORLD);
 
-        for (long long i = 0; i < warm + iters; i++) {
-            if (i == warm)
-                t_start = MPI_Wtime();
-            double t0 = MPI_Wtime();
-            if (lat) {
-                if (rank == 0) {
-                    MPI_Send(s_buf, count, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
-                    MPI_Recv(r_buf, count, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                } else {
-                    MPI_Recv(r_buf, count, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                    MPI_Send(s_buf, count, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
-                }
-            } else if (o.mode == BANDWIDTH) {
-                /* OSU posts all `window` operations on one buffer; content is not checked. */
-                if (rank == 0) {
-                    for (int j = 0; j < window; j++)
-                        MPI_Isend(s_buf, count, MPI_CHAR, 1, TAG_DATA, MPI_COMM_WORLD, &reqs[j]);
-                    MPI_Waitall(window, reqs, stats);
-                    MPI_Recv(r_buf, ACK_BYTES, MPI_CHAR, 1, TAG_ACK, MPI_COMM_WORLD,
-                             MPI_STATUS_IGNORE);
-                } else {
-                    for (int j = 0; j < window; j++)
-                        MPI_Irecv(r_buf, count, MPI_CHAR, 0, TAG_DATA, MPI_COMM_WORLD, &reqs[j]);
-                    MPI_Waitall(window, reqs, stats);
-                    MPI_Send(s_buf, ACK_BYTES, MPI_CHAR, 0, TAG_ACK, MPI_COMM_WORLD);
-                }
-            } else {
-                /* osu_bibw: receives first, then sends, then wait for sends, then receives */
-                int send_tag = rank == 0 ? TAG_DATA : TAG_BACK;
-                int recv_tag = rank == 0 ? TAG_BACK : TAG_DATA;
-                MPI_Request *recv_reqs = reqs, *send_reqs = reqs + window;
-                for (int j = 0; j < window; j++)
-                    MPI_Irecv(r_buf, count, MPI_CHAR, peer, recv_tag, MPI_COMM_WORLD,
-                              &recv_reqs[j]);
-                for (int j = 0; j < window; j++)
-                    MPI_Isend(s_buf, count, MPI_CHAR, peer, send_tag, MPI_COMM_WORLD,
-                              &send_reqs[j]);
-                MPI_Waitall(window, send_reqs, stats);
-                MPI_Waitall(window, recv_reqs, stats + window);
-            }
-            double t1 = MPI_Wtime();
-            if (i >= warm)
-                samples[i - warm] = t1 - t0;
-        }
-        t_end = MPI_Wtime();
+        double elapsed = timed_loop(&x, warm, iters);
+        sampled_loop(&x, iters, samples);
 
         if (rank != 0)
             continue;
-        double elapsed = t_end - t_start;
         if (!(elapsed > 0.0)) {
             fprintf(stderr, "p2p: size %lld: no measurable time elapsed (MPI_Wtick %g)\n", size,
                     wtick);
-            MPI_Abort(MPI_COMM_WORLD, 1);
+            MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
         }
         int rc;
         if (lat) {
-            /* osu_latency prints total time / (2 * iterations): the mean of half round trips */
-            double sum = 0.0;
-            for (long long i = 0; i < iters; i++) {
+            /* osu_latency: total time / (2 * iterations), the mean half round trip */
+            for (long long i = 0; i < iters; i++)
                 samples[i] *= 0.5;
-                sum += samples[i];
-            }
-            rc = emit("p2p.latency", sum / (double)iters, samples, iters, size, &o, iters, warm,
-                      wtick, hosts);
+            rc = emit("p2p.latency", elapsed / (2.0 * (double)iters), samples, iters, size, &o,
+                      iters, warm, wtick, timer_overhead, hosts);
         } else {
-            double per_iter = (o.mode == BIBW ? 2.0 : 1.0) * (double)size * (double)window;
+            double per_iter = (o.mode == BIBW ? 2.0 : 1.0) * (double)size * (double)o.window;
             for (long long i = 0; i < iters; i++) {
                 if (!(samples[i] > 0.0)) {
                     fprintf(stderr, "p2p: size %lld: an iteration took no measurable time "
                                     "(MPI_Wtick %g); cannot compute its rate\n",
                             size, wtick);
-                    MPI_Abort(MPI_COMM_WORLD, 1);
+                    MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
                 }
                 samples[i] = per_iter / samples[i];
             }
             /* osu_bw / osu_bibw: bytes moved over the whole timed loop */
             rc = emit(o.mode == BIBW ? "p2p.bibw" : "p2p.bandwidth",
                       per_iter * (double)iters / elapsed, samples, iters, size, &o, iters, warm,
-                      wtick, hosts);
+                      wtick, timer_overhead, hosts);
         }
         if (rc)
-            MPI_Abort(MPI_COMM_WORLD, 1);
+            MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
     }
 
     free(samples);
@@ -341,5 +339,5 @@ int main(int argc, char **argv)
     free(s_buf);
     free(r_buf);
     MPI_Finalize();
-    return 0;
+    return PROBE_OK;
 }

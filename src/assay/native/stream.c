@@ -23,13 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 #include "jsonl.h"
+#include "probe.h"
 
 #define DEFAULT_ELEMENTS 10000000LL /* STREAM's STREAM_ARRAY_SIZE */
 #define DEFAULT_NTIMES 10           /* STREAM's NTIMES */
@@ -44,46 +44,10 @@ static const char *const kernel_metric[NKERNELS] = {"memory.copy", "memory.scale
 static const char *const kernel_label[NKERNELS] = {"Copy", "Scale", "Add", "Triad"};
 static const int kernel_arrays[NKERNELS] = {2, 2, 3, 3};
 
-static double now(void)
+static void usage(void)
 {
-#ifdef _OPENMP
-    return omp_get_wtime();
-#else
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-#endif
-}
-
-/*
- * STREAM's checktick(): spin until the clock moves, 20 times, and keep the smallest step.
- * STREAM spins for at least 1 us per step and returns whole microseconds; here the clock is
- * allowed to move by any amount, so a nanosecond clock reports its real granularity.
- */
-static double timer_resolution(void)
-{
-    enum { M = 20 };
-    double found[M];
-    double t1 = now();
-    for (int i = 0; i < M; i++) {
-        double t2;
-        while ((t2 = now()) - t1 <= 0.0)
-            ;
-        found[i] = t1 = t2;
-    }
-    double best = INFINITY;
-    for (int i = 1; i < M; i++) {
-        double d = found[i] - found[i - 1];
-        if (d > 0.0 && d < best)
-            best = d;
-    }
-    return best;
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: stream [--elements N] [--ntimes K]\n"
+    printf(
+            "usage: stream [--elements N] [--ntimes K] [--offset E]\n"
             "\n"
             "STREAM Copy/Scale/Add/Triad (McCalpin's rules), OpenMP, JSON Lines on stdout.\n"
             "\n"
@@ -91,6 +55,8 @@ static void usage(FILE *f)
             "  --elements N   doubles per array (default %lld); STREAM's rule: each array\n"
             "                 at least 4x the sum of all last-level caches\n"
             "  --ntimes K     iterations, K >= 2; the first is not counted (default %d)\n"
+            "  --offset E     STREAM's OFFSET: elements of padding after each array, which\n"
+            "                 shifts their relative alignment (default 0, as stream.c)\n"
             "  --help         this text\n"
             "\n"
             "Threads, binding and placement come from OMP_NUM_THREADS, OMP_PROC_BIND,\n"
@@ -148,68 +114,47 @@ static int check_array(const char *name, const double *x, long long n, double ex
 
 int main(int argc, char **argv)
 {
-    long long n = DEFAULT_ELEMENTS, ntimes = DEFAULT_NTIMES;
-    char corrupt = 0; /* hidden --corrupt-for-test a|b|c: proves validation can fail */
-
-    for (int i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(opt, "--elements") && strcmp(opt, "--ntimes") &&
-            strcmp(opt, "--corrupt-for-test")) {
-            fprintf(stderr, "stream: unknown option '%s' (see --help)\n", opt);
-            return 2;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "stream: %s needs a value (see --help)\n", opt);
-            return 2;
-        }
-        const char *val = argv[++i];
-        if (!strcmp(opt, "--elements")) {
-            /* 3 arrays of 8-byte elements must stay addressable */
-            if (jl_parse_long(val, 1, (long long)(SIZE_MAX / 8 / 3), &n)) {
-                fprintf(stderr, "stream: --elements: expected a positive integer, got '%s'\n",
-                        val);
-                return 2;
-            }
-        } else if (!strcmp(opt, "--ntimes")) {
-            if (jl_parse_long(val, 2, 1000000, &ntimes)) {
-                fprintf(stderr, "stream: --ntimes: expected an integer >= 2, got '%s'\n", val);
-                return 2;
-            }
-        } else { /* --corrupt-for-test */
-            if (strlen(val) != 1 || !strchr("abc", val[0])) {
-                fprintf(stderr, "stream: --corrupt-for-test: expected a, b or c\n");
-                return 2;
-            }
-            corrupt = val[0];
-        }
-    }
+    long long n = DEFAULT_ELEMENTS, ntimes = DEFAULT_NTIMES, offset = 0;
+    int corrupt = -1; /* hidden --corrupt-for-test a|b|c: proves validation can fail */
+    static const char *const arrays[] = {"a", "b", "c", NULL};
+    const probe_option opts[] = {
+        /* 3 arrays of 8-byte elements must stay addressable */
+        {"--elements", PROBE_INT, &n, .min = 1, .max = (long long)(SIZE_MAX / 8 / 3),
+         .expect = "a positive integer"},
+        {"--ntimes", PROBE_INT, &ntimes, .min = 2, .max = 1000000, .expect = "an integer >= 2"},
+        {"--offset", PROBE_INT, &offset, .min = 0, .max = 1 << 20},
+        {"--corrupt-for-test", PROBE_CHOICE, &corrupt, .choices = arrays},
+        PROBE_END,
+    };
+    probe_init("stream");
+    probe_options_or_exit(argc, argv, opts, usage);
 
     /* The values grow 15x per iteration; past ~260 iterations they overflow a double and no
      * validation is possible, so refuse up front rather than report an unchecked rate. */
     double aj, bj, cj;
     expected_values(ntimes, &aj, &bj, &cj);
     if (!isfinite(aj) || !isfinite(bj) || !isfinite(cj)) {
-        fprintf(stderr,
-                "stream: --ntimes %lld: the array values overflow a double, so the results "
-                "could not be validated; use fewer iterations\n",
-                ntimes);
-        return 2;
+        probe_error("--ntimes %lld: the array values overflow a double, so the results could "
+                    "not be validated; use fewer iterations",
+                    ntimes);
+        return PROBE_USAGE;
     }
 
-    double *arr[3] = {NULL, NULL, NULL};
+    /* McCalpin's layout: stream.c declares `static double a[N+OFFSET], b[N+OFFSET],
+     * c[N+OFFSET]`, three arrays back to back, so b starts (N + OFFSET) * 8 bytes after a.
+     * One block laid out the same way gives the arrays the same relative alignment as the
+     * reference for the same N - which decides which cache sets, DRAM channels and banks the
+     * streams share - instead of three 2 MiB-aligned blocks whose a[j], b[j], c[j] all share
+     * their low 21 address bits.  The block itself is 2 MiB-aligned for huge pages. */
     size_t bytes = (size_t)n * sizeof(double);
-    for (int i = 0; i < 3; i++) {
-        int rc = posix_memalign((void **)&arr[i], ALIGNMENT, bytes);
-        if (rc) {
-            fprintf(stderr, "stream: cannot allocate 3 arrays of %zu bytes: %s\n", bytes,
-                    strerror(rc));
-            return 1;
-        }
+    size_t stride = (size_t)(n + offset);
+    double *block = NULL;
+    int rc = posix_memalign((void **)&block, ALIGNMENT, 3 * stride * sizeof(double));
+    if (rc) {
+        probe_error("cannot allocate 3 arrays of %zu bytes: %s", bytes, strerror(rc));
+        return PROBE_RUNTIME;
     }
+    double *arr[3] = {block, block + stride, block + 2 * stride};
     double *a = arr[0], *b = arr[1], *c = arr[2];
 
     int threads = 1;
@@ -225,53 +170,53 @@ int main(int argc, char **argv)
         c[j] = 0.0;
     }
 
-    double tick = timer_resolution();
+    double tick = probe_timer_resolution(probe_now);
 
     /* STREAM times this a = 2a pass only to tell the user how many ticks a kernel takes; its
      * effect on a[] is part of what validation expects. */
-    double t = now();
+    double t = probe_now();
 #pragma omp parallel for schedule(static)
     for (long long j = 0; j < n; j++)
         a[j] = 2.0E0 * a[j];
-    t = now() - t;
+    t = probe_now() - t;
 
     double *times = malloc((size_t)NKERNELS * (size_t)ntimes * sizeof *times);
     double *rates = malloc((size_t)ntimes * sizeof *rates);
     if (!times || !rates) {
-        fprintf(stderr, "stream: cannot allocate timing arrays for --ntimes %lld\n", ntimes);
-        return 1;
+        probe_error("cannot allocate timing arrays for --ntimes %lld", ntimes);
+        return PROBE_RUNTIME;
     }
 #define TIME(kern, it) times[(size_t)(kern) * (size_t)ntimes + (size_t)(it)]
 
     const double scalar = SCALAR;
     for (long long k = 0; k < ntimes; k++) {
-        TIME(0, k) = now();
+        TIME(0, k) = probe_now();
 #pragma omp parallel for schedule(static)
         for (long long j = 0; j < n; j++)
             c[j] = a[j];
-        TIME(0, k) = now() - TIME(0, k);
+        TIME(0, k) = probe_now() - TIME(0, k);
 
-        TIME(1, k) = now();
+        TIME(1, k) = probe_now();
 #pragma omp parallel for schedule(static)
         for (long long j = 0; j < n; j++)
             b[j] = scalar * c[j];
-        TIME(1, k) = now() - TIME(1, k);
+        TIME(1, k) = probe_now() - TIME(1, k);
 
-        TIME(2, k) = now();
+        TIME(2, k) = probe_now();
 #pragma omp parallel for schedule(static)
         for (long long j = 0; j < n; j++)
             c[j] = a[j] + b[j];
-        TIME(2, k) = now() - TIME(2, k);
+        TIME(2, k) = probe_now() - TIME(2, k);
 
-        TIME(3, k) = now();
+        TIME(3, k) = probe_now();
 #pragma omp parallel for schedule(static)
         for (long long j = 0; j < n; j++)
             a[j] = b[j] + scalar * c[j];
-        TIME(3, k) = now() - TIME(3, k);
+        TIME(3, k) = probe_now() - TIME(3, k);
     }
 
-    if (corrupt) {
-        double *x = corrupt == 'a' ? a : corrupt == 'b' ? b : c;
+    if (corrupt >= 0) {
+        double *x = arr[corrupt];
         /* doubling one element gives an average relative error of 1/n, far above 1e-13 */
         x[n / 2] *= 2.0;
     }
@@ -281,16 +226,15 @@ int main(int argc, char **argv)
     failed += check_array("b", b, n, bj);
     failed += check_array("c", c, n, cj);
     if (failed) {
-        fprintf(stderr, "stream: validation failed on %d array(s); no results reported\n", failed);
-        return 3;
+        probe_error("validation failed on %d array(s); no results reported", failed);
+        return PROBE_INVALID;
     }
 
     /* STREAM's own advice: a kernel shorter than ~20 clock ticks is not timed accurately. */
     if (t < 20.0 * tick)
-        fprintf(stderr,
-                "stream: warning: a pass over one array took %.3g s, under 20 clock ticks "
-                "(%.3g s); use more --elements for accurate timing\n",
-                t, tick);
+        probe_warn("a pass over one array took %.3g s, under 20 clock ticks (%.3g s); use more "
+                   "--elements for accurate timing",
+                   t, tick);
 
     for (int kern = 0; kern < NKERNELS; kern++) {
         double kbytes = (double)kernel_arrays[kern] * (double)sizeof(double) * (double)n;
@@ -303,20 +247,20 @@ int main(int argc, char **argv)
             rates[k - 1] = kbytes / tk;
         }
         if (!(mint > 0.0)) {
-            fprintf(stderr,
-                    "stream: %s: a timed pass took no measurable time; use more --elements\n",
-                    kernel_label[kern]);
-            return 1;
+            probe_error("%s: a timed pass took no measurable time; use more --elements",
+                        kernel_label[kern]);
+            return PROBE_RUNTIME;
         }
         jl_stats st;
         if (jl_compute_stats(rates, ntimes - 1, &st)) {
-            fprintf(stderr, "stream: out of memory computing statistics\n");
-            return 1;
+            probe_error("out of memory computing statistics");
+            return PROBE_RUNTIME;
         }
         jl_begin(kernel_metric[kern], kbytes / mint);
         jl_param_long("threads", threads);
         jl_param_long("elements", n);
         jl_param_long("array_bytes", (long long)bytes);
+        jl_param_long("array_stride_bytes", (long long)((char *)b - (char *)a));
         jl_param_long("ntimes", ntimes);
         jl_param_double("min_time", mint);
         jl_param_double("avg_time", sumt / (double)(ntimes - 1));
@@ -328,8 +272,6 @@ int main(int argc, char **argv)
 
     free(times);
     free(rates);
-    free(a);
-    free(b);
-    free(c);
+    free(block);
     return 0;
 }

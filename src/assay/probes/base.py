@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from assay.errors import ProbeError
 from assay.model import Job, MpiInfo, Sample, Stats, System
+from assay.system.facts import PlanFacts
 
 
 class ProbeParams(BaseModel):
@@ -25,10 +26,17 @@ class ProbeParams(BaseModel):
 
 @dataclass
 class PlanContext:
-    """What planning may know: the system and the toolchains found, never how jobs launch."""
+    """What planning may know: the system, the toolchains and the facts ``assay.system``
+    collected (thread siblings, caches, programs on PATH), never how jobs launch.
+
+    A probe reads the machine only through this: no ``/sys``, ``/proc`` or PATH look-ups at
+    plan time, so a plan is a pure function of its context and tests build the context they
+    want. Empty facts mean "not known" (no program found, no sibling information).
+    """
 
     system: System
     mpis: list[MpiInfo] = field(default_factory=list)
+    facts: PlanFacts = field(default_factory=PlanFacts)
 
 
 @dataclass

@@ -8,22 +8,16 @@ from pydantic import Field
 
 from assay.model import Job, MpiInfo, Sample
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
-from assay.probes.p2p import per_mpi_drafts
+from assay.probes.mpi_jobs import OsuLoopParams, per_mpi_drafts
 
 DEFAULT_RANKS = 2
 
 
-class CollParams(ProbeParams):
+class CollParams(OsuLoopParams):
     """None means the probe's default, which is OSU 5.x's."""
 
     op: Literal["allreduce", "alltoall", "allgather", "bcast", "reduce", "barrier"] = "allreduce"
-    min_size: int | None = Field(default=None, ge=1)
-    max_size: int | None = Field(default=None, ge=1)
-    iterations: int | None = Field(default=None, ge=1)
-    warmup: int | None = Field(default=None, ge=0)
-    iterations_large: int | None = Field(default=None, ge=1)
-    warmup_large: int | None = Field(default=None, ge=0)
-    large_threshold: int | None = Field(default=None, ge=0)
+    min_size: int | None = Field(default=None, ge=1)  # a reduction needs at least one element
 
 
 class CollProbe(Probe):

@@ -8,18 +8,14 @@ ladder of latencies (L1, L2, L3, DRAM) that MLC's ``--idle_latency`` and lmbench
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 from pydantic import Field, model_validator
 
 from assay.errors import SuiteError
 from assay.model import Build, Job, MpiInfo, Sample, System
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
-from assay.probes.stream import cpulist
-from assay.system._context import parse_size
+from assay.system.cpulist import format_cpulist
+from assay.system.facts import PlanFacts, l3_instance_bytes
 
-CPU_DIR = Path("/sys/devices/system/cpu")
 MIN_MAX_BYTES = 1 << 20  # a default ladder always reaches past a small L2
 FALLBACK_MAX_BYTES = 1 << 30  # when the system's L3 is unknown: past any LLC of today
 LEVELS = ("L1", "L2", "L3")
@@ -44,32 +40,6 @@ class MemlatParams(ProbeParams):
         if self.stride % 8:
             raise ValueError(f"stride {self.stride} is not a multiple of 8 (a pointer)")
         return self
-
-
-def cache_sizes(cpu: int = 0, cpu_dir: Path = CPU_DIR) -> dict[str, int]:
-    """Data/unified cache sizes as one core sees them: {"L1": ..., "L2": ..., "L3": ...}.
-
-    Per instance, not summed: a core can hold only its own L3 (CCX) slice's worth. Any file
-    that is missing or unreadable just leaves that level out.
-    """
-    sizes: dict[str, int] = {}
-    for index in sorted((cpu_dir / f"cpu{cpu}" / "cache").glob("index*")):
-        try:
-            level = int((index / "level").read_text())
-            kind = (index / "type").read_text().strip()
-            size = parse_size((index / "size").read_text())
-        except (OSError, ValueError):
-            continue
-        if kind != "Instruction" and size and 1 <= level <= len(LEVELS):
-            sizes[f"L{level}"] = size
-    return sizes
-
-
-def system_l3_per_domain(system: System) -> int | None:
-    """One L3 instance's size, from the System record (the fallback when /sys says nothing)."""
-    if not system.l3_bytes:
-        return None
-    return system.l3_bytes // max(1, len(system.l3_domains or [None]))
 
 
 def default_max_bytes(system: System, stride: int = 64) -> int:
@@ -105,15 +75,15 @@ def known_cpus(system: System) -> set[int]:
     return found or {c for domain in system.l3_domains or [] for c in domain}
 
 
-def pin_argv(cpu: int) -> tuple[list[str], str]:
+def pin_argv(cpu: int, facts: PlanFacts) -> tuple[list[str], str]:
     """The command prefix that pins to ``cpu`` with memory on its own node, and its name.
 
     numactl --localalloc puts the pages on the CPU's node (the local latency MLC reports by
     default); taskset relies on first-touch, which is the same for one pinned thread.
     """
-    if shutil.which("numactl"):
+    if facts.which("numactl"):
         return ["numactl", f"--physcpubind={cpu}", "--localalloc"], "numactl"
-    if shutil.which("taskset"):
+    if facts.which("taskset"):
         return ["taskset", "-c", str(cpu)], "taskset"
     raise SuiteError(
         "memlat must be pinned to one CPU, and neither numactl nor taskset was found",
@@ -136,13 +106,13 @@ class MemlatProbe(Probe):
         if known and params.cpu not in known:
             raise SuiteError(
                 f"memlat: cpu {params.cpu} is not one of this system's CPUs",
-                hint=f"its CPUs: {cpulist(sorted(known))}",
+                hint=f"its CPUs: {format_cpulist(sorted(known))}",
             )
         max_bytes = params.max_bytes or default_max_bytes(system, params.stride)
-        caches = cache_sizes(params.cpu)
-        if "L3" not in caches and (l3 := system_l3_per_domain(system)):
+        caches = dict(ctx.facts.caches.get(params.cpu, {}))
+        if "L3" not in caches and (l3 := l3_instance_bytes(system)):
             caches["L3"] = l3
-        prefix, pinned_by = pin_argv(params.cpu)
+        prefix, pinned_by = pin_argv(params.cpu, ctx.facts)
         argv = [
             *prefix,
             "{exe}",

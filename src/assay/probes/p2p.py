@@ -6,52 +6,16 @@ from typing import Literal
 
 from pydantic import Field
 
-from assay.model import Build, Job, MpiInfo, Sample
+from assay.model import Job, MpiInfo, Sample
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
+from assay.probes.mpi_jobs import OsuLoopParams, per_mpi_drafts
 
 
-class P2PParams(ProbeParams):
+class P2PParams(OsuLoopParams):
     """None means the probe's default, which is OSU 5.x's."""
 
     mode: Literal["latency", "bandwidth", "bibw"] = "latency"
-    min_size: int | None = Field(default=None, ge=0)
-    max_size: int | None = Field(default=None, ge=1)
-    iterations: int | None = Field(default=None, ge=1)
-    warmup: int | None = Field(default=None, ge=0)
-    iterations_large: int | None = Field(default=None, ge=1)
-    warmup_large: int | None = Field(default=None, ge=0)
-    large_threshold: int | None = Field(default=None, ge=0)
     window: int | None = Field(default=None, ge=1)
-
-
-def options_argv(params: ProbeParams, skip: tuple[str, ...] = ()) -> list[str]:
-    """``--name value`` for every param that is set, in schema order."""
-    argv: list[str] = []
-    for name, value in params.model_dump().items():
-        if value is None or name in skip:
-            continue
-        argv += [f"--{name.replace('_', '-')}", str(value)]
-    return argv
-
-
-def per_mpi_drafts(
-    params: ProbeParams, mpis: list[MpiInfo], *, source: str, ranks: int, what: dict[str, str]
-) -> list[JobDraft]:
-    """One job per MPI implementation, the same probe built with each one's compiler, so the
-    report can put them side by side."""
-    label = " ".join(what.values())
-    return [
-        JobDraft(
-            argv=["{exe}", *options_argv(params)],
-            params={**what, "mpi": mpi.name, "mpi_label": mpi.label},
-            launcher="mpi",
-            mpi=mpi.name,
-            ranks=ranks,
-            build=Build(source, mpi.name, ("-O2",), ("-lm",)),
-            label=f"{label} {mpi.label}",
-        )
-        for mpi in mpis
-    ]
 
 
 class P2PProbe(Probe):

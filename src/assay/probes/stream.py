@@ -10,9 +10,7 @@ shows one slow memory channel or a CCX with a bad DIMM behind it.
 from __future__ import annotations
 
 import math
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -20,11 +18,12 @@ from pydantic import Field
 from assay.errors import SuiteError
 from assay.model import Build, Job, MpiInfo, Sample, System
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
+from assay.system.cpulist import format_cpulist
+from assay.system.facts import PlanFacts, l3_instance_bytes
 
 STREAM_DEFAULT_ELEMENTS = 10_000_000  # stream.c's STREAM_ARRAY_SIZE
 ARRAYS = 3
 ELEMENT_BYTES = 8
-CPU_DIR = Path("/sys/devices/system/cpu")
 STREAM_BUILD = Build("stream.c", "cc", ("-O3", "-march=native", "-fopenmp"), ("-lm",))
 
 Scope = Literal["node", "l3", "numa", "all"]
@@ -34,6 +33,9 @@ DomainScope = Literal["l3", "numa"]
 class StreamParams(ProbeParams):
     elements: int | None = Field(default=None, ge=1000, description="per array; default: auto")
     ntimes: int = Field(default=10, ge=2, description="iterations; the first is not counted")
+    offset: int = Field(
+        default=0, ge=0, le=1 << 20, description="STREAM's OFFSET: padding elements per array"
+    )
     threads: int | Literal["all"] = "all"
     bind: str = Field(default="spread", description="OMP_PROC_BIND")
     places: str = Field(default="cores", description="OMP_PLACES")
@@ -56,47 +58,11 @@ def stream_elements(l3_bytes: int | None, memory_bytes: int | None) -> int:
     return int(wanted)
 
 
-def cpulist(cpus: list[int]) -> str:
-    """CPUs the way the kernel and numactl write them: [0, 1, 2, 3, 8] -> "0-3,8"."""
-    parts: list[str] = []
-    ordered = sorted(set(cpus))
-    start = prev = None
-    for c in [*ordered, None]:
-        if c is not None and prev is not None and c == prev + 1:
-            prev = c
-            continue
-        if start is not None:
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
-        start = prev = c
-    return ",".join(parts)
-
-
-def thread_siblings(cpu_dir: Path = CPU_DIR) -> dict[int, int]:
-    """CPU -> the first CPU of its core, from sysfs; empty when sysfs does not say.
-
-    STREAM runs one thread per core: a second hardware thread adds no memory bandwidth and
-    only shares the core's load/store queues.
-    """
-    first: dict[int, int] = {}
-    for topo in cpu_dir.glob("cpu[0-9]*/topology"):
-        try:
-            cpu = int(topo.parent.name[3:])
-            text = (topo / "thread_siblings_list").read_text().strip()
-        except (OSError, ValueError):
-            continue
-        siblings = []
-        for part in text.split(","):
-            lo, _, hi = part.partition("-")
-            if lo.isdigit():
-                siblings += range(int(lo), int(hi or lo) + 1)
-        if siblings:
-            first[cpu] = min(siblings)
-    return first
-
-
 def one_cpu_per_core(cpus: list[int], core_of: dict[int, int]) -> list[int]:
-    """The first hardware thread of each core among ``cpus``; a CPU sysfs does not know
-    counts as a core of its own."""
+    """The first hardware thread of each core among ``cpus``; ``core_of`` maps a CPU to the
+    first CPU of its core (``PlanFacts.core_of``), and a CPU it does not know counts as a core
+    of its own. STREAM runs one thread per core: a second hardware thread adds no memory
+    bandwidth and only shares the core's load/store queues."""
     seen: set[int] = set()
     chosen = []
     for c in sorted(cpus):
@@ -119,13 +85,6 @@ class Domain:
     memory_bytes: int | None  # memory of the nodes it allocates from
 
 
-def _l3_per_domain(system: System) -> int | None:
-    if not system.l3_bytes:
-        return None
-    # l3_bytes is the sum over domains; the collector reads equal instances on real parts.
-    return system.l3_bytes // max(1, len(system.l3_domains or [None]))
-
-
 def _cpu_nodes(system: System) -> list[dict]:
     """NUMA nodes that have CPUs; a memory-only node (HBM, CXL) has no cores to run on."""
     return [n for n in system.numa_nodes or [] if n.get("cpus")]
@@ -140,7 +99,7 @@ def _nodes_memory(nodes: list[dict], system: System) -> int | None:
 
 def l3_domains(system: System, core_of: dict[int, int]) -> list[Domain]:
     """One domain per L3 instance, its memory on the NUMA node(s) holding its CPUs."""
-    per_l3 = _l3_per_domain(system)
+    per_l3 = l3_instance_bytes(system)
     out = []
     for i, cpus in enumerate(system.l3_domains or []):
         nodes = [n for n in _cpu_nodes(system) if set(n["cpus"]) & set(cpus)]
@@ -152,7 +111,7 @@ def l3_domains(system: System, core_of: dict[int, int]) -> list[Domain]:
 
 def numa_domains(system: System, core_of: dict[int, int]) -> list[Domain]:
     """One domain per NUMA node with CPUs; its L3 is that of the L3 domains it holds."""
-    per_l3 = _l3_per_domain(system)
+    per_l3 = l3_instance_bytes(system)
     out = []
     for node in _cpu_nodes(system):
         cpus = list(node["cpus"])
@@ -170,13 +129,18 @@ def numa_domains(system: System, core_of: dict[int, int]) -> list[Domain]:
     return out
 
 
-def domain_argv(domain: Domain, elements: int, ntimes: int) -> list[str]:
+def offset_argv(offset: int) -> list[str]:
+    """``--offset`` only when set, so default command lines read as they always did."""
+    return ["--offset", str(offset)] if offset else []
+
+
+def domain_argv(domain: Domain, elements: int, ntimes: int, offset: int = 0) -> list[str]:
     """numactl pins the instance to the domain's cores and its arrays to the domain's memory,
     so first touch cannot place a page elsewhere."""
-    mem = f"--membind={cpulist(domain.membind)}" if domain.membind else "--localalloc"
+    mem = f"--membind={format_cpulist(domain.membind)}" if domain.membind else "--localalloc"
     return [
-        "numactl", mem, f"--physcpubind={cpulist(domain.cpus)}",
-        "{exe}", "--elements", str(elements), "--ntimes", str(ntimes),
+        "numactl", mem, f"--physcpubind={format_cpulist(domain.cpus)}",
+        "{exe}", "--elements", str(elements), "--ntimes", str(ntimes), *offset_argv(offset),
     ]  # fmt: skip
 
 
@@ -188,12 +152,12 @@ def domain_draft(domain: Domain, params: StreamParams) -> JobDraft:
     # An explicit place per pinned CPU: the threads cannot leave the domain, one per core.
     places = ",".join(f"{{{c}}}" for c in domain.cpus)
     return JobDraft(
-        argv=domain_argv(domain, elements, params.ntimes),
+        argv=domain_argv(domain, elements, params.ntimes, params.offset),
         params={
             "scope": domain.scope,
             "domain": domain.id,
-            "cpus": cpulist(domain.cpus),
-            "membind": cpulist(domain.membind) if domain.membind else "local",
+            "cpus": format_cpulist(domain.cpus),
+            "membind": format_cpulist(domain.membind) if domain.membind else "local",
             "threads": threads,
             "bind": params.bind,
             "places": places,
@@ -226,8 +190,8 @@ def domains_for(scope: Scope, system: System, core_of: dict[int, int]) -> list[D
     return out
 
 
-def require_numactl() -> None:
-    if shutil.which("numactl") is None:
+def require_numactl(facts: PlanFacts) -> None:
+    if facts.which("numactl") is None:
         raise SuiteError(
             "stream per-domain scopes pin each instance with numactl, which is not installed",
             hint="apt-get install numactl (Debian/Ubuntu) or dnf install numactl",
@@ -248,9 +212,9 @@ class StreamProbe(Probe):
         if params.scope in ("node", "all"):
             drafts.append(self._node_draft(params, ctx.system))
         if params.scope != "node":
-            domains = domains_for(params.scope, ctx.system, thread_siblings())
+            domains = domains_for(params.scope, ctx.system, ctx.facts.core_of)
             if domains:
-                require_numactl()
+                require_numactl(ctx.facts)
             drafts += [domain_draft(d, params) for d in domains]
         return drafts
 
@@ -265,8 +229,9 @@ class StreamProbe(Probe):
             "OMP_PROC_BIND": params.bind,
             "OMP_PLACES": params.places,
         }
+        argv = ["{exe}", "--elements", str(elements), "--ntimes", str(params.ntimes)]
         return JobDraft(
-            argv=["{exe}", "--elements", str(elements), "--ntimes", str(params.ntimes)],
+            argv=argv + offset_argv(params.offset),
             params={
                 "scope": "node",
                 "threads": threads,

@@ -15,6 +15,7 @@ from assay.analysis.stats import Figure, fold_repetitions
 from assay.model import JobResult
 from assay.report.compute import compute_figures, compute_table
 from assay.report.distribution import latency_stats_tables
+from assay.report.gpu import gpu_tables
 from assay.report.memory import TABLE_METRICS, domain_tables, stream_table
 from assay.report.mpi import collective_tables, hockney_table, p2p_tables
 from assay.report.rdma import rdma_figures, rdma_tables
@@ -181,6 +182,10 @@ def build(run: LoadedRun) -> Built:
     rdma_figs = rdma_figures(figures)
     tables += rdma_tables(rdma_figs)
     shown |= {id(f) for f in rdma_figs}
+
+    gpu_figs = [f for f in figures if f.sample.probe in ("gpu_burn", "gpu_mem")]
+    tables += gpu_tables(gpu_figs)
+    shown |= {id(f) for f in gpu_figs}
     other = generic_table(figures, shown)
     if other:
         tables.append(other)

@@ -19,6 +19,7 @@ from assay.analysis.domains import (
     summarize_domains,
     summary_line,
 )
+from assay.analysis.levels import LadderPoint, read_levels, reading_notes
 from assay.analysis.stats import Figure
 from assay.model import JobResult, System
 from assay.report.table import Table, commands_of, count, format_size, pct, variation
@@ -250,6 +251,8 @@ def latency_ladder_table(figures: list[Figure]) -> Table | None:
         cols = ["Working set", "Level", *(f"ns per load ({c})" for c in configs)]
         cols += [f"variation ({c})" for c in configs]
     notes = [_plateaus(by_config[c], c) for c in configs]
+    for c in configs:  # levels read from the curve, and where they contradict the sizes
+        notes += reading_notes(read_levels(_ladder(by_config[c])), c)
     notes.append(
         "Pointer chasing (Intel MLC idle-latency / lmbench lat_mem_rd method): one pinned "
         "thread, one element per cache line linked in one random cycle (Sattolo), dependent "
@@ -258,6 +261,13 @@ def latency_ladder_table(figures: list[Figure]) -> Table | None:
         "sets include TLB misses, as MLC's figures do."
     )
     return Table("memory-latency", "Memory load latency (pointer chasing)", cols, rows, notes)
+
+
+def _ladder(per: dict[int, Figure]) -> list[LadderPoint]:
+    return [
+        LadderPoint(ws, f.sample.value, str(f.sample.params.get("level", "?")))
+        for ws, f in sorted(per.items())
+    ]
 
 
 def _plateaus(per: dict[int, Figure], config: str) -> str:

@@ -30,8 +30,10 @@ from typing import Any
 
 from assay.analysis.stats import Figure
 from assay.analysis.storage_points import (
+    CurveKnee,
     Point,
     config_of,
+    curve_knee,
     points_of,
     storage_figures,
 )
@@ -49,7 +51,7 @@ def littles_cell(pt: Point) -> str:
     if check is None:
         return "–"
     cell = f"{check.measured_concurrency:.2f} / {pt.params['outstanding_expected']}"
-    flag = pt.params.get("littles_flag")
+    flag = pt.littles_flag()
     if flag:
         cell += " (" + str(flag).split(":", 1)[0] + ")"
     return cell
@@ -101,10 +103,11 @@ def _run_notes(points: list[Point]) -> list[str]:
             "json+ histograms)."
         )
     for pt in points:
-        if pt.params.get("littles_flag"):
+        flag = pt.littles_flag()
+        if flag:
             notes.append(
                 f"Little's law, {pt.workload} (numjobs {pt.config[0]}, iodepth {pt.config[1]}): "
-                f"{pt.params['littles_flag']}."
+                f"{flag}."
             )
     return notes
 
@@ -270,7 +273,8 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
         pts = sorted(curves[key], key=lambda pt: (pt.mode != "max", pt.curve_pct or 0))
         summary = summaries.get(key)
         s = summary.sample.params if summary else {}
-        knee_pct = s.get("knee_curve_pct")
+        knee = curve_knee(pts, str(s.get("knee_method_requested", "kneedle")))
+        knee_pct = knee.curve_pct
         rows, best = [], set()
         for pt in pts:
             target = pt.params.get("target_iops")
@@ -301,7 +305,7 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
             "p99 ms",
             "Outstanding measured / configured",
         ]
-        notes = [_knee_note(s, summary is not None)]
+        notes = [_knee_note(knee, summary is not None)]
         if s.get("hosts"):
             notes.append(
                 f"Totals over {s['hosts']} hosts (fio client/server): each point's cap is split "
@@ -336,15 +340,15 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
     return tables
 
 
-def _knee_note(s: dict[str, Any], have_summary: bool) -> str:
+def _knee_note(knee: CurveKnee, have_summary: bool) -> str:
     if not have_summary:
         return "The curve did not finish: no knee was looked for."
-    if "knee_curve_pct" in s:
+    if knee.curve_pct is not None:
         return (
-            f"Knee at {s['knee_curve_pct']}% offered: {format_value(s['knee_iops'], 'IOPS', 0)} "
-            f"IOPS at {_ms(s['knee_latency_s'])} ms mean latency; found by {s['knee_method']}."
+            f"Knee at {knee.curve_pct}% offered: {format_value(knee.iops, 'IOPS', 0)} "
+            f"IOPS at {_ms(knee.latency_s)} ms mean latency; found by {knee.method}."
         )
-    return f"No knee: {str(s.get('knee_note', 'not found')).removeprefix('no knee: ')}."
+    return f"No knee: {knee.note}."
 
 
 def storage_tables(figures: list[Figure], points: list[Point] | None = None) -> list[Table]:

@@ -12,14 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from assay.model import MpiInfo, System
-from assay.system import collectors, software
+from assay.system import collectors, gpu, software
 from assay.system._context import Context, run_command
+from assay.system.facts import PlanFacts, collect_plan_facts
 from assay.system.requirements import Requirement, missing_tools, requirements_report
 
 __all__ = [
     "COLLECTORS",
     "Context",
+    "PlanFacts",
     "Requirement",
+    "collect_plan_facts",
     "collect_system",
     "missing_tools",
     "requirements_report",
@@ -49,7 +52,8 @@ COLLECTORS: tuple[tuple[str, Collector], ...] = (
     ("os", software.os_name),
     ("kernel", collectors.kernel),
     ("compilers", software.compilers),
-    ("gpus", software.gpus),
+    ("gpus", gpu.gpus),
+    ("cuda", gpu.cuda),
     ("nics", collectors.nics),
     ("tools", software.tools),
 )

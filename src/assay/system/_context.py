@@ -112,23 +112,6 @@ def parse_cpuinfo(text: str) -> list[dict[str, str]]:
     return blocks
 
 
-def parse_cpulist(text: str) -> list[int]:
-    """Kernel CPU-list syntax ("0-3,8,10-11") as a sorted list; ValueError if malformed."""
-    cpus: set[int] = set()
-    for part in text.strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
-        low, sep, high = part.partition("-")
-        if sep:
-            # Ranges may carry a stride ("0-15:2") in some kernels' lists.
-            high, _, stride = high.partition(":")
-            cpus.update(range(int(low), int(high) + 1, int(stride or 1)))
-        else:
-            cpus.add(int(low))
-    return sorted(cpus)
-
-
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)i?B?\s*$", re.IGNORECASE)
 _SIZE_FACTOR = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 

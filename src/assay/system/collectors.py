@@ -14,7 +14,8 @@ import re
 import socket
 from typing import Any
 
-from assay.system._context import Context, parse_cpulist, parse_size
+from assay.system._context import Context, parse_size
+from assay.system.cpulist import parse_cpulist
 from assay.system.uarch import ARM_IMPLEMENTERS, X86_VENDORS, arm_uarch, x86_uarch
 
 CPU_DIR = "/sys/devices/system/cpu"

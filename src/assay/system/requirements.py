@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from assay.model import System
+from assay.system import gpu
 
 
 class Requirement(NamedTuple):
@@ -70,16 +71,11 @@ def _rdma(system: System) -> Requirement:
 
 
 def _gpu(system: System) -> Requirement:
-    if system.gpus:
-        names = ", ".join(str(g.get("name")) for g in system.gpus)
-        return Requirement("GPU", True, names)
-    if "nvidia-smi" in system.tools:
-        return Requirement(
-            "GPU", False, "nvidia-smi found no usable GPU (driver loaded?): GPU probes skipped"
-        )
-    return Requirement(
-        "GPU", False, "no NVIDIA GPU (nvidia-smi not found): GPU probes will be skipped"
-    )
+    return Requirement(*gpu.requirement(system))
+
+
+def _nvcc(system: System) -> Requirement:
+    return Requirement(*gpu.nvcc_requirement(system))
 
 
 CHECKS: tuple[Callable[[System], Requirement], ...] = (
@@ -95,6 +91,7 @@ CHECKS: tuple[Callable[[System], Requirement], ...] = (
     _rdma,
     _tool("Slurm", "slurm", "multi-node runs under Slurm", "slurm-wlm"),
     _gpu,
+    _nvcc,
 )
 
 

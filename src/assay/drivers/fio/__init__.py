@@ -26,14 +26,15 @@ arrivals (``rate_process=poisson``: exponential inter-arrival times, Vdbench's d
 ``distribution=exponential``). The concurrency stays that of the max run: like Vdbench's
 ``threads=``, ``iodepth × numjobs`` bounds the I/Os outstanding at any rate. With
 ``max_latency_ms`` the curve stops after the first point whose mean latency passes it. After the
-curve a ``curve-summary`` sample names the knee (``assay.analysis.knee.find_knee``) and the
-plot, ``curve-<workload>.svg`` / ``.png`` in the current directory.
+curve a ``curve-summary`` sample names the curve and its plot, ``curve-<workload>.svg`` /
+``.png`` in the current directory; the knee is a derived figure, found from the stored points by
+``assay.analysis.storage_points.curve_knee`` (the driver only measures).
 
 Every point's samples carry the point's totals over directions (``point_iops``,
 ``point_latency_s`` = mean total latency over every I/O, ``point_p99_s`` from the merged json+
-bins) and Little's law (``outstanding_expected`` = iodepth × numjobs, iodepth 1 for synchronous
-engines; ``outstanding_measured`` = IOPS × mean total latency; ``littles_ratio``; ``littles_flag``
-on an uncontrolled run whose queue was not kept full, or whose inputs disagree).
+bins) and what Little's law is judged against (``outstanding_expected`` = iodepth × numjobs,
+iodepth 1 for synchronous engines; ``rate_limited``; ``ioengine``); the check itself (IOPS × mean
+total latency against that) is derived from the stored figures by ``assay.analysis``.
 
 Jobs run together (``groups``)
 ------------------------------
@@ -73,7 +74,8 @@ the free-space check, the O_DIRECT check and the removal of the files see this m
 Modules: ``spec`` (what one invocation does, and the items it runs), ``checks`` (the target
 checks, made before the run by ``assay run`` and again here), ``runner`` (running fio, fills,
 one measured point), ``modes`` (workloads and curve), ``cells`` (which figures a point
-reports), ``figures`` (totals of a fio json+ document), ``curve`` (Little's law, the knee, the
-curve's rates), ``plot``, ``files`` (the files a job uses and fills), ``clients`` (fio servers
-on several hosts, and merging their entries), ``__main__`` (the program).
+reports), ``figures`` (totals of a fio json+ document), ``curve`` (the curve's rates, the
+concurrency each point is judged against), ``plot``, ``files`` (the files a job uses and
+fills), ``clients`` (fio servers on several hosts, and merging their entries), ``__main__``
+(the program).
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.drivers.fio.cells import cells_of
-from assay.drivers.fio.curve import curve_targets, knee_params
+from assay.drivers.fio.curve import curve_targets
 from assay.drivers.fio.figures import PointFigures
 from assay.drivers.fio.plot import plot_curve
 from assay.drivers.fio.runner import Driver, FioFailed, Measured, emit, say
@@ -101,7 +101,7 @@ def curve_summary(
         "max_iops": top.iops,
         **identity,
         **driver.base_params(item.jobs),
-        **knee_params(points, driver.spec.knee_method),
+        "knee_method_requested": driver.spec.knee_method,
     }
     if top.latency_s:
         summary["max_latency_s"] = top.latency_s
@@ -114,7 +114,3 @@ def curve_summary(
         say(f"{item.name}: no plot ({type(exc).__name__}: {exc})")
     peak = max([f.iops for _, f in points] or [top.iops])
     emit({"metric": "storage.iops", "value": peak, "unit": "op/s", "params": summary})
-    if "knee_curve_pct" in summary:
-        say(f"{item.name}: knee at {summary['knee_curve_pct']}% ({summary['knee_method']})")
-    else:
-        say(f"{item.name}: {summary['knee_note']}")

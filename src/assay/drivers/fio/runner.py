@@ -21,7 +21,7 @@ from typing import Any
 from assay.drivers.fio import clients
 from assay.drivers.fio.cells import cell_document, cell_entries, cells_of
 from assay.drivers.fio.clients import entries_of
-from assay.drivers.fio.curve import littles_params
+from assay.drivers.fio.curve import queue_params
 from assay.drivers.fio.figures import PointFigures, load_document, point_figures, sample_objects
 from assay.drivers.fio.files import fill_jobs, filled_ok, job_names, slug
 from assay.drivers.fio.spec import SCRATCH, DriverSpec, Item
@@ -235,9 +235,8 @@ class Driver:
             if fig.p999_s is not None:
                 params["point_p999_s"] = fig.p999_s
             params.update(
-                littles_params(fig, members[0], rate_limited=caps is not None,
-                               expected=cell.expected)
-            )  # fmt: skip
+                queue_params(members[0], rate_limited=caps is not None, expected=cell.expected)
+            )
             text = result["text"] if len(cells) == 1 else cell_document(doc, mine, cell.workload)
             for obj in sample_objects(text, result["output"], params):
                 emit(obj)

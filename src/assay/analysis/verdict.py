@@ -1,0 +1,259 @@
+"""A run against a published reference set, or against another run: one row per figure both
+sides have, with a direction-aware verdict, a tolerance and an honest significance.
+
+**Figures.** A run's samples are folded per measurement (``analysis.stats.group_key``): the
+figure is the median of its repetitions, and the repetitions' values are kept for the test.
+
+**Matching.** Run against run: the metric and the identity params (size, MPI, ranks, threads,
+workload, IOR operation, fio latency kind, ...) must be equal. Run against a published
+reference: ``assay.analysis.refcompare``.
+
+**Verdict** (ReFrame's reference bands, made direction-aware). With the reference r (or the
+range [lo, hi] a page gives; an open end for "over 300,000 IOPS") and a tolerance
+(lower ≤ 0 ≤ upper), the figure x is "same" when lo·(1+lower) ≤ x ≤ hi·(1+upper); above the
+band it is "better" for a higher-is-better metric and "worse" for a lower-is-better one, and
+the other way round below it.
+
+**Ratio** is goodness: x/r for higher-is-better metrics and r/x for lower-is-better ones, so
+> 1 always means this run is better; against a range, r is the nearest end (1 inside it).
+
+**Significance**: ``analysis.significance`` — Mann–Whitney U on repetitions when both sides
+have at least two, else Welch's t on the tools' own statistics (mean, stddev, n), else
+"unknown". It is independent of the verdict: "worse / not significant" means the figure is
+outside the band but the noise could explain it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from assay.analysis.compare import IDENTITY_PARAMS
+from assay.analysis.significance import Test, mann_whitney, welch
+from assay.analysis.stats import group_key, summarize
+from assay.model import Sample, Stats
+from assay.references.model import Tolerance
+from assay.units import metric_info
+
+Verdict = Literal["better", "worse", "same", "not comparable"]
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One figure of a run: a measurement's repetitions folded into their median."""
+
+    probe: str
+    metric: str
+    params: dict[str, Any]
+    value: float
+    values: tuple[float, ...]  # one per repetition
+    stats: Stats | None  # the tool's own statistics (iterations) of the first repetition
+    unit: str
+    better: str
+    run_id: str = ""
+
+    def key(self) -> tuple:
+        return (self.metric, identity(self.params))
+
+    def stat(self, which: str) -> float | None:
+        """The figure itself ("value"), or one of its statistics (min, max, mean, median)."""
+        if which == "value":
+            return self.value
+        if self.stats is not None and getattr(self.stats, which, None) is not None:
+            return getattr(self.stats, which)
+        if len(self.values) > 1:  # over repetitions
+            return getattr(summarize(self.values), which)
+        return None
+
+
+# Params that also tell figures apart, beyond analysis.compare's list: IOR's read vs write, fio's
+# completion vs total latency, perftest's test, collectives' element count.
+MORE_IDENTITY = ("operation", "latency", "benchmark", "bidirectional", "rwmixread", "api",
+                 "transfer_size", "block_size", "tasks", "count", "datatype")  # fmt: skip
+IDENTITY = (*IDENTITY_PARAMS, *(k for k in MORE_IDENTITY if k not in IDENTITY_PARAMS))
+
+
+def identity(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The params that say what a figure measured (not how the run went), as strings."""
+    return tuple((k, str(params[k])) for k in IDENTITY if k in params)
+
+
+def measured(samples: Iterable[Sample]) -> list[Measured]:
+    groups: dict[tuple, list[Sample]] = {}
+    for s in samples:
+        groups.setdefault(group_key(s), []).append(s)
+    out = []
+    for members in groups.values():
+        first = members[0]
+        values = tuple(m.value for m in members)
+        median = summarize(values).median if len(values) > 1 else first.value
+        params = {k: v for k, v in first.params.items() if k != "repetition"}
+        out.append(
+            Measured(
+                first.probe,
+                first.metric,
+                params,
+                float(median),
+                values,  # type: ignore[arg-type]
+                first.stats,
+                first.unit,
+                first.better,
+                first.run_id,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Row:
+    metric: str
+    params: tuple[tuple[str, str], ...]
+    label: str  # the reference's column/row name, or the other run's id
+    ref: float  # canonical; the nearest end of a range
+    ref_text: str  # as published ("~260 GB/s"), or the other run's value
+    ours: float | None
+    stat: str
+    unit: str  # display unit
+    better: str
+    ratio: float | None  # goodness: > 1 this run is better
+    verdict: Verdict
+    significance: str  # "significant", "not significant" or "unknown"
+    test: Test | None
+    tolerance: Tolerance
+    note: str = ""
+
+
+@dataclass
+class Comparison:
+    rows: list[Row] = field(default_factory=list)
+    # figures of this run that nothing matched: (metric, count)
+    unmatched: list[tuple[str, int]] = field(default_factory=list)
+    # reference points (or figures of the other run) this run did not measure: (what, count)
+    missing: list[tuple[str, int]] = field(default_factory=list)
+
+
+# -- the verdict itself -----------------------------------------------------------------------
+
+
+def judge(
+    ours: float, low: float | None, high: float | None, better: str, tol: Tolerance
+) -> tuple[Verdict, float]:
+    """(verdict, goodness ratio) of ``ours`` against [low, high] (see the module docstring)."""
+    if low is not None and ours < low * (1 + tol.lower):
+        worse = better == "higher"
+        return ("worse" if worse else "better"), _goodness(ours, low, better)
+    if high is not None and ours > high * (1 + tol.upper):
+        return ("better" if better == "higher" else "worse"), _goodness(ours, high, better)
+    if low is not None and ours < low:
+        return "same", _goodness(ours, low, better)
+    if high is not None and ours > high:
+        return "same", _goodness(ours, high, better)
+    return "same", 1.0
+
+
+def _goodness(ours: float, ref: float, better: str) -> float:
+    if ours <= 0 or ref <= 0:
+        return math.nan
+    return ours / ref if better == "higher" else ref / ours
+
+
+def significance(a: Measured | None, b: Measured, ref_stats: Stats | None = None) -> Test | None:
+    """Mann–Whitney U on repetitions, else Welch's t on summary statistics, else None.
+
+    Two sides holding the very same values (a run compared with itself) differ by nothing, so
+    the answer is "not significant" (p = 1) without a test, whatever statistics they carry."""
+    if a is not None and a.values == b.values and a.stats == b.stats:
+        return Test("identical values", 0.0, 1.0)
+    if a is not None and len(a.values) > 1 and len(b.values) > 1:
+        return mann_whitney(a.values, b.values)
+    sa = ref_stats if a is None else (a.stats if len(a.values) == 1 else summarize(a.values))
+    sb = b.stats if len(b.values) == 1 else summarize(b.values)
+    if sa is None or sb is None:
+        return None
+    if None in (sa.mean, sa.stddev, sb.mean, sb.stddev) or sa.n < 2 or sb.n < 2:
+        return None
+    return welch(sa.mean, sa.stddev, sa.n, sb.mean, sb.stddev, sb.n)  # type: ignore[arg-type]
+
+
+def sig_text(test: Test | None) -> str:
+    if test is None:
+        return "unknown"
+    return "significant" if test.significant else "not significant"
+
+
+def row_order(row: Row) -> tuple:
+    def num(v: str) -> tuple[int, float, str]:
+        try:
+            return (0, float(v), "")
+        except ValueError:
+            return (1, 0.0, v)
+
+    return (row.metric, row.label, [(k, num(v)) for k, v in row.params])
+
+
+# -- a run against another run -----------------------------------------------------------------
+
+
+def compare_runs(
+    base: list[Measured],
+    new: list[Measured],
+    *,
+    tolerances: Mapping[str, Tolerance] | None = None,
+) -> Comparison:
+    """``new`` judged against ``base`` figure by figure (identity params equal)."""
+    tolerances = tolerances or {}
+    default = tolerances.get("default", Tolerance())
+    base_by = {f.key(): f for f in base}
+    new_by = {f.key(): f for f in new}
+    out = Comparison()
+    for key in set(base_by) & set(new_by):
+        a, b = base_by[key], new_by[key]
+        tol = tolerances.get(key[0], default)
+        verdict, ratio = judge(b.value, a.value, a.value, a.better, tol)
+        test = significance(a, b)
+        out.rows.append(
+            Row(
+                key[0],
+                key[1],
+                a.run_id,
+                a.value,
+                "",
+                b.value,
+                "value",
+                metric_info(key[0]).display if a.unit == metric_info(key[0]).unit else a.unit,
+                a.better,
+                ratio,
+                verdict,
+                sig_text(test),
+                test,
+                tol,
+            )
+        )
+    out.rows.sort(key=row_order)
+    only_new: dict[str, int] = {}
+    for k in set(new_by) - set(base_by):
+        only_new[k[0]] = only_new.get(k[0], 0) + 1
+    only_base: dict[str, int] = {}
+    for k in set(base_by) - set(new_by):
+        only_base[k[0]] = only_base.get(k[0], 0) + 1
+    out.unmatched = sorted(only_new.items())
+    out.missing = sorted(only_base.items())
+    return out
+
+
+def failing(
+    rows: Iterable[Row], *, fail_below: float | None = None, fail_on_worse: bool = False
+) -> list[Row]:
+    """Rows that should fail a CI or health check. A row fails unless the noise could explain it
+    ("not significant"): a published figure has no repetitions, so "unknown" still fails."""
+    out = []
+    for r in rows:
+        if r.verdict == "not comparable" or r.significance == "not significant" or r.ratio is None:
+            continue
+        if (fail_on_worse and r.verdict == "worse") or (
+            fail_below is not None and r.ratio < fail_below
+        ):
+            out.append(r)
+    return out

@@ -1,0 +1,384 @@
+/*
+ * gpumem.cu - GPU memory bandwidth (STREAM kernels on device memory) and transfers.
+ *
+ * Device memory, per selected GPU, by STREAM's rules (McCalpin's stream.c):
+ *   - three double arrays a, b, c of --elements each; a = 1, b = 2, c = 0, then a = 2a;
+ *   - --ntimes passes of Copy (c = a), Scale (b = q c), Add (c = a + b), Triad (a = b + q c),
+ *     q = 3, each kernel timed alone with CUDA events;
+ *   - bytes counted as STREAM does: Copy and Scale 2 arrays, Add and Triad 3 (8 bytes each);
+ *   - the first pass is dropped, the rate reported is the best (minimum time), the stats are
+ *     over the rates of the other passes;
+ *   - validation: after the passes, every element of a, b, c is compared on the device with
+ *     the value the same sequence gives on the host (relative 1e-13, as stream.c for double);
+ *     any mismatch exits 3;
+ *   - the theoretical bandwidth, where the driver reports memory clock and bus width, is
+ *     2 x clock x width / 8 (double data rate) and each rate's fraction of it is given.
+ * Transfers (cudaMemcpy, timed with CUDA events, --reps copies after one untimed):
+ *   - host->device and device->host, from pinned (cudaMallocHost) and pageable (malloc) host
+ *     memory, at each --sizes; the value is the median rate (a pageable copy is sometimes much
+ *     slower once; the median is the typical copy), stats over all reps;
+ *   - device->device between every ordered pair of selected GPUs (an nvbandwidth-style
+ *     matrix), with peer access enabled where the pair supports it.
+ */
+#include "cuda_probe.h"
+
+#include <chrono>
+
+struct Options {
+    long long elements = 0; /* 0: auto */
+    int ntimes = 20;
+    double mem_fraction = 0.6;
+    std::vector<long long> sizes{1LL << 20, 1LL << 26, 1LL << 30};
+    int reps = 10;
+    std::vector<int> devices;
+    bool stream = true, transfers = true, peers = true;
+};
+
+static void usage(FILE *to)
+{
+    fputs("usage: gpumem [options]\n"
+          "  --elements N      doubles per array (default: 3 arrays in 60% of free memory,\n"
+          "                    at most 2^28 = 2 GiB each)\n"
+          "  --ntimes N        STREAM passes, the first not counted (default 20)\n"
+          "  --sizes L         transfer sizes in bytes, comma list (default 1M,64M,1G)\n"
+          "  --reps N          timed copies per transfer size (default 10)\n"
+          "  --gpus L          comma list of device indices (default every visible GPU)\n"
+          "  --only WHAT       stream, transfers or peers (default all three)\n"
+          "Prints JSON Lines: gpu.bandwidth (kernel copy/scale/add/triad), gpu.h2d, gpu.d2h\n"
+          "(memory pinned/pageable, size), gpu.d2d (src, dst), all in B/s.\n"
+          "Exit: 0 ok, 1 runtime failure, 2 bad arguments, 3 validation failed.\n",
+          to);
+}
+
+static std::vector<long long> parse_sizes(const char *text)
+{
+    std::vector<long long> out;
+    std::string s = text;
+    size_t start = 0;
+    while (true) {
+        size_t comma = s.find(',', start);
+        std::string part =
+            s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        out.push_back(cp_parse_long("--sizes", part.c_str(), 1, 1LL << 36));
+        if (comma == std::string::npos)
+            break;
+        start = comma + 1;
+    }
+    return out;
+}
+
+static Options parse_options(int argc, char **argv)
+{
+    Options o;
+    const char *gpus = nullptr;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        if (a == "--help" || a == "-h") {
+            usage(stdout);
+            exit(0);
+        }
+        if (i + 1 >= argc)
+            cp_die(EXIT_USAGE, "%s needs a value (--help)", a.c_str());
+        const char *v = argv[++i];
+        if (a == "--elements")
+            o.elements = cp_parse_long("--elements", v, 1024, 1LL << 34);
+        else if (a == "--ntimes")
+            o.ntimes = (int)cp_parse_long("--ntimes", v, 2, 100000);
+        else if (a == "--sizes")
+            o.sizes = parse_sizes(v);
+        else if (a == "--reps")
+            o.reps = (int)cp_parse_long("--reps", v, 1, 100000);
+        else if (a == "--gpus")
+            gpus = v;
+        else if (a == "--only") {
+            std::string w = v;
+            if (w != "stream" && w != "transfers" && w != "peers")
+                cp_die(EXIT_USAGE, "--only wants stream, transfers or peers, got '%s'", v);
+            o.stream = w == "stream";
+            o.transfers = w == "transfers";
+            o.peers = w == "peers";
+        } else
+            cp_die(EXIT_USAGE, "unknown option %s (--help)", a.c_str());
+    }
+    int count = cp_device_count();
+    if (gpus)
+        o.devices = cp_parse_devices(gpus, count);
+    else
+        for (int d = 0; d < count; d++)
+            o.devices.push_back(d);
+    return o;
+}
+
+/* ---------------- STREAM on the device ---------------- */
+
+__global__ void copy_k(double *c, const double *a, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        c[i] = a[i];
+}
+__global__ void scale_k(double *b, const double *c, double q, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        b[i] = q * c[i];
+}
+__global__ void add_k(double *c, const double *a, const double *b, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        c[i] = a[i] + b[i];
+}
+__global__ void triad_k(double *a, const double *b, const double *c, double q, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        a[i] = b[i] + q * c[i];
+}
+__global__ void set_k(double *x, double v, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        x[i] = v;
+}
+__global__ void check_k(const double *x, double expect, size_t n, unsigned long long *bad)
+{
+    unsigned long long mine = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        if (!(fabs(x[i] - expect) <= 1e-13 * fabs(expect)))
+            mine++;
+    if (mine)
+        atomicAdd(bad, mine);
+}
+
+static double theoretical_bandwidth(int device)
+{
+    int khz = 0, bits = 0;
+    if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess ||
+        khz <= 0 || bits <= 0) {
+        cudaGetLastError();
+        return 0;
+    }
+    return 2.0 * khz * 1e3 * bits / 8.0;
+}
+
+static bool stream(const Options &o, int device, const char *name)
+{
+    CUDA_CHECK(cudaSetDevice(device));
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    size_t n = (size_t)o.elements;
+    if (!n)
+        n = std::min<size_t>(1ull << 28, (size_t)(o.mem_fraction * free_b) / (3 * sizeof(double)));
+    if (3 * n * sizeof(double) > free_b)
+        cp_die(EXIT_RUNTIME, "GPU %d: 3 arrays of %zu doubles need %.2f GiB, %.2f GiB free", device,
+               n, 3.0 * n * 8 / 1073741824.0, free_b / 1073741824.0);
+    double *a, *b, *c;
+    unsigned long long *bad;
+    CUDA_CHECK(cudaMalloc(&a, n * sizeof(double)));
+    CUDA_CHECK(cudaMalloc(&b, n * sizeof(double)));
+    CUDA_CHECK(cudaMalloc(&c, n * sizeof(double)));
+    CUDA_CHECK(cudaMalloc(&bad, sizeof *bad));
+    CUDA_CHECK(cudaMemset(bad, 0, sizeof *bad));
+    int sms = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const int threads = 256, blocks = sms * 8; /* grid-stride: enough blocks to fill every SM */
+    set_k<<<blocks, threads>>>(a, 1.0, n);
+    set_k<<<blocks, threads>>>(b, 2.0, n);
+    set_k<<<blocks, threads>>>(c, 0.0, n);
+    scale_k<<<blocks, threads>>>(a, a, 2.0, n); /* stream.c: a = 2a before the timed passes */
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaDeviceSynchronize());
+
+    const double q = 3.0;
+    const char *names[4] = {"copy", "scale", "add", "triad"};
+    const double arrays[4] = {2, 2, 3, 3};
+    std::vector<double> seconds[4];
+    cudaEvent_t ev[5];
+    for (auto &e : ev)
+        CUDA_CHECK(cudaEventCreate(&e));
+    for (int k = 0; k < o.ntimes; k++) {
+        CUDA_CHECK(cudaEventRecord(ev[0]));
+        copy_k<<<blocks, threads>>>(c, a, n);
+        CUDA_CHECK(cudaEventRecord(ev[1]));
+        scale_k<<<blocks, threads>>>(b, c, q, n);
+        CUDA_CHECK(cudaEventRecord(ev[2]));
+        add_k<<<blocks, threads>>>(c, a, b, n);
+        CUDA_CHECK(cudaEventRecord(ev[3]));
+        triad_k<<<blocks, threads>>>(a, b, c, q, n);
+        CUDA_CHECK(cudaEventRecord(ev[4]));
+        CUDA_CHECK(cudaEventSynchronize(ev[4]));
+        CUDA_CHECK(cudaGetLastError());
+        for (int j = 0; j < 4; j++) {
+            float ms = 0;
+            CUDA_CHECK(cudaEventElapsedTime(&ms, ev[j], ev[j + 1]));
+            if (k > 0) /* STREAM drops the first pass */
+                seconds[j].push_back(ms / 1e3);
+        }
+    }
+    /* The values stream.c's checkSTREAMresults expects after ntimes passes. */
+    double ea = 2.0, eb = 2.0, ec = 0.0;
+    for (int k = 0; k < o.ntimes; k++) {
+        ec = ea;
+        eb = q * ec;
+        ec = ea + eb;
+        ea = eb + q * ec;
+    }
+    check_k<<<blocks, threads>>>(a, ea, n, bad);
+    check_k<<<blocks, threads>>>(b, eb, n, bad);
+    check_k<<<blocks, threads>>>(c, ec, n, bad);
+    unsigned long long nbad = 0;
+    CUDA_CHECK(cudaMemcpy(&nbad, bad, sizeof nbad, cudaMemcpyDeviceToHost));
+    const double peak = theoretical_bandwidth(device);
+    for (int j = 0; j < 4; j++) {
+        const double bytes = arrays[j] * sizeof(double) * (double)n;
+        std::vector<double> rates;
+        for (double s : seconds[j])
+            rates.push_back(bytes / s);
+        CpStats s = cp_stats(rates);
+        CpLine line("gpu.bandwidth", s.max);
+        line.str("kernel", names[j])
+            .integer("gpu", device)
+            .str("name", name)
+            .integer("elements", (long long)n)
+            .integer("bytes_per_pass", (long long)bytes)
+            .integer("ntimes", o.ntimes);
+        if (peak > 0)
+            line.num("peak_bytes_per_s", peak).num("peak_fraction", s.max / peak);
+        line.str("validated", nbad ? "no" : "yes");
+        line.end(&s);
+    }
+    for (auto &e : ev)
+        CUDA_CHECK(cudaEventDestroy(e));
+    CUDA_CHECK(cudaFree(a));
+    CUDA_CHECK(cudaFree(b));
+    CUDA_CHECK(cudaFree(c));
+    CUDA_CHECK(cudaFree(bad));
+    if (nbad)
+        cp_note("GPU %d: STREAM validation failed: %llu elements differ from the expected values",
+                device, nbad);
+    return nbad == 0;
+}
+
+/* ---------------- transfers ---------------- */
+
+/* Median and stats of bytes / time over reps copies, after one untimed copy. */
+template <typename F> static CpStats timed_copies(int reps, double bytes, F copy)
+{
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    copy();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<double> rates;
+    for (int r = 0; r < reps; r++) {
+        CUDA_CHECK(cudaEventRecord(e0));
+        copy();
+        CUDA_CHECK(cudaEventRecord(e1));
+        CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        rates.push_back(bytes / (ms / 1e3));
+    }
+    CUDA_CHECK(cudaEventDestroy(e0));
+    CUDA_CHECK(cudaEventDestroy(e1));
+    return cp_stats(rates);
+}
+
+static void transfers(const Options &o, int device, const char *name)
+{
+    CUDA_CHECK(cudaSetDevice(device));
+    for (long long size : o.sizes) {
+        void *dev = nullptr, *pinned = nullptr;
+        CUDA_CHECK(cudaMalloc(&dev, (size_t)size));
+        CUDA_CHECK(cudaMallocHost(&pinned, (size_t)size));
+        void *pageable = malloc((size_t)size);
+        if (!pageable)
+            cp_die(EXIT_RUNTIME, "out of host memory for a %lld-byte pageable buffer", size);
+        memset(pageable, 1, (size_t)size); /* touch every page: no first-touch in the timing */
+        memset(pinned, 1, (size_t)size);
+        struct {
+            const char *memory;
+            void *host;
+        } kinds[] = {{"pinned", pinned}, {"pageable", pageable}};
+        for (auto &k : kinds) {
+            CpStats h2d = timed_copies(o.reps, (double)size, [&] {
+                CUDA_CHECK(cudaMemcpy(dev, k.host, (size_t)size, cudaMemcpyHostToDevice));
+            });
+            CpLine("gpu.h2d", h2d.median)
+                .integer("gpu", device)
+                .str("name", name)
+                .str("memory", k.memory)
+                .integer("size", size)
+                .end(&h2d);
+            CpStats d2h = timed_copies(o.reps, (double)size, [&] {
+                CUDA_CHECK(cudaMemcpy(k.host, dev, (size_t)size, cudaMemcpyDeviceToHost));
+            });
+            CpLine("gpu.d2h", d2h.median)
+                .integer("gpu", device)
+                .str("name", name)
+                .str("memory", k.memory)
+                .integer("size", size)
+                .end(&d2h);
+        }
+        free(pageable);
+        CUDA_CHECK(cudaFreeHost(pinned));
+        CUDA_CHECK(cudaFree(dev));
+    }
+}
+
+static void peers(const Options &o)
+{
+    long long size = *std::max_element(o.sizes.begin(), o.sizes.end());
+    for (int src : o.devices) {
+        for (int dst : o.devices) {
+            if (src == dst)
+                continue;
+            int can = 0;
+            CUDA_CHECK(cudaDeviceCanAccessPeer(&can, src, dst));
+            void *s = nullptr, *d = nullptr;
+            CUDA_CHECK(cudaSetDevice(dst));
+            CUDA_CHECK(cudaMalloc(&d, (size_t)size));
+            CUDA_CHECK(cudaSetDevice(src));
+            CUDA_CHECK(cudaMalloc(&s, (size_t)size));
+            if (can) {
+                cudaError_t err = cudaDeviceEnablePeerAccess(dst, 0);
+                if (err != cudaSuccess && err != cudaErrorPeerAccessAlreadyEnabled)
+                    CUDA_CHECK(err);
+                cudaGetLastError();
+            }
+            CpStats st = timed_copies(o.reps, (double)size, [&] {
+                CUDA_CHECK(cudaMemcpyPeer(d, dst, s, src, (size_t)size));
+            });
+            CpLine("gpu.d2d", st.median)
+                .integer("src", src)
+                .integer("dst", dst)
+                .str("peer_access", can ? "yes" : "no")
+                .integer("size", size)
+                .end(&st);
+            CUDA_CHECK(cudaFree(s));
+            CUDA_CHECK(cudaSetDevice(dst));
+            CUDA_CHECK(cudaFree(d));
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    cp_name = "gpumem";
+    Options o = parse_options(argc, argv);
+    bool valid = true;
+    for (int device : o.devices) {
+        cudaDeviceProp prop;
+        CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+        if (o.stream)
+            valid = stream(o, device, prop.name) && valid;
+        if (o.transfers)
+            transfers(o, device, prop.name);
+    }
+    if (o.peers && o.devices.size() > 1)
+        peers(o);
+    return valid ? 0 : EXIT_INVALID;
+}

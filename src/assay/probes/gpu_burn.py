@@ -1,0 +1,82 @@
+"""GPU sustained GEMM throughput per precision with gpu_burn's error check (native/gpuburn.cu).
+
+Every selected GPU burns at once, precision after precision (fp64, fp32, tf32, fp16, bf16),
+for ``duration`` seconds each; each product is compared with the first, and the card is OK
+only when none differs. Samples per GPU and precision: ``gpu.flops`` (mean over the measured
+intervals, min/max in stats), ``gpu.errors`` (params ``verdict`` OK/FAULTY) and the NVML
+telemetry ``gpu.sm_clock``, ``gpu.mem_clock``, ``gpu.power``, ``gpu.temperature``. A FAULTY
+card exits 3: the job fails with the probe's message and its samples are kept.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from assay.model import Job, MpiInfo, Sample
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
+from assay.probes.cuda import cuda_build, gpu_caps, no_gpu_reason, on_gpus, select_gpus
+
+GpuPrecision = Literal["fp64", "fp32", "tf32", "fp16", "bf16"]
+ALL_PRECISIONS: list[GpuPrecision] = ["fp64", "fp32", "tf32", "fp16", "bf16"]
+# Per precision beyond its duration: allocation, reference product, calibration, checks.
+SETUP_ALLOWANCE_S = 60.0
+
+
+class GpuBurnParams(ProbeParams):
+    duration: float = Field(default=30.0, gt=0, le=86400, description="seconds per precision")
+    precisions: list[GpuPrecision] = Field(default_factory=lambda: list(ALL_PRECISIONS))
+    interval: float = Field(default=1.0, gt=0, le=3600, description="seconds per interval")
+    warmup: int = Field(default=2, ge=0, description="first intervals not counted")
+    mem_fraction: float = Field(default=0.9, gt=0, lt=1, description="of free GPU memory")
+    n: int = Field(default=8192, ge=64, le=65536, description="matrix order")
+    gpus: list[int] | None = Field(default=None, description="device indices; default all")
+    corrupt_for_test: bool = Field(
+        default=False, description="spoil one product on purpose: proves the check fails"
+    )
+
+
+class GpuBurnProbe(Probe):
+    name = "gpu_burn"
+    summary = "GPU: sustained GEMM TFLOP/s per precision, error check (gpu_burn), clocks/power"
+    Params = GpuBurnParams
+    default_timeout = 900.0
+
+    def drafts(
+        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
+    ) -> list[JobDraft]:
+        assert isinstance(params, GpuBurnParams)
+        system = ctx.system
+        devices, missing = select_gpus(system, params.gpus)
+        skip = no_gpu_reason(system) or missing
+        precisions = list(dict.fromkeys(params.precisions))
+        argv = [
+            "{exe}",
+            "--duration", repr(params.duration),
+            "--precisions", ",".join(precisions),
+            "--interval", repr(params.interval),
+            "--warmup", str(params.warmup),
+            "--mem-fraction", repr(params.mem_fraction),
+            "--n", str(params.n),
+        ]  # fmt: skip
+        if params.gpus is not None:
+            argv += ["--gpus", ",".join(map(str, devices))]
+        if params.corrupt_for_test:
+            argv.append("--corrupt-for-test")
+        return [
+            JobDraft(
+                argv=argv,
+                params={"duration_s": params.duration, "n": params.n, "gpus": devices},
+                build=cuda_build("gpuburn.cu", gpu_caps(system), ("-lcublas", "-ldl")),
+                label=f"{','.join(precisions)} {params.duration:g} s" + on_gpus(devices),
+                timeout=len(precisions) * (params.duration + SETUP_ALLOWANCE_S) + 120,
+                skip_reason=skip,
+            )
+        ]
+
+    def parse(self, stdout: str, job: Job) -> list[Sample]:
+        # The probe names each GPU and precision itself; the job's list of GPUs would only
+        # repeat all of them on every sample.
+        base = {k: v for k, v in job.params.items() if k != "gpus"}
+        return parse_jsonl(stdout, self.name, base)

@@ -1,0 +1,133 @@
+"""``assay run --repeat auto``: repeat each job until its figures are known to ±2%.
+
+Each planned job runs as repetition 1, 2, 3, … (job ids ``…-r1``, ``…-r2``; samples carry
+``params["repetition"]`` like ``--repeat N``'s, so reports fold them the same way). After at
+least ``MIN_REPS`` repetitions, the job stops when, for **every** figure it measures, the 95%
+confidence interval of the mean over repetitions, t_{0.975, n−1}·s/√n, is within ``TARGET``
+(±2%) of that mean — the strictest reading of "its headline figure", and the figure that held it
+back is reported. It also stops at ``MAX_REPS``, when the next repetition would pass the job's
+time budget (``BUDGET_S``, counted from its first start), or when a repetition does not succeed.
+Every repetition is stored as it finishes, exactly as in a fixed-count run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from assay.analysis.significance import mean_ci_halfwidth
+from assay.analysis.stats import group_key
+from assay.errors import StoreError
+from assay.execute import RunOutcome, run_job
+from assay.model import Job, JobResult, MpiInfo, Sample
+from assay.store.rundir import RunWriter
+
+TARGET = 0.02
+BUDGET_S = 60.0
+MIN_REPS = 3
+MAX_REPS = 30
+
+
+@dataclass(frozen=True)
+class AutoResult:
+    job_id: str
+    repetitions: int
+    converged: bool
+    widest: float | None  # the largest relative CI half-width among the job's figures
+    limiting: str  # the figure with that width
+    reason: str  # why it stopped
+
+
+def widest_interval(repetitions: list[list[Sample]]) -> tuple[float | None, str]:
+    """(largest relative CI half-width over the job's figures, which figure), pure."""
+    groups: dict[tuple, list[Sample]] = {}
+    for samples in repetitions:
+        for s in samples:
+            groups.setdefault(group_key(s), []).append(s)
+    worst: float | None = None
+    label = ""
+    for members in groups.values():
+        values = [m.value for m in members]
+        half = mean_ci_halfwidth(values)
+        mean = sum(values) / len(values)
+        if half is None or mean == 0:
+            continue
+        rel = half / abs(mean)
+        if worst is None or rel > worst:
+            first = members[0]
+            shown = ", ".join(
+                f"{k}={v}"
+                for k, v in first.params.items()
+                if k in ("size", "mpi", "threads", "scope")
+            )
+            worst, label = rel, f"{first.metric}" + (f" ({shown})" if shown else "")
+    return worst, label
+
+
+def execute_auto(
+    writer: RunWriter,
+    jobs: list[Job],
+    mpis: list[MpiInfo],
+    *,
+    cores: int | None = None,
+    on_start: Callable[[int, int, Job], None] | None = None,
+    on_end: Callable[[int, int, Job, JobResult], None] | None = None,
+    target: float = TARGET,
+    budget_s: float = BUDGET_S,
+    min_reps: int = MIN_REPS,
+    max_reps: int = MAX_REPS,
+) -> tuple[RunOutcome, list[AutoResult]]:
+    """Run each job until its figures are within ``target`` (see the module docstring)."""
+    outcome = RunOutcome(info=writer.info)
+    cores = cores or os.cpu_count()
+    report: list[AutoResult] = []
+    status = "complete"
+    try:
+        for i, job in enumerate(jobs, start=1):
+            reps: list[list[Sample]] = []
+            started = time.monotonic()
+            reason, width, limiting, converged = "", None, "", False
+            while True:
+                k = len(reps) + 1
+                rep = dataclasses.replace(
+                    job, job_id=f"{job.job_id}-r{k}", params={**job.params, "repetition": k},
+                    repetition=k,
+                )  # fmt: skip
+                if on_start:
+                    on_start(i, len(jobs), rep)
+                result, samples = run_job(writer, rep, mpis, cores)
+                outcome.results.append(result)
+                outcome.samples.extend(samples)
+                if on_end:
+                    on_end(i, len(jobs), rep, result)
+                if result.status != "ok":
+                    reason = f"repetition {k} {result.status}"
+                    break
+                reps.append(samples)
+                width, limiting = widest_interval(reps)
+                if k >= min_reps and width is not None and width <= target:
+                    converged, reason = True, f"within ±{target:.0%}"
+                    break
+                if k >= max_reps:
+                    reason = f"{max_reps} repetitions"
+                    break
+                elapsed = time.monotonic() - started
+                if elapsed + elapsed / k > budget_s:  # the next one would not fit
+                    reason = f"time budget {budget_s:g} s"
+                    break
+            report.append(AutoResult(job.job_id, len(reps), converged, width, limiting, reason))
+            if outcome.results[-1].status == "interrupted":
+                status = "interrupted"
+                break
+    except KeyboardInterrupt:
+        status = "interrupted"
+    except StoreError:
+        with contextlib.suppress(StoreError):
+            writer.finish("failed")
+        raise
+    writer.finish(status)
+    return outcome, report

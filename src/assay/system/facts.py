@@ -1,0 +1,118 @@
+"""Facts planning needs beyond the ``System`` record, read once here so that planning is pure.
+
+Probes plan from ``PlanContext`` alone: which CPU shares a core with which (STREAM runs one
+thread a core), the caches one core sees (memlat labels its working sets), and which programs
+a job would launch (numactl, taskset, hpcc, fio, perftest...). ``collect_plan_facts`` reads
+them from ``/sys`` and ``PATH`` through a ``Context``, so tests point it at a fake tree, or
+build a ``PlanFacts`` by hand with the facts they want.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from assay.model import System
+from assay.system._context import Context, parse_size
+from assay.system.cpulist import parse_cpulist
+
+CPU_DIR = "/sys/devices/system/cpu"
+CACHE_LEVELS = ("L1", "L2", "L3")
+
+# Programs a probe's job may launch. Planning asks ``PlanFacts.which`` instead of PATH, so a
+# probe that needs one more program adds it here.
+PLAN_PROGRAMS: tuple[str, ...] = (
+    "numactl",
+    "taskset",
+    "hpcc",
+    "xhpl",
+    "fio",
+    "ior",
+    "mdtest",
+    "ib_send_lat",
+    "ib_send_bw",
+    "ib_write_lat",
+    "ib_write_bw",
+    "ib_read_lat",
+    "ib_read_bw",
+)
+
+
+@dataclass
+class PlanFacts:
+    """What planning may know of this machine besides the System record.
+
+    ``core_of``: CPU -> the first CPU of its core (from ``thread_siblings_list``); a CPU not
+    listed counts as a core of its own. ``caches``: CPU -> its data/unified cache sizes per
+    level ("L1", "L2", "L3"), per instance (not summed). ``programs``: program name -> path,
+    for the programs in ``PLAN_PROGRAMS`` found on PATH.
+    """
+
+    core_of: dict[int, int] = field(default_factory=dict)
+    caches: dict[int, dict[str, int]] = field(default_factory=dict)
+    programs: dict[str, str] = field(default_factory=dict)
+
+    def which(self, program: str) -> str | None:
+        """Where ``program`` was found when the facts were collected; None if it was not."""
+        return self.programs.get(program)
+
+
+def _cpus(ctx: Context) -> list[int]:
+    found = []
+    for entry in ctx.path(CPU_DIR).glob("cpu[0-9]*"):
+        if entry.name[3:].isdigit():
+            found.append(int(entry.name[3:]))
+    return sorted(found)
+
+
+def core_of(ctx: Context) -> dict[int, int]:
+    """CPU -> the first CPU of its core, from sysfs; empty when sysfs does not say.
+
+    STREAM runs one thread per core: a second hardware thread adds no memory bandwidth and
+    only shares the core's load/store queues.
+    """
+    first: dict[int, int] = {}
+    for cpu in _cpus(ctx):
+        text = ctx.read(f"{CPU_DIR}/cpu{cpu}/topology/thread_siblings_list")
+        try:
+            siblings = parse_cpulist(text) if text else []
+        except ValueError:
+            continue
+        if siblings:
+            first[cpu] = min(siblings)
+    return first
+
+
+def cache_sizes(ctx: Context, cpu: int) -> dict[str, int]:
+    """Data/unified cache sizes as one core sees them: {"L1": ..., "L2": ..., "L3": ...}.
+
+    Per instance, not summed: a core can hold only its own L3 (CCX) slice's worth. Any file
+    that is missing or unreadable just leaves that level out.
+    """
+    sizes: dict[str, int] = {}
+    base = f"{CPU_DIR}/cpu{cpu}/cache"
+    for index in sorted(ctx.path(base).glob("index*")):
+        here = f"{base}/{index.name}"
+        level_text, kind = ctx.read(f"{here}/level"), ctx.read(f"{here}/type")
+        size = parse_size(ctx.read(f"{here}/size") or "")
+        if not level_text or not level_text.isdigit() or kind in (None, "Instruction"):
+            continue
+        level = int(level_text)
+        if size and 1 <= level <= len(CACHE_LEVELS):
+            sizes[f"L{level}"] = size
+    return sizes
+
+
+def l3_instance_bytes(system: System) -> int | None:
+    """One L3 instance's size from the System record: ``l3_bytes`` is the sum over the L3
+    domains, and the collector reads equal instances on real parts. None when unknown."""
+    if not system.l3_bytes:
+        return None
+    return system.l3_bytes // max(1, len(system.l3_domains or [None]))
+
+
+def collect_plan_facts(ctx: Context | None = None) -> PlanFacts:
+    """Read the plan facts of this machine (or of the tree and PATH ``ctx`` stands for)."""
+    ctx = ctx if ctx is not None else Context()
+    caches = {cpu: sizes for cpu in _cpus(ctx) if (sizes := cache_sizes(ctx, cpu))}
+    programs = {name: path for name in PLAN_PROGRAMS if (path := ctx.which(name))}
+    return PlanFacts(core_of=core_of(ctx), caches=caches, programs=programs)

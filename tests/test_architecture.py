@@ -1,0 +1,157 @@
+"""The flow goes one way: no import circle, no import from a later stage to an earlier one.
+
+suite → plan → launch → parse → store → derive → report (docs/architecture.md draws it). This
+test walks every module's imports (statically, with ``ast``) so the rule holds as the code grows;
+a new top-level package or module must be given its stage here, which is the point: a contributor
+decides where a change goes before writing it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "assay"
+
+# Stage of each top-level package or module of ``assay``. A module may import from its own
+# stage (other packages of one stage must not import each other both ways: see the circle test)
+# or from an earlier one, never from a later one.
+STAGE: dict[str, int] = {
+    # the vocabulary every stage shares
+    "": 0,  # assay/__init__.py
+    "errors": 0,
+    "units": 0,
+    "model": 0,
+    "config": 0,
+    "textutil": 0,
+    "vocab": 0,
+    # what the machine is (every read of /sys, /proc, PATH)
+    "system": 1,
+    # inputs: suites, the pure fio model, Vdbench files as an input adapter
+    "fio": 2,
+    "vdbench": 3,
+    "suite": 3,
+    # how to build and read: toolchains, third-party parsers, probes
+    "toolchain": 4,
+    "parsers": 4,
+    "probes": 5,
+    "plan": 6,
+    "launch": 7,
+    "drivers": 7,
+    "store": 8,
+    "analysis": 9,
+    "references": 9,
+    "report": 10,
+    # the edges, which drive the whole flow
+    "execute": 11,
+    "importer": 11,
+    "preflight": 11,
+    "cli": 12,
+    "__main__": 13,
+}
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC.parent).with_suffix("")
+        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+        mods[".".join(parts)] = path
+    return mods
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {m for m in found if m in known and m != name}
+
+
+def _top(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _stage_of(module: str) -> int:
+    top = _top(module)
+    if top.startswith("cli"):  # cli.py and its command modules (cli_*.py)
+        top = "cli"
+    if top not in STAGE:
+        pytest.fail(f"{module}: give the top-level '{top}' a stage in tests/test_architecture.py")
+    return STAGE[top]
+
+
+MODULES = _modules()
+GRAPH = {name: _imports(name, path, set(MODULES)) for name, path in MODULES.items()}
+
+
+def test_every_module_has_a_stage() -> None:
+    for name in MODULES:
+        _stage_of(name)
+
+
+def test_no_import_from_a_later_stage() -> None:
+    backwards = [
+        f"{a} (stage {_stage_of(a)}) imports {b} (stage {_stage_of(b)})"
+        for a, deps in sorted(GRAPH.items())
+        for b in sorted(deps)
+        if _stage_of(b) > _stage_of(a)
+    ]
+    assert not backwards, "imports against the flow:\n" + "\n".join(backwards)
+
+
+def test_no_import_circle() -> None:
+    # Package __init__ files re-export their modules; an edge into an __init__ is an edge into
+    # the package, which is what the package-level check below is for.
+    modules = {m for m, p in MODULES.items() if p.name != "__init__.py"}
+    graph = {m: {d for d in GRAPH[m] if d in modules} for m in modules}
+    circles = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph[node]):
+            if state.get(dep) == 1:
+                circles.append(" -> ".join([*trail[trail.index(dep) :], dep]))
+            elif dep not in state:
+                visit(dep, [*trail, dep])
+        state[node] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert not circles, "import circles:\n" + "\n".join(circles)
+
+
+def test_no_two_packages_import_each_other() -> None:
+    edges = {(_top(a), _top(b)) for a, deps in GRAPH.items() for b in deps if _top(a) != _top(b)}
+    both = sorted({tuple(sorted(e)) for e in edges if (e[1], e[0]) in edges})
+    assert not both, f"packages importing each other: {both}"
+
+
+def test_the_rule_can_fail() -> None:
+    """The checker itself finds a backward import (so the tests above are not vacuous)."""
+    assert _stage_of("assay.report.table") > _stage_of("assay.probes.base")
+    fake = {"assay.probes.x": {"assay.report.table"}}
+    assert any(_stage_of(b) > _stage_of(a) for a, deps in fake.items() for b in deps)
+
+
+def test_no_module_over_500_lines_outside_parsers() -> None:
+    long = [
+        f"{p.relative_to(SRC)}: {n} lines"
+        for p in SRC.rglob("*.py")
+        if "parsers" not in p.parts and (n := len(p.read_text().splitlines())) > 500
+    ]
+    assert not long, "modules over ~500 lines:\n" + "\n".join(long)
