@@ -186,3 +186,18 @@ def test_one_latency_line_per_mpi_with_the_iteration_band():
     ax = chart.make().axes[0]
     assert [len(ln.get_xdata()) for ln in ax.get_lines()] == [3, 3]  # size 0: no place on log x
     assert len(ax.collections) == 2  # a min–max band each
+
+
+def test_a_history_with_a_real_change_point_draws_it():
+    from assay.analysis.changepoint import change_points
+    from assay.report.plots import history_chart
+
+    values = [10.0, 10.1, 9.9, 10.05, 9.95, 10.0, 8.0, 8.1, 7.9, 8.05, 7.95, 8.0]
+    changes = change_points(values, "higher")
+    assert [c.index for c in changes] == [6]
+    runs = [f"run{i}" for i in range(len(values))]
+    fig = history_chart("k", "memory.triad", "GB/s", runs, values, changes, "s0-").make()
+    ax = fig.axes[0]
+    vlines = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert vlines and vlines[0].get_xdata()[0] == pytest.approx(5.5)  # between run5 and run6
+    to_svg(fig)

@@ -429,7 +429,7 @@ def compare(
             "(e.g. 0.95: more than 5% worse).",
         ),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="term, md or html.")] = "term",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="term or md.")] = "term",
 ) -> None:
     """Compare two runs figure by figure: ratio (> 1 = better), and whether it is significant.
 
@@ -460,12 +460,6 @@ def compare(
     table = compare_table(rows, failing, f"{b.info.run_id} against {a.info.run_id}", only)
     if fmt == "md":
         sys.stdout.write("\n".join(markdown_table(table)).rstrip() + "\n")
-    elif fmt == "html":
-        from assay.report.html import page
-        from assay.report.plots import comparison_chart
-
-        chart = comparison_chart(rows, "Ratio to the reference, by verdict")
-        sys.stdout.write(page(f"assay compare: {table.title}", [], [table], [chart]))
     else:
         sys.stdout.write(term_tables([table]))
     if failing:
@@ -573,9 +567,8 @@ def history(
     params: Annotated[
         list[str] | None, typer.Option("--params", help="Filter: key=value (repeatable).")
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="term or html.")] = "term",
 ) -> None:
-    """A metric across every stored run, oldest first (html: with a plot per params)."""
+    """A metric across every stored run, oldest first."""
     from assay.errors import NotFoundError
     from assay.plan import parse_value
     from assay.units import format_value, metric_info
@@ -591,11 +584,6 @@ def history(
     if not rows:
         raise NotFoundError(f"no samples of {metric!r}" + (f" with {where}" if where else ""))
     unit = metric_info(metric).display
-    if fmt == "html":
-        from assay.report.html import history_page
-
-        sys.stdout.write(history_page(metric, unit, rows))
-        return
     t = Table(title=f"{metric} history", title_justify="left")
     for col in ("run", "host", "params", f"value ({unit})"):
         t.add_column(col)

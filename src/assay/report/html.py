@@ -13,7 +13,7 @@ import html
 from collections.abc import Iterable
 from typing import Any
 
-from assay.report.plots import Chart, history_charts, svg_of
+from assay.report.plots import Chart, svg_of
 from assay.report.table import Table
 
 # No fetch of any kind, no script; inline style and the inline SVG only.
@@ -142,26 +142,13 @@ def page(
     return "\n".join(out) + "\n"
 
 
-def history_page(metric: str, unit: str, rows: list[dict[str, Any]]) -> str:
-    """``assay history --format html``: the table of values, run by run, and a plot per
-    params."""
-    from assay.units import format_value, to_display
-
-    table_rows = []
-    for r in rows:
-        shown = ", ".join(
-            f"{k}={v}" for k, v in sorted(r["params"].items()) if not isinstance(v, list | dict)
-        )
-        n = (r.get("stats") or {}).get("n") or r["params"].get("iterations") or 1
-        table_rows.append(
-            [r["run_id"], r["hostname"] or "", shown, format_value(r["value"], unit), str(n)]
-        )
-    table = Table(
-        "history",
-        f"{metric} history",
-        ["run", "host", "params", f"value ({unit})", "n"],
-        table_rows,
-        ["n: iterations (or ranks) behind each value, as stored."],
-    )
-    charts = history_charts(metric, unit, rows, lambda v: to_display(v, unit))
-    return page(f"assay history: {metric}", [], [table], charts)
+def sections_page(title: str, sections: list[Any], charts: Iterable[Chart] = ()) -> str:
+    """``assay compare`` / ``history`` as a page: their sections (title, columns, rows, notes:
+    :class:`assay.report.reference.Section`) as tables, keyed ``s<i>-…`` so a chart whose
+    ``section`` is ``s<i>-`` sits after the i-th."""
+    tables = [
+        Table(f"s{i}-{anchor(sec.title)[:40]}", sec.title, list(sec.columns),
+              [list(map(str, r)) for r in sec.rows], list(sec.notes))
+        for i, sec in enumerate(sections)
+    ]  # fmt: skip
+    return page(title, [], tables, list(charts))

@@ -9,9 +9,21 @@ from pathlib import Path
 
 from assay.errors import AssayError
 from assay.report.plots.draw import to_svg
-from assay.report.plots.of_run import Chart, charts_of, comparison_chart, history_charts
+from assay.report.plots.of_run import (
+    Chart,
+    charts_of,
+    comparison_chart,
+    history_chart,
+)
 
-__all__ = ["Chart", "charts_of", "comparison_chart", "history_charts", "svg_of", "write_plots"]
+__all__ = [
+    "Chart",
+    "charts_of",
+    "comparison_chart",
+    "history_chart",
+    "svg_of",
+    "write_plots",
+]
 
 
 def svg_of(chart: Chart) -> str:

@@ -24,7 +24,9 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#0
 VERDICT_COLOURS = {
     "better": "#009E73",
     "worse": "#D55E00",
+    "same": "#999999",
     "not significant": "#999999",
+    "not comparable": "#DDDDDD",
     "unknown": "#DDDDDD",
 }
 FLAG_COLOUR = "#C0001A"  # not in the palette: a flag never looks like a series
@@ -78,7 +80,7 @@ class Curve:
 class Verdict:
     label: str
     ratio: float  # > 1: better
-    verdict: str  # "better", "worse", "not significant" or "unknown"
+    verdict: str  # a key of VERDICT_COLOURS
 
 
 @dataclass

@@ -281,42 +281,26 @@ def charts_of(figures: list[Figure], derived: Derived) -> list[Chart]:
     ]
 
 
-def comparison_chart(rows: list[Any], title: str) -> Chart:
-    """``assay compare``'s rows (:class:`assay.analysis.compare.Comparison`) as ratio bars in
-    verdict colours."""
-    bars = [
-        draw.Verdict(
-            r.metric + (" " + ", ".join(f"{k}={v}" for k, v in r.params) if r.params else ""),
-            r.goodness,
-            r.verdict,
-        )
-        for r in rows
-    ]
-    return Chart("plot-compare", title, "compare", lambda: draw.comparison(bars, title))
-
-
-def history_charts(
-    metric: str, unit: str, rows: list[dict[str, Any]], shown: Callable[[float], float]
-) -> list[Chart]:
-    """``assay history``'s rows, one plot per distinct params (a metric at each message size
-    is several histories); ``shown`` converts a stored value to ``unit``. Change points are
-    not drawn yet: :func:`draw.history` takes them once the change-point analysis exists."""
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+def comparison_chart(rows: list[Any], title: str, section: str = "s0-") -> Chart:
+    """Comparison rows (``assay compare``'s: metric, params, a ratio > 1 when this run is
+    better, a verdict) as ratio bars in verdict colours; rows with no ratio are left out."""
+    bars = []
     for r in rows:
-        where = ", ".join(
-            f"{k}={v}" for k, v in sorted(r["params"].items()) if not isinstance(v, list | dict)
-        )
-        groups[where].append(r)
-    charts = []
-    for i, (where, rs) in enumerate(sorted(groups.items())[:12]):
-        h = draw.History([r["run_id"] for r in rs], [shown(r["value"]) for r in rs])
-        title = f"{metric} ({where})" if where else metric
-        charts.append(
-            Chart(
-                f"plot-history-{i}",
-                title,
-                "history",
-                lambda h=h, title=title: draw.history(h, title, unit),
-            )
-        )
-    return charts
+        ratio = getattr(r, "ratio", getattr(r, "goodness", None))
+        if ratio is None:
+            continue
+        params = ", ".join(f"{k}={v}" for k, v in r.params)
+        bars.append(draw.Verdict(f"{r.metric} {params}".strip(), ratio, r.verdict))
+    return Chart("plot-compare", title, section, lambda: draw.comparison(bars, title))
+
+
+def history_chart(
+    key: str, title: str, unit: str, runs: list[str], values: list[float], changes: list[Any],
+    section: str,
+) -> Chart:  # fmt: skip
+    """One series of ``assay history``: its values run by run, each change point (an
+    :class:`assay.analysis.changepoint.Change`: ``index``, medians ``before``/``after``) marked
+    and each segment's median drawn flat."""
+    levels = [changes[0].before, *(c.after for c in changes)] if changes else []
+    h = draw.History(runs, values, [c.index for c in changes], levels)
+    return Chart(key, title, section, lambda: draw.history(h, title, unit))
