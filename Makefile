@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test deps lint bench clean
+.PHONY: run test soak deps lint bench clean
 
 run: deps
 	$(BIN)/assay run quick
@@ -15,6 +15,11 @@ run: deps
 
 test: deps
 	$(BIN)/python -m pytest -q
+
+# Long fault-injection runs, not part of `make test` (which runs small versions of them):
+# 20 SIGKILLs of `assay run` at random points (seeded: ASSAY_SOAK_SEED replays a failure).
+soak: deps
+	ASSAY_SOAK_KILLS=20 $(BIN)/python -m pytest -q -s tests/test_soak_kill.py
 
 deps: $(STAMP)
 	@scripts/install-system-deps

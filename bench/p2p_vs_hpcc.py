@@ -30,15 +30,15 @@ def main() -> None:
         'name = "bench-p2p"\n'
         '[[bench]]\nprobe = "p2p"\nmpi = "openmpi"\nsweep = { mode = ["latency", "bandwidth"] }\n'
         '[[bench]]\nprobe = "coll"\nmpi = "openmpi"\nparams = { op = "allreduce", max_size = 8 }\n'
-        '[[bench]]\nprobe = "hpl"\nparams = { n = 2000, nb = 128, ranks = 2 }\n',
+        '[[bench]]\nprobe = "hpcc"\nparams = { n = 2000, nb = 128, ranks = 2 }\n',
     )
     assay("run", str(suite), home=home)
     s = latest_samples(home)
     lat = pick(s, "p2p", "p2p.latency", size=8)
     bw = pick(s, "p2p", "p2p.bandwidth", size=2097152)
     red = pick(s, "coll", "coll.allreduce", size=8)
-    h_lat = pick(s, "hpl", "p2p.latency", stat="avg")
-    h_bw = pick(s, "hpl", "p2p.bandwidth", stat="avg")
+    h_lat = pick(s, "hpcc", "p2p.latency", stat="avg")
+    h_bw = pick(s, "hpcc", "p2p.bandwidth", stat="avg")
     print("                    assay        hpcc      assay/hpcc")
     print(
         f"latency 8 B      {lat['value'] * 1e6:8.3f} us {h_lat['value'] * 1e6:8.3f} us"

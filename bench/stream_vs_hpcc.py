@@ -24,7 +24,7 @@ def main() -> None:
         home,
         'name = "bench-stream"\n'
         '[[bench]]\nprobe = "stream"\n'
-        '[[bench]]\nprobe = "hpl"\n'
+        '[[bench]]\nprobe = "hpcc"\n'
         f"params = {{ n = 20000, nb = 192, ranks = {CORES}, time_budget = 3600 }}\n",
     )
     assay("run", str(suite), home=home)
@@ -33,7 +33,7 @@ def main() -> None:
     star = next(
         s
         for s in samples
-        if s["probe"] == "hpl"
+        if s["probe"] == "hpcc"
         and s["metric"] == "memory.triad"
         and s["params"].get("variant") == "star"
     )

@@ -36,19 +36,24 @@ STAGE: dict[str, int] = {
     # how to build and read: toolchains, third-party parsers, probes
     "toolchain": 4,
     "parsers": 4,
+    # a probe builds its driver's command line: drivers share the probes' stage (one way only)
     "probes": 5,
+    "drivers": 5,
     "plan": 6,
     "launch": 7,
-    "drivers": 7,
     "store": 8,
     "analysis": 9,
     "references": 9,
     "report": 10,
     # the edges, which drive the whole flow
     "execute": 11,
+    "slurm_run": 11,  # the front end of a Slurm run: submit, follow, close (store, toolchain)
+    "slurm_runner": 11,  # runs a run's jobs inside its allocation (execute's run_job)
     "importer": 11,
     "preflight": 11,
+    "repeat_auto": 11,
     "cli": 12,
+    "cli_slurm": 12,
     "__main__": 13,
 }
 

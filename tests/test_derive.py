@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from assay.analysis.compare import compare
-from assay.analysis.derive import derive, with_derived
+from assay.analysis.derive import derive
 from assay.analysis.stats import fold_repetitions
+from assay.analysis.verdict import compare_runs, measured
 from assay.model import Sample
 
 ALPHA, BETA = 1.5e-6, 12e9
@@ -29,11 +29,12 @@ def test_hockney_per_mpi_from_stored_latencies():
 
 
 def test_compare_judges_the_derived_figures_too():
-    old = with_derived(fold_repetitions(latency_curve("openmpi")))
-    new = with_derived(fold_repetitions(latency_curve("openmpi", 3e-6)))
-    rows, _ = compare(old, new)
+    rows = compare_runs(
+        measured(latency_curve("openmpi")), measured(latency_curve("openmpi", 3e-6))
+    ).rows
     alpha = next(r for r in rows if r.metric == "p2p.hockney.alpha")
-    assert alpha.goodness == pytest.approx(0.5, rel=1e-6)  # twice the latency: half as good
+    assert alpha.ratio == pytest.approx(0.5, rel=1e-6)  # twice the latency: half as good
+    assert alpha.verdict == "worse"
     assert dict(alpha.params) == {"mpi": "openmpi", "source": "latency"}
 
 

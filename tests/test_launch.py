@@ -1,8 +1,15 @@
+import contextlib
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
-from assay.launch import mpi_argv, run_process
+import pytest
+
+from assay.errors import AssayError, LaunchError
+from assay.launch import LOCAL, Capabilities, check_jobs, mpi_argv, run_process
 from assay.model import Job, MpiInfo
 
 
@@ -81,3 +88,81 @@ def test_mpi_argv_per_flavor():
         "--mode",
         "latency",
     ]
+
+
+def _wait_dead(pids: list[int], seconds: float = 8.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = [p for p in pids if _alive(p)]
+        if not alive:
+            return []
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+def _wait_file(path: Path, seconds: float = 20.0) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().endswith("\n"):
+            return path.read_text()
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never written")
+
+
+# A job whose grandchild escapes both the process group and the session, as MPICH's hydra does.
+ESCAPING = "setsid sleep 60 & echo $! > {pidfile}; sleep 60 & echo $! >> {pidfile}; wait"
+
+
+def test_timeout_ends_a_grandchild_that_left_the_session(tmp_path: Path):
+    pidfile = tmp_path / "pids"
+    out = run_process(
+        ["sh", "-c", ESCAPING.format(pidfile=pidfile)], env={}, timeout=1.0,
+        stdout_path=tmp_path / "o", stderr_path=tmp_path / "e",
+    )  # fmt: skip
+    assert out.timed_out
+    pids = [int(p) for p in pidfile.read_text().split()]
+    assert len(pids) == 2 and _wait_dead(pids) == [], "a setsid grandchild outlived the timeout"
+
+
+def test_sigkill_of_the_caller_ends_the_job_tree(tmp_path: Path):
+    """The caller of run_process dies by SIGKILL (no handler runs): the guard ends the job."""
+    pidfile = tmp_path / "pids"
+    code = (
+        "import sys; from pathlib import Path; from assay.launch import run_process\n"
+        f"run_process(['sh', '-c', {ESCAPING.format(pidfile=pidfile)!r}], env={{}}, "
+        f"timeout=100, stdout_path=Path({str(tmp_path / 'o')!r}), "
+        f"stderr_path=Path({str(tmp_path / 'e')!r}))\n"
+    )
+    caller = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        _wait_file(pidfile)
+        time.sleep(0.2)  # the second line
+        pids = [int(p) for p in pidfile.read_text().split()]
+        assert all(_alive(p) for p in pids)
+        caller.kill()
+        caller.wait()
+        assert _wait_dead(pids) == [], "the job outlived its SIGKILLed caller"
+    finally:
+        for p in pidfile.read_text().split() if pidfile.exists() else []:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(p), signal.SIGKILL)
+
+
+def test_the_guard_passes_exit_codes_and_signals_through(tmp_path: Path):
+    kw = {"env": {}, "timeout": 10, "stdout_path": tmp_path / "o", "stderr_path": tmp_path / "e"}
+    assert run_process(["sh", "-c", "exit 7"], **kw).exit_code == 7
+    assert run_process(["sh", "-c", "kill -SEGV $$"], **kw).exit_code == -signal.SIGSEGV
+    assert (tmp_path / "e").read_text() == ""  # the guard adds nothing to the job's stderr
+    with pytest.raises(LaunchError, match="cannot start /no/such/tool: No such file"):
+        run_process(["/no/such/tool"], **kw)
+    (tmp_path / "noexec").write_text("")
+    with pytest.raises(LaunchError, match=r"cannot start .*noexec: Permission denied"):
+        run_process([str(tmp_path / "noexec")], **kw)
+
+
+def test_the_local_launcher_refuses_more_than_one_node():
+    jobs = [Job(job_id="1", probe="p2p", argv=["x"], ranks=2, nodes=2)]
+    with pytest.raises(AssayError, match="local launcher runs on this node only"):
+        check_jobs(jobs, LOCAL)
+    check_jobs(jobs, Capabilities("cluster", max_nodes=None))
+    check_jobs([Job(job_id="1", probe="p2p", argv=["x"], ranks=2)], LOCAL)

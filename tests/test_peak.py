@@ -1,4 +1,4 @@
-"""Rpeak (assay.analysis.peak): the FLOPs/cycle table, overrides, unknowns, the derivation.
+"""Rpeak (assay.system.peak): the FLOPs/cycle table, overrides, unknowns, the derivation.
 
 Pure: no probe runs. The expected peaks are the published figures of real parts (vendor
 datasheets, TOP500), computed independently of the table as cores × GHz × FLOPs/cycle.
@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.peak import (
+from assay.errors import ConfigError
+from assay.model import System
+from assay.system import uarch as uarch_ids
+from assay.system.peak import (
     FlopsTableError,
     PeakUnknownError,
     format_flops,
@@ -21,9 +24,6 @@ from assay.analysis.peak import (
     parse_table,
     rpeak,
 )
-from assay.errors import ConfigError
-from assay.model import System
-from assay.system import uarch as uarch_ids
 
 X86_FLAGS = ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl"]
 ARM_FLAGS = ["asimd", "sve", "sve2"]
@@ -167,7 +167,9 @@ def test_rpeak_of_real_parts(uarch: str, cores: int, ghz: float, published_dp: f
     assert (r.cores, r.clock_kind, r.uarch) == (cores, "base", uarch)
     assert r.clock_hz == pytest.approx(ghz * 1e9)
     assert r.sources == load_table()[uarch].source
-    assert r.derivation.startswith(f"{cores} cores × {ghz:.2f} GHz (base) × ")
+    assert r.derivation.startswith(
+        f"{cores} cores × {ghz:.2f} GHz (nominal, system record freq_base_hz) × "
+    )
     assert r.derivation.endswith(f"= {format_flops(published_dp)}")
     assert "SP FLOP/cycle" in r.derivation_sp
 
@@ -175,8 +177,8 @@ def test_rpeak_of_real_parts(uarch: str, cores: int, ghz: float, published_dp: f
 def test_derivation_sentence_reads_as_the_brief_says():
     r = rpeak(node("zen2", 120, 2.45), config={})
     assert r.derivation == (
-        "120 cores × 2.45 GHz (base) × 16 DP FLOP/cycle (zen2: AVX2, 2 FMA units, 256-bit) "
-        "= 4.70 TFLOP/s"
+        "120 cores × 2.45 GHz (nominal, system record freq_base_hz) × 16 DP FLOP/cycle "
+        "(zen2: AVX2, 2 FMA units, 256-bit) = 4.70 TFLOP/s"
     )
     assert r.derivation_sp.endswith(
         "32 SP FLOP/cycle (zen2: AVX2, 2 FMA units, 256-bit) = 9.41 TFLOP/s"
@@ -242,7 +244,7 @@ def test_base_clock_is_preferred_and_max_is_a_labelled_stand_in():
     assert rpeak(both, config={}).clock_kind == "base"
     r = rpeak(both, {"clock": "max"}, config={})
     assert (r.clock_kind, r.clock_hz) == ("max", 3.5e9)
-    assert "(max)" in r.derivation
+    assert "(max/boost, system record freq_max_hz)" in r.derivation
     only_max = node("zen3", ghz=None, freq_max_hz=3.5e9)
     r = rpeak(only_max, config={})
     assert r.clock_kind == "max" and any("stands in" in n for n in r.notes)
@@ -251,8 +253,9 @@ def test_base_clock_is_preferred_and_max_is_a_labelled_stand_in():
 def test_a_base_clock_read_from_cpu_mhz_is_called_current():
     note = "freq_base_hz: the current clock ('cpu MHz' in /proc/cpuinfo), not the base"
     r = rpeak(node("zen3", notes=[note]), config={})
-    assert r.clock_kind == "current" and "(current)" in r.derivation
-    assert any("current clock" in n for n in r.notes)
+    assert r.clock_kind == "current" and "(CURRENT clock, " in r.derivation
+    assert "no stable clock found" in r.derivation
+    assert any("Rpeak uses the CURRENT clock" in n for n in r.notes)
 
 
 # --- overrides ----------------------------------------------------------------------------------
@@ -330,3 +333,180 @@ def test_result_serialises_to_json():
     again = json.loads(json.dumps(r.to_dict()))
     assert again["dp_flops"] == r.dp_flops and again["sources"] == list(r.sources)
     assert dataclasses.replace(r).derivation_for("sp") == r.derivation_sp
+
+
+# --- the clock: a stable one, with its source; never the current one while another exists ------
+
+# `dmidecode -t processor` of a QEMU guest (an Oracle Cloud VM on a Xeon Platinum 8167M
+# @ 2.00GHz), as published: QEMU states 2000 MHz whatever the host runs.
+QEMU_DMIDECODE = """\
+# dmidecode 3.2
+Getting SMBIOS data from sysfs.
+SMBIOS 2.8 present.
+
+Handle 0x0400, DMI type 4, 42 bytes
+Processor Information
+        Socket Designation: CPU 0
+        Type: Central Processor
+        Family: Other
+        Manufacturer: QEMU
+        ID: 54 06 05 00 FF FB 8B 0F
+        Version: pc-i440fx-2.9
+        Voltage: Unknown
+        External Clock: Unknown
+        Max Speed: 2000 MHz
+        Current Speed: 2000 MHz
+        Status: Populated, Enabled
+        Upgrade: Other
+"""
+
+# The same section of an AMD Athlon 64 3000+ desktop (bare metal), as published.
+BARE_METAL_DMIDECODE = """\
+    Version: AMD Athlon(tm) 64 Processor 3000+
+    Voltage: 1.5 V
+    External Clock: 200 MHz
+    Max Speed: 3700 MHz
+    Current Speed: 2000 MHz
+    Status: Populated, Enabled
+"""
+
+
+def fake_node(root: Path, model: str, mhz: str = "2450.000", flags: str = "fpu avx2 fma") -> Path:
+    cpuinfo = root / "proc" / "cpuinfo"
+    cpuinfo.parent.mkdir(parents=True, exist_ok=True)
+    cpuinfo.write_text(
+        f"processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: {model}\n"
+        f"cpu MHz\t\t: {mhz}\nflags\t\t: {flags}\n"
+    )
+    return root
+
+
+def clocks_of(root: Path, dmidecode: str | None = None) -> list[dict]:
+    from assay.system._context import Context
+    from assay.system.clock import clock_candidates
+
+    ctx = Context(
+        root=root,
+        which=lambda name: "/usr/sbin/dmidecode" if dmidecode and name == "dmidecode" else None,
+        run=lambda argv: dmidecode,
+    )
+    return clock_candidates(ctx) or []
+
+
+def test_the_model_names_clock_beats_the_current_one_and_is_named(tmp_path: Path):
+    root = fake_node(tmp_path, "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz", mhz="2450.000")
+    system = node("skylake-sp", cores=2, ghz=None, clocks=clocks_of(root))
+    r = rpeak(system, config={})
+    assert (r.clock_kind, r.clock_hz) == ("base", 2.4e9)
+    assert "× 2.40 GHz (nominal, /proc/cpuinfo model name) ×" in r.derivation
+    assert r.clock_source == "nominal, /proc/cpuinfo model name"
+
+
+def test_the_current_clock_is_never_used_while_a_stable_one_exists():
+    clocks = [
+        {"hz": 2.45e9, "kind": "current", "source": "/proc/cpuinfo cpu MHz"},
+        {"hz": 3.5e9, "kind": "max", "source": "cpufreq cpuinfo_max_freq"},
+    ]
+    r = rpeak(node("zen3", cores=2, ghz=None, clocks=clocks), config={})
+    assert (r.clock_kind, r.clock_hz) == ("max", 3.5e9)
+    assert "(max/boost, cpufreq cpuinfo_max_freq)" in r.derivation
+    assert any("stands in" in n for n in r.notes)
+
+
+def test_only_the_current_clock_is_said_loudly(tmp_path: Path):
+    root = fake_node(tmp_path, "AMD EPYC", mhz="2596.126", flags="fpu avx2 fma hypervisor")
+    clocks = clocks_of(root)
+    assert [c["kind"] for c in clocks] == ["current"]
+    r = rpeak(node("zen4", cores=2, ghz=None, clocks=clocks), config={})
+    assert r.clock_kind == "current" and r.clock_hz == pytest.approx(2.596126e9)
+    assert "GHz (CURRENT clock, /proc/cpuinfo cpu MHz: no stable clock found)" in r.derivation
+    assert any(n.startswith("Rpeak uses the CURRENT clock") for n in r.notes)
+
+
+def test_a_hypervisors_smbios_speed_is_not_trusted(tmp_path: Path):
+    root = fake_node(tmp_path, "AMD EPYC", mhz="2596.126", flags="fpu avx2 fma hypervisor")
+    clocks = clocks_of(root, QEMU_DMIDECODE)
+    dmi = [c for c in clocks if c["source"].startswith("dmidecode")]
+    assert [(c["kind"], c["hz"], c["trusted"]) for c in dmi] == [
+        ("base", 2e9, False),
+        ("max", 2e9, False),
+    ]
+    r = rpeak(node("zen4", cores=2, ghz=None, clocks=clocks), config={})
+    assert r.clock_kind == "current"  # QEMU's 2000 MHz is no clock of this host
+
+
+def test_bare_metal_smbios_current_speed_is_the_nominal_clock(tmp_path: Path):
+    root = fake_node(tmp_path, "AMD Athlon(tm) 64 Processor 3000+", mhz="1000.000")
+    r = rpeak(
+        node("zen3", cores=1, ghz=None, clocks=clocks_of(root, BARE_METAL_DMIDECODE)), config={}
+    )
+    assert (r.clock_kind, r.clock_hz) == ("base", 2e9)
+    assert "(nominal, dmidecode Current Speed (SMBIOS: the speed at boot))" in r.derivation
+    r = rpeak(
+        node("zen3", cores=1, ghz=None, clocks=clocks_of(root, BARE_METAL_DMIDECODE)),
+        {"clock": "max"},
+        config={},
+    )
+    assert (r.clock_kind, r.clock_hz) == ("max", 3.7e9)
+
+
+def test_the_per_model_table_names_its_source(tmp_path: Path):
+    from assay.system.clock import load_clock_table
+
+    root = fake_node(tmp_path, "AMD EPYC 7763 64-Core Processor", mhz="1497.000")
+    r = rpeak(node("zen3", cores=64, ghz=None, clocks=clocks_of(root)), config={})
+    assert (r.clock_kind, r.clock_hz) == ("base", 2.45e9)
+    assert "cpu_clocks.toml (https://www.amd.com/en/products/cpu/amd-epyc-7763)" in r.derivation
+    for model, entry in load_clock_table().items():
+        assert entry["source"] and 0 < entry["base_ghz"] <= entry.get("max_ghz", 99), model
+
+
+def test_the_clocks_are_kept_in_the_system_record(tmp_path: Path):
+    from assay.system import collect_system
+    from assay.system._context import Context
+
+    root = fake_node(tmp_path, "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz")
+    ctx = Context(root=root, which=lambda _n: None, run=lambda _a: None)
+    system = collect_system(ctx=ctx)
+    kinds = [(c["kind"], c["source"]) for c in system.clocks]
+    assert kinds == [("base", "/proc/cpuinfo model name"), ("current", "/proc/cpuinfo cpu MHz")]
+    assert System.from_dict(json.loads(json.dumps(system.to_dict()))).clocks == system.clocks
+
+
+# --- a measured rate above Rpeak is flagged ------------------------------------------------------
+
+
+def test_a_rate_above_rpeak_is_flagged_with_its_clock_source():
+    from assay.system.peak import rpeak_flag
+
+    r = rpeak(
+        node("zen4", cores=2, ghz=None, clocks=[
+            {"hz": 2.45e9, "kind": "current", "source": "/proc/cpuinfo cpu MHz"}
+        ]),
+        config={},
+    )  # fmt: skip
+    assert r.dp_flops == pytest.approx(78.4e9)
+    flag = rpeak_flag(1.026 * r.dp_flops, r.dp_flops, r.derivation)
+    assert flag is not None
+    assert flag.startswith(
+        "Rpeak too low: clock source CURRENT clock, /proc/cpuinfo cpu MHz: no stable clock found"
+    )
+    assert "is 102.6% of Rpeak 78.40 GFLOP/s" in flag
+    assert rpeak_flag(r.dp_flops, r.dp_flops, r.derivation) is None  # 100% is possible
+    assert rpeak_flag(0.9 * r.dp_flops, r.dp_flops, r.derivation) is None
+    assert rpeak_flag(1e12, None, "") is None  # no Rpeak: nothing to judge
+    assert "clock source not stated" in (rpeak_flag(2.0, 1.0) or "")
+
+
+def test_the_avx512_frequency_licence_is_noted_where_it_applies():
+    r = rpeak(node("cascadelake", cores=28, ghz=2.7), config={})
+    assert any(n.startswith("AVX-512 frequency licence") for n in r.notes)
+    assert r.dp_flops == pytest.approx(28 * 2.7e9 * 32)  # the nominal clock, as TOP500 states
+    at_licence = rpeak(
+        node("cascadelake", cores=28, ghz=2.7),
+        {"clock_ghz": 1.8, "clock_kind": "AVX-512 all-core"},
+        config={},
+    )
+    assert "(AVX-512 all-core)" in at_licence.derivation
+    assert not any("licence" in n for n in at_licence.notes)
+    assert not any("licence" in n for n in rpeak(node("zen4"), config={}).notes)

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.compare import compare
-from assay.analysis.stats import fold_repetitions
+from assay.analysis.verdict import compare_runs, measured
 from assay.model import JobResult, RunInfo, Sample, Stats, System
 from assay.report import render
 from assay.report.build import build_tables
@@ -232,15 +231,22 @@ def test_rich_markup_in_a_label_is_data(assay_home: Path):
 # --- issue 14: compare -------------------------------------------------------------------------
 
 
-def test_compare_sorts_sizes_as_numbers():
-    def figs(scale: float) -> list:
-        return fold_repetitions(
-            [Sample.make("p2p", "p2p.latency", scale * n * 1e-9 + 1e-6, {"size": n})
-             for n in (128, 2, 16, 1024)]
-        )  # fmt: skip
+def latencies(scale: float) -> list[Sample]:
+    return [Sample.make("p2p", "p2p.latency", scale * n * 1e-9 + 1e-6, {"size": n})
+            for n in (128, 2, 16, 1024)]  # fmt: skip
 
-    rows, _ = compare(figs(1.0), figs(1.1))
-    assert [dict(r.params)["size"] for r in rows] == ["2", "16", "128", "1024"]
+
+def test_compare_sorts_sizes_as_numbers(assay_home: Path):
+    rows = compare_runs(measured(latencies(1.0)), measured(latencies(1.1))).rows
+    latency = [dict(r.params)["size"] for r in rows if r.metric == "p2p.latency"]
+    assert latency == ["2", "16", "128", "1024"]
+    # and through the CLI, as shown (sizes in bytes, in numeric order)
+    store = RunStore(assay_home)
+    base = _store_run(store, latencies(1.0))
+    _store_run(store, latencies(1.1))
+    md = run_cli("compare", base, "-f", "md", home=assay_home, check=True).stdout
+    shown = re.findall(r"^\| p2p\.latency \| size=([^|]*) \|", md, re.M)
+    assert shown == ["2 B", "16 B", "128 B", "1 KiB"], md
 
 
 def ior(operation: str, value: float) -> Sample:
@@ -255,12 +261,23 @@ def test_compare_keeps_ior_read_and_write_apart(assay_home: Path):
     _store_run(store, [ior("write", 570e6), ior("read", 2000e6)])  # writes 43 % slower
     proc = run_cli("compare", base, "--fail-below", "0.95", "-f", "md", home=assay_home)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "operation=write" in proc.stdout and "0.570" in proc.stdout
-    assert "operation=read" in proc.stdout
+    write = next(ln for ln in proc.stdout.splitlines() if "operation=write" in ln)
+    assert "| 0.570 | worse ✗ |" in write
+    read = next(ln for ln in proc.stdout.splitlines() if "operation=read" in ln)
+    assert "| 1.000 | same |" in read
 
 
 def test_compare_never_pairs_figures_it_cannot_tell_apart():
     a = [Sample.make("hpl", "memory.randomaccess", v, {"variant": "star", "generator": g})
          for v, g in ((1e7, "poly"), (2e7, "lcg"))]  # fmt: skip
-    rows, _ = compare(fold_repetitions(a), fold_repetitions(a))
+    rows = compare_runs(measured(a), measured(a)).rows
     assert sorted(dict(r.params)["generator"] for r in rows) == ["lcg", "poly"]
+
+
+def test_compare_names_figures_it_cannot_pair_instead_of_guessing():
+    # two figures that differ only in a param that is no identity: which pair is meant?
+    a = [Sample.make("stream", "memory.triad", v, {"threads": 2, "compiler": c})
+         for v, c in ((10 * GB, "gcc"), (12 * GB, "icx"))]  # fmt: skip
+    comp = compare_runs(measured(a), measured(a))
+    assert comp.rows == []
+    assert comp.ambiguous == ["memory.triad {'threads': '2'}"]

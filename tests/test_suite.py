@@ -128,3 +128,33 @@ def test_memory_suite_plans_domains_and_the_latency_ladder():
     scopes = [j.params.get("scope") for j in jobs if j.probe == "stream"]
     assert scopes == ["node", "l3", "numa"]
     assert [j.probe for j in jobs][-1] == "memlat"
+
+
+@pytest.mark.parametrize(
+    ("assignment", "why"),
+    [
+        ("timeout=abc", "valid number"),
+        ("timeout=inf", "finite number"),
+        ("timeout=nan", "finite number"),
+        ("timeout=0", "greater than 0"),
+        ("ranks=abc", "valid integer"),
+        ("ranks=0", "greater than or equal to 1"),
+        ("p2p.repeat=-1", "greater than or equal to 1"),
+    ],
+)
+def test_set_goes_through_the_suite_schema(assignment: str, why: str) -> None:
+    """--set on a bench key is validated as the suite file is: no traceback, nothing ignored."""
+    from assay.plan import apply_overrides
+
+    with pytest.raises(SuiteError, match=why):
+        apply_overrides(resolve_suite("quick")[0], Overrides(sets=[assignment]))
+
+
+def test_set_of_a_valid_bench_key_applies() -> None:
+    from assay.plan import apply_overrides
+
+    suite = apply_overrides(
+        resolve_suite("quick")[0], Overrides(sets=["timeout=42", "p2p.ranks=2"])
+    )
+    assert {b.timeout for b in suite.bench} == {42.0}
+    assert all(b.ranks == 2 for b in suite.bench if b.probe == "p2p")

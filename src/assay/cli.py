@@ -1,7 +1,8 @@
 """The command line: ``assay doctor | run | runs | report | history``.
 
 Exit codes: 0 success; 1 a run finished but some jobs failed; 2 bad input or environment
-(the message says what and where); 3 a run or metric that does not exist; 130 interrupted.
+(the message says what and where; a full disk); 3 a run or metric that does not exist;
+128 + the signal for a run stopped by one: 130 Ctrl-C (SIGINT), 143 SIGTERM, 129 SIGHUP.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from assay import __version__
 from assay.config import assay_home
 from assay.errors import AssayError
 from assay.model import Job, JobResult
-from assay.store import Index, RunStore
+from assay.store import Index, RunStore, recover
 
 app = typer.Typer(
     name="assay",
@@ -37,6 +38,7 @@ app = typer.Typer(
 console = Console(stderr=True)
 out = Console(highlight=False)
 STATE = {"debug": False}
+_SL = "Slurm (--on slurm)"
 
 
 def _version(value: bool) -> None:
@@ -56,7 +58,10 @@ def _main(
 
 
 def _store() -> RunStore:
-    return RunStore(assay_home())
+    store = RunStore(assay_home())
+    for message in recover(store.home):  # runs left "running" by a killed assay end "interrupted"
+        console.print(Text(f"note: {message}", style="yellow"))
+    return store
 
 
 def _index(store: RunStore) -> Index:
@@ -83,7 +88,7 @@ def doctor() -> None:
     t.add_column("fact")
     t.add_column("value")
     for key, value in system.to_dict().items():
-        if key in ("mpis", "hosts", "notes", "l3_domains", "numa_nodes"):
+        if key in ("mpis", "hosts", "notes", "l3_domains", "numa_nodes", "clocks"):
             continue
         shown = (
             ", ".join(f"{k} {v}" for k, v in value.items())
@@ -91,6 +96,10 @@ def doctor() -> None:
             else (" ".join(map(str, value)) if isinstance(value, list) else value)
         )
         t.add_row(key, "unknown" if shown in (None, "") else str(shown))
+    if system.clocks:
+        from assay.system.clock import describe_clocks
+
+        t.add_row("clocks", describe_clocks(system.clocks))
     if system.l3_domains:
         t.add_row("l3_domains", "; ".join(_cpus(d) for d in system.l3_domains))
     if system.numa_nodes:
@@ -135,7 +144,7 @@ def run(
     suite: Annotated[
         str, typer.Argument(help="A built-in suite (quick, ...) or a suite TOML file.")
     ] = "quick",
-    on: Annotated[str, typer.Option(help="Where jobs run: local.")] = "local",
+    on: Annotated[str, typer.Option(help="Where jobs run: local or slurm.")] = "local",
     mpi: Annotated[
         str | None, typer.Option(help="MPIs to use, comma-separated names, or 'all'.")
     ] = None,
@@ -193,6 +202,33 @@ def run(
             help="With --vdbench: size of every LUN file, e.g. 1g.", rich_help_panel="Vdbench"
         ),
     ] = None,
+    nodes: Annotated[
+        int | None, typer.Option(help="Nodes to allocate.", rich_help_panel=_SL)
+    ] = None,
+    partition: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
+    account: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
+    qos: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
+    constraint: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
+    time_limit: Annotated[
+        str | None, typer.Option("--time", help="Slurm time limit.", rich_help_panel=_SL)
+    ] = None,
+    sbatch_arg: Annotated[
+        list[str] | None,
+        typer.Option(help="Extra sbatch argument (repeatable).", rich_help_panel=_SL),
+    ] = None,
+    max_wait: Annotated[
+        float | None,
+        typer.Option(help="Seconds the allocation may stay pending.", rich_help_panel=_SL),
+    ] = None,
+    detach: Annotated[
+        bool, typer.Option(help="Submit and return; 'assay collect'.", rich_help_panel=_SL)
+    ] = False,
+    all_pairs: Annotated[
+        bool, typer.Option(help="p2p between every node pair.", rich_help_panel=_SL)
+    ] = False,
+    intra_node: Annotated[
+        bool, typer.Option(help="Also p2p within one node.", rich_help_panel=_SL)
+    ] = False,
 ) -> None:
     """Run a suite and store every result with the system it came from.
 
@@ -205,13 +241,27 @@ def run(
       assay run my-suite.toml --repeat 5 --label "after BIOS update"
     """
     from assay.execute import execute
+    from assay.launch import LOCAL, check_jobs
     from assay.plan import Overrides, plan
     from assay.probes import PlanContext
     from assay.suite import resolve_suite
     from assay.system import collect_plan_facts
 
-    if on != "local":
-        raise AssayError(f"--on {on}: only 'local' is implemented so far")
+    if on not in ("local", "slurm"):
+        raise AssayError(f"--on {on}: expected local or slurm")
+    slurm_opts = None
+    if on == "slurm":
+        from assay.config import load_config
+        from assay.launch.slurm_options import options_from_config
+
+        slurm_opts = options_from_config(
+            load_config(), nodes=nodes, partition=partition, account=account, qos=qos,
+            constraint=constraint, time=time_limit, sbatch_args=list(sbatch_arg or []),
+            max_wait=max_wait, detach=detach or None, all_pairs=all_pairs or None,
+            intra_node=intra_node or None,
+        )  # fmt: skip
+    elif all_pairs or detach or nodes:
+        raise AssayError("--nodes, --all-pairs and --detach need --on slurm")
     if vdbench is not None:
         spec, text, origin = _vdbench_suite(suite, vdbench, lun_map, target, elapsed, warmup, size)
     else:
@@ -227,6 +277,14 @@ def run(
     )
     system, mpis = _discover()
     jobs = plan(spec, PlanContext(system=system, mpis=mpis, facts=collect_plan_facts()), overrides)
+    if slurm_opts is not None:
+        if not dry_run:
+            from assay.preflight import preflight
+
+            preflight(jobs)
+        _run_slurm(spec.name, text, system, mpis, jobs, slurm_opts, label, dry_run)
+        return
+    check_jobs(jobs, LOCAL)  # what the launcher cannot do is refused, exit 2
     if dry_run:
         for job in jobs:
             out.print(f"{job.job_id}: {' '.join(job.argv)}  env={job.env or {}}", markup=False)
@@ -244,6 +302,14 @@ def run(
         label=label,
     )
     console.print(f"run {writer.info.run_id}: suite {spec.name} ({origin}), {len(jobs)} jobs")
+    for other, owner in writer.others_running():
+        console.print(
+            Text(
+                f"warning: run {other} ({owner.describe()}) is measuring this node too: both "
+                "runs' figures will be lower; each sample records it (concurrent_runs)",
+                style="yellow",
+            )
+        )
     started = time.monotonic()
     with Progress(
         TextColumn("[bold]{task.fields[probe]}"),
@@ -290,9 +356,58 @@ def run(
     except AssayError as exc:  # the results are in the run directory whatever the index says
         console.print(Text(f"warning: {exc}", style="yellow"))
     if outcome.info.status == "interrupted":
-        raise typer.Exit(130)
+        raise typer.Exit(128 + (outcome.stop_signal or 2))  # 130 Ctrl-C, 143 SIGTERM
     if outcome.failed:
         raise typer.Exit(1)
+
+
+def _run_slurm(name, text, system, mpis, jobs, opts, label, dry) -> None:
+    from assay.cli_slurm import run_slurm
+
+    store = _store()
+    started = time.monotonic()
+    try:
+        outcome = run_slurm(
+            console=console, out=out, store=store, spec_name=name, suite_text=text,
+            system=system, mpis=mpis, jobs=jobs, opts=opts, label=label, dry=dry,
+        )  # fmt: skip
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the allocation is already cancelled
+        raise typer.Exit(130) from None
+    _after_slurm(store, outcome, started)
+
+
+def _after_slurm(store: RunStore, outcome, started: float) -> None:
+    if outcome is None:
+        return
+    _summary(outcome, time.monotonic() - started, store.runs_dir / outcome.info.run_id)
+    try:
+        _index(store).close()
+    except AssayError as exc:
+        console.print(Text(f"warning: {exc}", style="yellow"))
+    if outcome.info.status == "interrupted":
+        raise typer.Exit(130)
+    if outcome.failed or outcome.info.status != "complete":
+        raise typer.Exit(1)
+
+
+@app.command()
+def collect(
+    run_ref: Annotated[
+        str | None, typer.Argument(metavar="RUN", help="Run id or prefix; default: the latest.")
+    ] = None,
+) -> None:
+    """Follow a detached Slurm run (--detach) to its end and index its results."""
+    from assay.cli_slurm import collect as collect_run
+    from assay.config import load_config
+    from assay.launch.slurm_options import options_from_config
+
+    store = _store()
+    started = time.monotonic()
+    try:
+        outcome = collect_run(console, store, run_ref, options_from_config(load_config()))
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    _after_slurm(store, outcome, started)
 
 
 def _vdbench_suite(suite, path, lun_map, target, elapsed, warmup, size):
@@ -341,6 +456,8 @@ def _summary(outcome, elapsed: float, path: Path) -> None:
         f"{len(outcome.samples)} samples in {elapsed:.0f} s; stored in {path}\n"
         "see the figures with: assay report"
     )
+    for note in outcome.info.notes:
+        console.print(Text(f"note: {note}", style="yellow"))
 
 
 @app.command("runs")
@@ -355,6 +472,8 @@ def runs_cmd(
     index.sync(store, rebuild=rebuild)
     rows = index.runs()
     index.close()
+    for skipped in index.skipped:
+        console.print(Text(f"skipped a damaged run: {skipped}", style="yellow"))
     if not rows:
         out.print("no runs yet: start one with 'assay run quick'")
         return
@@ -363,7 +482,7 @@ def runs_cmd(
     for col in ("suite", "status", "host", "jobs", "failed", "samples", "label"):
         t.add_column(col)
     for r in rows:
-        status = r["status"] if r["status"] != "running" else "running/killed"
+        status = r["status"]  # a run whose assay died was closed when the store was opened
         # Text, not str: a suite name or label such as "[/]" is data, never rich markup.
         cells = (r["run_id"], r["suite"], status, r["hostname"], r["n_jobs"], r["n_failed"])
         cells += (r["n_samples"], r["label"])
@@ -413,58 +532,6 @@ def report(
         console.print(Text(f"wrote {output}"))
     else:
         sys.stdout.write(text)
-
-
-@app.command()
-def compare(
-    old: Annotated[str, typer.Argument(metavar="RUN", help="The reference run (id or prefix).")],
-    new: Annotated[
-        str, typer.Argument(metavar="RUN2", help="The run to judge; default: the latest.")
-    ] = "latest",
-    fail_below: Annotated[
-        float | None,
-        typer.Option(
-            "--fail-below",
-            help="Exit 1 when a figure is significantly worse than RATIO × the reference "
-            "(e.g. 0.95: more than 5% worse).",
-        ),
-    ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="term or md.")] = "term",
-) -> None:
-    """Compare two runs figure by figure: ratio (> 1 = better), and whether it is significant.
-
-    Example, in CI after a change: assay compare BASELINE --fail-below 0.95
-    """
-    from assay.analysis.compare import compare as compare_runs
-    from assay.analysis.derive import with_derived
-    from assay.analysis.stats import fold_repetitions
-    from assay.report.compare import compare_table
-    from assay.report.render import markdown_table, term_tables
-
-    store = _store()
-    a, b = store.load(old), store.load(new)
-    # Derived figures (Rpeak share, Hockney α/β) are compared too: the report's numbers.
-    rows, only = compare_runs(
-        with_derived(fold_repetitions(a.samples)), with_derived(fold_repetitions(b.samples))
-    )
-    if not rows:
-        raise AssayError(
-            f"runs {a.info.run_id} and {b.info.run_id} have no figure in common",
-            hint="compare runs of the same suite (or of suites sharing probes)",
-        )
-    failing = [
-        r
-        for r in rows
-        if fail_below is not None and r.verdict == "worse" and r.goodness < fail_below
-    ]
-    table = compare_table(rows, failing, f"{b.info.run_id} against {a.info.run_id}", only)
-    if fmt == "md":
-        sys.stdout.write("\n".join(markdown_table(table)).rstrip() + "\n")
-    else:
-        sys.stdout.write(term_tables([table]))
-    if failing:
-        console.print(f"{len(failing)} figure(s) significantly worse than {fail_below} × reference")
-        raise typer.Exit(1)
 
 
 def _duration_s(text: str) -> float:
@@ -554,50 +621,17 @@ def import_cmd(
         if o.message:
             console.print(Text(f"    {o.message}"))
     console.print(f"stored as run {run_id}; see it with: assay report {run_id}")
-    _index(store).close()
+    try:
+        _index(store).close()
+    except AssayError as exc:  # the data is in the run directory whatever the index says
+        console.print(Text(f"warning: {exc}", style="yellow"))
     if all(o.status == "failed" for o in outcomes):
         raise typer.Exit(2)
     if any(o.status != "ok" for o in outcomes):
         raise typer.Exit(1)
 
 
-@app.command()
-def history(
-    metric: Annotated[str, typer.Argument(help="A metric, e.g. memory.triad or p2p.latency.")],
-    params: Annotated[
-        list[str] | None, typer.Option("--params", help="Filter: key=value (repeatable).")
-    ] = None,
-) -> None:
-    """A metric across every stored run, oldest first."""
-    from assay.errors import NotFoundError
-    from assay.plan import parse_value
-    from assay.units import format_value, metric_info
-
-    where = {}
-    for p in params or []:
-        k, _, v = p.partition("=")
-        where[k] = parse_value(v)
-    store = _store()
-    index = _index(store)
-    rows = index.history(metric, where)
-    index.close()
-    if not rows:
-        raise NotFoundError(f"no samples of {metric!r}" + (f" with {where}" if where else ""))
-    unit = metric_info(metric).display
-    t = Table(title=f"{metric} history", title_justify="left")
-    for col in ("run", "host", "params", f"value ({unit})"):
-        t.add_column(col)
-    for r in rows:
-        shown = ", ".join(
-            f"{k}={v}" for k, v in sorted(r["params"].items()) if not isinstance(v, list | dict)
-        )
-        cells = (r["run_id"], r["hostname"], shown, format_value(r["value"], unit))
-        t.add_row(*(Text(str(c)) for c in cells))  # data, never rich markup
-    out.print(t)
-
-
-# compare (runs or --ref), references, summary, history with change points, label: registered
-# last, so their compare and history replace the ones above.
+# compare (runs or --ref), references, summary, history with change points, label.
 from assay.cli_compare import register as _register_compare  # noqa: E402
 from assay.cli_history import register as _register_history  # noqa: E402
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -17,10 +17,12 @@ from rich.text import Text
 
 from assay.config import assay_home
 from assay.errors import AssayError, NotFoundError
-from assay.references.model import Tolerance
-from assay.store import LoadedRun, RunStore
+from assay.store import RunStore
 
-out = Console(highlight=False)
+if TYPE_CHECKING:  # imported when used: pydantic models would slow every 'assay --help'
+    from assay.references.model import Tolerance
+    from assay.store import LoadedRun
+
 err = Console(stderr=True, highlight=False)
 FORMATS = ("term", "md", "html")
 
@@ -30,7 +32,7 @@ def run_store() -> RunStore:
 
 
 def emit(sections: list, fmt: str, title: str = "assay", charts: tuple = ()) -> None:
-    from assay.report.reference import to_markdown, to_rich
+    from assay.report.reference import to_markdown, to_term
 
     if fmt not in FORMATS:
         raise AssayError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
@@ -42,12 +44,13 @@ def emit(sections: list, fmt: str, title: str = "assay", charts: tuple = ()) -> 
     if fmt == "md":
         sys.stdout.write(to_markdown(sections))
         return
-    for item in to_rich(sections):
-        out.print(item)
+    sys.stdout.write(to_term(sections))
 
 
 def parse_tolerances(specs: list[str] | None) -> dict[str, Tolerance]:
     """``0.1`` (±10% for every metric), ``p2p.latency=0.1``, ``memory.triad=-0.05:0.2``."""
+    from assay.references.model import Tolerance
+
     result: dict[str, Tolerance] = {}
     for spec in specs or []:
         metric, _, band = spec.rpartition("=")
@@ -141,7 +144,8 @@ def compare(
         )  # fmt: skip
         if not comp.rows and not comp.unmatched:
             raise AssayError(f"run {run.info.run_id} has no figures to compare")
-        sections = reference_comparison(comp, reference, run.info.run_id)
+        bad = failing(comp.rows, fail_below=fail_below, fail_on_worse=fail_on == "worse")
+        sections = reference_comparison(comp, reference, run.info.run_id, bad)
     else:
         if run_a is None:
             raise AssayError(
@@ -155,14 +159,14 @@ def compare(
                 f"runs {base.info.run_id} and {new.info.run_id} have no figure in common",
                 hint="compare runs of the same suite (or of suites sharing probes)",
             )
-        sections = run_comparison(comp, base.info.run_id, new.info.run_id)
+        bad = failing(comp.rows, fail_below=fail_below, fail_on_worse=fail_on == "worse")
+        sections = run_comparison(comp, base.info.run_id, new.info.run_id, bad)
     charts = ()
     if fmt == "html":
         from assay.report.plots import comparison_chart
 
         charts = (comparison_chart(comp.rows, "Ratio to the reference, by verdict"),)
     emit(sections, fmt, "assay compare", charts)
-    bad = failing(comp.rows, fail_below=fail_below, fail_on_worse=fail_on == "worse")
     if bad:
         what = f"below {fail_below} x the reference" if fail_below is not None else "worse"
         err.print(Text(f"{len(bad)} figure(s) {what}, beyond what the noise explains"))
@@ -301,7 +305,7 @@ def summary(
 
 
 def register(app: typer.Typer) -> None:
-    """Add these commands to the main app (registered last, so they replace older ones)."""
+    """Add these commands to the main app."""
     app.command("compare")(compare)
     app.command("references")(references)
     app.command("summary")(summary)

@@ -103,11 +103,13 @@ def history(
 
 def _series_overview(metric, series, better, min_change, unit):
     from assay.analysis.changepoint import change_points
-    from assay.report.reference import Section
+    from assay.report.table import Table
 
-    s = Section(
+    s = Table(
+        "history-overview",
         f"{metric}: {len(series)} series",
         ["host", "params", "runs", "latest run", "change points"],
+        [],
     )
     for (host, ident), per_run in sorted(series.items(), key=lambda kv: str(kv[0])):
         run_ids = sorted(per_run)
@@ -144,6 +146,6 @@ def label(
 
 
 def register(app: typer.Typer) -> None:
-    """Add these commands to the main app (registered last, so they replace older ones)."""
+    """Add these commands to the main app."""
     app.command("history")(history)
     app.command("label")(label)

@@ -2,6 +2,12 @@
 
 Side effects live here and in the CLI. Every job's outcome is written the moment it ends, so a
 crash, a timeout, Ctrl-C or a SIGKILL of assay loses at most the job in flight.
+
+Stopping: SIGTERM (``timeout``, ``scancel``, ``kill``) and SIGHUP (the terminal closed) stop a
+run exactly as Ctrl-C does: the job in flight is ended with its whole process tree and recorded
+"interrupted", every finished job is kept, the run is marked "interrupted" and names the job
+cut short; the CLI then exits 128 + the signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP). A signal
+that arrives while a job's records are being written waits until they are written.
 """
 
 from __future__ import annotations
@@ -9,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from assay.errors import AssayError, StoreError
@@ -21,6 +28,81 @@ from assay.store.rundir import utc_now
 from assay.toolchain import build_probe
 
 STDERR_TAIL_LINES = 15
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+ENOSPC_TEXT = "No space left on device"
+
+
+class StopRequested(KeyboardInterrupt):
+    """A stop signal, raised where Ctrl-C's KeyboardInterrupt would be (and caught alike)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def stop_reason(signum: int) -> str:
+    return "stopped by Ctrl-C" if signum == signal.SIGINT else (
+        f"stopped by {signal.Signals(signum).name}"
+    )  # fmt: skip
+
+
+class _StopSignals:
+    """SIGINT/SIGTERM/SIGHUP → StopRequested, except inside ``deferred()`` (records being
+    written), where the signal waits; after the first, further signals change nothing."""
+
+    def __init__(self) -> None:
+        self.deferring = 0
+        self.pending: int | None = None
+        self.received: int | None = None
+        self._saved: dict[int, object] = {}
+
+    def _handler(self, signum: int, _frame) -> None:
+        if self.received is not None:
+            return
+        self.received = signum
+        if self.deferring:
+            self.pending = signum
+            return
+        raise StopRequested(signum)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        try:
+            for sig in STOP_SIGNALS:
+                self._saved[sig] = signal.signal(sig, self._handler)
+        except ValueError:  # not the main thread: signals stay as they were
+            self._saved.clear()
+        try:
+            yield
+        finally:
+            for sig, old in self._saved.items():
+                signal.signal(sig, old)  # type: ignore[arg-type]
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        self.deferring += 1
+        try:
+            yield
+        finally:
+            self.deferring -= 1
+        if not self.deferring and self.pending is not None:
+            signum, self.pending = self.pending, None
+            raise StopRequested(signum)
+
+
+_STOP = _StopSignals()
+
+
+def stop_signals():
+    """Install the stop handlers for a run loop (``execute``, ``repeat_auto``): SIGTERM and
+    SIGHUP then stop a run as Ctrl-C does (KeyboardInterrupt carrying ``signum``)."""
+    _STOP.received = _STOP.pending = None
+    return _STOP.installed()
+
+
+def stop_received() -> int:
+    """The stop signal received in this run loop (SIGINT when a plain Ctrl-C raised)."""
+    return _STOP.received or signal.SIGINT
 
 
 @dataclass
@@ -28,6 +110,7 @@ class RunOutcome:
     info: RunInfo
     results: list[JobResult] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
+    stop_signal: int = 0  # the signal that stopped the run, 0 when none did
 
     @property
     def failed(self) -> list[JobResult]:
@@ -61,10 +144,32 @@ def _resolve_argv(job: Job, exe: str | None, mpis: list[MpiInfo], cores: int | N
     return argv
 
 
+def _concurrent(writer: RunWriter) -> dict[str, str]:
+    """Other measuring runs on this node now: run id -> owner."""
+    return {rid: owner.describe() for rid, owner in writer.others_running()}
+
+
+def _enospc(writer: RunWriter, job_dir, texts: list[str]) -> str:
+    """Why a job's output may be cut short by a full disk, or '' when it was not."""
+    if writer.out_of_space() or any(ENOSPC_TEXT in t for t in texts):
+        return (
+            f"the disk holding the run directory is full (ENOSPC, {ENOSPC_TEXT}): "
+            f"the job's output in {job_dir} was cut short; "
+        )
+    return ""
+
+
 def run_job(
-    writer: RunWriter, job: Job, mpis: list[MpiInfo], cores: int | None
+    writer: RunWriter,
+    job: Job,
+    mpis: list[MpiInfo],
+    cores: int | None,
+    resolve: Callable[[Job, str | None], list[str]] | None = None,
 ) -> tuple[JobResult, list[Sample]]:
-    """One job from build to stored samples. Never raises for a probe's own failure."""
+    """One job from build to stored samples. Never raises for a probe's own failure.
+
+    ``resolve`` replaces the local launcher's command line (the Slurm runner's srun steps).
+    """
     started = utc_now()
     job_dir = writer.job_dir(job)
     rel = job_dir.relative_to(writer.path)
@@ -80,21 +185,25 @@ def run_job(
     )
     if job.skip_reason:
         result.status, result.reason = "skipped", job.skip_reason
-        writer.save_job(job, list(job.argv))
-        writer.record(result, [])
+        with _STOP.deferred():
+            writer.save_job(job, list(job.argv))
+            writer.record(result, [])
         return result, []
     try:
         exe = str(build_probe(job.build, mpis)) if job.build else None
-        argv = _resolve_argv(job, exe, mpis, cores)
+        argv = resolve(job, exe) if resolve else _resolve_argv(job, exe, mpis, cores)
     except AssayError as exc:
         result.reason = f"build failed: {exc}"
-        writer.save_job(job, list(job.argv))
-        writer.record(result, [])
+        with _STOP.deferred():
+            writer.save_job(job, list(job.argv))
+            writer.record(result, [])
         return result, []
     result.argv = argv
-    writer.save_job(job, argv)
-    for name, text in job.inputs.items():
-        (job_dir / name).write_text(text)
+    with _STOP.deferred():
+        writer.save_job(job, argv)
+        for name, text in job.inputs.items():
+            (job_dir / name).write_text(text)
+    others = _concurrent(writer)
     try:
         outcome = run_process(
             argv,
@@ -106,8 +215,10 @@ def run_job(
         )
     except AssayError as exc:  # the program could not even start: this job fails, the run goes on
         result.reason = str(exc)
-        writer.record(result, [])
+        with _STOP.deferred():
+            writer.record(result, [])
         return result, []
+    others.update(_concurrent(writer))  # a run that started while this job ran shares it too
     result.exit_code, result.wall_time, result.hosts = (
         outcome.exit_code,
         round(outcome.wall_time, 3),
@@ -115,7 +226,8 @@ def run_job(
     )
     result_file = job_dir / (job.output_file or "stdout")
     stdout = result_file.read_text(errors="replace") if result_file.exists() else ""
-    tail = stderr_tail((job_dir / "stderr").read_text(errors="replace"), job.probe)
+    stderr = (job_dir / "stderr").read_text(errors="replace")
+    tail = stderr_tail(stderr, job.probe)
     samples: list[Sample] = []
     parse_error = ""
     if stdout.strip():
@@ -124,7 +236,7 @@ def run_job(
         except AssayError as exc:
             parse_error = str(exc)
     if outcome.interrupted:
-        result.status, result.reason = "interrupted", "stopped by Ctrl-C"
+        result.status, result.reason = "interrupted", stop_reason(outcome.stop_signal)
     elif outcome.timed_out:
         result.status = "timeout"
         result.reason = f"killed after its {job.timeout:g} s timeout"
@@ -137,15 +249,39 @@ def run_job(
     else:
         result.status = "ok"
     if result.status != "ok":
+        full = _enospc(writer, job_dir, [stderr, stdout[-4096:]])
+        if full:
+            writer.disk_full = True  # the run cannot go on: stop after recording this job
+            result.reason = full + result.reason
         if samples:
             result.reason += f" ({len(samples)} points measured before it stopped are kept)"
-        if parse_error and parse_error not in result.reason:
+        if parse_error and parse_error not in result.reason and not outcome.interrupted:
+            # (a stopped MPI job's output ends in its launcher's banner: not worth a word)
             result.reason += f"; {parse_error}"
         if tail:
             result.reason += f"\n{tail}"
+    if others:
+        shared = ", ".join(f"{rid} ({who})" for rid, who in sorted(others.items()))
+        writer.note(f"job {job.job_id} shared this node with run(s) {shared}: lower figures")
+        for s in samples:
+            s.params["concurrent_runs"] = ",".join(sorted(others))
     result.n_samples = len(samples)
-    writer.record(result, samples)
+    with _STOP.deferred():
+        writer.record(result, samples)
     return result, samples
+
+
+def _record_cut_short(writer: RunWriter, job: Job, signum: int) -> JobResult:
+    """The job in flight when a stop came outside its launch (building, say): recorded too."""
+    rel = writer.job_dir(job).relative_to(writer.path)
+    result = JobResult(
+        job_id=job.job_id, status="interrupted", exit_code=None, wall_time=0.0,
+        argv=list(job.argv), stdout_path=str(rel / "stdout"), stderr_path=str(rel / "stderr"),
+        reason=f"{stop_reason(signum)} before it ran", started=utc_now(),
+    )  # fmt: skip
+    with _STOP.deferred():
+        writer.record(result, [])
+    return result
 
 
 def execute(
@@ -157,28 +293,71 @@ def execute(
     on_start: JobHook | None = None,
     on_end: ResultHook | None = None,
 ) -> RunOutcome:
+    """Run ``jobs`` in order; the run ends "complete", "interrupted" or "failed" (disk full)."""
     outcome = RunOutcome(info=writer.info)
     cores = cores or os.cpu_count()
     status = "complete"
-    try:
-        for i, job in enumerate(jobs, start=1):
-            if on_start:
-                on_start(i, len(jobs), job)
-            result, samples = run_job(writer, job, mpis, cores)
-            outcome.results.append(result)
-            outcome.samples.extend(samples)
-            if on_end:
-                on_end(i, len(jobs), job, result)
-            if result.status == "interrupted":
-                status = "interrupted"
-                break
-    except KeyboardInterrupt:
-        status = "interrupted"
-    except StoreError:
-        # The run directory cannot take more (a full disk): what was recorded stays readable;
-        # try to mark the run failed, and let the caller tell the user.
-        with contextlib.suppress(StoreError):
-            writer.finish("failed")
-        raise
-    writer.finish(status)
+    with stop_signals():
+        in_flight: Job | None = None
+        try:
+            for i, job in enumerate(jobs, start=1):
+                in_flight = job
+                if on_start:
+                    on_start(i, len(jobs), job)
+                result, samples = run_job(writer, job, mpis, cores)
+                outcome.results.append(result)
+                outcome.samples.extend(samples)
+                if on_end:
+                    on_end(i, len(jobs), job, result)
+                if result.status == "interrupted":
+                    outcome.stop_signal = stop_received()
+                    status = "interrupted"
+                    break
+                if writer.disk_full:
+                    raise _disk_full(writer, job, len(jobs) - i)
+            in_flight = None
+        except KeyboardInterrupt as exc:
+            status = "interrupted"
+            outcome.stop_signal = getattr(exc, "signum", signal.SIGINT)
+            done = {r.job_id for r in outcome.results}
+            if in_flight is not None and in_flight.job_id not in done:
+                # stopped while building, or just as its records were written
+                recorded = writer.recorded.get(in_flight.job_id)
+                with contextlib.suppress(StoreError):
+                    recorded = recorded or _record_cut_short(writer, in_flight, outcome.stop_signal)
+                if recorded:
+                    outcome.results.append(recorded)
+        except StoreError:
+            # The run directory cannot take more (a full disk): what was recorded stays
+            # readable; mark the run failed (the reserve makes room for it), and tell the user.
+            with contextlib.suppress(StoreError), _STOP.deferred():
+                writer.finish("failed")
+            raise
+        finish_run(writer, outcome, status, len(jobs) - len(outcome.results))
     return outcome
+
+
+def finish_run(writer: RunWriter, outcome: RunOutcome, status: str, not_run: int = 0) -> None:
+    """The run's final state; a stopped run's note says by what, and which jobs were cut."""
+    if status == "interrupted":
+        cut = [r.job_id for r in outcome.results if r.status == "interrupted"]
+        writer.note(
+            f"{stop_reason(outcome.stop_signal or signal.SIGINT)}"
+            + (f"; cut short: {', '.join(cut)}" if cut else "")
+            + (f"; {not_run} job(s) not run" if not_run else "")
+        )
+    with _STOP.deferred():
+        writer.finish(status)
+
+
+def _disk_full(writer: RunWriter, job: Job, left: int) -> StoreError:
+    writer.note(
+        f"stopped: the disk holding the run directory is full (ENOSPC) after job {job.job_id}; "
+        f"{left} job(s) not run"
+    )
+    return StoreError(
+        f"the disk holding {writer.path} is full (ENOSPC, {ENOSPC_TEXT}): "
+        f"the run stopped after job {job.job_id}",
+        hint="free space (df -h) or set ASSAY_HOME elsewhere; "
+        "every job recorded before this one is intact and reportable",
+    )

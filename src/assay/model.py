@@ -148,6 +148,9 @@ class Job:
     # Set when the plan already knows this job cannot run here (no RDMA device, no GPU):
     # it is recorded as skipped with this reason, never launched, never a failure.
     skip_reason: str | None = None
+    # Where it runs on a cluster (Slurm): {"nodes": [allocation node indices], "group": str}.
+    # Jobs of one group run at the same time on disjoint nodes (an all-pairs round).
+    placement: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -186,6 +189,7 @@ class JobResult:
     reason: str = ""  # for a failed job: what went wrong, with the stderr tail
     n_samples: int = 0
     started: str = ""
+    scheduler_state: str = ""  # on Slurm: COMPLETED, FAILED, TIMEOUT, NODE_FAIL, CANCELLED, ...
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -210,6 +214,13 @@ class RunInfo:
     argv: list[str] = field(default_factory=list)
     source: str = "assay"  # "assay", or "import:<format>" for imported third-party output
     n_jobs: int = 0
+    # The process that writes the run (pid, host, boot_id, start): how a dead run is told from
+    # a live one. None once it ended, or for a run no local process owns (a detached job).
+    owner: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)  # what the reader must know (cut short, ...)
+    # On Slurm: {"job_id", "state", "reason", "nodes", "detached"}; the job id is written
+    # before anything waits, so any later assay (or its runner's watchdog) can cancel it.
+    slurm: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -262,6 +273,8 @@ class System:
     isa: list[str] | None = None  # avx2, avx512f, fma, sve, ...
     freq_max_hz: float | None = None
     freq_base_hz: float | None = None
+    # every clock the node states, with its source (assay.system.clock); Rpeak picks one
+    clocks: list[dict[str, Any]] = field(default_factory=list)
     os: str | None = None
     kernel: str | None = None
     compilers: dict[str, str] = field(default_factory=dict)  # name -> version

@@ -69,11 +69,17 @@ def _apply_set(suite: SuiteSpec, assignment: str) -> None:
     key, value = key.strip(), parse_value(raw.strip())
     probe_name, _, param = key.rpartition(".")
     applied = False
-    for bench in suite.bench:
+    for i, bench in enumerate(suite.bench):
         if probe_name and bench.probe != probe_name:
             continue
         if param in BENCH_KEYS:
-            setattr(bench, param, value)
+            # Through the suite file's own schema, so --set is held to the same rules
+            # (timeout=abc, ranks=0, timeout=inf are refused, never ignored or crashed on).
+            try:
+                suite.bench[i] = BenchSpec.model_validate({**bench.model_dump(), param: value})
+            except ValidationError as exc:
+                why = "; ".join(e["msg"] for e in exc.errors())
+                raise SuiteError(f"--set {key}={raw.strip()}: {why}") from None
             applied = True
         elif param in get_probe(bench.probe).Params.model_fields:
             bench.params[param] = value

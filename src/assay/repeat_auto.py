@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from assay.analysis.significance import mean_ci_halfwidth
 from assay.analysis.stats import group_key
 from assay.errors import StoreError
-from assay.execute import RunOutcome, run_job
+from assay.execute import RunOutcome, finish_run, run_job, stop_received, stop_signals
 from assay.model import Job, JobResult, MpiInfo, Sample
 from assay.store.rundir import RunWriter
 
@@ -68,7 +68,13 @@ def widest_interval(repetitions: list[list[Sample]]) -> tuple[float | None, str]
     return worst, label
 
 
-def execute_auto(
+def execute_auto(*args, **kwargs) -> tuple[RunOutcome, list[AutoResult]]:
+    """``_execute_auto`` with SIGTERM and SIGHUP stopping the run as Ctrl-C does."""
+    with stop_signals():
+        return _execute_auto(*args, **kwargs)
+
+
+def _execute_auto(
     writer: RunWriter,
     jobs: list[Job],
     mpis: list[MpiInfo],
@@ -122,12 +128,14 @@ def execute_auto(
             report.append(AutoResult(job.job_id, len(reps), converged, width, limiting, reason))
             if outcome.results[-1].status == "interrupted":
                 status = "interrupted"
+                outcome.stop_signal = stop_received()
                 break
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         status = "interrupted"
+        outcome.stop_signal = getattr(exc, "signum", 2)  # 2: SIGINT (Ctrl-C)
     except StoreError:
         with contextlib.suppress(StoreError):
             writer.finish("failed")
         raise
-    writer.finish(status)
+    finish_run(writer, outcome, status)  # a stopped run names the job cut short
     return outcome, report

@@ -9,8 +9,10 @@ One module per problem, each formula documented in the function that implements 
 - ``queueing``: Little's law, L = λ·W, and the threads a target IOPS needs;
 - ``knee``: the knee of a response-time curve (Kneedle, slope);
 - ``domains``: per-domain bandwidth summary and the slow domain;
-- ``peak``, ``hplsize``: Rpeak and HPL's problem size (used at plan time too);
 - ``series``: which MPI / device a figure belongs to;
-- ``compare``: two runs figure by figure, Welch's t;
+- ``verdict``: the one compare engine — a run against a run (identity keys, tolerance bands,
+  direction-aware verdicts); ``refcompare``: against published reference points;
+- ``significance``: Mann–Whitney U and Welch's t; ``bestof``: best-of and workload summaries;
+- ``changepoint``: change points of a history (E-divisive);
 - ``derive``: the one named step computing the derived figures reports and comparisons read.
 """

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from assay.analysis.derive import precision_of
 from assay.analysis.refcompare import param
 from assay.analysis.verdict import Measured
 from assay.units import format_value, human_bytes, metric_info
@@ -152,7 +153,9 @@ def workload_summary(sources: list[Source]) -> list[tuple[str, str]]:
         )  # fmt: skip
         text += f" ({span} per CCX / L3 domain)"
     rows.append(("STREAM Triad", text))
-    rpeak = _pick(figs, "compute.rpeak", precision="d")
+    # double precision, however it is spelled ("d" stored by probes, "dp" by the derive step)
+    double = [f for f in figs if precision_of(f.params.get("precision")) == "dp"]
+    rpeak = _pick(double, "compute.rpeak")
     hpl = _pick(figs, "compute.hpl")
     parts = []
     if rpeak:

@@ -16,10 +16,20 @@ def series_label(s: Sample) -> str:
     """The column a figure belongs to: its MPI, an import's label, or a perftest device."""
     p = s.params
     if p.get("mpi_label") or p.get("mpi"):
-        return str(p.get("mpi_label") or p.get("mpi"))
+        return str(p.get("mpi_label") or p.get("mpi")) + _where(p)
     if p.get("device"):
         return f"{p.get('benchmark', '')} {p['device']}".strip()
     return "MPI"
+
+
+def _where(p: dict) -> str:
+    """Where a cluster measurement ran (Slurm placement): its hosts, so shared memory and a
+    network link are never mixed up in one column."""
+    hosts, placement = p.get("hosts"), p.get("placement")
+    if not placement or not isinstance(hosts, list):
+        return ""
+    shown = "–".join(map(str, hosts)) if len(hosts) <= 4 else f"{len(hosts)} nodes"
+    return f", {placement} {shown}"
 
 
 def by_series_and_size(figures: list[Figure], metric: str) -> dict[str, dict[int, Figure]]:

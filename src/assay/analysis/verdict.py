@@ -1,12 +1,17 @@
 """A run against a published reference set, or against another run: one row per figure both
 sides have, with a direction-aware verdict, a tolerance and an honest significance.
 
-**Figures.** A run's samples are folded per measurement (``analysis.stats.group_key``): the
-figure is the median of its repetitions, and the repetitions' values are kept for the test.
+**Figures.** A run's samples are folded per measurement (``analysis.stats.fold_repetitions``):
+the figure is the median of its repetitions, and the repetitions' values are kept for the test.
+The derived figures (Rpeak and its share, Hockney α/β: ``analysis.derive.with_derived``) are
+figures too, so a comparison judges the numbers the report shows.
 
-**Matching.** Run against run: the metric and the identity params (size, MPI, ranks, threads,
-workload, IOR operation, fio latency kind, ...) must be equal. Run against a published
-reference: ``assay.analysis.refcompare``.
+**Matching.** Run against run: the metric and every param that says *what* was measured
+(``IDENTITY``: size, MPI, ranks, threads, workload, IOR's operation, HPCC's RandomAccess variant
+and generator, fio's completion or total latency, ...) must be equal; how the run went (hosts,
+timings, repetition) is not compared. When one run has several figures under one key, which
+pair is meant is unknown: they are not compared, and named. Rows are sorted with numbers as
+numbers (size 2 < 16 < 128). Run against a published reference: ``analysis.refcompare``.
 
 **Verdict** (ReFrame's reference bands, made direction-aware). With the reference r (or the
 range [lo, hi] a page gives; an open end for "over 300,000 IOPS") and a tolerance
@@ -30,9 +35,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from assay.analysis.compare import IDENTITY_PARAMS
+from assay.analysis.derive import with_derived
 from assay.analysis.significance import Test, mann_whitney, welch
-from assay.analysis.stats import group_key, summarize
+from assay.analysis.stats import Figure, fold_repetitions, summarize
 from assay.model import Sample, Stats
 from assay.references.model import Tolerance
 from assay.units import metric_info
@@ -68,11 +73,20 @@ class Measured:
         return None
 
 
-# Params that also tell figures apart, beyond analysis.compare's list: IOR's read vs write, fio's
-# completion vs total latency, perftest's test, collectives' element count.
-MORE_IDENTITY = ("operation", "latency", "benchmark", "bidirectional", "rwmixread", "api",
-                 "transfer_size", "block_size", "tasks", "count", "datatype")  # fmt: skip
-IDENTITY = (*IDENTITY_PARAMS, *(k for k in MORE_IDENTITY if k not in IDENTITY_PARAMS))
+# Every param that tells two figures of one metric apart (what was measured, not how the run
+# went): IOR's read vs write, HPCC's RandomAccess variant and generator, fio's completion vs total
+# latency, perftest's test, collectives' element count, HPL's grid, the figure a derived one was
+# taken of.
+IDENTITY = (
+    "size", "mpi", "ranks", "nodes", "ppn", "threads", "mode", "op", "scope", "domain",
+    "precision", "n", "N", "NB", "workload", "job", "direction", "rw", "bs", "iodepth",
+    "numjobs", "curve_pct", "test", "working_set_bytes", "stat", "variant", "operation",
+    "latency", "generator", "per", "pattern", "benchmark", "api", "host", "group",
+    "transfer_size", "block_size", "file_per_proc", "huge_pages", "cpu", "of", "source",
+    "datatype", "device", "bidirectional", "rwmixread", "tasks", "count", "P", "Q", "procs",
+)  # fmt: skip
+# Not identity: ``mpi_label`` (a probe's MPI version string, or an import's file name: two runs
+# before and after an MPI upgrade, or two imported files, must still pair) and ``source_file``.
 
 
 def identity(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -81,29 +95,15 @@ def identity(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def measured(samples: Iterable[Sample]) -> list[Measured]:
-    groups: dict[tuple, list[Sample]] = {}
-    for s in samples:
-        groups.setdefault(group_key(s), []).append(s)
-    out = []
-    for members in groups.values():
-        first = members[0]
-        values = tuple(m.value for m in members)
-        median = summarize(values).median if len(values) > 1 else first.value
-        params = {k: v for k, v in first.params.items() if k != "repetition"}
-        out.append(
-            Measured(
-                first.probe,
-                first.metric,
-                params,
-                float(median),
-                values,  # type: ignore[arg-type]
-                first.stats,
-                first.unit,
-                first.better,
-                first.run_id,
-            )
-        )
-    return out
+    """A run's figures: repetitions folded into their median, and the derived figures."""
+    return [_from_figure(f) for f in with_derived(fold_repetitions(samples))]
+
+
+def _from_figure(fig: Figure) -> Measured:
+    s = fig.sample
+    values = tuple(m.value for m in fig.members) or (s.value,)
+    return Measured(s.probe, s.metric, dict(s.params), float(s.value), values, s.stats, s.unit,
+                    s.better, s.run_id)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,8 @@ class Comparison:
     unmatched: list[tuple[str, int]] = field(default_factory=list)
     # reference points (or figures of the other run) this run did not measure: (what, count)
     missing: list[tuple[str, int]] = field(default_factory=list)
+    # keys several figures of one run share, so never compared: "metric {params}"
+    ambiguous: list[str] = field(default_factory=list)
 
 
 # -- the verdict itself -----------------------------------------------------------------------
@@ -154,6 +156,10 @@ def judge(
 
 
 def _goodness(ours: float, ref: float, better: str) -> float:
+    """ours/ref (higher is better) or ref/ours (lower is better); a rate of 0 against a
+    positive reference is 0 (as bad as it gets, so --fail-below catches it), else NaN."""
+    if ref > 0 and ours == 0 and better == "higher":
+        return 0.0
     if ours <= 0 or ref <= 0:
         return math.nan
     return ours / ref if better == "higher" else ref / ours
@@ -205,10 +211,11 @@ def compare_runs(
     """``new`` judged against ``base`` figure by figure (identity params equal)."""
     tolerances = tolerances or {}
     default = tolerances.get("default", Tolerance())
-    base_by = {f.key(): f for f in base}
-    new_by = {f.key(): f for f in new}
-    out = Comparison()
-    for key in set(base_by) & set(new_by):
+    base_by, base_several = _index(base)
+    new_by, new_several = _index(new)
+    several = base_several | new_several
+    out = Comparison(ambiguous=sorted(f"{k[0]} {dict(k[1])}" for k in several))
+    for key in (set(base_by) & set(new_by)) - several:
         a, b = base_by[key], new_by[key]
         tol = tolerances.get(key[0], default)
         verdict, ratio = judge(b.value, a.value, a.value, a.better, tol)
@@ -241,6 +248,18 @@ def compare_runs(
     out.unmatched = sorted(only_new.items())
     out.missing = sorted(only_base.items())
     return out
+
+
+def _index(figures: list[Measured]) -> tuple[dict[tuple, Measured], set[tuple]]:
+    """Figures by match key, and the keys several figures share (never compared)."""
+    by: dict[tuple, Measured] = {}
+    several: set[tuple] = set()
+    for f in figures:
+        key = f.key()
+        if key in by:
+            several.add(key)
+        by[key] = f
+    return by, several
 
 
 def failing(

@@ -1,11 +1,19 @@
-"""Run one argv as a subprocess in its own process group, with a timeout that kills the group."""
+"""Run one argv under the guard (``guard.py``), with a timeout that ends the job's whole tree.
+
+The guard is a subreaper in a session of its own: a timeout, Ctrl-C, SIGTERM or the death of
+assay (even by SIGKILL) ends every process the job started, whatever group or session it
+moved to. ``run_process`` must be called from the main thread: the guard's parent-death
+signal fires when the *thread* that started it ends.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +21,7 @@ from pathlib import Path
 from assay.errors import LaunchError
 
 KILL_GRACE_S = 3.0
+GUARD = Path(__file__).with_name("guard.py")
 
 
 @dataclass
@@ -21,24 +30,21 @@ class LaunchOutcome:
     wall_time: float
     timed_out: bool = False
     interrupted: bool = False
+    stop_signal: int = 0  # the signal that interrupted it (SIGINT for Ctrl-C, SIGTERM, ...)
     hosts: list[str] = field(default_factory=list)
 
 
-def _kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> None:
-    """SIGTERM the whole group (mpirun forwards it to its ranks), SIGKILL what is left."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=grace)
-            # The leader is gone; its children in the group may not be.
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        except subprocess.TimeoutExpired:
-            continue
+def _stop_guard(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> None:
+    """Ask the guard to end the job's tree (SIGTERM, ``grace`` s, SIGKILL); should the guard
+    itself not end, SIGKILL its process group as a last resort."""
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=grace + 5.0)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def run_process(
@@ -52,26 +58,43 @@ def run_process(
 ) -> LaunchOutcome:
     """Run ``argv``; stdout and stderr go to files so a crash or a kill still leaves them."""
     full_env = {**os.environ, **env}
+    guarded = [
+        sys.executable, "-I", "-S", str(GUARD), "--parent", str(os.getpid()),
+        "--grace", str(KILL_GRACE_S), "--", *argv,
+    ]  # fmt: skip
     start = time.monotonic()
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         try:
             proc = subprocess.Popen(
-                argv,
+                guarded,
                 stdout=out,
                 stderr=err,
                 stdin=subprocess.DEVNULL,
                 env=full_env,
                 cwd=cwd,
-                start_new_session=True,  # its own process group, so a timeout kills every rank
+                start_new_session=True,  # out of reach of the terminal's Ctrl-C: assay decides
             )
         except OSError as exc:
             raise LaunchError(f"cannot start {argv[0]}: {exc.strerror}") from None
         try:
             code = proc.wait(timeout=timeout)
-            return LaunchOutcome(code, time.monotonic() - start, hosts=[socket.gethostname()])
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            _stop_guard(proc)
             return LaunchOutcome(None, time.monotonic() - start, timed_out=True)
-        except KeyboardInterrupt:
-            _kill_group(proc, grace=1.0)
-            return LaunchOutcome(None, time.monotonic() - start, interrupted=True)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP turned into one by execute
+            _stop_guard(proc, grace=1.0)
+            sig = getattr(exc, "signum", signal.SIGINT)
+            return LaunchOutcome(None, time.monotonic() - start, interrupted=True, stop_signal=sig)
+    if code == 127 and _guard_could_not_start(stderr_path):
+        raise LaunchError(_guard_could_not_start(stderr_path))
+    return LaunchOutcome(code, time.monotonic() - start, hosts=[socket.gethostname()])
+
+
+def _guard_could_not_start(stderr_path: Path) -> str:
+    """The guard's own 'cannot start' line, when exec of the job failed."""
+    try:
+        first = stderr_path.read_text(errors="replace").partition("\n")[0]
+    except OSError:
+        return ""
+    prefix = "assay-guard: "
+    return first[len(prefix) :] if first.startswith(prefix + "cannot start") else ""

@@ -3,7 +3,7 @@
 The native probe (``native/dgemm.c``) times C = A·B on n x n matrices, counts 2·n³ FLOPs a
 multiply and reports the best rate; it checks C before reporting anything. This side picks
 n, the BLAS and its threads, and records with each rate the node's Rpeak it is judged against
-(``assay.analysis.peak``; ``rpeak*`` params), or ``rpeak_note`` saying why there is none. The
+(``assay.system.peak``; ``rpeak*`` params), or ``rpeak_note`` saying why there is none. The
 share of Rpeak is computed by the derive step (``assay.analysis.derive``).
 """
 
@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from assay.analysis.peak import PeakResult, Precision, rpeak
 from assay.errors import SuiteError
 from assay.model import Build, Job, MpiInfo, Sample
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
+from assay.system.peak import PeakResult, Precision, rpeak
 
 # The auto order rule (dgemm_order).
 TARGET_CALL_S = 0.5  # one DGEMM call should take about this long at the expected rate

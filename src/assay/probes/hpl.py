@@ -1,67 +1,97 @@
-"""HPL Rmax: the real HPL — an ``xhpl`` the user points to, else Debian's ``hpcc``.
+"""HPL Rmax: HPL's LU solve alone — our ScaLAPACK probe, or an ``xhpl`` the user points to.
 
-The input is generated (``assay.analysis.hplsize``): N from a memory fraction capped by a time
-budget, NB, a near-square P×Q grid. A user's own HPL.dat is used as it is. A run whose
-residual check FAILED is a failed job, never a rate. With ``hpcc``, HPCC's other results
-(STREAM, DGEMM, PTRANS, RandomAccess, FFT, ping-pong) are stored too.
+Engines:
+
+- ``lu`` (the default): ``native/hpl_lu.c``, ScaLAPACK ``pdgetrf``/``pdgetrs`` over a P×Q
+  BLACS grid with HPL's residual check and FLOP count, built with each MPI found (OpenMPI
+  with ``-lscalapack-openmpi``, MPICH with ``-lscalapack-mpich``: Debian's
+  ``libscalapack-*-dev``), one job per MPI, one rank per core;
+- ``xhpl``: the user's HPL binary (``params.xhpl``), with a generated HPL.dat or the user's own
+  (``params.hpl_dat``), on the one MPI it was built with (``params.mpi``).
+
+Debian's ``hpcc`` runs RandomAccess, FFT, PTRANS, STREAM and DGEMM around its HPL, which
+made a time budget bound nothing: it is the separate probe ``hpcc``, run only when asked for.
+
+The input is generated (``assay.probes.hplsize``): N from a memory fraction capped by a time
+budget (``time_budget`` seconds for the solve itself, at half the Rpeak of the cores used),
+N a multiple of NB, a near-square P×Q grid. The LU probe then runs a pilot solve of order N/4
+and lowers N when the pilot's rate says the budget would not hold on the node as loaded now
+(``n_planned``, ``pilot_n``, ``pilot_rate`` in the sample); the samples carry the N, NB,
+P×Q, the time the solve took and how N was chosen. Several nodes: set the bench's ``ranks``
+(nodes × cores per node): memory and Rpeak scale with the nodes the ranks span. A run whose
+residual check FAILED is a failed job, never a rate; a rate above Rpeak carries
+``rpeak_flag``.
 """
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
-from assay.analysis.hplsize import (
-    DEFAULT_FRACTION,
-    DEFAULT_NB,
-    FALLBACK_RATE_PER_CORE,
-    hpl_dat,
-    size_hpl,
-)
 from assay.errors import ProbeError, SuiteError
-from assay.model import Job, MpiInfo, Sample
-from assay.parsers import hpcc as hpcc_parser
+from assay.model import Build, Job, MpiInfo, Sample
 from assay.parsers import hpl as hpl_parser
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
+from assay.probes._hplplan import node_peak, plan_size, rpeak_sample
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
+from assay.probes.hplsize import DEFAULT_FRACTION, DEFAULT_NB, hpl_dat
+from assay.system.peak import rpeak_flag
 
-# HPCC runs PTRANS, FFT, RandomAccess, STREAM and DGEMM after HPL, sized from HPL's N;
-# measured here: the whole hpcc run took 2–3× its HPL part. The job timeout allows for 4×.
-HPCC_TIME_FACTOR = 4.0
-# Debian's hpcc is linked against OpenMPI's libmpi.so.40; another launcher cannot start it.
-HPCC_MPI = "openmpi"
+# Debian's ScaLAPACK, one build per MPI flavour (dpkg -L libscalapack-openmpi-dev ...).
+SCALAPACK_LIBS: dict[str, tuple[str, ...]] = {
+    "openmpi": ("-lscalapack-openmpi",),
+    "mpich": ("-lscalapack-mpich",),
+}
+# One rank per core: the BLAS under ScaLAPACK must not start threads of its own.
+SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# The job's timeout: this much over the budget or the estimated solve time, whichever is
+# longer (generation and the residual check are O(N²)), plus an allowance for start-up.
+TIMEOUT_FACTOR, TIMEOUT_BASE = 3.0, 120.0
+PLAN_KEYS = ("engine", "mpi", "ranks", "sized_for_nodes", "rpeak_derivation")
 
 
 class HplParams(ProbeParams):
-    engine: Literal["auto", "hpcc", "xhpl"] = "auto"
+    engine: Literal["auto", "lu", "xhpl"] = "auto"
     xhpl: str | None = Field(default=None, description="path of an xhpl binary")
-    hpl_dat: str | None = Field(default=None, description="a user's HPL.dat, used as it is")
+    hpl_dat: str | None = Field(default=None, description="a user's HPL.dat (xhpl), as it is")
     memory_fraction: float = Field(default=DEFAULT_FRACTION, gt=0, le=0.95)
-    time_budget: float = Field(default=300.0, gt=0, description="seconds for HPL itself")
+    time_budget: float = Field(default=300.0, gt=0, description="seconds for the solve itself")
     n: int | None = Field(default=None, ge=100)
     nb: int = Field(default=DEFAULT_NB, ge=1)
     p: int | None = Field(default=None, ge=1)
     q: int | None = Field(default=None, ge=1)
     ranks: int | None = Field(default=None, ge=1, description="default: one per core")
     rate: float | None = Field(default=None, gt=0, description="flop/s assumed for the budget")
-    mpi: str | None = Field(default=None, description="default: openmpi for hpcc")
+    mpi: str | None = Field(default=None, description="xhpl: the MPI it was built with")
+    scalapack_libs: list[str] | None = Field(
+        default=None, description='lu with another MPI: link flags, e.g. ["-lscalapack"]'
+    )
+    corrupt_for_test: bool = Field(
+        default=False, description="lu: spoil the solution on purpose: proves the check fails"
+    )
 
 
-def _peak(ctx: PlanContext) -> tuple[float | None, str]:
-    from assay.analysis.peak import rpeak
-
-    try:
-        peak = rpeak(ctx.system)
-    except Exception as exc:  # a malformed [peak] config must not stop HPL from running
-        return None, f"Rpeak unknown: {exc}"
-    return peak.dp_flops, peak.derivation if peak.dp_flops else peak.reason
+def _engine(params: HplParams) -> str:
+    engine = params.engine if params.engine != "auto" else ("xhpl" if params.xhpl else "lu")
+    if engine == "xhpl" and not params.xhpl:
+        raise SuiteError("hpl: engine xhpl needs params.xhpl, the path of the binary")
+    if engine == "lu":
+        given = [k for k in ("xhpl", "hpl_dat", "mpi") if getattr(params, k)]
+        if given:
+            raise SuiteError(
+                f"hpl: {', '.join(given)} apply to engine xhpl only",
+                hint="for the ScaLAPACK LU set n/nb/p/q, and the bench's mpi key",
+            )
+    elif params.corrupt_for_test or params.scalapack_libs:
+        raise SuiteError("hpl: corrupt_for_test and scalapack_libs apply to engine lu only")
+    return engine
 
 
 class HplProbe(Probe):
     name = "hpl"
-    summary = "HPL Rmax with generated input (xhpl, else Debian's hpcc); Rmax/Rpeak efficiency"
+    summary = "HPL Rmax: the LU solve alone (ScaLAPACK, per MPI) or a user's xhpl; % of Rpeak"
     Params = HplParams
     uses_mpi = True
     default_timeout = 3600.0
@@ -70,102 +100,173 @@ class HplProbe(Probe):
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
     ) -> list[JobDraft]:
         assert isinstance(params, HplParams)
-        engine = params.engine
-        if engine == "auto":
-            engine = "xhpl" if params.xhpl else "hpcc"
-        if engine == "xhpl" and not params.xhpl:
-            raise SuiteError("hpl: engine xhpl needs params.xhpl, the path of the binary")
-        want = params.mpi or (HPCC_MPI if engine == "hpcc" else None)
-        chosen = next((m for m in ctx.mpis if m.name == want), None) if want else None
-        if chosen is None and not want and mpis:
-            chosen = mpis[0]
-        if chosen is None:
-            found = ", ".join(m.name for m in ctx.mpis) or "none"
-            raise SuiteError(
-                f"hpl: MPI {want!r} not found (found: {found})",
-                hint="Debian's hpcc needs OpenMPI: apt-get install openmpi-bin",
-            )
+        engine = _engine(params)
         n_ranks = params.ranks or ranks or ctx.system.cores or 1
-        rpeak_dp, derivation = _peak(ctx)
-        rate = params.rate or (0.5 * rpeak_dp if rpeak_dp else FALLBACK_RATE_PER_CORE * n_ranks)
-        job_params: dict[str, object] = {"engine": engine, "mpi": chosen.name, "ranks": n_ranks}
-        if rpeak_dp:
-            job_params["rpeak"] = rpeak_dp
-        job_params["rpeak_derivation"] = derivation
-        if params.hpl_dat:
-            path = Path(params.hpl_dat).expanduser()
-            if not path.is_file():
-                raise SuiteError(f"hpl: HPL.dat {path} not found")
-            text = path.read_text()
-            job_params["input"] = f"user HPL.dat {path}"
-            timeout = None
-        else:
-            grid = (params.p, params.q) if params.p and params.q else None
-            memory = ctx.system.memory_bytes
-            if not memory:
-                raise SuiteError("hpl: the node's memory size is unknown; set params.n")
-            size = size_hpl(
-                memory, n_ranks, rate=rate, time_budget=params.time_budget,
-                fraction=params.memory_fraction, nb=params.nb, n=params.n, grid=grid,
-            )  # fmt: skip
-            text = hpl_dat(size, hpcc=engine == "hpcc")
-            job_params |= size.as_params()
-            job_params["input"] = "generated"
-            factor = HPCC_TIME_FACTOR if engine == "hpcc" else 2.0
-            timeout = 120.0 + factor * size.est_seconds
-        skip = None
-        if engine == "hpcc" and not shutil.which("hpcc"):
-            skip = "hpcc not found: apt-get install hpcc (or point params.xhpl to an xhpl)"
-        if engine == "xhpl" and not shutil.which(str(params.xhpl)):
-            skip = f"xhpl {params.xhpl} not found or not executable"
-        if engine == "hpcc":
-            argv, inputs, output = ["hpcc"], {"hpccinf.txt": text}, "hpccoutf.txt"
-        else:
-            argv, inputs, output = [str(params.xhpl)], {"HPL.dat": text}, None
-        env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}  # one rank per core
-        return [
-            JobDraft(
-                argv=argv,
-                params=job_params,
-                env=env,
-                launcher="mpi",
-                mpi=chosen.name,
-                ranks=n_ranks,
-                inputs=inputs,
-                output_file=output,
-                timeout=timeout,
-                label=f"{engine} {chosen.label}",
-                skip_reason=skip,
+        grid = (params.p, params.q) if params.p and params.q else None
+        if engine == "xhpl" and params.hpl_dat:
+            return [self._xhpl_user_dat(params, ctx, mpis, n_ranks)]
+        size, peak, derivation, nodes = plan_size(
+            ctx, n_ranks, rate=params.rate, time_budget=params.time_budget,
+            fraction=params.memory_fraction, nb=params.nb, n=params.n, grid=grid,
+        )  # fmt: skip
+        job_params: dict[str, Any] = {
+            "engine": engine, "ranks": n_ranks, "sized_for_nodes": nodes, "input": "generated",
+            "rpeak_derivation": derivation, **size.as_params(),
+        }  # fmt: skip
+        if peak:
+            job_params["rpeak"] = peak
+        # The pilot keeps a generated N's solve within the budget; a given N runs as given at
+        # whatever rate the node has now: the estimate (at the assumed rate) may be short.
+        timeout = TIMEOUT_BASE + TIMEOUT_FACTOR * max(size.est_seconds, params.time_budget)
+        if engine == "xhpl":
+            mpi = _xhpl_mpi(params, ctx, mpis)
+            return [
+                _xhpl_draft(params, mpi, job_params, {"HPL.dat": hpl_dat(size)}, n_ranks, timeout)
+            ]
+        argv = ["{exe}", "--n", str(size.n), "--nb", str(size.nb)]
+        argv += ["--p", str(size.p), "--q", str(size.q)]
+        if params.n is None:  # a given N runs as given; a generated one may shrink to the budget
+            argv += ["--budget", repr(params.time_budget)]
+        if params.corrupt_for_test:
+            argv.append("--corrupt-for-test")
+        drafts = []
+        for mpi in mpis:
+            libs = tuple(params.scalapack_libs or SCALAPACK_LIBS.get(mpi.flavor, ()))
+            skip = None
+            if not libs:
+                skip = (
+                    f"no ScaLAPACK known for MPI {mpi.name} ({mpi.flavor}): set "
+                    'params.scalapack_libs, e.g. ["-lscalapack"]'
+                )
+            drafts.append(
+                JobDraft(
+                    argv=argv,
+                    params={**job_params, "mpi": mpi.name, "mpi_label": mpi.label},
+                    env=dict(SINGLE_THREAD_ENV),
+                    launcher="mpi",
+                    mpi=mpi.name,
+                    ranks=n_ranks,
+                    build=Build("hpl_lu.c", mpi.name, ("-O2",), (*libs, "-lm")),
+                    timeout=timeout,
+                    label=f"lu N{size.n} {size.p}x{size.q} {mpi.label}",
+                    skip_reason=skip,
+                )
             )
-        ]
+        return drafts
+
+    def _xhpl_user_dat(
+        self, params: HplParams, ctx: PlanContext, mpis: list[MpiInfo], n_ranks: int
+    ) -> JobDraft:
+        assert params.hpl_dat
+        path = Path(params.hpl_dat).expanduser()
+        if not path.is_file():
+            raise SuiteError(f"hpl: HPL.dat {path} not found")
+        mpi = _xhpl_mpi(params, ctx, mpis)
+        peak, cores, derivation = node_peak(ctx)
+        job_params: dict[str, Any] = {
+            "engine": "xhpl", "ranks": n_ranks,
+            "input": f"user HPL.dat {path}", "rpeak_derivation": derivation,
+        }  # fmt: skip
+        if peak and cores:
+            job_params["rpeak"] = peak * n_ranks / cores if n_ranks < cores else peak
+        inputs = {"HPL.dat": path.read_text()}
+        return _xhpl_draft(params, mpi, job_params, inputs, n_ranks, None)
 
     def parse(self, stdout: str, job: Job) -> list[Sample]:
-        hpcc = job.params.get("engine") == "hpcc"
-        result = (hpcc_parser if hpcc else hpl_parser).parse(stdout, source=job.job_id)
-        failed = [f for f in result.meta.get("failed", []) if f.get("section", "HPL") == "HPL"]
-        if failed:
-            f = failed[0]
-            raise ProbeError(
-                f"HPL residual check FAILED (N={f.get('N')}, NB={f.get('NB')}, "
-                f"P={f.get('P')}, Q={f.get('Q')}, scaled residual {f.get('residual')}): "
-                "no rate is reported"
-            )
-        if not result.complete:
-            raise ProbeError(f"HPL output is incomplete; missing: {', '.join(result.missing)}")
+        plan = {k: job.params[k] for k in PLAN_KEYS if k in job.params}
+        if job.params.get("engine") == "xhpl":
+            samples = _xhpl_samples(stdout, job)
+        else:
+            samples = _lu_samples(stdout, job)
         rpeak = job.params.get("rpeak")
-        plan = {k: job.params[k] for k in ("engine", "mpi", "ranks", "rpeak_derivation")}
-        samples = []
-        for s in result.samples:
+        derivation = str(job.params.get("rpeak_derivation", ""))
+        for s in samples:
             s.probe = self.name
             s.params = {**plan, **s.params}
             if s.metric == "compute.hpl" and isinstance(rpeak, float):
                 s.params["rpeak"] = rpeak
                 s.params["efficiency"] = s.value / rpeak
-            samples.append(s)
-        if not any(s.metric == "compute.hpl" for s in samples):
-            raise ProbeError("HPL printed no result line")
+                flag = rpeak_flag(s.value, rpeak, derivation)
+                if flag:
+                    s.params["rpeak_flag"] = flag
         if isinstance(rpeak, float):
-            samples.append(
-                Sample.make(self.name, "compute.rpeak", rpeak, {**plan, "precision": "dp"})
-            )
+            samples.append(rpeak_sample(self.name, rpeak, derivation, plan))
         return samples
+
+
+def _lu_samples(stdout: str, job: Job) -> list[Sample]:
+    base = {k: v for k, v in job.params.items() if k not in ("rpeak", "est_seconds")}
+    samples = parse_jsonl(stdout, "hpl", base)
+    hpl = [s for s in samples if s.metric == "compute.hpl"]
+    if len(hpl) != 1:
+        raise ProbeError(f"hpl_lu printed {len(hpl)} compute.hpl lines, expected 1")
+    p = hpl[0].params
+    # The probe prints a rate only after the check passed; say so, and refuse anything else.
+    if p.get("residual_passed") != 1 or not p.get("residual", 99.0) < p.get("threshold", 16.0):
+        raise ProbeError(f"HPL residual check not passed: {p.get('residual')}: no rate")
+    p["residual_passed"] = True
+    planned = tuple(job.params.get(k) for k in ("NB", "P", "Q"))
+    ran = tuple(p.get(k) for k in ("NB", "P", "Q"))
+    n_plan = job.params.get("N")
+    # The pilot may lower N to fit the budget (n_planned says from what), never raise it.
+    if planned != ran or not isinstance(n_plan, int) or not p.get("N", 0) <= n_plan:
+        raise ProbeError(
+            f"hpl_lu ran N={p.get('N')}, NB, P, Q = {ran}; the plan said N={n_plan}, {planned}"
+        )
+    return samples
+
+
+def _xhpl_samples(stdout: str, job: Job) -> list[Sample]:
+    result = hpl_parser.parse(stdout, source=job.job_id)
+    failed = result.meta.get("failed", [])
+    if failed:
+        f = failed[0]
+        raise ProbeError(
+            f"HPL residual check FAILED (N={f.get('N')}, NB={f.get('NB')}, "
+            f"P={f.get('P')}, Q={f.get('Q')}, scaled residual {f.get('residual')}): "
+            "no rate is reported"
+        )
+    if not result.complete:
+        raise ProbeError(f"HPL output is incomplete; missing: {', '.join(result.missing)}")
+    if not any(s.metric == "compute.hpl" for s in result.samples):
+        raise ProbeError("HPL printed no result line")
+    return list(result.samples)
+
+
+def _xhpl_mpi(params: HplParams, ctx: PlanContext, mpis: list[MpiInfo]) -> MpiInfo:
+    """An xhpl is linked against one MPI: the one named, else the first selected."""
+    if params.mpi:
+        chosen = next((m for m in ctx.mpis if m.name == params.mpi), None)
+        if chosen is None:
+            found = ", ".join(m.name for m in ctx.mpis) or "none"
+            raise SuiteError(f"hpl: MPI {params.mpi!r} not found (found: {found})")
+        return chosen
+    if not mpis:
+        raise SuiteError("hpl: xhpl needs an MPI; none was found")
+    return mpis[0]
+
+
+def _xhpl_draft(
+    params: HplParams,
+    mpi: MpiInfo,
+    job_params: dict[str, Any],
+    inputs: dict[str, str],
+    ranks: int,
+    timeout: float | None,
+) -> JobDraft:
+    assert params.xhpl
+    skip = None
+    if not shutil.which(params.xhpl):
+        skip = f"xhpl {params.xhpl} not found or not executable"
+    return JobDraft(
+        argv=[params.xhpl],
+        params={**job_params, "mpi": mpi.name, "mpi_label": mpi.label},
+        env=dict(SINGLE_THREAD_ENV),
+        launcher="mpi",
+        mpi=mpi.name,
+        ranks=ranks,
+        inputs=inputs,
+        timeout=timeout,
+        label=f"xhpl {mpi.label}",
+        skip_reason=skip,
+    )

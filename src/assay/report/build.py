@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from assay.analysis.derive import Derived, derive, p2p_method
 from assay.analysis.stats import Figure, fold_repetitions
 from assay.model import JobResult
+from assay.report.allpairs import allpairs_tables, pernode_tables
 from assay.report.compute import compute_figures, compute_table
 from assay.report.distribution import latency_stats_tables
 from assay.report.gpu import gpu_tables
@@ -115,7 +116,8 @@ def build_tables(run: LoadedRun) -> list[Table]:
 
 def build(run: LoadedRun) -> Built:
     figures = fold_repetitions(run.samples)
-    derived = derive(figures)
+    # All-pairs figures have their own tables (below); no per-pair Hockney fits.
+    derived = derive([f for f in figures if f.sample.params.get("placement") != "all-pairs"])
     hosts = sorted({h for r in run.results for h in r.hosts})
     tables = [system_table(run.system, hosts)]
     shown: set[int] = set()
@@ -151,7 +153,12 @@ def build(run: LoadedRun) -> Built:
         tables.append(compute)
         shown |= {id(f) for f in compute_figs}
 
-    p2p_figs = p2p_method(figures)
+    # All-pairs (Slurm): N x N matrices from the raw samples (folding repetitions would merge
+    # pairs that differ only in their hosts), not the two-node p2p tables.
+    all_pairs = [f for f in figures if f.sample.params.get("placement") == "all-pairs"]
+    tables += allpairs_tables(run.samples) + pernode_tables(run.samples)
+    shown |= {id(f) for f in all_pairs}
+    p2p_figs = [f for f in p2p_method(figures) if id(f) not in shown]
     p2p = p2p_tables(p2p_figs)
     for t in p2p:
         metrics = {"p2p-latency": "p2p.latency"}

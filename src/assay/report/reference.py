@@ -1,30 +1,23 @@
 """Tables for comparisons with references and other runs, reference sets, the best-of summary
-and histories with change points: built once as ``Section``s, rendered as terminal or Markdown.
+and histories with change points: built as the report's one ``Table`` type and drawn by
+``assay.report.render`` (terminal or Markdown), like every other table of assay.
 
-Cells are plain text (never rich markup), so a label such as "[/]" prints as written.
+Cells are plain text (never rich markup, HTML escaped in Markdown), so a label such as "[/]"
+prints as written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-
-from rich.table import Table as RichTable
-from rich.text import Text
+import math
+from collections.abc import Iterable, Sequence
 
 from assay.analysis.bestof import Best
 from assay.analysis.changepoint import Change
 from assay.analysis.verdict import Comparison, Row
 from assay.references.model import ReferenceSet
+from assay.report.render import markdown_table, term_tables
+from assay.report.table import Table
 from assay.units import format_value, human_bytes, metric_info
-
-
-@dataclass
-class Section:
-    title: str
-    columns: list[str] = field(default_factory=list)
-    rows: list[list[str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
 
 def _params(params: Sequence[tuple[str, str]]) -> str:
@@ -40,10 +33,17 @@ def _with_unit(value: float | None, unit: str) -> str:
     return "—" if value is None else f"{format_value(value, unit)} {unit}"
 
 
-def _sig(row: Row) -> str:
-    if row.test is None:
-        return row.significance
-    return f"{row.significance} (p={row.test.p:.2g}, {row.test.method})"
+JUDGED = ["ratio", "verdict", "significance", "tolerance"]  # the columns _judged fills
+
+
+def _judged(row: Row, failed: set[int]) -> list[str]:
+    """The ratio, verdict (✗ on a row that fails --fail-below / --fail-on), significance (with
+    its p and test) and tolerance cells, alike against a reference and against a run."""
+    ratio = "—" if row.ratio is None or not math.isfinite(row.ratio) else f"{row.ratio:.3f}"
+    sig = row.significance
+    if row.test is not None:
+        sig += f" (p={row.test.p:.2g}, {row.test.method})"
+    return [ratio, row.verdict + (" ✗" if id(row) in failed else ""), sig, str(row.tolerance)]
 
 
 LEGEND = (
@@ -54,21 +54,17 @@ LEGEND = (
 )
 
 
-def reference_comparison(comp: Comparison, ref: ReferenceSet, run_id: str) -> list[Section]:
-    s = Section(
+def reference_comparison(
+    comp: Comparison, ref: ReferenceSet, run_id: str, failing: Iterable[Row] = ()
+) -> list[Table]:
+    """One row per published point this run meets; its figures the set has no point for, as
+    "no reference" rows; the published points it did not measure, in the notes."""
+    failed = {id(r) for r in failing}
+    s = Table(
+        "compare",
         f"Run {run_id} against {ref.name}: {ref.title}",
-        [
-            "metric",
-            "params",
-            "reference",
-            "published",
-            "this run",
-            "ratio",
-            "verdict",
-            "significance",
-            "tolerance",
-            "note",
-        ],
+        ["metric", "params", "reference", "published", "this run", *JUDGED, "note"],
+        [],
     )
     for r in comp.rows:
         s.rows.append(
@@ -78,10 +74,7 @@ def reference_comparison(comp: Comparison, ref: ReferenceSet, run_id: str) -> li
                 r.label,
                 r.ref_text,
                 _with_unit(r.ours, r.unit),
-                "—" if r.ratio is None else f"{r.ratio:.3f}",
-                r.verdict,
-                _sig(r),
-                str(r.tolerance),
+                *_judged(r, failed),
                 r.note,
             ]
         )
@@ -108,20 +101,17 @@ def reference_comparison(comp: Comparison, ref: ReferenceSet, run_id: str) -> li
     return [s]
 
 
-def run_comparison(comp: Comparison, base_id: str, new_id: str) -> list[Section]:
-    s = Section(
+def run_comparison(
+    comp: Comparison, base_id: str, new_id: str, failing: Iterable[Row] = ()
+) -> list[Table]:
+    """One row per figure both runs have (sizes in numeric order: ``verdict.row_order``);
+    figures only one run has, and keys it cannot pair, in the notes."""
+    failed = {id(r) for r in failing}
+    s = Table(
+        "compare",
         f"{new_id} against {base_id}",
-        [
-            "metric",
-            "params",
-            "reference",
-            "this run",
-            "unit",
-            "ratio",
-            "verdict",
-            "significance",
-            "tolerance",
-        ],
+        ["metric", "params", "reference", "this run", "unit", *JUDGED],
+        [],
     )
     for r in comp.rows:
         s.rows.append(
@@ -131,10 +121,7 @@ def run_comparison(comp: Comparison, base_id: str, new_id: str) -> list[Section]
                 format_value(r.ref, r.unit),
                 "—" if r.ours is None else format_value(r.ours, r.unit),
                 r.unit,
-                "—" if r.ratio is None else f"{r.ratio:.3f}",
-                r.verdict,
-                _sig(r),
-                str(r.tolerance),
+                *_judged(r, failed),
             ]
         )
     s.notes.append(LEGEND)
@@ -142,19 +129,22 @@ def run_comparison(comp: Comparison, base_id: str, new_id: str) -> list[Section]
         s.notes.append(f"only in {new_id}: {metric} ({n} figure(s))")
     for metric, n in comp.missing:
         s.notes.append(f"only in {base_id}: {metric} ({n} figure(s))")
+    for what in comp.ambiguous:
+        s.notes.append(f"several figures with {what} in one run: not compared")
     return [s]
 
 
-def reference_list(entries: list[tuple[str, str, str, str]]) -> Section:
+def reference_list(entries: list[tuple[str, str, str, str]]) -> Table:
     """entries: (name, origin, title, date or error)."""
-    s = Section("Reference sets", ["name", "origin", "title", "date"])
-    s.rows = [list(e) for e in entries]
+    s = Table("references", "Reference sets", ["name", "origin", "title", "date"],
+              [list(e) for e in entries])  # fmt: skip
     s.notes.append("show one with: assay references NAME; compare: assay compare RUN --ref NAME")
     return s
 
 
-def reference_set(ref: ReferenceSet) -> list[Section]:
-    head = Section(f"{ref.name}: {ref.title}", ["", ""])
+def reference_set(ref: ReferenceSet) -> list[Table]:
+    # key "system": drawn as a two-column key/value table without a header
+    head = Table("system", f"{ref.name}: {ref.title}", ["", ""], [])
     for k in ("publisher", "url", "date", "system", "source"):
         value = getattr(ref, k)
         if value:
@@ -171,14 +161,18 @@ def reference_set(ref: ReferenceSet) -> list[Section]:
     out = [head]
     if ref.summary:
         out.append(
-            Section(
+            Table(
+                "published-summary",
                 "Workload summary as published",
                 ["workload", "published"],
                 [[w, p] for w, p in ref.summary],
             )
         )
-    figs = Section(
-        "Figures", ["metric", "params", "label", "published", "canonical", "stat", "note"]
+    figs = Table(
+        "figures",
+        "Figures",
+        ["metric", "params", "label", "published", "canonical", "stat", "note"],
+        [],
     )
     for p in ref.points:
         params = tuple((k, str(v)) for k, v in p.params.items())
@@ -202,24 +196,28 @@ def _canonical(metric: str) -> str:
     return metric_info(metric).unit
 
 
-def summary(bests: list[Best], workload: list[tuple[str, str]], line: str) -> list[Section]:
-    table = Section(
+def summary(bests: list[Best], workload: list[tuple[str, str]], line: str) -> list[Table]:
+    table = Table(
+        "best-of",
         "Best results (the best figure per metric across the selected runs)",
         ["metric", "system", "result", "unit", "note", "run"],
+        [],
     )
     for b in bests:
         table.rows.append(
             [b.title, b.system, format_value(b.value, b.unit), b.unit, b.note, b.run_id]
         )
-    work = Section("Workload summary", ["workload", "result"], [[w, v] for w, v in workload])
+    work = Table(
+        "workload", "Workload summary", ["workload", "result"], [[w, v] for w, v in workload]
+    )
     work.notes.append(line)
     return [table, work]
 
 
 def history(
     title: str, rows: list[list[str]], changes: list[tuple[Change, str, str]], unit: str
-) -> list[Section]:
-    s = Section(title, ["run", "host", "label", f"value ({unit})", "change"], rows)
+) -> list[Table]:
+    s = Table("history", title, ["run", "host", "label", f"value ({unit})", "change"], rows)
     if not changes:
         s.notes.append("no change point (E-divisive, permutation test at p < 0.01)")
     for ch, before, after in changes:
@@ -234,34 +232,9 @@ def history(
 # -- rendering ----------------------------------------------------------------------------------
 
 
-def to_markdown(sections: list[Section]) -> str:
-    out: list[str] = []
-    for s in sections:
-        out += [f"## {s.title}", ""]
-        if s.columns:
-            out.append("| " + " | ".join(c or " " for c in s.columns) + " |")
-            out.append("|" + "|".join("---" for _ in s.columns) + "|")
-            for row in s.rows:
-                cells = [c.replace("|", "\\|").replace("\n", " ") for c in row]
-                out.append("| " + " | ".join(cells) + " |")
-            out.append("")
-        out += [f"{n}  " for n in s.notes]
-        if s.notes:
-            out.append("")
-    return "\n".join(out).rstrip() + "\n"
+def to_markdown(tables: list[Table]) -> str:
+    return "\n".join(line for t in tables for line in markdown_table(t)).rstrip() + "\n"
 
 
-def to_rich(sections: list[Section]) -> list[RichTable | Text]:
-    out: list[RichTable | Text] = []
-    for s in sections:
-        if s.columns:
-            t = RichTable(title=Text(s.title), title_justify="left", show_header=any(s.columns))
-            for c in s.columns:
-                t.add_column(c, overflow="fold")
-            for row in s.rows:
-                t.add_row(*[Text(c) for c in row])
-            out.append(t)
-        else:
-            out.append(Text(s.title, style="bold"))
-        out += [Text(n) for n in s.notes]
-    return out
+def to_term(tables: list[Table]) -> str:
+    return term_tables(tables)

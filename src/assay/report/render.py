@@ -47,6 +47,7 @@ def _header(run: LoadedRun) -> list[str]:
             "This run did not finish (still running, or assay was killed): "
             "every job that finished is shown."
         )
+    lines += [f"Note: {n}" for n in info.notes]  # cut short, shared node, full disk
     return lines
 
 
@@ -98,7 +99,8 @@ def rich_table(t: Table) -> RichTable:
     rt = RichTable(title=escape(t.title), title_justify="left", show_header=t.key != "system")
     for i, c in enumerate(t.columns):
         left = i == 0 or t.key in ("system", "failures", "other", "compare")
-        rt.add_column(escape(c), justify="left" if left else "right")
+        # fold, never cut: a cell shortened with "…" would hide what was measured
+        rt.add_column(escape(c), justify="left" if left else "right", overflow="fold")
     for r, row in enumerate(t.rows):
         rt.add_row(
             *[

@@ -1,12 +1,17 @@
 """The SQLite index (WAL) of every run: filled from the run directories, rebuildable from them.
 
 Compute nodes never write here; the front end syncs it from the files, so it is safe on NFS.
+Several assays may sync at once (concurrent imports and runs): each sync is one write
+transaction taken up front (``BEGIN IMMEDIATE``), and a busy database is waited for
+(``BUSY_TIMEOUT_S``) and retried, never reported as an error while it is only busy.
+A run whose files cannot be read (a corrupt ``run.json``) is skipped and named in ``skipped``.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +31,8 @@ CREATE TABLE IF NOT EXISTS samples (
 CREATE INDEX IF NOT EXISTS samples_metric ON samples(metric);
 CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id);
 """
+BUSY_TIMEOUT_S = 30.0
+BUSY_RETRIES = 5
 
 
 def _stamp(run_dir: Path) -> int:
@@ -47,44 +54,81 @@ def _index_error(path: Path, exc: Exception) -> StoreError:
     )
 
 
+def _busy(exc: Exception) -> bool:
+    text = str(exc)
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def _retrying(action, path: Path):
+    """Run ``action``; a database only busy with another assay is waited for, then retried."""
+    for attempt in range(BUSY_RETRIES):
+        try:
+            return action()
+        except sqlite3.Error as exc:
+            if not _busy(exc) or attempt == BUSY_RETRIES - 1:
+                raise _index_error(path, exc) from None
+            time.sleep(0.2 * (attempt + 1))
+        except OSError as exc:
+            raise _index_error(path, exc) from None
+    raise AssertionError("unreachable")
+
+
 class Index:
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.skipped: list[str] = []  # runs that could not be read: "run-id: why"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(path)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.executescript(SCHEMA)
+            # isolation_level=None: transactions are ours (BEGIN IMMEDIATE in sync)
+            self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise _index_error(path, exc) from None
+        _retrying(self._open, path)
+
+    def _open(self) -> None:
+        if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.executescript(SCHEMA)
 
     def close(self) -> None:
         self.db.close()
 
     def sync(self, store: RunStore, *, rebuild: bool = False) -> int:
         """Index every run whose files changed since it was last indexed; returns how many."""
+        return _retrying(lambda: self._sync_once(store, rebuild), self.path)
+
+    def _sync_once(self, store: RunStore, rebuild: bool) -> int:
+        self.skipped = []
+        self.db.execute("BEGIN IMMEDIATE")
         try:
-            return self._sync(store, rebuild=rebuild)
-        except (OSError, sqlite3.Error) as exc:
+            changed = self._sync(store, rebuild=rebuild)
+        except BaseException:
             self.db.rollback()
-            raise _index_error(self.path, exc) from None
+            raise
+        self.db.commit()
+        return changed
 
     def _sync(self, store: RunStore, *, rebuild: bool) -> int:
         known = dict(self.db.execute("SELECT run_id, indexed_size FROM runs").fetchall())
         if rebuild:
             known = {}
         changed = 0
-        for run_id in store.run_ids():
+        present = store.run_ids()
+        for run_id in present:
             stamp = _stamp(store.runs_dir / run_id)
             if known.get(run_id) == stamp:
                 continue
-            self._index_run(store, run_id, stamp)
+            try:
+                self._index_run(store, run_id, stamp)
+            except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+                self.skipped.append(f"{run_id}: {type(exc).__name__}: {exc}")
+                self.db.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
+                self.db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+                continue
             changed += 1
-        present = set(store.run_ids())
-        for gone in set(known) - present:
+        for gone in set(known) - set(present):
             self.db.execute("DELETE FROM runs WHERE run_id = ?", (gone,))
             self.db.execute("DELETE FROM samples WHERE run_id = ?", (gone,))
-        self.db.commit()
         return changed
 
     def _index_run(self, store: RunStore, run_id: str, stamp: int) -> None:
@@ -92,6 +136,8 @@ class Index:
         at a million samples this is the difference between seconds and a minute."""
         run_dir = store.runs_dir / run_id
         info = json.loads((run_dir / "run.json").read_text())
+        if not isinstance(info, dict):
+            raise ValueError("run.json does not hold an object")
         system_file = run_dir / "system.json"
         hostname = (
             json.loads(system_file.read_text()).get("hostname") if system_file.exists() else ""

@@ -6,13 +6,17 @@
     jobs.jsonl      one JobResult per finished job (append-only, fsynced)
     samples.jsonl   every sample (append-only, fsynced as each job ends)
     jobs/<job-id>/  job.json (argv, env, params), stdout, stderr
+    .reserve        space held back for the last records when the disk fills (see ``record``)
 
 Only appends and atomic renames: a run killed at any point leaves every finished job readable.
+While a run is written, ``$ASSAY_HOME/live/<run-id>.json`` names its owner process
+(``assay.store.owner``); a run whose owner died is closed the next time the store is opened.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
@@ -25,6 +29,10 @@ from typing import Any
 from assay import __version__
 from assay.errors import NotFoundError, StoreError
 from assay.model import Job, JobResult, RunInfo, Sample, System
+from assay.store.owner import Owner, others_running, register, unregister
+
+RESERVE_BYTES = 256 * 1024
+FULL_BELOW_BYTES = 64 * 1024
 
 
 def utc_now() -> str:
@@ -45,7 +53,7 @@ def _cannot_write(path: Path, exc: OSError) -> StoreError:
     )
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         with open(tmp, "w") as f:
@@ -58,7 +66,7 @@ def _write_atomic(path: Path, text: str) -> None:
         raise _cannot_write(path, exc) from None
 
 
-def _append_lines(path: Path, objects: list[dict[str, Any]]) -> None:
+def _append_raw(path: Path, objects: list[dict[str, Any]]) -> None:
     """Append whole lines, or nothing: a failed write is cut back, so no half line remains."""
     if not objects:
         return
@@ -69,10 +77,27 @@ def _append_lines(path: Path, objects: list[dict[str, Any]]) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-    except OSError as exc:
+    except OSError:
         with contextlib.suppress(OSError):  # reading skips a cut last line anyway
             os.truncate(path, size)
+        raise
+
+
+def append_lines(path: Path, objects: list[dict[str, Any]]) -> None:
+    try:
+        _append_raw(path, objects)
+    except OSError as exc:
         raise _cannot_write(path, exc) from None
+
+
+def free_bytes(path: Path) -> int | None:
+    """Bytes this process may still write where ``path`` lives (root may use the reserved)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    blocks = st.f_bfree if os.geteuid() == 0 else st.f_bavail
+    return blocks * st.f_frsize
 
 
 def complete_lines(path: Path) -> Iterator[str]:
@@ -113,12 +138,20 @@ class LoadedRun:
 class RunWriter:
     """Writes one run as it happens."""
 
+    RESERVE = ".reserve"
+
     def __init__(self, path: Path, info: RunInfo) -> None:
         self.path = path
         self.info = info
+        self.disk_full = False  # set once the disk filled: the run must stop after this job
+        self.recorded: dict[str, JobResult] = {}  # job id -> its record, as written
+
+    @property
+    def home(self) -> Path:
+        return self.path.parent.parent
 
     def save_info(self) -> None:
-        _write_atomic(self.path / "run.json", json.dumps(self.info.to_dict(), indent=2) + "\n")
+        write_atomic(self.path / "run.json", json.dumps(self.info.to_dict(), indent=2) + "\n")
 
     def job_dir(self, job: Job) -> Path:
         d = self.path / "jobs" / job.job_id
@@ -131,20 +164,84 @@ class RunWriter:
     def save_job(self, job: Job, resolved_argv: list[str]) -> Path:
         d = self.job_dir(job)
         record = {**job.to_dict(), "resolved_argv": resolved_argv}
-        _write_atomic(d / "job.json", json.dumps(record, indent=2) + "\n")
+        write_atomic(d / "job.json", json.dumps(record, indent=2) + "\n")
         return d
 
+    def hold_reserve(self) -> None:
+        """Set space aside (best effort) so the records of a job that fills the disk, and the
+        run's final state, can still be written: ``record`` gives it back when needed."""
+        with contextlib.suppress(OSError), open(self.path / self.RESERVE, "wb") as f:
+            os.posix_fallocate(f.fileno(), 0, RESERVE_BYTES)
+
+    def _release_reserve(self) -> bool:
+        try:
+            (self.path / self.RESERVE).unlink()
+        except OSError:
+            return False
+        os.sync()  # some file systems free the blocks only when the journal commits
+        return True
+
+    def out_of_space(self) -> bool:
+        """True when the run directory's disk is (about) full."""
+        free = free_bytes(self.path)
+        return free is not None and free < FULL_BELOW_BYTES
+
     def record(self, result: JobResult, samples: list[Sample]) -> None:
-        """Samples first, then the job result that counts them, both fsynced."""
+        """Samples first, then the job result that counts them, both fsynced; both or neither.
+
+        A full disk (ENOSPC): the reserve is given back and the write tried once more, so the
+        job that met the full disk is still recorded; ``disk_full`` then tells the caller to
+        stop the run. Should it fail again, the samples appended are cut back off, so no
+        sample is ever left without its job's record."""
         for s in samples:
             s.run_id, s.job_id = self.info.run_id, result.job_id
-        _append_lines(self.path / "samples.jsonl", [s.to_dict() for s in samples])
-        _append_lines(self.path / "jobs.jsonl", [result.to_dict()])
+        samples_file, jobs_file = self.path / "samples.jsonl", self.path / "jobs.jsonl"
+        for attempt in (1, 2):
+            size = samples_file.stat().st_size if samples_file.exists() else 0
+            try:
+                _append_raw(samples_file, [s.to_dict() for s in samples])
+                try:
+                    _append_raw(jobs_file, [result.to_dict()])
+                except OSError as exc:
+                    with contextlib.suppress(OSError):
+                        os.truncate(samples_file, size)
+                    exc.filename = exc.filename or str(jobs_file)
+                    raise
+                self.recorded[result.job_id] = result
+                return
+            except OSError as exc:
+                if exc.errno == errno.ENOSPC:
+                    self.disk_full = True
+                    if attempt == 1 and self._release_reserve():
+                        continue
+                raise _cannot_write(Path(exc.filename or samples_file), exc) from None
+
+    def note(self, text: str) -> None:
+        """A note the reader must see, kept in run.json."""
+        if text not in self.info.notes:
+            self.info.notes.append(text)
+
+    def others_running(self) -> list[tuple[str, Owner]]:
+        """Other measuring runs alive on this node now (they share, and lower, its figures)."""
+        return others_running(self.home, self.info.run_id)
+
+    def release(self) -> None:
+        """Hand the run over to something that outlives this process (a detached Slurm job):
+        it stays "running", and no later assay takes it for dead."""
+        self.info.owner = None
+        self.save_info()
+        unregister(self.home, self.info.run_id)
 
     def finish(self, status: str) -> None:
         self.info.status = status  # type: ignore[assignment]
         self.info.finished = utc_now()
+        self.info.owner = None
+        if self.disk_full:
+            self._release_reserve()  # the final state must be written
         self.save_info()
+        unregister(self.home, self.info.run_id)
+        with contextlib.suppress(OSError):
+            (self.path / self.RESERVE).unlink()
 
 
 class RunStore:
@@ -182,9 +279,16 @@ class RunStore:
             source=source,
             n_jobs=n_jobs,
         )
+        owner = Owner.current(source)
+        info.owner = owner.to_dict()
         writer = RunWriter(path, info)
-        _write_atomic(path / "suite.toml", suite_text)
-        _write_atomic(path / "system.json", json.dumps(system.to_dict(), indent=2) + "\n")
+        write_atomic(path / "suite.toml", suite_text)
+        write_atomic(path / "system.json", json.dumps(system.to_dict(), indent=2) + "\n")
+        writer.hold_reserve()
+        try:
+            register(self.home, run_id, owner)  # before run.json: a run is never ownerless
+        except OSError as exc:
+            raise _cannot_write(self.home / "live", exc) from None
         writer.save_info()
         return writer
 
@@ -225,8 +329,11 @@ class RunStore:
                 if system_file.exists()
                 else System()
             )
-        except (OSError, json.JSONDecodeError, TypeError) as exc:
-            raise StoreError(f"run {run_id}: cannot read its records: {exc}") from None
+        except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
+            raise StoreError(
+                f"run {run_id}: cannot read its records: {exc}",
+                hint=f"the run directory {path} is damaged; other runs are unaffected",
+            ) from None
         suite_file = path / "suite.toml"
         return LoadedRun(
             info=info,

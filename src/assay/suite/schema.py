@@ -29,7 +29,7 @@ class BenchSpec(BaseModel):
     nodes: int = Field(default=1, ge=1)
     ppn: int | None = Field(default=None, ge=1)
     repeat: int | None = Field(default=None, ge=1)
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     params: dict[str, Any] = Field(default_factory=dict)
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
 

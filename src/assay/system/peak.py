@@ -6,10 +6,24 @@ GigaFLOPS Rpeak, ~860 Rmax"). The FLOPs per cycle of each micro-architecture liv
 not there is *unknown*: the result then carries no value and says which override to set, it
 never falls back on a guess from the ISA flags.
 
-Which clock: the base (nominal) clock by default, the convention of TOP500 Rpeak figures;
-``clock = "max"`` picks the max (turbo) clock; ``clock_ghz`` gives one outright (an all-core
-AVX-512 clock, say, with ``clock_kind = "all-core AVX-512"`` to label it). The result always
-says which clock it used.
+Which clock: a *stated, stable* one, never the current clock while another exists. The
+candidates are read by ``assay.system.clock`` (each with its source) and kept in the system
+record; ``choose_clock`` takes the nominal (base) clock by default, the convention of TOP500
+Rpeak figures — cpufreq base_frequency, ACPI CPPC nominal_freq, the "@ 2.40GHz" of the model
+name, the per-model table ``cpu_clocks.toml``, dmidecode's Current Speed on bare metal, in that
+order — else the max (boost) clock as a labelled upper bound, else, said loudly, the current
+clock. ``clock = "max"`` picks the max clock; ``clock_ghz`` gives one outright (an all-core
+AVX-512 clock, say, with ``clock_kind = "AVX-512 all-core"`` to label it). The derivation
+names the clock and its source: "2 cores × 2.40 GHz (nominal, /proc/cpuinfo model name) × 16 DP
+FLOP/cycle (...) = 76.80 GFLOP/s".
+
+The AVX-512 frequency licence: Intel Xeon Scalable cores (Skylake-SP to Emerald Rapids) run
+sustained AVX-512 FMA below their nominal clock, by a per-SKU amount Intel publishes; their
+table entries carry a ``licence`` caveat that joins the notes whenever Rpeak uses a stated
+clock; an entry without one adds no caveat.
+
+A measured rate above Rpeak is impossible on the hardware as described: ``rpeak_flag`` turns
+it into "Rpeak too low: clock source ..." for the report, never a bare 106%.
 
 Overrides, in ``~/.config/assay/config.toml`` and/or as the ``overrides`` argument (which
 wins), any subset::
@@ -27,23 +41,40 @@ wins), any subset::
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
-import tomllib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
-from typing import Any, Literal
+from typing import Any
 
 from assay.config import load_config
 from assay.errors import AssayError, ConfigError
 from assay.model import System
+from assay.system.flopstable import (  # re-exported: callers and tests import them from here
+    TABLE_FILE,
+    FlopsTableError,
+    Precision,
+    UarchEntry,
+    load_table,
+    parse_table,
+)
 
-Precision = Literal["dp", "sp"]
+__all__ = [
+    "TABLE_FILE",
+    "FlopsTableError",
+    "PeakResult",
+    "PeakUnknownError",
+    "Precision",
+    "UarchEntry",
+    "load_table",
+    "parse_table",
+    "rpeak",
+    "rpeak_flag",
+]
+
 PRECISIONS: tuple[Precision, ...] = ("dp", "sp")
 PRECISION_LABEL: dict[Precision, str] = {"dp": "DP", "sp": "SP"}
 
-TABLE_FILE = "flops_per_cycle.toml"
 OVERRIDE_KEYS = (
     "uarch",
     "cores",
@@ -63,71 +94,6 @@ FIX_PER_CYCLE = "flops_per_cycle_dp / flops_per_cycle_sp"
 
 class PeakUnknownError(AssayError):
     """Rpeak cannot be stated without guessing: micro-architecture, cores or clock unknown."""
-
-
-class FlopsTableError(AssayError):
-    """The FLOPs-per-cycle table shipped with assay is malformed (a bug in assay)."""
-
-
-# --- the table ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class UarchEntry:
-    """One micro-architecture's FLOPs per cycle per core, with how they arise and why."""
-
-    name: str
-    simd: str  # "AVX2, 2 FMA units, 256-bit": for the derivation sentence
-    pipes: int
-    vector_bits: int
-    flops_per_lane: int
-    dp: int
-    sp: int
-    requires: tuple[str, ...]
-    source: tuple[str, ...]
-    note: str = ""
-
-    def flops_per_cycle(self, precision: Precision) -> int:
-        return self.dp if precision == "dp" else self.sp
-
-
-_ENTRY_INTS = ("pipes", "vector_bits", "flops_per_lane", "dp", "sp")
-
-
-def parse_table(data: Mapping[str, Any], origin: str = TABLE_FILE) -> dict[str, UarchEntry]:
-    """Entries of a parsed flops_per_cycle.toml; any malformed entry is an error."""
-    entries: dict[str, UarchEntry] = {}
-    for name, raw in (data.get("uarch") or {}).items():
-        where = f"{origin}: [uarch.{name}]"
-        if not isinstance(raw, Mapping):
-            raise FlopsTableError(f"{where} is not a table")
-        try:
-            ints = {k: raw[k] for k in _ENTRY_INTS}
-            simd, requires, source = raw["simd"], raw["requires"], raw["source"]
-        except KeyError as exc:
-            raise FlopsTableError(f"{where} lacks the key {exc}") from None
-        if not all(isinstance(v, int) and v > 0 for v in ints.values()):
-            raise FlopsTableError(f"{where}: {', '.join(_ENTRY_INTS)} must be positive integers")
-        if not (isinstance(source, list) and source and all(isinstance(s, str) for s in source)):
-            raise FlopsTableError(f"{where}: source must be a non-empty list of strings")
-        entries[name] = UarchEntry(
-            name=name,
-            simd=str(simd),
-            requires=tuple(str(r) for r in requires),
-            source=tuple(source),
-            note=str(raw.get("note", "")),
-            **ints,
-        )
-    if not entries:
-        raise FlopsTableError(f"{origin} has no [uarch.*] entries")
-    return entries
-
-
-@functools.cache
-def load_table() -> dict[str, UarchEntry]:
-    """The table shipped in the package (read once)."""
-    text = (resources.files("assay") / "data" / TABLE_FILE).read_text()
-    return parse_table(tomllib.loads(text))
 
 
 # --- the result ---------------------------------------------------------------------------------
@@ -151,6 +117,7 @@ class PeakResult:
     reason: str = ""  # why a value is None; "" when both are known
     notes: tuple[str, ...] = ()  # caveats: one-FMA SKUs, which clock stood in for the base...
     overridden: tuple[str, ...] = ()  # the inputs the user gave
+    clock_source: str = ""  # "nominal, /proc/cpuinfo model name": what the derivation names
 
     @property
     def known(self) -> bool:
@@ -247,41 +214,102 @@ def merged_overrides(
 @dataclass(frozen=True)
 class Clock:
     hz: float | None
-    kind: str | None
+    kind: str | None  # "base", "max", "current", "user" or the user's own label
+    source: str = ""  # where it was read: "/proc/cpuinfo model name", "cpufreq ...", ...
     note: str = ""
     reason: str = ""  # why hz is None: the override key names the fix
 
+    @property
+    def label(self) -> str:
+        """What the derivation prints in parentheses after the GHz."""
+        what = KIND_LABEL.get(self.kind or "", self.kind or "")
+        return f"{what}, {self.source}" if self.source else what
 
-def _base_clock_is_current(system: System) -> bool:
-    return any(note.startswith(CURRENT_CLOCK_NOTE) for note in system.notes)
+
+KIND_LABEL = {"base": "nominal", "max": "max/boost", "current": "CURRENT clock"}
+
+
+@dataclass(frozen=True)
+class ClockOption:
+    """One clock the system record states (``System.clocks``, from assay.system.clock)."""
+
+    hz: float
+    kind: str  # "base", "max" or "current"
+    source: str
+    trusted: bool = True
+
+
+def clock_options(system: System) -> list[ClockOption]:
+    """The record's clock candidates; a record from before ``clocks`` existed (or a test's
+    hand-made System) gives its freq_base_hz / freq_max_hz instead, labelled as such."""
+    if system.clocks:
+        return [
+            ClockOption(
+                float(c["hz"]), str(c["kind"]), str(c["source"]), bool(c.get("trusted", True))
+            )
+            for c in system.clocks
+            if c.get("hz")
+        ]
+    out = []
+    if system.freq_base_hz:
+        current = any(note.startswith(CURRENT_CLOCK_NOTE) for note in system.notes)
+        kind = "current" if current else "base"
+        out.append(ClockOption(system.freq_base_hz, kind, "system record freq_base_hz"))
+    if system.freq_max_hz:
+        out.append(ClockOption(system.freq_max_hz, "max", "system record freq_max_hz"))
+    return out
+
+
+def choose_clock(options: list[ClockOption], want: str = "base") -> Clock:
+    """The clock Rpeak uses, from the stated ones; never the current clock while a stable one
+    exists, and never an unlabelled stand-in.
+
+    Order (``want = "base"``): the first trusted nominal clock (cpufreq base_frequency, ACPI
+    CPPC, the model name's "@ GHz", the per-model table, dmidecode on bare metal, in the order
+    assay.system.clock reads them); else the max (boost) clock as a labelled upper bound;
+    else the current clock, said loudly. Untrusted candidates (a hypervisor's SMBIOS) are
+    never used. ``want = "max"`` takes the first trusted max clock or nothing.
+    """
+    trusted = [o for o in options if o.trusted]
+    first = {kind: next((o for o in trusted if o.kind == kind), None) for kind in KIND_LABEL}
+    top = first["max"]
+    if want == "max":
+        if top:
+            return Clock(
+                top.hz,
+                "max",
+                top.source,
+                note="the max (boost) clock: no all-core FMA load holds it",
+            )
+        return Clock(None, None, reason="the max clock is unknown (no cpufreq, table or dmidecode)")
+    if base := first["base"]:
+        return Clock(base.hz, "base", base.source)
+    if top:
+        return Clock(
+            top.hz,
+            "max",
+            top.source,
+            note="the nominal clock is unknown: the max (boost) clock stands in for it, an upper "
+            "bound; set [peak] clock_ghz to the nominal clock",
+        )
+    if current := first["current"]:
+        return Clock(
+            current.hz,
+            "current",
+            current.source + ": no stable clock found",
+            note="Rpeak uses the CURRENT clock: no nominal or max clock was found (no cpufreq, "
+            "no '@ GHz' in the model name, no table entry, no trusted dmidecode); it moves "
+            "with load and, in a VM, is the hypervisor's figure: set [peak] clock_ghz to the "
+            "nominal clock for an Rpeak that holds",
+        )
+    return Clock(None, None, reason="the clock is unknown (no base or max frequency was read)")
 
 
 def select_clock(system: System, ov: Mapping[str, Any]) -> Clock:
-    """The clock Rpeak uses, and which one it is; never an unlabelled stand-in."""
+    """The user's clock when set (``clock_ghz``), else ``choose_clock`` over the record's."""
     if "clock_ghz" in ov:
         return Clock(ov["clock_ghz"] * 1e9, ov.get("clock_kind", "user"))
-    base, top = system.freq_base_hz, system.freq_max_hz
-    if ov.get("clock") == "max":
-        if top:
-            return Clock(top, "max", note="the max (turbo) clock: no all-core FMA load holds it")
-        return Clock(None, None, reason="the max clock is unknown (no cpufreq)")
-    if base:
-        if _base_clock_is_current(system):
-            return Clock(
-                base,
-                "current",
-                note="the base clock is unknown: the current clock of /proc/cpuinfo stands "
-                "in for it; set clock_ghz to the nominal clock for a vendor-comparable Rpeak",
-            )
-        return Clock(base, "base")
-    if top:
-        return Clock(
-            top,
-            "max",
-            note="the base clock is unknown: the max (turbo) clock stands in for it, an upper "
-            "bound; set clock_ghz to the nominal clock",
-        )
-    return Clock(None, None, reason="the clock is unknown (no base or max frequency was read)")
+    return choose_clock(clock_options(system), "max" if ov.get("clock") == "max" else "base")
 
 
 @dataclass(frozen=True)
@@ -351,10 +379,18 @@ def derivation_text(
     value = cores * clock.hz * per_cycle.value
     by_user = " (set by the user)" if cores_by_user else ""
     return (
-        f"{cores} cores{by_user} × {clock.hz / 1e9:.2f} GHz ({clock.kind}) × "
+        f"{cores} cores{by_user} × {clock.hz / 1e9:.2f} GHz ({clock.label}) × "
         f"{_number(per_cycle.value)} {PRECISION_LABEL[precision]} FLOP/cycle "
         f"{per_cycle.label} = {format_flops(value)}"
     )
+
+
+def _licence(ov: Mapping[str, Any], system: System, clock: Clock) -> str:
+    """The table's frequency-licence caveat, when Rpeak uses a stated clock of such a core."""
+    if "clock_ghz" in ov or "flops_per_cycle_dp" in ov or not clock.hz:
+        return ""
+    entry = load_table().get(ov.get("uarch") or system.microarchitecture or "")
+    return entry.licence if entry else ""
 
 
 def _unique(items: list[str]) -> tuple[str, ...]:
@@ -422,6 +458,7 @@ def rpeak(
         cores=cores,
         clock_hz=clock.hz,
         clock_kind=clock.kind,
+        clock_source=clock.label if clock.hz else "",
         flops_per_cycle_dp=per_cycle["dp"].value,
         flops_per_cycle_sp=per_cycle["sp"].value,
         uarch=ov.get("uarch") or system.microarchitecture,
@@ -429,6 +466,35 @@ def rpeak(
         derivation_sp=sentences["sp"],
         sources=_unique([s for p in PRECISIONS for s in per_cycle[p].sources]),
         reason=override_reason(missing),
-        notes=_unique([clock.note, *(per_cycle[p].note for p in PRECISIONS)]),
+        notes=_unique(
+            [clock.note, *(per_cycle[p].note for p in PRECISIONS), _licence(ov, system, clock)]
+        ),
         overridden=tuple(k for k in OVERRIDE_KEYS if k in ov),
+    )
+
+
+# --- a measured rate against Rpeak ---------------------------------------------------------------
+
+_CLOCK_IN_DERIVATION = re.compile(r"GHz \(([^)]*)\)")
+
+
+def rpeak_flag(rate: float, rpeak: float | None, derivation: str = "") -> str | None:
+    """The flag for a measured rate above Rpeak, or None when the rate is within it.
+
+    No code can run faster than the peak of the hardware it runs on, so a rate above Rpeak
+    means Rpeak was stated too low: a clock below the one the cores ran at (the current clock
+    of an idle VM, a hypervisor's SMBIOS figure, a base clock under boost), or too few
+    FLOPs/cycle. The flag names the clock source the derivation used, e.g.
+    "Rpeak too low: clock source nominal, /proc/cpuinfo model name — DGEMM at 102.6% ...".
+    ``derivation`` is the Rpeak sample's sentence (``PeakResult.derivation``).
+    """
+    if not rpeak or not rate > rpeak:
+        return None
+    m = _CLOCK_IN_DERIVATION.search(derivation)
+    source = m.group(1) if m else "not stated"
+    return (
+        f"Rpeak too low: clock source {source}: the measured {format_flops(rate)} is "
+        f"{100 * rate / rpeak:.1f}% of Rpeak {format_flops(rpeak)}"
+        + (f" ({derivation})" if derivation else "")
+        + "; the cores ran faster than that clock, or do more FLOPs/cycle: set [peak] clock_ghz"
     )

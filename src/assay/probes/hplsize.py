@@ -3,8 +3,9 @@
 - N from a memory fraction: the matrix takes 8·N² bytes; the HPL FAQ advises about 80% of
   the memory (https://www.netlib.org/benchmark/hpl/faqs.html, "What problem size N should I
   run?"), leaving room for the OS and MPI.
-- Capped by a time budget: HPL performs 2/3·N³ + 2·N² floating-point operations, so at a rate
-  R the run takes about (2/3·N³)/R seconds; N is lowered until that fits the budget. The rate
+- Capped by a time budget: HPL counts 2/3·N³ + 3/2·N² floating-point operations
+  (HPL_pdtest.c), so at a rate R the run takes about (2/3·N³)/R seconds; N is lowered until
+  that fits the budget. The rate
   assumed is stated with the result (half of Rpeak when Rpeak is known — HPL on a tuned BLAS
   reaches 60–90% — else a deliberately low per-core figure, which errs on a smaller N).
 - N is a multiple of NB (the FAQ: so that no process holds a partial block).
@@ -26,7 +27,9 @@ MIN_N = 1000
 
 
 def hpl_flops(n: int) -> float:
-    return 2.0 / 3.0 * n**3 + 2.0 * n**2
+    """HPL's own operation count for an order-n solve, as HPL_pdtest.c computes its Gflops:
+    2/3·n³ (the LU factorisation) + 3/2·n² (the triangular solves, as HPL counts them)."""
+    return 2.0 / 3.0 * n**3 + 1.5 * n**2
 
 
 def process_grid(ranks: int) -> tuple[int, int]:

@@ -1,0 +1,84 @@
+"""The all-pairs matrix: one figure per node pair, and the links and nodes that stand out.
+
+Each pair's figure is the one the published tables lead with: p2p latency at the smallest
+message size measured (OSU's 0 or 1 byte; what a small MPI message costs), and p2p bandwidth
+at the largest size (what a link carries when it is full). Samples of one pair measured with
+several MPIs are kept apart (one matrix per MPI).
+
+Outliers: robust z-score (``assay.analysis.outliers``) over every link, and over every node's
+median link, on the bad side only (low bandwidth, high latency).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from assay.analysis.outliers import THRESHOLD, Outlier, node_values, outliers
+from assay.model import Sample
+
+METRICS = ("p2p.latency", "p2p.bandwidth")
+
+
+@dataclass
+class PairMatrix:
+    metric: str
+    mpi: str
+    size: int  # message size (bytes) the figure is taken at
+    better: str
+    hosts: list[str]
+    links: dict[tuple[str, str], float]  # (a, b) with a < b
+    link_outliers: list[Outlier] = field(default_factory=list)
+    node_outliers: list[Outlier] = field(default_factory=list)
+    threshold: float = THRESHOLD
+
+    def value(self, a: str, b: str) -> float | None:
+        return self.links.get((min(a, b), max(a, b)))
+
+
+def _pair(sample: Sample) -> tuple[str, str] | None:
+    hosts = sample.params.get("hosts")
+    if not isinstance(hosts, list) or len(hosts) != 2 or hosts[0] == hosts[1]:
+        return None
+    a, b = sorted(str(h) for h in hosts)
+    return a, b
+
+
+def matrices(samples: list[Sample], threshold: float = THRESHOLD) -> list[PairMatrix]:
+    """One matrix per (metric, MPI) from the samples of an all-pairs run."""
+    chosen = [
+        s
+        for s in samples
+        if s.params.get("placement") == "all-pairs" and s.metric in METRICS and "size" in s.params
+    ]
+    by_key: dict[tuple[str, str], list[Sample]] = defaultdict(list)
+    for s in chosen:
+        by_key[(s.metric, str(s.params.get("mpi_label") or s.params.get("mpi") or "MPI"))].append(s)
+    out = []
+    for (metric, mpi), group in sorted(by_key.items()):
+        sizes = {int(s.params["size"]) for s in group}
+        size = min(sizes) if metric == "p2p.latency" else max(sizes)
+        per_pair: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for s in group:
+            pair = _pair(s)
+            if pair and int(s.params["size"]) == size:
+                per_pair[pair].append(s.value)
+        # Repetitions of a pair: their median, as the report folds repetitions.
+        links = {p: sorted(v)[len(v) // 2] for p, v in per_pair.items()}
+        if not links:
+            continue
+        better = group[0].better
+        out.append(
+            PairMatrix(
+                metric=metric,
+                mpi=mpi,
+                size=size,
+                better=better,
+                hosts=sorted({h for p in links for h in p}),
+                links=links,
+                link_outliers=outliers(links, better, threshold),  # type: ignore[arg-type]
+                node_outliers=outliers(node_values(links), better, threshold),  # type: ignore[arg-type]
+                threshold=threshold,
+            )
+        )
+    return out

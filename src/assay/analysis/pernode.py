@@ -1,0 +1,51 @@
+"""Per-node figures of a cluster run (STREAM triad, DGEMM) and the nodes that stand apart.
+
+On Slurm, STREAM and DGEMM run once per node (``placement = per-node``), each sample carrying
+its host. A node's figure is its best sample of the metric (STREAM's own convention: the best
+rate over its repetitions; DGEMM's largest matrix reaches the highest rate); slow nodes are
+named by the same robust z-score as the all-pairs links (``assay.analysis.outliers``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from assay.analysis.outliers import THRESHOLD, Outlier, outliers
+from assay.model import Sample
+
+METRICS = {"memory.triad": "STREAM triad", "compute.dgemm": "DGEMM"}
+
+
+@dataclass
+class PerNode:
+    metric: str
+    label: str
+    better: str
+    values: dict[str, float]  # host -> figure
+    outliers: list[Outlier] = field(default_factory=list)
+
+
+def per_node(samples: list[Sample], threshold: float = THRESHOLD) -> list[PerNode]:
+    out = []
+    for metric, label in METRICS.items():
+        values: dict[str, float] = {}
+        better = "higher"
+        for s in samples:
+            hosts = s.params.get("hosts")
+            if (
+                s.metric != metric
+                or s.params.get("placement") != "per-node"
+                or s.params.get("scope", "node") != "node"
+                or not isinstance(hosts, list)
+                or len(hosts) != 1
+            ):
+                continue
+            better = s.better
+            host = str(hosts[0])
+            pick = max if better == "higher" else min
+            values[host] = pick(values.get(host, s.value), s.value)
+        if len(values) >= 2:
+            out.append(
+                PerNode(metric, label, better, values, outliers(values, better, threshold))  # type: ignore[arg-type]
+            )
+    return out

@@ -1,0 +1,136 @@
+"""Where each planned job runs inside a Slurm allocation, and the command that puts it there.
+
+Pure: jobs in, jobs out. Node names are not known until the allocation starts, so placement
+names allocation *indices* (``job.placement["nodes"]``); the runner maps them to host names
+and records them with every sample (params ``hosts``).
+
+The published method decides the placement:
+
+- p2p (OSU latency/bandwidth): two nodes, one rank per node ("inter-node"). With
+  ``intra_node`` a second, labelled measurement runs both ranks on one node ("intra-node").
+- all-pairs: p2p latency and bandwidth for every node pair, in the rounds of a round-robin
+  tournament; the pairs of one round run at the same time (disjoint nodes).
+- collectives: every node of the allocation x ppn ranks (ppn from the suite, default 1).
+- everything else (STREAM, DGEMM, HPL, fio, ...): once per node, all nodes at the same time,
+  so a slow node shows up beside its peers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from assay.launch.slurm_options import MpiLaunch, SlurmOptions
+from assay.launch.tournament import rounds
+from assay.model import Job, MpiInfo
+
+CROSS_NODE_PROBES = {"p2p", "coll"}
+ALL_PAIRS_MODES = ("latency", "bandwidth")
+
+
+def _with(job: Job, suffix: str, idx: list[int], group: str = "", **params) -> Job:
+    new = dataclasses.replace(
+        job,
+        job_id=f"{job.job_id}-{suffix}" if suffix else job.job_id,
+        params={**job.params, **params},
+        env=dict(job.env),
+        placement={"nodes": idx, **({"group": group} if group else {})},
+    )
+    new.nodes = len(idx)
+    return new
+
+
+def _mpi_env(job: Job, opts: SlurmOptions, mpis: list[MpiInfo]) -> None:
+    mpi = next((m for m in mpis if m.name == job.mpi), None)
+    if mpi is not None:
+        job.env = {**dict(opts.launch_for(mpi).env), **job.env}
+
+
+def place(jobs: list[Job], opts: SlurmOptions, mpis: list[MpiInfo]) -> list[Job]:
+    """Every job with its nodes; some become several (per node, per pair)."""
+    n = opts.nodes
+    out: list[Job] = []
+    for job in jobs:
+        if job.skip_reason:
+            out.append(_with(job, "", [0]))
+        elif job.probe == "p2p" and opts.all_pairs:
+            if job.params.get("mode") not in ALL_PAIRS_MODES:
+                continue  # the matrix is latency and bandwidth; bibw stays a two-node figure
+            for r, pairs in enumerate(rounds(n), start=1):
+                for a, b in pairs:
+                    j = _with(
+                        job, f"p{a}-{b}", [a, b], group=f"{job.job_id}-round{r}",
+                        placement="all-pairs", round=r, ranks=2, ppn=1, nodes=2,
+                    )  # fmt: skip
+                    j.ranks, j.ppn = 2, 1
+                    out.append(j)
+        elif job.probe == "p2p":
+            if n >= 2:
+                j = _with(job, "", [0, 1], placement="inter-node", ranks=2, ppn=1, nodes=2)
+                j.ranks, j.ppn = 2, 1
+                out.append(j)
+            if opts.intra_node or n < 2:
+                j = _with(job, "intra", [0], placement="intra-node", ranks=2, ppn=2, nodes=1)
+                j.ranks, j.ppn = 2, 2
+                out.append(j)
+        elif job.probe in CROSS_NODE_PROBES:
+            ppn = job.ppn or 1
+            j = _with(job, "", list(range(n)), placement="multi-node", nodes=n, ppn=ppn,
+                      ranks=n * ppn)  # fmt: skip
+            j.ranks, j.ppn = n * ppn, ppn
+            out.append(j)
+        else:
+            for i in range(n):
+                out.append(
+                    _with(
+                        job, f"n{i}" if n > 1 else "", [i], group=job.job_id, placement="per-node"
+                    )
+                )
+    for job in out:
+        _mpi_env(job, opts, mpis)
+    return out
+
+
+def node_list(hosts: list[str]) -> str:
+    return ",".join(hosts)
+
+
+def step_argv(
+    job: Job,
+    argv: list[str],
+    hosts: list[str],
+    mpi: MpiInfo | None,
+    launch: MpiLaunch | None,
+    cpus_per_node: int | None = None,
+) -> list[str]:
+    """The command that runs ``argv`` (the probe's, ``{exe}`` resolved) on ``hosts``.
+
+    srun steps name their nodes (``--nodelist``) and rank layout exactly, so the pairs of one
+    all-pairs round can run side by side; ``--kill-on-bad-exit`` ends a step whose rank died.
+    """
+    ppn = job.ppn or 1
+    srun = [
+        "srun", f"--job-name={job.job_id}", f"--nodes={len(hosts)}",
+        f"--nodelist={node_list(hosts)}", "--kill-on-bad-exit=1",
+    ]  # fmt: skip
+    if job.launcher != "mpi" or mpi is None or launch is None:
+        step = [*srun, "--ntasks=1", "--mpi=none"]
+        if cpus_per_node:
+            step.append(f"--cpus-per-task={cpus_per_node}")
+        return [*step, *argv]
+    ranks = str(job.ranks)
+    if launch.launcher == "srun":
+        return [
+            *srun, f"--ntasks={ranks}", f"--ntasks-per-node={ppn}",
+            f"--mpi={launch.srun_mpi}", *launch.args, *argv,
+        ]  # fmt: skip
+    if mpi.flavor == "openmpi":
+        cmd = [
+            mpi.launcher, "-np", ranks, "--host", ",".join(f"{h}:{ppn}" for h in hosts),
+            "--map-by", f"ppr:{ppn}:node", "--bind-to", "none",
+        ]  # fmt: skip
+        if os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+    else:  # MPICH's hydra and its relatives
+        cmd = [mpi.launcher, "-n", ranks, "-ppn", str(ppn), "-hosts", node_list(hosts)]
+    return [*cmd, *launch.args, *mpi.launcher_flags, *argv]

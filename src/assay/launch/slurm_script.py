@@ -1,0 +1,65 @@
+"""The sbatch command line and the batch script of one run (text only; nothing is submitted).
+
+Options go on the sbatch command line as an argv list, never through a shell; the script
+repeats that command line in a comment so the run directory says how it was submitted.
+Every value in the script is quoted with ``shlex.quote``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from assay.launch.slurm_options import SlurmOptions
+
+
+def sbatch_argv(opts: SlurmOptions, run_dir: Path, run_id: str, ppn: int = 1) -> list[str]:
+    argv = [
+        "sbatch", "--parsable", f"--job-name=assay-{run_id}", f"--nodes={opts.nodes}",
+        f"--ntasks-per-node={max(1, ppn)}",
+        f"--output={run_dir / 'slurm' / 'slurm-%j.out'}",
+        # The front end follows the job; Slurm must not requeue it behind its back.
+        "--no-requeue",
+    ]  # fmt: skip
+    for flag, value in (
+        ("--partition", opts.partition),
+        ("--account", opts.account),
+        ("--qos", opts.qos),
+        ("--constraint", opts.constraint),
+        ("--time", opts.time),
+    ):
+        if value:
+            argv.append(f"{flag}={value}")
+    argv += list(opts.sbatch_args)
+    argv.append(str(run_dir / "slurm" / "batch.sh"))
+    return argv
+
+
+def batch_script(
+    *,
+    run_dir: Path,
+    python: str,
+    sbatch: list[str],
+    env: dict[str, str],
+    heartbeat_timeout: float | None,
+) -> str:
+    """Runs ``python -m assay.slurm_runner RUN_DIR`` as the allocation's batch step.
+
+    ``exec`` makes the runner the step's process: scancel's signal reaches it directly, and it
+    stops the job step in flight before the allocation ends.
+    """
+    q = shlex.quote
+    lines = [
+        "#!/bin/bash",
+        "# Written by assay: one allocation runs every job of this run, in sequence.",
+        f"# Submitted with: {shlex.join(sbatch)}",
+        "set -eu",
+        f"cd {q(str(run_dir))}",
+    ]
+    for key, value in sorted(env.items()):
+        lines.append(f"export {key}={q(value)}")
+    runner = [python, "-m", "assay.slurm_runner", str(run_dir)]
+    if heartbeat_timeout:
+        runner += ["--heartbeat-timeout", f"{heartbeat_timeout:g}"]
+    lines.append("exec " + shlex.join(runner))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,75 @@
+"""What the HPL-class probes (``hpl``: our ScaLAPACK LU or a user's xhpl; ``hpcc``) share when
+planning: the node's Rpeak, the rate a time budget is sized with, and the generated size.
+
+Not a probe (the registry skips ``_`` modules): one named home for the shared planning, so
+that neither probe imports the other.
+"""
+
+from __future__ import annotations
+
+import math
+
+from assay.errors import SuiteError
+from assay.model import Sample
+from assay.probes.base import PlanContext
+from assay.probes.hplsize import FALLBACK_RATE_PER_CORE, HplSize, size_hpl
+
+# The share of Rpeak a time budget is sized with: HPL on a tuned BLAS reaches 60–90% of Rpeak
+# on a quiet node, so assuming half errs on a smaller N (a run shorter than its budget).
+BUDGET_RPEAK_SHARE = 0.5
+
+
+def node_peak(ctx: PlanContext) -> tuple[float | None, int | None, str]:
+    """(DP Rpeak of one node, its cores, the derivation or why there is none)."""
+    from assay.system.peak import rpeak
+
+    try:
+        peak = rpeak(ctx.system)
+    except Exception as exc:  # a malformed [peak] config must not stop HPL from running
+        return None, None, f"Rpeak unknown: {exc}"
+    if not peak.dp_flops:
+        return None, peak.cores, peak.reason
+    return peak.dp_flops, peak.cores, peak.derivation
+
+
+def nodes_for(ranks: int, cores: int | None) -> int:
+    """Nodes a run of ``ranks`` spans at one rank per core (several nodes: set ranks)."""
+    return max(1, math.ceil(ranks / cores)) if cores else 1
+
+
+def plan_size(
+    ctx: PlanContext,
+    ranks: int,
+    *,
+    rate: float | None,
+    time_budget: float,
+    fraction: float,
+    nb: int,
+    n: int | None,
+    grid: tuple[int, int] | None,
+) -> tuple[HplSize, float | None, str, int]:
+    """The generated size for ``ranks`` ranks, with (Rpeak of the ranks' cores, derivation,
+    nodes). Memory and Rpeak scale with the nodes the ranks span; the rate the budget assumes
+    is ``rate`` when given, else half the Rpeak of the cores used, else a low per-core figure.
+    """
+    memory = ctx.system.memory_bytes
+    if not memory:
+        raise SuiteError("hpl: the node's memory size is unknown; set params.n")
+    peak, cores, derivation = node_peak(ctx)
+    cores = cores or ctx.system.cores
+    nodes = nodes_for(ranks, cores)
+    used_peak = peak * min(ranks, cores * nodes) / cores if peak and cores else None
+    assumed = rate or (
+        BUDGET_RPEAK_SHARE * used_peak if used_peak else FALLBACK_RATE_PER_CORE * ranks
+    )
+    size = size_hpl(
+        memory * nodes, ranks, rate=assumed, time_budget=time_budget,
+        fraction=fraction, nb=nb, n=n, grid=grid,
+    )  # fmt: skip
+    return size, used_peak, derivation, nodes
+
+
+def rpeak_sample(probe: str, rpeak: float, derivation: str, plan: dict[str, object]) -> Sample:
+    """compute.rpeak as dgemm records it (precision "d"), so the report shows one Rpeak row."""
+    params = {**plan, "precision": "d", "derivation": derivation}
+    return Sample.make(probe, "compute.rpeak", rpeak, params)

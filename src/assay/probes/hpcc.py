@@ -1,0 +1,125 @@
+"""HPCC as such: Debian's ``hpcc``, every one of its tests, run only when asked for by name.
+
+HPCC runs HPL and, sized from HPL's N, PTRANS, FFT, RandomAccess, STREAM, DGEMM and
+ping-pong; measured on a 2-core node the whole run took 2–3× its HPL part, so it is not the
+way to get Rmax within a budget (the ``hpl`` probe is). All its results are stored; a failed
+HPL check is a failed job, and a failed check of another section is left out by the parser
+with its reason (never a zero). The input is generated as for ``hpl`` (hpccinf.txt).
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from pydantic import Field
+
+from assay.errors import ProbeError, SuiteError
+from assay.model import Job, MpiInfo, Sample
+from assay.parsers import hpcc as hpcc_parser
+from assay.probes._hplplan import plan_size, rpeak_sample
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
+from assay.probes.hplsize import DEFAULT_FRACTION, DEFAULT_NB, hpl_dat
+from assay.system.peak import rpeak_flag
+
+# HPCC runs PTRANS, FFT, RandomAccess, STREAM and DGEMM after HPL, sized from HPL's N;
+# measured here: the whole hpcc run took 2–3× its HPL part on a quiet node, more on a loaded
+# one (RandomAccess's table is sized from memory, not from the budget). The job timeout allows
+# 4× the HPL budget or estimate, whichever is longer, plus 10 minutes.
+HPCC_TIME_FACTOR, HPCC_TIMEOUT_BASE = 4.0, 600.0
+# Debian's hpcc is linked against OpenMPI's libmpi.so.40; another launcher cannot start it.
+HPCC_MPI = "openmpi"
+PLAN_KEYS = ("engine", "mpi", "ranks", "rpeak_derivation")
+
+
+class HpccParams(ProbeParams):
+    memory_fraction: float = Field(default=DEFAULT_FRACTION, gt=0, le=0.95)
+    time_budget: float = Field(default=300.0, gt=0, description="seconds for its HPL part")
+    n: int | None = Field(default=None, ge=100)
+    nb: int = Field(default=DEFAULT_NB, ge=1)
+    p: int | None = Field(default=None, ge=1)
+    q: int | None = Field(default=None, ge=1)
+    ranks: int | None = Field(default=None, ge=1, description="default: one per core")
+    rate: float | None = Field(default=None, gt=0, description="flop/s assumed for the budget")
+
+
+class HpccProbe(Probe):
+    name = "hpcc"
+    summary = "HPCC (Debian's hpcc): HPL, PTRANS, FFT, RandomAccess, STREAM, DGEMM in one run"
+    Params = HpccParams
+    uses_mpi = True
+    default_timeout = 3600.0
+
+    def drafts(
+        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
+    ) -> list[JobDraft]:
+        assert isinstance(params, HpccParams)
+        mpi = next((m for m in ctx.mpis if m.name == HPCC_MPI), None)
+        if mpi is None:
+            found = ", ".join(m.name for m in ctx.mpis) or "none"
+            raise SuiteError(
+                f"hpcc: MPI {HPCC_MPI!r} not found (found: {found})",
+                hint="Debian's hpcc needs OpenMPI: apt-get install openmpi-bin",
+            )
+        n_ranks = params.ranks or ranks or ctx.system.cores or 1
+        grid = (params.p, params.q) if params.p and params.q else None
+        size, peak, derivation, _ = plan_size(
+            ctx, n_ranks, rate=params.rate, time_budget=params.time_budget,
+            fraction=params.memory_fraction, nb=params.nb, n=params.n, grid=grid,
+        )  # fmt: skip
+        job_params: dict[str, Any] = {
+            "engine": "hpcc", "mpi": mpi.name, "ranks": n_ranks, "input": "generated",
+            "rpeak_derivation": derivation, **size.as_params(),
+        }  # fmt: skip
+        if peak:
+            job_params["rpeak"] = peak
+        skip = None if shutil.which("hpcc") else "hpcc not found: apt-get install hpcc"
+        return [
+            JobDraft(
+                argv=["hpcc"],
+                params=job_params,
+                env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
+                launcher="mpi",
+                mpi=mpi.name,
+                ranks=n_ranks,
+                inputs={"hpccinf.txt": hpl_dat(size, hpcc=True)},
+                output_file="hpccoutf.txt",
+                timeout=HPCC_TIMEOUT_BASE
+                + HPCC_TIME_FACTOR * max(size.est_seconds, params.time_budget),
+                label=f"hpcc N{size.n} {mpi.label}",
+                skip_reason=skip,
+            )
+        ]
+
+    def parse(self, stdout: str, job: Job) -> list[Sample]:
+        result = hpcc_parser.parse(stdout, source=job.job_id)
+        failed = [f for f in result.meta.get("failed", []) if f.get("section", "HPL") == "HPL"]
+        if failed:
+            f = failed[0]
+            raise ProbeError(
+                f"HPL residual check FAILED (N={f.get('N')}, NB={f.get('NB')}, "
+                f"P={f.get('P')}, Q={f.get('Q')}, scaled residual {f.get('residual')}): "
+                "no rate is reported"
+            )
+        if not result.complete:
+            raise ProbeError(f"HPCC output is incomplete; missing: {', '.join(result.missing)}")
+        if not any(s.metric == "compute.hpl" for s in result.samples):
+            raise ProbeError("HPCC printed no HPL result")
+        plan = {k: job.params[k] for k in PLAN_KEYS if k in job.params}
+        rpeak = job.params.get("rpeak")
+        derivation = str(job.params.get("rpeak_derivation", ""))
+        samples = []
+        for s in result.samples:
+            s.probe = self.name
+            s.params = {**plan, **s.params}
+            if s.metric in ("compute.hpl", "compute.dgemm") and isinstance(rpeak, float):
+                # HPCC's DGEMM is per process (StarDGEMM): compare it with one core's peak.
+                peak = rpeak if s.metric == "compute.hpl" else rpeak / int(job.params["ranks"])
+                s.params["rpeak"] = peak
+                s.params["efficiency"] = s.value / peak
+                if flag := rpeak_flag(s.value, peak, derivation):
+                    s.params["rpeak_flag"] = flag
+            samples.append(s)
+        if isinstance(rpeak, float):
+            samples.append(rpeak_sample(self.name, rpeak, derivation, plan))
+        return samples

@@ -1,0 +1,239 @@
+"""The pure parts of the Slurm launcher: tournament, outliers, placement, script, Slurm's words.
+
+Slurm's answers are real output of Slurm 22.05 (tests/fixtures/slurm, captured from the
+namespace test cluster of scripts/testcluster).
+"""
+
+from __future__ import annotations
+
+import itertools
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from assay.analysis.allpairs import matrices
+from assay.analysis.outliers import node_values, outliers, robust_z
+from assay.errors import ConfigError
+from assay.launch.slurm_options import MpiLaunch, SlurmOptions, options_from_config
+from assay.launch.slurm_place import place, step_argv
+from assay.launch.slurm_script import batch_script, sbatch_argv
+from assay.launch.slurm_state import parse_show_job, slurm_words
+from assay.launch.tournament import n_rounds, rounds
+from assay.model import Job, MpiInfo, Sample
+
+FIX = Path(__file__).parent / "fixtures" / "slurm"
+MPICH = MpiInfo(name="mpich", version="4.0.2", launcher="mpiexec.mpich", flavor="mpich")
+OMPI = MpiInfo(name="openmpi", version="4.1.4", launcher="mpirun.openmpi", flavor="openmpi")
+
+
+@pytest.mark.parametrize("n", range(2, 13))
+def test_tournament_meets_every_pair_once_in_disjoint_rounds(n: int) -> None:
+    rs = rounds(n)
+    assert len(rs) == n_rounds(n) == (n - 1 if n % 2 == 0 else n)
+    seen = [p for r in rs for p in r]
+    assert sorted(seen) == sorted(itertools.combinations(range(n), 2))  # each pair exactly once
+    for r in rs:
+        nodes = [x for p in r for x in p]
+        assert len(nodes) == len(set(nodes)), f"round {r} reuses a node"
+        assert len(r) == n // 2
+
+
+def test_tournament_of_one_node_is_empty() -> None:
+    assert rounds(1) == [] and n_rounds(1) == 0
+
+
+def test_robust_z_names_the_slow_link_only() -> None:
+    links = {("a", "b"): 1.0e9, ("a", "c"): 1.1e9, ("a", "d"): 0.9e9,
+             ("b", "c"): 6e6, ("b", "d"): 1.05e9, ("c", "d"): 0.97e9}  # fmt: skip
+    bad = outliers(links, "higher")
+    assert [o.key for o in bad] == [("b", "c")]
+    assert bad[0].z < -bad[0].threshold
+    # The same link as a latency (lower is better) would be a high value, not flagged here.
+    assert outliers(links, "lower") == []
+
+
+def test_log_score_survives_noise_the_linear_one_misses() -> None:
+    # Healthy links vary a lot (a busy machine); one link is 50x slower.
+    links = {1: 400.0, 2: 150.0, 3: 600.0, 4: 300.0, 5: 500.0, 6: 8.0}
+    assert [o.key for o in outliers(links, "higher")] == [6]
+    assert outliers(links, "higher", log=False) == []
+
+
+def test_robust_z_zero_spread_and_few_values() -> None:
+    assert set(robust_z({1: 5.0, 2: 5.0, 3: 5.0}).values()) == {0.0}
+    # MAD 0 (most values equal): the mean absolute deviation takes over.
+    z = robust_z({1: 5.0, 2: 5.0, 3: 5.0, 4: 5.0, 5: 50.0})
+    assert z[5] > 3.5 and z[1] == 0.0
+    assert outliers({1: 1.0, 2: 100.0}, "higher") == []  # two values: no majority to judge by
+
+
+def test_node_values_point_at_the_node_whose_links_are_all_slow() -> None:
+    links = {("a", "b"): 10.0, ("a", "c"): 10.0, ("a", "d"): 10.0, ("b", "c"): 1000.0,
+             ("b", "d"): 1000.0, ("c", "d"): 1000.0, ("a", "e"): 10.0, ("b", "e"): 990.0,
+             ("c", "e"): 1010.0, ("d", "e"): 1000.0}  # fmt: skip
+    assert [o.key for o in outliers(node_values(links), "higher")] == ["a"]
+
+
+def _p2p(mode: str, mpi: MpiInfo = MPICH) -> Job:
+    return Job(
+        job_id=f"001-p2p-{mode}", probe="p2p", argv=["{exe}", "--mode", mode],
+        params={"mode": mode, "mpi": mpi.name}, launcher="mpi", mpi=mpi.name, ranks=2,
+    )  # fmt: skip
+
+
+def test_place_p2p_two_nodes_one_rank_each_and_labelled_intra_node() -> None:
+    opts = SlurmOptions(nodes=4, intra_node=True)
+    jobs = place([_p2p("latency")], opts, [MPICH])
+    inter, intra = jobs
+    assert inter.placement["nodes"] == [0, 1] and (inter.ranks, inter.ppn) == (2, 1)
+    assert inter.params["placement"] == "inter-node"
+    assert intra.placement["nodes"] == [0] and (intra.ranks, intra.ppn) == (2, 2)
+    assert intra.params["placement"] == "intra-node" and intra.job_id != inter.job_id
+
+
+def test_place_all_pairs_rounds_and_per_node_jobs() -> None:
+    opts = SlurmOptions(nodes=5, all_pairs=True)
+    stream = Job(job_id="002-stream", probe="stream", argv=["{exe}"])
+    coll = Job(job_id="003-coll", probe="coll", argv=["{exe}"], launcher="mpi", mpi="mpich",
+               ranks=2, ppn=2)  # fmt: skip
+    jobs = place([_p2p("latency"), _p2p("bibw"), stream, coll], opts, [MPICH])
+    pairs = [j for j in jobs if j.params.get("placement") == "all-pairs"]
+    assert len(pairs) == 10  # 5 * 4 / 2 pairs, latency only (bibw is not in the matrix)
+    assert len({j.placement["group"] for j in pairs}) == 5  # 5 rounds for 5 nodes
+    per_node = [j for j in jobs if j.probe == "stream"]
+    assert [j.placement["nodes"] for j in per_node] == [[0], [1], [2], [3], [4]]
+    (c,) = [j for j in jobs if j.probe == "coll"]
+    assert c.placement["nodes"] == [0, 1, 2, 3, 4] and c.ranks == 10 and c.ppn == 2
+    assert len({j.job_id for j in jobs}) == len(jobs)
+
+
+def test_mpi_env_from_config_reaches_the_job() -> None:
+    opts = SlurmOptions(nodes=2, mpi={"mpich": MpiLaunch("srun", env=(("UCX_TLS", "tcp"),))})
+    (job,) = place([_p2p("latency")], opts, [MPICH])
+    assert job.env["UCX_TLS"] == "tcp"
+
+
+def test_step_argv_srun_and_mpirun() -> None:
+    job = place([_p2p("latency")], SlurmOptions(nodes=2), [MPICH])[0]
+    argv = step_argv(job, ["/c/p2p", "--mode", "latency"], ["n1", "n2"], MPICH,
+                     MpiLaunch("srun", "pmi2"))  # fmt: skip
+    assert argv[0] == "srun" and "--mpi=pmi2" in argv and "--nodelist=n1,n2" in argv
+    assert "--ntasks=2" in argv and "--ntasks-per-node=1" in argv
+    assert argv[-3:] == ["/c/p2p", "--mode", "latency"]
+    job = place([_p2p("latency", OMPI)], SlurmOptions(nodes=2), [OMPI])[0]
+    argv = step_argv(job, ["/c/p2p"], ["n1", "n2"], OMPI, MpiLaunch("mpirun", args=("-x", "A")))
+    assert argv[:5] == ["mpirun.openmpi", "-np", "2", "--host", "n1:1,n2:1"]
+    assert argv[-3:] == ["-x", "A", "/c/p2p"]
+    local = Job(job_id="s", probe="stream", argv=["/c/stream"])
+    assert step_argv(local, ["/c/stream"], ["n3"], None, None, 8)[-3:] == [
+        "--mpi=none",
+        "--cpus-per-task=8",
+        "/c/stream",
+    ]
+
+
+def test_batch_script_quotes_awkward_paths(tmp_path: Path) -> None:
+    run_dir = tmp_path / "it's a run $HOME"
+    opts = SlurmOptions(nodes=2, partition="p 1", sbatch_args=["--comment=a b"])
+    sb = sbatch_argv(opts, run_dir, "R1")
+    assert "--partition=p 1" in sb and sb[-1].endswith("batch.sh")
+    text = batch_script(run_dir=run_dir, python="/opt/py thon", sbatch=sb,
+                        env={"PYTHONPATH": "/a b:/c'd"}, heartbeat_timeout=30)  # fmt: skip
+    script = tmp_path / "b.sh"
+    script.write_text(text)
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    last = shlex.split(text.strip().splitlines()[-1])
+    assert last == ["exec", "/opt/py thon", "-m", "assay.slurm_runner", str(run_dir),
+                    "--heartbeat-timeout", "30"]  # fmt: skip
+    # The environment line survives bash itself.
+    out = subprocess.run(
+        ["bash", "-c", "\n".join(ln for ln in text.splitlines() if ln.startswith("export"))
+         + '\nprintf %s "$PYTHONPATH"'],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert out.stdout == "/a b:/c'd"
+
+
+def test_parse_real_scontrol_show_job() -> None:
+    done = parse_show_job("19", (FIX / "scontrol_show_job_completed.txt").read_text())
+    assert (done.state, done.reason, done.nodes, done.exit_code) == (
+        "COMPLETED",
+        "",
+        "anode[1-4]",
+        "0:0",
+    )
+    assert done.final
+    pending = parse_show_job("20", (FIX / "scontrol_show_job_pending.txt").read_text())
+    assert (pending.state, pending.reason, pending.final) == ("PENDING", "PartitionConfig", False)
+    cancelled = parse_show_job("20", (FIX / "scontrol_show_job_cancelled.txt").read_text())
+    assert cancelled.state == "CANCELLED" and cancelled.final
+
+
+def test_slurm_words_quote_sbatch_refusal() -> None:
+    words = slurm_words((FIX / "sbatch_invalid_partition.stderr").read_text())
+    assert words == "invalid partition specified: nope; Batch job submission failed: " \
+        "Invalid partition name specified"  # fmt: skip
+
+
+def test_config_refuses_pmix_and_unknown_keys() -> None:
+    with pytest.raises(ConfigError, match="pmix"):
+        options_from_config({"slurm": {"mpi": {"x": {"srun_mpi": "pmix"}}}})
+    with pytest.raises(ConfigError, match="unknown key"):
+        options_from_config({"slurm": {"partitoin": "a"}})
+    opts = options_from_config({"slurm": {"partition": "a", "nodes": 3}}, partition="b")
+    assert (opts.partition, opts.nodes) == ("b", 3)
+    with pytest.raises(ConfigError, match="all-pairs"):
+        options_from_config({}, nodes=1, all_pairs=True)
+
+
+def _pair_sample(a: str, b: str, value: float, size: int = 65536) -> Sample:
+    return Sample.make("p2p", "p2p.bandwidth", value, {"size": size, "hosts": [a, b],
+                       "placement": "all-pairs", "mpi": "mpich"})  # fmt: skip
+
+
+def test_matrix_from_samples_names_the_link() -> None:
+    hosts = ["n1", "n2", "n3", "n4"]
+    samples = [
+        _pair_sample(a, b, 6e6 if (a, b) == ("n2", "n3") else 4e8 + 1e7 * i)
+        for i, (a, b) in enumerate(itertools.combinations(hosts, 2))
+    ]
+    samples.append(_pair_sample("n1", "n2", 1.0, size=1))  # smaller size: not the figure
+    (m,) = matrices(samples)
+    assert m.size == 65536 and m.hosts == hosts
+    assert m.value("n3", "n2") == 6e6
+    assert [o.key for o in m.link_outliers] == [("n2", "n3")]
+
+
+def test_per_node_names_the_slow_node() -> None:
+    from assay.analysis.pernode import per_node
+
+    triad = {"n1": 20e9, "n2": 21e9, "n3": 19.5e9, "n4": 4e9, "n5": 20.5e9}
+    samples = [
+        Sample.make("stream", "memory.triad", v, {"hosts": [h], "placement": "per-node"})
+        for h, v in triad.items()
+    ]
+    samples.append(Sample.make("stream", "memory.triad", 1.0, {"hosts": ["n1"]}))  # not per-node
+    (fig,) = per_node(samples)
+    assert fig.values == triad
+    assert [o.key for o in fig.outliers] == ["n4"]
+
+
+def test_finish_records_the_jobs_a_dead_allocation_did_not_reach(tmp_path: Path) -> None:
+    from assay.launch.slurm_state import JobState
+    from assay.model import JobResult, System
+    from assay.slurm_run import finish
+    from assay.store import RunStore
+
+    writer = RunStore(tmp_path).create(suite="s", suite_text="", system=System(), argv=[])
+    writer.info.slurm = {"job_id": "42"}
+    jobs = [Job(job_id=f"00{i}-p2p", probe="p2p", argv=["x"]) for i in (1, 2)]
+    writer.record(JobResult("001-p2p", "ok", 0, 1.0, ["x"], scheduler_state="COMPLETED"), [])
+    state = JobState("42", "NODE_FAIL", reason="NodeFail", exit_code="0:0")
+    (lost,) = finish(writer, jobs, state)
+    assert lost.job_id == "002-p2p" and lost.scheduler_state == "NODE_FAIL"
+    assert "NODE_FAIL" in lost.reason and lost.status == "failed"
+    loaded = RunStore(tmp_path).load()
+    assert loaded.info.status == "failed" and loaded.info.slurm["state"] == "NODE_FAIL"
+    assert [r.job_id for r in loaded.results] == ["001-p2p", "002-p2p"]  # the first is kept
