@@ -9,6 +9,9 @@ STAMP := $(VENV)/.installed
 run: deps
 	$(BIN)/assay run quick
 	$(BIN)/assay report
+	@mkdir -p build
+	@$(BIN)/assay report --format html -o build/report.html >/dev/null
+	@echo "HTML report of this run (one self-contained file): $(CURDIR)/build/report.html"
 
 test: deps
 	$(BIN)/python -m pytest -q

@@ -56,6 +56,17 @@ def synthetic_run(home) -> None:
             }) + "\n")  # fmt: skip
 
 
+def timed_rss(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Seconds and peak resident memory (MiB) of one run of ``args``."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(args)} failed ({proc.returncode})")
+    return time.perf_counter() - t, usage.ru_maxrss / 1024  # Linux: ru_maxrss in KiB
+
+
 def main() -> None:
     home = scratch_home()
     env = {**os.environ, "ASSAY_HOME": str(home)}
@@ -67,7 +78,9 @@ def main() -> None:
     print(f"write {N_SAMPLES:,} samples      : {time.perf_counter() - t:7.1f} s")
     print(f"index ingest (assay runs) : {timed([*cli, 'runs'], env):7.1f} s")
     print(f"report -f json            : {timed([*cli, 'report', '-f', 'json'], env):7.1f} s")
-    print(f"report -f md              : {timed([*cli, 'report', '-f', 'md'], env):7.1f} s")
+    for fmt in ("md", "html"):
+        secs, mib = timed_rss([*cli, "report", "-f", fmt, "-o", os.devnull], env)
+        print(f"report -f {fmt:4}            : {secs:7.1f} s, peak {mib:,.0f} MiB")
     print(
         f"history p2p.latency size=5: "
         f"{timed([*cli, 'history', 'p2p.latency', '--params', 'size=5'], env):7.1f} s"

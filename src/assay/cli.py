@@ -427,19 +427,35 @@ def runs_cmd(
 
 @app.command()
 def report(
-    run_ref: Annotated[
-        str | None, typer.Argument(metavar="RUN", help="Run id or prefix; default: the latest.")
+    run_refs: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="RUN...",
+            help="Run ids or prefixes; default: the latest. Several: one report, their MPIs "
+            "(and imports, by label) side by side.",
+        ),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="term, md, json or csv.")] = "term",
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="term, md, html, json or csv.")
+    ] = "term",
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write to this file instead of stdout.")
     ] = None,
+    plots_dir: Annotated[
+        Path | None, typer.Option("--plots-dir", help="Also write every plot here (SVG and PNG).")
+    ] = None,
 ) -> None:
-    """Report a run: system, STREAM, MPI latency/bandwidth tables (one column per MPI)."""
+    """Report a run: system, STREAM, MPI latency/bandwidth tables (one column per MPI).
+
+    Example: assay report --format html -o report.html
+    """
     from assay.report import render
 
-    loaded = open_store().load(run_ref, samples=fmt != "json")  # json streams them as stored
-    text = render(loaded, fmt)
+    store = open_store()
+    refs = run_refs or [None]
+    # json streams one run's samples as stored; several are merged, so read them
+    loaded = [store.load(ref, samples=fmt != "json" or len(refs) > 1) for ref in refs]
+    text = render(loaded, fmt, plots_dir=plots_dir)
     if output:
         try:
             output.write_text(text)

@@ -15,27 +15,27 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from assay.config import assay_home
+from assay.cli_common import open_store as run_store
 from assay.errors import AssayError, NotFoundError
-from assay.store import RunStore
 
 if TYPE_CHECKING:  # imported when used: pydantic models would slow every 'assay --help'
     from assay.references.model import Tolerance
     from assay.store import LoadedRun
 
 err = Console(stderr=True, highlight=False)
-FORMATS = ("term", "md")
+FORMATS = ("term", "md", "html")
 
 
-def run_store() -> RunStore:
-    return RunStore(assay_home())
-
-
-def emit(sections: list, fmt: str) -> None:
+def emit(sections: list, fmt: str, title: str = "assay", charts: tuple = ()) -> None:
     from assay.report.reference import to_markdown, to_term
 
     if fmt not in FORMATS:
         raise AssayError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if fmt == "html":  # one self-contained page, with plots (assay.report.html)
+        from assay.report.html import sections_page
+
+        sys.stdout.write(sections_page(title, sections, charts))
+        return
     if fmt == "md":
         sys.stdout.write(to_markdown(sections))
         return
@@ -108,7 +108,7 @@ def compare(
             help="Band counted as 'same': 0.1, METRIC=0.1 or METRIC=LOW:HIGH (repeatable).",
         ),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="term or md.")] = "term",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="term, md or html.")] = "term",
 ) -> None:
     """Compare a run with a published reference set, or two runs, figure by figure.
 
@@ -156,7 +156,12 @@ def compare(
             )
         bad = failing(comp.rows, fail_below=fail_below, fail_on_worse=fail_on == "worse")
         sections = run_comparison(comp, base.info.run_id, new.info.run_id, bad)
-    emit(sections, fmt)
+    charts = ()
+    if fmt == "html":
+        from assay.report.plots import comparison_chart
+
+        charts = (comparison_chart(comp.rows, "Ratio to the reference, by verdict"),)
+    emit(sections, fmt, "assay compare", charts)
     if bad:
         what = f"below {fail_below} x the reference" if fail_below is not None else "worse"
         err.print(Text(f"{len(bad)} figure(s) {what}, beyond what the noise explains"))

@@ -26,7 +26,7 @@ def history(
         float,
         typer.Option("--min-change", help="Ignore changes smaller than this fraction."),
     ] = 0.01,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="term or md.")] = "term",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="term, md or html.")] = "term",
 ) -> None:
     """A metric across stored runs, oldest first, with its change points.
 
@@ -37,7 +37,7 @@ def history(
     from assay.analysis.verdict import identity
     from assay.plan import parse_value
     from assay.report.reference import history as history_sections
-    from assay.units import format_value, metric_info
+    from assay.units import format_value, metric_info, to_display
 
     where: dict[str, Any] = {}
     for p in params or []:
@@ -71,7 +71,8 @@ def history(
         series.setdefault(key, {}).setdefault(r["run_id"], []).append(r["value"])
     info = metric_info(metric)
     unit = info.display
-    sections = []
+    sections: list = []
+    charts = []
     if len(series) > 4:
         sections.append(_series_overview(metric, series, info.better, min_change, unit))
     else:
@@ -88,8 +89,16 @@ def history(
                               mark])  # fmt: skip
             around = [(c, run_ids[c.index - 1], run_ids[c.index]) for c in changes]
             shown = ", ".join(f"{k}={v}" for k, v in ident) or "all params"
+            if fmt == "html":  # a plot after the series' first section
+                from assay.report.plots import history_chart
+
+                charts.append(history_chart(
+                    f"plot-history-{len(charts)}", f"{metric} on {host} ({shown})", unit,
+                    run_ids, [to_display(v, unit) for v in values], changes,
+                    f"s{len(sections)}-",
+                ))  # fmt: skip
             sections += history_sections(f"{metric} on {host} ({shown})", table, around, unit)
-    emit(sections, fmt)
+    emit(sections, fmt, f"assay history: {metric}", tuple(charts))
 
 
 def _series_overview(metric, series, better, min_change, unit):

@@ -40,7 +40,7 @@ def by_series_and_size(figures: list[Figure], metric: str) -> dict[str, dict[int
     out: dict[str, dict[int, Figure]] = defaultdict(dict)
     for f in chosen:
         label = series_label(f.sample)
-        if len(rank_counts) > 1:
-            label += f", {f.sample.params.get('ranks')} ranks"
+        if len(rank_counts) > 1 and f.sample.params.get("ranks") is not None:
+            label += f", {f.sample.params.get('ranks')} ranks"  # an import may not say
         out[label][int(f.sample.params["size"])] = f
     return dict(out)

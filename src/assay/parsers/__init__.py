@@ -25,6 +25,7 @@ FORMATS: dict[str, str] = {
     "ior": "ior",
     "mdtest": "mdtest",
     "gpu-burn": "gpu_burn",
+    "assay-json": "assay_json",
 }
 
 

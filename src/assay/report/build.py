@@ -8,7 +8,9 @@ family showed ("Other measurements") and the jobs that failed.
 
 from __future__ import annotations
 
-from assay.analysis.derive import derive, p2p_method
+from dataclasses import dataclass
+
+from assay.analysis.derive import Derived, derive, p2p_method
 from assay.analysis.stats import Figure, fold_repetitions
 from assay.model import JobResult
 from assay.report.allpairs import allpairs_tables, pernode_tables
@@ -62,7 +64,57 @@ def failures_table(results: list[JobResult]) -> Table | None:
     )
 
 
+@dataclass
+class Built:
+    """A run's report before drawing: its tables, and the figures and derived figures they
+    came from (the plots are drawn from the same, so a plot agrees with its table)."""
+
+    tables: list[Table]
+    figures: list[Figure]
+    derived: Derived
+
+
+def merge_runs(runs: list[LoadedRun]) -> LoadedRun:
+    """Several runs as one, for one report: an imported OSU output stands as a column beside
+    the MPIs assay ran. A series (MPI or import label) found in more than one run gets the
+    run's label (or id) appended, so no two runs' figures are folded together as repetitions;
+    other figures of the later runs get a ``run`` param for the same reason. The first run
+    gives the system record and the header's run info."""
+    if len(runs) == 1:
+        return runs[0]
+    from dataclasses import replace
+
+    from assay.analysis.series import series_label
+
+    def name(run: LoadedRun) -> str:
+        return run.info.label or run.info.run_id
+
+    series_runs: dict[str, set[str]] = {}
+    for run in runs:
+        for s in run.samples:
+            if s.params.get("mpi") or s.params.get("mpi_label"):
+                series_runs.setdefault(series_label(s), set()).add(run.info.run_id)
+    samples = []
+    for i, run in enumerate(runs):
+        for s in run.samples:
+            params = dict(s.params)
+            if params.get("mpi") or params.get("mpi_label"):
+                label = series_label(s)
+                if len(series_runs[label]) > 1:
+                    params["mpi_label"] = f"{label} ({name(run)})"
+            elif i > 0:
+                params["run"] = name(run)
+            samples.append(replace(s, params=params))
+    first = runs[0]
+    results = [r for run in runs for r in run.results]
+    return replace(first, samples=samples, results=results)
+
+
 def build_tables(run: LoadedRun) -> list[Table]:
+    return build(run).tables
+
+
+def build(run: LoadedRun) -> Built:
     figures = fold_repetitions(run.samples)
     # All-pairs figures have their own tables (below); no per-pair Hockney fits.
     derived = derive([f for f in figures if f.sample.params.get("placement") != "all-pairs"])
@@ -147,4 +199,4 @@ def build_tables(run: LoadedRun) -> list[Table]:
     failures = failures_table(run.results)
     if failures:
         tables.append(failures)
-    return tables
+    return Built(tables, figures, derived)

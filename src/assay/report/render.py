@@ -7,6 +7,7 @@ import html
 import io
 import json
 import shutil
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,7 +15,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from assay.errors import AssayError
-from assay.report.build import build_tables
+from assay.report.build import Built, build, merge_runs
 from assay.report.table import Table
 from assay.store import LoadedRun
 from assay.store.rundir import complete_lines
@@ -22,7 +23,12 @@ from assay.store.rundir import complete_lines
 # Without a terminal (a pipe, a file, CI) and without COLUMNS, tables are drawn this wide.
 DEFAULT_WIDTH = 120
 
-FORMATS = ("term", "md", "json", "csv")
+# The JSON report's schema (docs/report-json.md): bump the version on any change a reader of
+# version 1 would misread (a renamed or re-meant field); adding a field is not one.
+JSON_SCHEMA = "assay-report"
+JSON_SCHEMA_VERSION = 1
+
+FORMATS = ("term", "md", "html", "json", "csv")
 
 
 def _header(run: LoadedRun) -> list[str]:
@@ -72,8 +78,9 @@ def markdown_table(t: Table, level: str = "##") -> list[str]:
     return out
 
 
-def render_markdown(run: LoadedRun, tables: list[Table]) -> str:
-    out = [f"# assay report: {md(run.info.suite)}", "", *(f"{md(ln)}  " for ln in _header(run))]
+def render_markdown(run: LoadedRun, tables: list[Table], head: list[str] | None = None) -> str:
+    lines = head or _header(run)
+    out = [f"# assay report: {md(run.info.suite)}", "", *(f"{md(ln)}  " for ln in lines)]
     out.append("")
     for t in tables:
         out += markdown_table(t)
@@ -122,14 +129,20 @@ def term_tables(
     return buf.getvalue()
 
 
-def render_term(run: LoadedRun, tables: list[Table], width: int | None = None) -> str:
-    return term_tables(tables, width, _header(run))
+def render_term(
+    run: LoadedRun, tables: list[Table], width: int | None = None, head: list[str] | None = None
+) -> str:
+    return term_tables(tables, width, head or _header(run))
 
 
 def render_json(run: LoadedRun) -> str:
-    """The whole run as one JSON document. Samples are passed through as stored (each is
-    already a JSON object on its own line), so a million of them cost no re-encoding."""
+    """The whole run as one JSON document, schema ``docs/report-json.md`` (version
+    ``JSON_SCHEMA_VERSION``; ``assay import --format assay-json`` reads it back). Samples are
+    passed through as stored (each is already a JSON object on its own line), so a million of
+    them cost no re-encoding."""
     head = {
+        "schema": JSON_SCHEMA,
+        "schema_version": JSON_SCHEMA_VERSION,
         "run": run.info.to_dict(),
         "system": run.system.to_dict(),
         "jobs": [r.to_dict() for r in run.results],
@@ -168,14 +181,47 @@ def render_csv(run: LoadedRun) -> str:
     return buf.getvalue()
 
 
-def render(run: LoadedRun, fmt: str = "term", width: int | None = None) -> str:
+def render_html(run: LoadedRun, built: Built, head: list[str] | None = None) -> str:
+    """One self-contained HTML page (:mod:`assay.report.html`): tables and their plots."""
+    from assay.report.html import page
+    from assay.report.plots import charts_of
+
+    charts = charts_of(built.figures, built.derived)
+    return page(f"assay report: {run.info.suite}", head or _header(run), built.tables, charts)
+
+
+def render(
+    run: LoadedRun | list[LoadedRun],
+    fmt: str = "term",
+    width: int | None = None,
+    plots_dir: Path | None = None,
+) -> str:
+    """A report of one run, or of several as one (:func:`merge_runs`: an imported OSU output as
+    a column beside assay's MPIs). ``plots_dir``: also write every plot there as SVG and PNG."""
+    if plots_dir is not None and fmt in ("json", "csv"):
+        raise AssayError(
+            f"--plots-dir draws the report's plots; the {fmt} report has none",
+            hint="use it with --format term, md or html",
+        )
+    runs = run if isinstance(run, list) else [run]
+    head = [line for r in runs for line in _header(r)]
+    run = merge_runs(runs)
     if fmt == "json":
         return render_json(run)
     if fmt == "csv":
         return render_csv(run)
-    tables = build_tables(run)
+    if fmt not in FORMATS:
+        raise AssayError(f"unknown report format {fmt!r}", hint=f"formats: {', '.join(FORMATS)}")
+    built = build(run)
+    tables = built.tables
+    if plots_dir is not None:
+        from assay.report.plots import charts_of, write_plots
+
+        write_plots(charts_of(built.figures, built.derived), plots_dir)
+    if fmt == "html":
+        return render_html(run, built, head)
     if fmt == "md":
-        return render_markdown(run, tables)
+        return render_markdown(run, tables, head)
     if fmt == "term":
-        return render_term(run, tables, width)
+        return render_term(run, tables, width, head)
     raise AssayError(f"unknown report format {fmt!r}", hint=f"formats: {', '.join(FORMATS)}")

@@ -1,0 +1,306 @@
+"""Which plots a run gets, and their data: folded figures in, :class:`Chart` out.
+
+The same grouping the tables use (:func:`by_series_and_size` for one line per MPI, the derive
+step's Hockney fits, Rpeak and storage points), so a plot never disagrees with the table beside
+it. Only families with data get a plot.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from assay.analysis.derive import Derived, p2p_method
+from assay.analysis.series import by_series_and_size
+from assay.analysis.stats import Figure
+from assay.analysis.storage_points import Point, config_of
+from assay.report.plots import draw
+from assay.report.table import count
+from assay.vocab import COLL_METHOD, DOMAIN_SCOPES
+
+
+@dataclass
+class Chart:
+    """One plot: a stable key (the HTML anchor, the file name), a title, how to draw it."""
+
+    key: str
+    title: str
+    section: str  # the table key it sits after in the HTML report
+    make: Callable[[], Any]  # → a matplotlib figure
+
+
+def _band(fig: Figure) -> tuple[float, float] | None:
+    """The band around a point: min–max over repetitions, else over iterations; p99 when the
+    tool gave no min/max."""
+    st = fig.spread or fig.sample.stats
+    if st is None:
+        return None
+    lo = st.min if st.min is not None else fig.sample.value
+    hi = st.max if st.max is not None else getattr(st, "p99", None)
+    if hi is None:
+        return None
+    return lo, hi
+
+
+def size_lines(figures: list[Figure], metric: str) -> list[draw.Line]:
+    """One line per series (MPI or import label) of ``metric`` against message size."""
+    lines = []
+    for label, per in sorted(by_series_and_size(figures, metric).items()):
+        sizes = sorted(s for s in per if s > 0)  # log axis: a 0-byte message has no place
+        if not sizes:
+            continue
+        ys = [per[s].sample.value for s in sizes]
+        bands = [_band(per[s]) for s in sizes]
+        if all(bands):
+            lo = [b[0] for b in bands if b]
+            hi = [b[1] for b in bands if b]
+            lines.append(draw.Line(label, sizes, ys, lo, hi))
+        else:
+            lines.append(draw.Line(label, sizes, ys))
+    return lines
+
+
+def counts_note(figures: list[Figure], metric: str) -> str:
+    """'n per point: OpenMPI 4.1.4 200 it.; MPICH 4.0.2 3 reps' — the count behind the plot's
+    points, per series, as the table beside it counts them."""
+    parts = []
+    for label, per in sorted(by_series_and_size(figures, metric).items()):
+        shown = sorted({count(f) for f in per.values()})
+        parts.append(f"{label} {' / '.join(shown)}")
+    return "n per point: " + "; ".join(parts) if parts else ""
+
+
+def mpi_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
+    p2p = p2p_method(figures)
+    charts = []
+    lat = size_lines(p2p, "p2p.latency")
+    if lat:
+        charts.append(
+            Chart(
+                "plot-p2p-latency",
+                "MPI latency against message size (band: min–max). "
+                + counts_note(p2p, "p2p.latency"),
+                "p2p-latency",
+                lambda: draw.latency_vs_size(lat, "MPI latency (osu_latency method)"),
+            )
+        )
+    betas = {
+        row.series: (row.bandwidth or row.latency).beta
+        for row in derived.hockney
+        if row.bandwidth or row.latency
+    }
+    for metric, key, title in (
+        ("p2p.bandwidth", "p2p-bandwidth", "MPI bandwidth (osu_bw method)"),
+        ("p2p.bibw", "p2p-bibw", "MPI bi-directional bandwidth (osu_bibw method)"),
+    ):
+        lines = size_lines(p2p, metric)
+        if lines:
+            asym = betas if metric == "p2p.bandwidth" else None
+            charts.append(
+                Chart(
+                    f"plot-{key}",
+                    title
+                    + (" with the Hockney asymptote (dashed)" if asym else "")
+                    + ". "
+                    + counts_note(p2p, metric),
+                    key,
+                    lambda lines=lines, asym=asym, title=title: draw.bandwidth_vs_size(
+                        lines, asym, title
+                    ),
+                )
+            )
+    coll = [f for f in figures if f.sample.probe in COLL_METHOD]
+    for metric in sorted({f.sample.metric for f in coll if f.sample.metric.startswith("coll.")}):
+        lines = size_lines(coll, metric)
+        op = metric.split(".", 1)[1]
+        if lines:
+            charts.append(
+                Chart(
+                    f"plot-coll-{op}",
+                    f"{op}: average latency across ranks (band: min–max across ranks). "
+                    + counts_note(coll, metric),
+                    f"coll-{op}",
+                    lambda lines=lines, op=op: draw.latency_vs_size(lines, f"MPI_{op}"),
+                )
+            )
+    return charts
+
+
+def stream_domain_bars(figures: list[Figure]) -> list[draw.Bar]:
+    """Triad per domain, flagged when more than the threshold below its peers' median."""
+    from assay.analysis.domains import summarize_domains
+
+    triads: dict[str, dict[int, float]] = defaultdict(dict)
+    for f in figures:
+        p = f.sample.params
+        scope = p.get("scope", "node")
+        if f.sample.metric == "memory.triad" and scope in DOMAIN_SCOPES and "domain" in p:
+            triads[scope][int(p["domain"])] = f.sample.value
+    out = []
+    for scope in DOMAIN_SCOPES:
+        if not triads.get(scope):
+            continue
+        slow = {s.domain for s in summarize_domains(triads[scope], None, scope).slow}
+        word = "L3" if scope == "l3" else "NUMA"
+        for d, v in sorted(triads[scope].items()):
+            out.append(
+                draw.Bar(
+                    f"{word} {d}", v, d in slow, group=f"{word} domains", note=f"{v / 1e9:.1f}"
+                )
+            )
+    return out
+
+
+def memory_charts(figures: list[Figure]) -> list[Chart]:
+    charts = []
+    bars = stream_domain_bars(figures)
+    node = [
+        f.sample.value
+        for f in figures
+        if f.sample.metric == "memory.triad" and f.sample.params.get("scope", "node") == "node"
+    ]
+    if bars:
+        refs = {"node Triad": max(node)} if node else None
+        charts.append(
+            Chart(
+                "plot-stream-domains",
+                "STREAM Triad per domain (flagged domains in orange)",
+                "stream-domains",
+                lambda: draw.bars(
+                    bars, "STREAM Triad per domain", "GB/s", 1e-9, refs, "flagged: slow"
+                ),
+            )
+        )
+    ladder: dict[str, dict[int, Figure]] = defaultdict(dict)
+    levels: dict[str, int] = {}
+    for f in figures:
+        p = f.sample.params
+        if f.sample.metric == "memory.latency" and p.get("working_set_bytes"):
+            cfg = f"cpu {p.get('cpu', '?')}" + (", huge pages" if p.get("huge_pages") else "")
+            ws = int(p["working_set_bytes"])
+            ladder[cfg][ws] = f
+            level = str(p.get("level", ""))
+            if level and level.upper().startswith("L"):
+                levels[level] = max(levels.get(level, 0), ws)
+    if ladder:
+        lines = [
+            draw.Line(cfg, sorted(per), [per[w].sample.value for w in sorted(per)])
+            for cfg, per in sorted(ladder.items())
+        ]
+        charts.append(
+            Chart(
+                "plot-memory-latency",
+                "Load latency against working set (dotted: largest set in each cache level)",
+                "memory-latency",
+                lambda: draw.latency_ladder(lines, levels, "Memory load latency"),
+            )
+        )
+    return charts
+
+
+def compute_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
+    rates = [
+        f
+        for f in figures
+        if f.sample.metric in ("compute.dgemm", "compute.sgemm", "compute.hpl")
+        and f.sample.unit == "flop/s"
+    ]
+    if not rates:
+        return []
+    bars = []
+    for f in sorted(rates, key=lambda f: (f.sample.metric, str(f.sample.params))):
+        p = f.sample.params
+        name = f.sample.metric.split(".", 1)[1].upper()
+        threads = p.get("threads") or p.get("ranks")
+        n = p.get("n") or p.get("N")
+        label = name + (f" n={n}" if n else "") + (f", {threads} thr" if threads else "")
+        frac = derived.fraction_of(f)
+        flagged = bool(frac and frac.flag)
+        note = f"{100 * frac.fraction:.0f}% of Rpeak" if frac and frac.fraction else ""
+        n = count(f)
+        note += f"{', ' if note else ''}{'1 run' if n == '1' else n}"
+        bars.append(draw.Bar(label, f.sample.value, flagged, group=name, note=note))
+    refs = {f"Rpeak {k.upper()}": r.flops for k, r in sorted(derived.rpeaks.items())}
+    return [
+        Chart(
+            "plot-compute",
+            "DGEMM / HPL against Rpeak (dashed: node Rpeak per precision)",
+            "compute",
+            lambda: draw.bars(bars, "Rates against Rpeak", "Gflop/s", 1e-9, refs, "above Rpeak"),
+        )
+    ]
+
+
+def storage_charts(points: list[Point], figures: list[Figure]) -> list[Chart]:
+    """Response-time curves: one series per workload (or client group) and configuration."""
+    knees = {}
+    for f in figures:
+        p = f.sample.params
+        if p.get("mode") == "curve-summary" and "knee_iops" in p:
+            key = (p.get("workload"), config_of(p), p.get("target"))
+            knees[key] = (p["knee_iops"], p["knee_latency_s"])
+    curves: dict[tuple[Any, ...], list[Point]] = defaultdict(list)
+    for pt in points:
+        if pt.mode == "curve" and pt.total:
+            curves[(pt.workload, pt.config, pt.params.get("target"))].append(pt)
+    series = []
+    for (name, config, target), pts in sorted(curves.items(), key=lambda kv: str(kv[0])):
+        pts.sort(key=lambda pt: pt.totals()[0])
+        tot = [pt.totals() for pt in pts]
+        label = f"{name} nj{config[0]} qd{config[1]}" + (f" {target}" if target else "")
+        series.append(
+            draw.Curve(
+                label,
+                [t[0] for t in tot],
+                [t[1] or 0.0 for t in tot],
+                [t[2] for t in tot],
+                knees.get((name, config, target)),
+            )
+        )
+    if not series:
+        return []
+    return [
+        Chart(
+            "plot-storage-curves",
+            "IOPS against latency: mean (solid) and p99 (dashed), knee circled",
+            "storage-curve",
+            lambda: draw.response_curves(series, "Response-time curves (fio)"),
+        )
+    ]
+
+
+def charts_of(figures: list[Figure], derived: Derived) -> list[Chart]:
+    """Every plot a run's figures give, in report order."""
+    return [
+        *memory_charts(figures),
+        *compute_charts(figures, derived),
+        *mpi_charts(figures, derived),
+        *storage_charts(derived.storage_points, figures),
+    ]
+
+
+def comparison_chart(rows: list[Any], title: str, section: str = "s0-") -> Chart:
+    """Comparison rows (``assay compare``'s: metric, params, a ratio > 1 when this run is
+    better, a verdict) as ratio bars in verdict colours; rows with no ratio are left out."""
+    bars = []
+    for r in rows:
+        ratio = getattr(r, "ratio", getattr(r, "goodness", None))
+        if ratio is None:
+            continue
+        params = ", ".join(f"{k}={v}" for k, v in r.params)
+        bars.append(draw.Verdict(f"{r.metric} {params}".strip(), ratio, r.verdict))
+    return Chart("plot-compare", title, section, lambda: draw.comparison(bars, title))
+
+
+def history_chart(
+    key: str, title: str, unit: str, runs: list[str], values: list[float], changes: list[Any],
+    section: str,
+) -> Chart:  # fmt: skip
+    """One series of ``assay history``: its values run by run, each change point (an
+    :class:`assay.analysis.changepoint.Change`: ``index``, medians ``before``/``after``) marked
+    and each segment's median drawn flat."""
+    levels = [changes[0].before, *(c.after for c in changes)] if changes else []
+    h = draw.History(runs, values, [c.index for c in changes], levels)
+    return Chart(key, title, section, lambda: draw.history(h, title, unit))
