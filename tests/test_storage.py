@@ -546,8 +546,7 @@ def test_curve_table_marks_the_knee_and_names_the_plot():
         st = Stats(n=10, mean=lat, p99=2 * lat)
         samples.append(Sample.make("fio", "storage.latency", lat, {**p, "latency": "total"}, st))
         samples[-1].job_id = "005-fio-curve"
-    summary = {**common, "mode": "curve-summary", "knee_method_requested": "kneedle",
-               "plot_svg": "c.svg", "plot_png": "c.png"}  # fmt: skip
+    summary = {**common, "mode": "curve-summary", "knee_method_requested": "kneedle"}
     samples.append(_sample("storage.iops", 950.0, "005-fio-curve", **summary))
     figures = fold_repetitions(samples)
     assert len(storage_figures(figures)) == len(figures)
@@ -561,7 +560,7 @@ def test_curve_table_marks_the_knee_and_names_the_plot():
     assert table.rows[0][6] == "30.00 / 32"  # 1000 IOPS x 30 ms
     notes = " ".join(table.notes)
     assert f"Knee at {offered[knee_row].split(' ')[0]} offered" in notes and "kneedle" in notes
-    assert "jobs/005-fio-curve/c.svg" in notes and "jobs/005-fio-curve/c.png" in notes
+    assert "--plots-dir" in notes  # drawn by the report
 
 
 # ---------------------------------------------------------------------------- real runs
@@ -612,9 +611,12 @@ def test_storage_suite_end_to_end(assay_home: Path):
     assert "Knee at" in report or "No knee:" in report  # derived from the stored points
 
     run = _run_dir(assay_home)
-    plot = run / "jobs" / summary["job_id"] / summary["params"]["plot_svg"]
-    assert plot.is_file() and plot.read_text().lstrip().startswith("<?xml")
-    assert plot.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
+    plots = assay_home / "plots"  # drawn by the report from the stored points, not by the driver
+    run_cli("report", "-f", "md", "--plots-dir", str(plots), "-o", str(assay_home / "r.md"),
+            home=assay_home, check=True)  # fmt: skip
+    (svg,) = [p for p in plots.glob("*.svg") if "curve" in p.name]
+    assert svg.read_text().lstrip().startswith("<?xml")
+    assert svg.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
     assert list(run.glob("jobs/*/*-randread-8k.json"))  # fio's raw output is kept
     assert not list(run.glob("jobs/*/scratch")), "test files were not removed"
     assert not list(run.rglob("assay-fio-*"))

@@ -313,10 +313,12 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
             )
         if s.get("curve_stopped"):
             notes.append(f"Curve {s['curve_stopped']}.")
-        job = summary.sample.job_id if summary else pts[0].job_id
-        plots = [s[k] for k in ("plot_svg", "plot_png") if s.get(k)]
+        plots = [s[k] for k in ("plot_svg", "plot_png") if s.get(k)]  # runs whose driver drew them
         if plots:
+            job = summary.sample.job_id if summary else pts[0].job_id
             notes.append("Plot: " + ", ".join(f"jobs/{job}/{name}" for name in plots) + ".")
+        else:
+            notes.append("Plot: assay report --format html, or --plots-dir DIR for SVG/PNG files.")
         notes += [
             "Vdbench iorate=curve: an uncontrolled run, then runs capped at the given % of its "
             "IOPS (fio rate_iops per thread, Poisson arrivals), concurrency unchanged "

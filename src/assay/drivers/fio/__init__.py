@@ -26,9 +26,9 @@ arrivals (``rate_process=poisson``: exponential inter-arrival times, Vdbench's d
 ``distribution=exponential``). The concurrency stays that of the max run: like Vdbench's
 ``threads=``, ``iodepth × numjobs`` bounds the I/Os outstanding at any rate. With
 ``max_latency_ms`` the curve stops after the first point whose mean latency passes it. After the
-curve a ``curve-summary`` sample names the curve and its plot, ``curve-<workload>.svg`` /
-``.png`` in the current directory; the knee is a derived figure, found from the stored points by
-``assay.analysis.storage_points.curve_knee`` (the driver only measures).
+curve a ``curve-summary`` sample names the curve. The knee is a derived figure, found from the
+stored points by ``assay.analysis.storage_points.curve_knee``, and the curve is drawn by the
+report (``assay report --format html`` or ``--plots-dir``): the driver only measures.
 
 Every point's samples carry the point's totals over directions (``point_iops``,
 ``point_latency_s`` = mean total latency over every I/O, ``point_p99_s`` from the merged json+
@@ -75,7 +75,7 @@ Modules: ``spec`` (what one invocation does, and the items it runs), ``checks`` 
 checks, made before the run by ``assay run`` and again here), ``runner`` (running fio, fills,
 one measured point), ``modes`` (workloads and curve), ``cells`` (which figures a point
 reports), ``figures`` (totals of a fio json+ document), ``curve`` (the curve's rates, the
-concurrency each point is judged against), ``plot``, ``files`` (the files a job uses and
+concurrency each point is judged against), ``files`` (the files a job uses and
 fills), ``clients`` (fio servers on several hosts, and merging their entries), ``__main__``
 (the program).
 """

@@ -8,7 +8,6 @@ from typing import Any
 from assay.drivers.fio.cells import cells_of
 from assay.drivers.fio.curve import curve_targets
 from assay.drivers.fio.figures import PointFigures
-from assay.drivers.fio.plot import plot_curve
 from assay.drivers.fio.runner import Driver, FioFailed, Measured, emit, say
 from assay.drivers.fio.spec import Item
 from assay.fio.workloads import with_rate
@@ -107,10 +106,5 @@ def curve_summary(
         summary["max_latency_s"] = top.latency_s
     if stopped:
         summary["curve_stopped"] = stopped
-    try:
-        svg, png = plot_curve(driver.cwd, item.name, points, top, summary)
-        summary["plot_svg"], summary["plot_png"] = svg, png
-    except Exception as exc:  # a plot is a nicety: never lose the measurements for it
-        say(f"{item.name}: no plot ({type(exc).__name__}: {exc})")
     peak = max([f.iops for _, f in points] or [top.iops])
     emit({"metric": "storage.iops", "value": peak, "unit": "op/s", "params": summary})

@@ -15,7 +15,7 @@ from typing import Any
 from assay.analysis.derive import Derived, p2p_method
 from assay.analysis.series import by_series_and_size
 from assay.analysis.stats import Figure
-from assay.analysis.storage_points import Point, config_of
+from assay.analysis.storage_points import Point, config_of, curve_knee
 from assay.report.plots import draw
 from assay.report.table import count
 from assay.vocab import COLL_METHOD, DOMAIN_SCOPES
@@ -235,18 +235,22 @@ def compute_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
 
 def storage_charts(points: list[Point], figures: list[Figure]) -> list[Chart]:
     """Response-time curves: one series per workload (or client group) and configuration."""
-    knees = {}
+    methods = {}
     for f in figures:
         p = f.sample.params
-        if p.get("mode") == "curve-summary" and "knee_iops" in p:
+        if p.get("mode") == "curve-summary":
             key = (p.get("workload"), config_of(p), p.get("target"))
-            knees[key] = (p["knee_iops"], p["knee_latency_s"])
+            methods[key] = str(p.get("knee_method_requested", "kneedle"))
     curves: dict[tuple[Any, ...], list[Point]] = defaultdict(list)
     for pt in points:
         if pt.mode == "curve" and pt.total:
             curves[(pt.workload, pt.config, pt.params.get("target"))].append(pt)
     series = []
-    for (name, config, target), pts in sorted(curves.items(), key=lambda kv: str(kv[0])):
+    for key, pts in sorted(curves.items(), key=lambda kv: str(kv[0])):
+        name, config, target = key
+        # the knee the curve table names: derived from the same folded points
+        knee = curve_knee(pts, methods.get(key, "kneedle"))
+        found = (knee.iops, knee.latency_s) if knee.iops and knee.latency_s else None
         pts.sort(key=lambda pt: pt.totals()[0])
         tot = [pt.totals() for pt in pts]
         label = f"{name} nj{config[0]} qd{config[1]}" + (f" {target}" if target else "")
@@ -256,7 +260,7 @@ def storage_charts(points: list[Point], figures: list[Figure]) -> list[Chart]:
                 [t[0] for t in tot],
                 [t[1] or 0.0 for t in tot],
                 [t[2] for t in tot],
-                knees.get((name, config, target)),
+                found,
             )
         )
     if not series:
