@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from assay import __version__
 from assay.cli_common import console, discover, open_index, open_store, out
 from assay.errors import AssayError
-from assay.model import Job, JobResult
+from assay.model import Job
 from assay.store import Index, RunStore
 
 app = typer.Typer(
@@ -155,6 +154,7 @@ def run(
 
       assay run my-suite.toml --repeat 5 --label "after BIOS update"
     """
+    from assay.cli_progress import interval_s, run_progress
     from assay.execute import execute
     from assay.launch import LOCAL, check_jobs
     from assay.plan import Overrides, plan
@@ -206,6 +206,7 @@ def run(
     from assay.preflight import preflight
 
     preflight(jobs)  # a bad target is refused here, exit 2, before a run exists
+    interval_s()  # a bad ASSAY_PROGRESS_INTERVAL too
     store = open_store()
     writer = store.create(
         suite=spec.name,
@@ -225,40 +226,14 @@ def run(
             )
         )
     started = time.monotonic()
-    with Progress(
-        TextColumn("[bold]{task.fields[probe]}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("", total=len(jobs), probe="")
-
-        def on_start(i: int, n: int, job: Job) -> None:
-            progress.update(task, probe=job.probe, description=job.job_id)
-
-        def on_end(i: int, n: int, job: Job, result: JobResult) -> None:
-            progress.advance(task)
-            colour = {"ok": "green", "skipped": "yellow"}.get(result.status, "red")
-            mark = f"[{colour}]{result.status}[/{colour}]"
-            progress.console.print(
-                f"  {mark} {job.job_id} ({result.wall_time:.1f} s, {result.n_samples} samples)"
-            )
-            if result.status != "ok":
-                progress.console.print(f"    {result.reason}", markup=False)
-
+    with run_progress(console, len(jobs)) as shown:  # live on a terminal, plain lines in a log
+        hooks = {"on_start": shown.on_start, "on_end": shown.on_end, "on_tick": shown.on_tick}
         if auto:
             from assay.repeat_auto import execute_auto
 
-            outcome, reps = execute_auto(
-                writer, jobs, mpis, cores=system.cores, on_start=on_start, on_end=on_end
-            )
+            outcome, reps = execute_auto(writer, jobs, mpis, cores=system.cores, **hooks)
         else:
-            outcome = execute(
-                writer, jobs, mpis, cores=system.cores, on_start=on_start, on_end=on_end
-            )
+            outcome = execute(writer, jobs, mpis, cores=system.cores, **hooks)
     _summary(outcome, time.monotonic() - started, writer.path)
     for r in reps if auto else []:
         width = "—" if r.widest is None else f"±{r.widest:.1%}"
