@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -19,8 +19,10 @@ from rich.text import Text
 from assay import __version__
 from assay.cli_common import console, discover, open_index, open_store, out
 from assay.errors import AssayError
-from assay.model import Job
-from assay.store import Index, RunStore
+
+if TYPE_CHECKING:  # imported when used: 'assay --help' must not pay for the store or pydantic
+    from assay.model import Job
+    from assay.store import RunStore
 
 app = typer.Typer(
     name="assay",
@@ -32,6 +34,11 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain click help: typer's rich help imports rich.markdown and markdown_it and takes
+    # 0.1 s to render; 'assay --help' must answer in under 0.3 s (tests/test_progress.py).
+    rich_markup_mode=None,
+    add_help_option=False,  # our own --help below: see _help
+    context_settings={"max_content_width": 120},  # command summaries not cut at 80 columns
 )
 STATE = {"debug": False}
 _SL = "Slurm (--on slurm)"
@@ -43,9 +50,27 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _help(ctx: typer.Context, value: bool) -> None:
+    """The top level's --help. typer's own leaves the flag None when not given and coerces
+    None through a pydantic TypeAdapter, which costs 'assay run --help' 0.1 s of imports."""
+    if value:
+        typer.echo(ctx.get_help())
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    help_: Annotated[
+        bool,
+        typer.Option(
+            "--help",
+            callback=_help,
+            is_eager=True,
+            expose_value=False,
+            help="Show this message and exit.",
+        ),
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print version.")
     ] = False,
@@ -67,7 +92,11 @@ def run(
     ] = None,
     set_: Annotated[
         list[str] | None,
-        typer.Option("--set", help="Override a param: key=value or probe.key=value (repeatable)."),
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Override a param: key=value or probe.key=value (repeatable).",
+        ),
     ] = None,
     repeat: Annotated[
         str | None,
@@ -88,6 +117,7 @@ def run(
         list[str] | None,
         typer.Option(
             "--lun-map",
+            metavar="OLD=NEW",
             help="With --vdbench: OLD=NEW path prefix for LUNs (repeatable).",
             rich_help_panel="Vdbench",
         ),
@@ -117,31 +147,38 @@ def run(
         ),
     ] = None,
     nodes: Annotated[
-        int | None, typer.Option(help="Nodes to allocate.", rich_help_panel=_SL)
+        int | None, typer.Option(help="Slurm: nodes to allocate.", rich_help_panel=_SL)
     ] = None,
-    partition: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
-    account: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
-    qos: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
-    constraint: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
+    partition: Annotated[
+        str | None, typer.Option(help="Slurm partition.", rich_help_panel=_SL)
+    ] = None,
+    account: Annotated[str | None, typer.Option(help="Slurm account.", rich_help_panel=_SL)] = None,
+    qos: Annotated[str | None, typer.Option(help="Slurm QOS.", rich_help_panel=_SL)] = None,
+    constraint: Annotated[
+        str | None, typer.Option(help="Slurm node features (--constraint).", rich_help_panel=_SL)
+    ] = None,
     time_limit: Annotated[
         str | None, typer.Option("--time", help="Slurm time limit.", rich_help_panel=_SL)
     ] = None,
     sbatch_arg: Annotated[
         list[str] | None,
-        typer.Option(help="Extra sbatch argument (repeatable).", rich_help_panel=_SL),
+        typer.Option(
+            metavar="ARG", help="Slurm: extra sbatch argument (repeatable).", rich_help_panel=_SL
+        ),
     ] = None,
     max_wait: Annotated[
         float | None,
-        typer.Option(help="Seconds the allocation may stay pending.", rich_help_panel=_SL),
+        typer.Option(help="Slurm: seconds the allocation may stay pending.", rich_help_panel=_SL),
     ] = None,
     detach: Annotated[
-        bool, typer.Option(help="Submit and return; 'assay collect'.", rich_help_panel=_SL)
+        bool,
+        typer.Option(help="Slurm: submit and return; then 'assay collect'.", rich_help_panel=_SL),
     ] = False,
     all_pairs: Annotated[
-        bool, typer.Option(help="p2p between every node pair.", rich_help_panel=_SL)
+        bool, typer.Option(help="Slurm: p2p between every node pair.", rich_help_panel=_SL)
     ] = False,
     intra_node: Annotated[
-        bool, typer.Option(help="Also p2p within one node.", rich_help_panel=_SL)
+        bool, typer.Option(help="Slurm: also p2p within one node.", rich_help_panel=_SL)
     ] = False,
 ) -> None:
     """Run a suite and store every result with the system it came from.
@@ -377,6 +414,8 @@ def runs_cmd(
     ] = False,
 ) -> None:
     """List stored runs (newest last)."""
+    from assay.store import Index
+
     store = open_store()
     index = Index(store.home / "assay.db")
     index.sync(store, rebuild=rebuild)

@@ -17,17 +17,18 @@ from rich.text import Text
 
 from assay.config import assay_home
 from assay.errors import AssayError, NotFoundError
-from assay.store import RunStore
 
 if TYPE_CHECKING:  # imported when used: pydantic models would slow every 'assay --help'
     from assay.references.model import Tolerance
-    from assay.store import LoadedRun
+    from assay.store import LoadedRun, RunStore
 
 err = Console(stderr=True, highlight=False)
 FORMATS = ("term", "md")
 
 
 def run_store() -> RunStore:
+    from assay.store import RunStore
+
     return RunStore(assay_home())
 
 
