@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -104,36 +105,32 @@ class LiveProgress(PlainProgress):
 
     def __init__(self, console: Console, n_jobs: int) -> None:
         super().__init__(console, interval=0.0)
-        from rich.progress import (
-            BarColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
+        from rich.progress import BarColumn, Progress, TextColumn
 
+        # job id first, then the bar, then the words: at 80 columns the id and figures stay
         self.progress = Progress(
-            TextColumn("{task.fields[probe]}", markup=False),
-            BarColumn(),
-            TextColumn("{task.fields[done]}", markup=False),
             TextColumn("{task.description}", markup=False),
-            TimeElapsedColumn(),
+            BarColumn(bar_width=20),
+            TextColumn("{task.fields[done]}", markup=False),
             console=console,
             transient=True,
         )
-        self.run_task = self.progress.add_task("", total=n_jobs, probe="run", done="")
-        self.job_task = self.progress.add_task("", total=1, probe="", done="", visible=False)
+        self.run_task = self.progress.add_task("run", total=n_jobs, done="")
+        self.job_task = self.progress.add_task("", total=1, done="", visible=False)
         self._n = n_jobs
         self._done = 0
+        self._started = time.monotonic()
         self._set_run_fields()
 
     def _set_run_fields(self) -> None:
-        self.progress.update(self.run_task, done=f"{self._done}/{self._n} jobs")
+        run_s = time.monotonic() - self._started
+        self.progress.update(self.run_task, done=f"{self._done}/{self._n} jobs in {clock(run_s)}")
 
     def on_start(self, i: int, n: int, job: Job) -> None:
         self._expected = expected_duration(job)
         self.progress.reset(
             self.job_task, total=self._expected.seconds, completed=0, visible=True,
-            probe=job.probe, description=job.job_id, done=of_expected(self._expected),
+            description=job.job_id, done=f"0s of {of_expected(self._expected)}",
         )  # fmt: skip
 
     def on_tick(self, job: Job, elapsed: float) -> None:
@@ -141,6 +138,7 @@ class LiveProgress(PlainProgress):
         self.progress.update(
             self.job_task, completed=min(elapsed, self._expected.seconds), done=done
         )
+        self._set_run_fields()
 
     def on_end(self, i: int, n: int, job: Job, result: JobResult) -> None:
         self._done += 1
