@@ -10,18 +10,19 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from assay import __version__
-from assay.cli_common import console, discover, open_index, open_store, out
+from assay.cli_common import console, discover, open_index, open_store, out, print_summary
 from assay.errors import AssayError
-from assay.model import Job, JobResult
-from assay.store import Index, RunStore
+
+if TYPE_CHECKING:  # imported when used: 'assay --help' must not pay for the store or pydantic
+    from assay.model import Job
+    from assay.store import RunStore
 
 app = typer.Typer(
     name="assay",
@@ -33,6 +34,11 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain click help: typer's rich help imports rich.markdown and markdown_it and takes
+    # 0.1 s to render; 'assay --help' must answer in under 0.3 s (tests/test_progress.py).
+    rich_markup_mode=None,
+    add_help_option=False,  # our own --help below: see _help
+    context_settings={"max_content_width": 120},  # command summaries not cut at 80 columns
 )
 STATE = {"debug": False}
 _SL = "Slurm (--on slurm)"
@@ -44,9 +50,27 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _help(ctx: typer.Context, value: bool) -> None:
+    """The top level's --help. typer's own leaves the flag None when not given and coerces
+    None through a pydantic TypeAdapter, which costs 'assay run --help' 0.1 s of imports."""
+    if value:
+        typer.echo(ctx.get_help())
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    help_: Annotated[
+        bool,
+        typer.Option(
+            "--help",
+            callback=_help,
+            is_eager=True,
+            expose_value=False,
+            help="Show this message and exit.",
+        ),
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print version.")
     ] = False,
@@ -68,7 +92,11 @@ def run(
     ] = None,
     set_: Annotated[
         list[str] | None,
-        typer.Option("--set", help="Override a param: key=value or probe.key=value (repeatable)."),
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Override a param: key=value or probe.key=value (repeatable).",
+        ),
     ] = None,
     repeat: Annotated[
         str | None,
@@ -89,6 +117,7 @@ def run(
         list[str] | None,
         typer.Option(
             "--lun-map",
+            metavar="OLD=NEW",
             help="With --vdbench: OLD=NEW path prefix for LUNs (repeatable).",
             rich_help_panel="Vdbench",
         ),
@@ -118,31 +147,38 @@ def run(
         ),
     ] = None,
     nodes: Annotated[
-        int | None, typer.Option(help="Nodes to allocate.", rich_help_panel=_SL)
+        int | None, typer.Option(help="Slurm: nodes to allocate.", rich_help_panel=_SL)
     ] = None,
-    partition: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
-    account: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
-    qos: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
-    constraint: Annotated[str | None, typer.Option(rich_help_panel=_SL)] = None,
+    partition: Annotated[
+        str | None, typer.Option(help="Slurm partition.", rich_help_panel=_SL)
+    ] = None,
+    account: Annotated[str | None, typer.Option(help="Slurm account.", rich_help_panel=_SL)] = None,
+    qos: Annotated[str | None, typer.Option(help="Slurm QOS.", rich_help_panel=_SL)] = None,
+    constraint: Annotated[
+        str | None, typer.Option(help="Slurm node features (--constraint).", rich_help_panel=_SL)
+    ] = None,
     time_limit: Annotated[
         str | None, typer.Option("--time", help="Slurm time limit.", rich_help_panel=_SL)
     ] = None,
     sbatch_arg: Annotated[
         list[str] | None,
-        typer.Option(help="Extra sbatch argument (repeatable).", rich_help_panel=_SL),
+        typer.Option(
+            metavar="ARG", help="Slurm: extra sbatch argument (repeatable).", rich_help_panel=_SL
+        ),
     ] = None,
     max_wait: Annotated[
         float | None,
-        typer.Option(help="Seconds the allocation may stay pending.", rich_help_panel=_SL),
+        typer.Option(help="Slurm: seconds the allocation may stay pending.", rich_help_panel=_SL),
     ] = None,
     detach: Annotated[
-        bool, typer.Option(help="Submit and return; 'assay collect'.", rich_help_panel=_SL)
+        bool,
+        typer.Option(help="Slurm: submit and return; then 'assay collect'.", rich_help_panel=_SL),
     ] = False,
     all_pairs: Annotated[
-        bool, typer.Option(help="p2p between every node pair.", rich_help_panel=_SL)
+        bool, typer.Option(help="Slurm: p2p between every node pair.", rich_help_panel=_SL)
     ] = False,
     intra_node: Annotated[
-        bool, typer.Option(help="Also p2p within one node.", rich_help_panel=_SL)
+        bool, typer.Option(help="Slurm: also p2p within one node.", rich_help_panel=_SL)
     ] = False,
 ) -> None:
     """Run a suite and store every result with the system it came from.
@@ -155,6 +191,7 @@ def run(
 
       assay run my-suite.toml --repeat 5 --label "after BIOS update"
     """
+    from assay.cli_progress import interval_s, run_progress
     from assay.execute import execute
     from assay.launch import LOCAL, check_jobs
     from assay.plan import Overrides, plan
@@ -206,6 +243,7 @@ def run(
     from assay.preflight import preflight
 
     preflight(jobs)  # a bad target is refused here, exit 2, before a run exists
+    interval_s()  # a bad ASSAY_PROGRESS_INTERVAL too
     store = open_store()
     writer = store.create(
         suite=spec.name,
@@ -225,41 +263,15 @@ def run(
             )
         )
     started = time.monotonic()
-    with Progress(
-        TextColumn("[bold]{task.fields[probe]}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("", total=len(jobs), probe="")
-
-        def on_start(i: int, n: int, job: Job) -> None:
-            progress.update(task, probe=job.probe, description=job.job_id)
-
-        def on_end(i: int, n: int, job: Job, result: JobResult) -> None:
-            progress.advance(task)
-            colour = {"ok": "green", "skipped": "yellow"}.get(result.status, "red")
-            mark = f"[{colour}]{result.status}[/{colour}]"
-            progress.console.print(
-                f"  {mark} {job.job_id} ({result.wall_time:.1f} s, {result.n_samples} samples)"
-            )
-            if result.status != "ok":
-                progress.console.print(f"    {result.reason}", markup=False)
-
+    with run_progress(console, len(jobs)) as shown:  # live on a terminal, plain lines in a log
+        hooks = {"on_start": shown.on_start, "on_end": shown.on_end, "on_tick": shown.on_tick}
         if auto:
             from assay.repeat_auto import execute_auto
 
-            outcome, reps = execute_auto(
-                writer, jobs, mpis, cores=system.cores, on_start=on_start, on_end=on_end
-            )
+            outcome, reps = execute_auto(writer, jobs, mpis, cores=system.cores, **hooks)
         else:
-            outcome = execute(
-                writer, jobs, mpis, cores=system.cores, on_start=on_start, on_end=on_end
-            )
-    _summary(outcome, time.monotonic() - started, writer.path)
+            outcome = execute(writer, jobs, mpis, cores=system.cores, **hooks)
+    print_summary(outcome, time.monotonic() - started, writer.path)
     for r in reps if auto else []:
         width = "—" if r.widest is None else f"±{r.widest:.1%}"
         console.print(
@@ -293,7 +305,7 @@ def _run_slurm(name, text, system, mpis, jobs, opts, label, dry) -> None:
 def _after_slurm(store: RunStore, outcome, started: float) -> None:
     if outcome is None:
         return
-    _summary(outcome, time.monotonic() - started, store.runs_dir / outcome.info.run_id)
+    print_summary(outcome, time.monotonic() - started, store.runs_dir / outcome.info.run_id)
     try:
         open_index(store).close()
     except AssayError as exc:
@@ -372,29 +384,6 @@ def _print_dry_run(jobs: list[Job], mpis) -> None:
         print(shlex.join(["env", *env, *argv] if env else argv) + built)
 
 
-def _summary(outcome, elapsed: float, path: Path) -> None:
-    t = Table(title=f"Run {outcome.info.run_id} — {outcome.info.status}", title_justify="left")
-    for col in ("job", "status", "wall s", "samples"):
-        t.add_column(col, justify="right" if col in ("wall s", "samples") else "left")
-    for r in outcome.results:
-        style = {"ok": "green", "skipped": "yellow"}.get(r.status, "red")
-        t.add_row(
-            r.job_id, f"[{style}]{r.status}[/{style}]", f"{r.wall_time:.1f}", str(r.n_samples)
-        )
-    console.print(t)
-    skipped = sum(1 for r in outcome.results if r.status == "skipped")
-    ok = len(outcome.results) - len(outcome.failed) - skipped
-    console.print(
-        f"{ok}/{len(outcome.results)} jobs ok"
-        + (f", {skipped} skipped (nothing to measure here)" if skipped else "")
-        + ", "
-        f"{len(outcome.samples)} samples in {elapsed:.0f} s; stored in {path}\n"
-        "see the figures with: assay report"
-    )
-    for note in outcome.info.notes:
-        console.print(Text(f"note: {note}", style="yellow"))
-
-
 @app.command("runs")
 def runs_cmd(
     rebuild: Annotated[
@@ -402,6 +391,8 @@ def runs_cmd(
     ] = False,
 ) -> None:
     """List stored runs (newest last)."""
+    from assay.store import Index
+
     store = open_store()
     index = Index(store.home / "assay.db")
     index.sync(store, rebuild=rebuild)

@@ -4,17 +4,24 @@ index, and the system as found. No command lives here, so every ``cli_*`` module
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.text import Text
 
 from assay.config import assay_home
-from assay.store import Index, RunStore, recover
+
+if TYPE_CHECKING:  # imported when used: the store (sqlite3) would slow every 'assay --help'
+    from assay.store import Index, RunStore
 
 console = Console(stderr=True)  # messages and progress
 out = Console(highlight=False)  # what the user asked for
 
 
 def open_store() -> RunStore:
+    from assay.store import RunStore, recover
+
     store = RunStore(assay_home())
     for message in recover(store.home):  # runs left "running" by a killed assay end "interrupted"
         console.print(Text(f"note: {message}", style="yellow"))
@@ -22,6 +29,8 @@ def open_store() -> RunStore:
 
 
 def open_index(store: RunStore) -> Index:
+    from assay.store import Index
+
     index = Index(store.home / "assay.db")
     index.sync(store)
     return index
@@ -33,3 +42,29 @@ def discover():
 
     mpis = discover_mpis()
     return collect_system(mpis), mpis
+
+
+def print_summary(outcome, elapsed: float, path: Path) -> None:
+    """The end of a run (local or Slurm): each job's status, the totals, the run's notes."""
+    from rich.table import Table
+
+    t = Table(title=f"Run {outcome.info.run_id} — {outcome.info.status}", title_justify="left")
+    for col in ("job", "status", "wall s", "samples"):
+        t.add_column(col, justify="right" if col in ("wall s", "samples") else "left")
+    for r in outcome.results:
+        style = {"ok": "green", "skipped": "yellow"}.get(r.status, "red")
+        t.add_row(
+            r.job_id, f"[{style}]{r.status}[/{style}]", f"{r.wall_time:.1f}", str(r.n_samples)
+        )
+    console.print(t)
+    skipped = sum(1 for r in outcome.results if r.status == "skipped")
+    ok = len(outcome.results) - len(outcome.failed) - skipped
+    console.print(
+        f"{ok}/{len(outcome.results)} jobs ok"
+        + (f", {skipped} skipped (nothing to measure here)" if skipped else "")
+        + ", "
+        f"{len(outcome.samples)} samples in {elapsed:.0f} s; stored in {path}\n"
+        "see the figures with: assay report"
+    )
+    for note in outcome.info.notes:
+        console.print(Text(f"note: {note}", style="yellow"))

@@ -10,7 +10,6 @@ from rich.text import Text
 
 from assay.cli_compare import emit, err, run_store
 from assay.errors import AssayError, NotFoundError
-from assay.store import Index
 
 
 def history(
@@ -37,6 +36,7 @@ def history(
     from assay.analysis.verdict import identity
     from assay.plan import parse_value
     from assay.report.reference import history as history_sections
+    from assay.store import Index
     from assay.units import format_value, metric_info, to_display
 
     where: dict[str, Any] = {}
@@ -130,6 +130,7 @@ def label(
     text: Annotated[str, typer.Argument(help="The label, e.g. 'driver 550.54 installed'.")],
 ) -> None:
     """Label a run (a driver upgrade, a BIOS change): shown in runs, history and summaries."""
+    from assay.store import Index
     from assay.store.rundir import RunWriter
 
     store = run_store()

@@ -120,6 +120,29 @@ class RunOutcome:
 
 JobHook = Callable[[int, int, Job], None]
 ResultHook = Callable[[int, int, Job, JobResult], None]
+# Called about every TICK_S seconds while a job runs, with the seconds it has run so far.
+TickHook = Callable[[Job, float], None]
+TICK_S = 1.0
+
+
+@dataclass(frozen=True)
+class Expected:
+    """How long a job should take, and whence: "estimate" (its probe's) or "timeout"."""
+
+    seconds: float
+    source: str
+
+
+def expected_duration(job: Job) -> Expected:
+    """The probe's own estimate of the job's duration where it has one, else the job's timeout
+    (an upper bound, not an expectation: the progress line says which)."""
+    try:
+        est = get_probe(job.probe).expected_seconds(job)
+    except (AssayError, LookupError, ValueError):  # an unknown probe, an odd argv: no estimate
+        est = None
+    if est is not None and est > 0:
+        return Expected(float(est), "estimate")
+    return Expected(float(job.timeout), "timeout")
 
 
 def stderr_tail(text: str, probe: str = "", lines: int = STDERR_TAIL_LINES) -> str:
@@ -165,10 +188,12 @@ def run_job(
     mpis: list[MpiInfo],
     cores: int | None,
     resolve: Callable[[Job, str | None], list[str]] | None = None,
+    on_tick: TickHook | None = None,
 ) -> tuple[JobResult, list[Sample]]:
     """One job from build to stored samples. Never raises for a probe's own failure.
 
-    ``resolve`` replaces the local launcher's command line (the Slurm runner's srun steps).
+    ``resolve`` replaces the local launcher's command line (the Slurm runner's srun steps);
+    ``on_tick(job, elapsed_s)`` is called about every ``TICK_S`` s while the job runs.
     """
     started = utc_now()
     job_dir = writer.job_dir(job)
@@ -212,6 +237,8 @@ def run_job(
             stdout_path=job_dir / "stdout",
             stderr_path=job_dir / "stderr",
             cwd=job_dir,  # whatever else a probe writes (raw tool output, plots) stays with the run
+            on_tick=(lambda elapsed: on_tick(job, elapsed)) if on_tick else None,
+            tick_s=TICK_S,
         )
     except AssayError as exc:  # the program could not even start: this job fails, the run goes on
         result.reason = str(exc)
@@ -292,8 +319,10 @@ def execute(
     cores: int | None = None,
     on_start: JobHook | None = None,
     on_end: ResultHook | None = None,
+    on_tick: TickHook | None = None,
 ) -> RunOutcome:
-    """Run ``jobs`` in order; the run ends "complete", "interrupted" or "failed" (disk full)."""
+    """Run ``jobs`` in order; the run ends "complete", "interrupted" or "failed" (disk full).
+    The hooks report progress: a job's start, a tick while it runs, its end."""
     outcome = RunOutcome(info=writer.info)
     cores = cores or os.cpu_count()
     status = "complete"
@@ -304,7 +333,7 @@ def execute(
                 in_flight = job
                 if on_start:
                     on_start(i, len(jobs), job)
-                result, samples = run_job(writer, job, mpis, cores)
+                result, samples = run_job(writer, job, mpis, cores, on_tick=on_tick)
                 outcome.results.append(result)
                 outcome.samples.extend(samples)
                 if on_end:

@@ -22,7 +22,14 @@ from dataclasses import dataclass
 from assay.analysis.significance import mean_ci_halfwidth
 from assay.analysis.stats import group_key
 from assay.errors import StoreError
-from assay.execute import RunOutcome, finish_run, run_job, stop_received, stop_signals
+from assay.execute import (
+    RunOutcome,
+    TickHook,
+    finish_run,
+    run_job,
+    stop_received,
+    stop_signals,
+)
 from assay.model import Job, JobResult, MpiInfo, Sample
 from assay.store.rundir import RunWriter
 
@@ -82,6 +89,7 @@ def _execute_auto(
     cores: int | None = None,
     on_start: Callable[[int, int, Job], None] | None = None,
     on_end: Callable[[int, int, Job, JobResult], None] | None = None,
+    on_tick: TickHook | None = None,
     target: float = TARGET,
     budget_s: float = BUDGET_S,
     min_reps: int = MIN_REPS,
@@ -105,7 +113,7 @@ def _execute_auto(
                 )  # fmt: skip
                 if on_start:
                     on_start(i, len(jobs), rep)
-                result, samples = run_job(writer, rep, mpis, cores)
+                result, samples = run_job(writer, rep, mpis, cores, on_tick=on_tick)
                 outcome.results.append(result)
                 outcome.samples.extend(samples)
                 if on_end:

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,8 +56,15 @@ def run_process(
     stdout_path: Path,
     stderr_path: Path,
     cwd: Path | None = None,
+    on_tick: Callable[[float], None] | None = None,
+    tick_s: float = 1.0,
 ) -> LaunchOutcome:
-    """Run ``argv``; stdout and stderr go to files so a crash or a kill still leaves them."""
+    """Run ``argv``; stdout and stderr go to files so a crash or a kill still leaves them.
+
+    ``on_tick(elapsed_s)`` is called about every ``tick_s`` seconds while the job runs (a
+    progress line), here in the calling thread: no thread of ours, so signals and the guard's
+    parent-death signal behave as without it. Should it raise, the job's tree is ended first.
+    """
     full_env = {**os.environ, **env}
     guarded = [
         sys.executable, "-I", "-S", str(GUARD), "--parent", str(os.getpid()),
@@ -77,10 +85,13 @@ def run_process(
         except OSError as exc:
             raise LaunchError(f"cannot start {argv[0]}: {exc.strerror}") from None
         try:
-            code = proc.wait(timeout=timeout)
+            code = _wait(proc, start, timeout, on_tick, tick_s)
         except subprocess.TimeoutExpired:
             _stop_guard(proc)
             return LaunchOutcome(None, time.monotonic() - start, timed_out=True)
+        except Exception:  # a tick that failed (a closed pipe, say): no job outlives us
+            _stop_guard(proc, grace=1.0)
+            raise
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP turned into one by execute
             _stop_guard(proc, grace=1.0)
             sig = getattr(exc, "signum", signal.SIGINT)
@@ -88,6 +99,28 @@ def run_process(
     if code == 127 and _guard_could_not_start(stderr_path):
         raise LaunchError(_guard_could_not_start(stderr_path))
     return LaunchOutcome(code, time.monotonic() - start, hosts=[socket.gethostname()])
+
+
+def _wait(
+    proc: subprocess.Popen,
+    start: float,
+    timeout: float,
+    on_tick: Callable[[float], None] | None,
+    tick_s: float,
+) -> int:
+    """The guard's exit status; ``on_tick`` between waits; TimeoutExpired past ``timeout``."""
+    if on_tick is None:
+        return proc.wait(timeout=timeout)
+    deadline = start + timeout
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return proc.wait(timeout=max(0.0, min(left, tick_s)))
+        except subprocess.TimeoutExpired:
+            now = time.monotonic()
+            if now >= deadline:
+                raise
+            on_tick(now - start)
 
 
 def _guard_could_not_start(stderr_path: Path) -> str:

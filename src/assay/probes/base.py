@@ -76,6 +76,11 @@ class Probe(ABC):
         Side effects: read-only looks at the machine. Most probes have nothing to check."""
         return None
 
+    def expected_seconds(self, job: Job) -> float | None:
+        """How long the job should take, when the probe can tell (its own estimate or budget);
+        None when it cannot, and the progress line shows the job's timeout instead."""
+        return None
+
     @abstractmethod
     def parse(self, stdout: str, job: Job) -> list[Sample]:
         """Samples from what the job printed; raises ProbeError on a broken contract."""

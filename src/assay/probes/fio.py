@@ -316,6 +316,9 @@ class FioProbe(Probe):
                 f"fio: {'; '.join(exc.lines)} (job {job.job_id})", hint=exc.hint
             ) from None
 
+    def expected_seconds(self, job: Job) -> float | None:
+        return spec_of(job).deadline_s  # the budget the driver computed from its runs and keeps
+
     def parse(self, stdout: str, job: Job) -> list[Sample]:
         return parse_jsonl(stdout, self.name, job.params)
 

@@ -43,6 +43,11 @@ class GpuBurnProbe(Probe):
     Params = GpuBurnParams
     default_timeout = 900.0
 
+    def expected_seconds(self, job: Job) -> float | None:
+        # ``duration`` per precision, one precision after the other (setup not counted)
+        precisions = job.argv[job.argv.index("--precisions") + 1].split(",")
+        return float(job.params["duration_s"]) * len(precisions)
+
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
     ) -> list[JobDraft]:

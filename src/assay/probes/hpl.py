@@ -96,6 +96,11 @@ class HplProbe(Probe):
     uses_mpi = True
     default_timeout = 3600.0
 
+    def expected_seconds(self, job: Job) -> float | None:
+        # the solve's estimate at the assumed rate (generation and the check are O(N²) more)
+        est = job.params.get("est_seconds")
+        return float(est) if est else None
+
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
     ) -> list[JobDraft]:
