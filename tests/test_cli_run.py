@@ -134,9 +134,13 @@ def _wait_for_first_job(home: Path, proc: subprocess.Popen) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         files = list(home.glob("runs/*/jobs.jsonl"))
+        # the first job recorded and the second launched (its stdout opened): a loaded machine
+        # can take seconds to build and start it, and a stop before then cuts nothing short
         if files and files[0].read_text().count("\n") >= 1:
-            time.sleep(1.0)  # let the second job start
-            return
+            started = [d for d in files[0].parent.glob("jobs/*/stdout") if "p2p" in str(d)]
+            if started:
+                time.sleep(0.5)
+                return
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.2)
     raise AssertionError("the first job never finished")
