@@ -55,7 +55,13 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 server.wait(timeout=5)  # perftest's server ends by itself after the test
             except subprocess.TimeoutExpired:
-                server.kill()
+                # SIGTERM first: a server started through srun passes it to its task on the
+                # other node; SIGKILL would leave that task to Slurm's clean-up
+                server.terminate()
+                try:
+                    server.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    server.kill()
     return client.returncode
 
 

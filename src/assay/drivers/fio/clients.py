@@ -222,7 +222,16 @@ def servers(
     hosts: list[Host], fio: str, where: Path, fio_remote: str = "fio"
 ) -> Iterator[list[Server]]:
     """Start a server on every host; stop them all afterwards, whatever happens (an exception,
-    the driver's SIGTERM turned into one). A host that fails to start stops the others."""
+    the driver's SIGTERM turned into one). A host that fails to start stops the others.
+
+    With ``ASSAY_FIO_SERVERS=srun`` in the environment the Slurm runner started the servers
+    (one srun step, ``assay.launch.slurm_fio``) and stops them: here they are only checked."""
+    if os.environ.get("ASSAY_FIO_SERVERS") == "srun":
+        deaf = [str(h) for h in hosts if not listening(h, timeout=2.0)]
+        if deaf:
+            raise ClientError(f"the Slurm runner's fio servers do not answer: {', '.join(deaf)}")
+        yield []
+        return
     started: list[Server] = []
     try:
         for host in hosts:
