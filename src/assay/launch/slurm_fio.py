@@ -11,8 +11,8 @@ How the servers run:
   the client step can share the nodes' CPUs with it. Each task is
   ``python -m assay.launch.slurm_fio PORT DIR [NETWORK]`` (``main`` below): it finds the
   node's *test address*, writes it to ``DIR/<host>.addr`` (the run directory is on the shared
-  file system) and ``exec``s ``fio --server=ip:ADDR,PORT`` -- listening on that address only,
-  never on every interface.
+  file system) and runs ``fio --server=ip:ADDR,PORT`` -- listening on that address only,
+  never on every interface -- until SIGTERM.
 * The test address is, by default, the address the node's host name resolves to on the node
   (what MPI uses too); with ``fio_network = "CIDR"`` in ``[slurm]`` it is the node's
   interface address inside that network (e.g. the storage or IPoIB network). A loopback
@@ -31,6 +31,7 @@ import ipaddress
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -83,18 +84,38 @@ def _listening(address: str, port: int) -> bool:
     return True
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """End the server step: srun passes SIGTERM to its tasks; a second signal within a second
-    makes srun end the step on every node (srun(1), "SIGNALS")."""
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.terminate()
-    try:
-        proc.wait(timeout=STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+def _step_ids(name: str) -> list[str]:
+    """The ids (JOB.STEP) of this allocation's steps called ``name`` (``squeue --steps``)."""
+    job = os.environ.get("SLURM_JOB_ID", "")
+    if not job:
+        return []
+    out = subprocess.run(
+        ["squeue", "-h", "--steps", "-j", job, "-o", "%i %j"],
+        capture_output=True, text=True, check=False, timeout=30,
+    )  # fmt: skip
+    return [f[0] for f in (line.split() for line in out.stdout.splitlines()) if f[1:] == [name]]
+
+
+def _stop(proc: subprocess.Popen, name: str) -> None:
+    """End the server step cleanly: SIGTERM to its tasks (``scancel --signal=TERM STEP``), on
+    which fio's server exits, so the step ends by itself; then wait until Slurm has let go
+    of it. srun's own answer to SIGTERM would be SIGKILL to the tasks ("forcing job
+    termination"), the fallback, and then SIGKILL to srun."""
+    if proc.poll() is None:
+        for step in _step_ids(name):
+            subprocess.run(["scancel", "--signal=TERM", step], capture_output=True, check=False)
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while _step_ids(name) and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 @contextlib.contextmanager
@@ -115,6 +136,7 @@ def fio_servers(
         old.unlink()
     log = where / "servers.log"
     argv = server_step_argv(job_id, hosts, sys.executable, where, port, network)
+    name = argv[1].removeprefix("--job-name=")
     (where / "argv.json").write_text(json.dumps(argv) + "\n")
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
@@ -146,7 +168,7 @@ def fio_servers(
             time.sleep(0.2)
         yield [f"{addresses[h]},{port}" for h in hosts]
     finally:
-        _stop(proc)
+        _stop(proc, name)
 
 
 # ------------------------------------------------------------------------------ node side
@@ -202,8 +224,19 @@ def main(argv: list[str] | None = None) -> int:
     tmp.write_text(address + "\n")
     tmp.rename(where / f"{node}.addr")  # the runner never reads half a file
     family = "ip6" if ":" in address else "ip"
-    os.execv(fio, [fio, f"--server={family}:{address},{port}"])
-    return 0  # not reached
+    server = subprocess.Popen([fio, f"--server={family}:{address},{port}"])
+    stopping = False
+
+    def _term(signum, frame):  # the runner's scancel --signal=TERM: the end we expect
+        nonlocal stopping
+        stopping = True
+        server.terminate()
+
+    signal.signal(signal.SIGTERM, _term)
+    code = server.wait()
+    # A server stopped on purpose ends the task with 0, so the step ends as a completed one
+    # (a task killed by a signal makes Slurm cancel the step and linger over it).
+    return 0 if stopping else (code or 1)
 
 
 if __name__ == "__main__":
