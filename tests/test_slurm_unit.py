@@ -17,7 +17,7 @@ import pytest
 from assay.analysis.allpairs import matrices
 from assay.analysis.outliers import node_values, outliers, robust_z
 from assay.errors import ConfigError, LaunchError, SuiteError
-from assay.launch.slurm_fio import node_address, server_step_argv, with_hosts
+from assay.launch.slurm_fio import fio_servers, node_address, server_step_argv, with_hosts
 from assay.launch.slurm_options import MpiLaunch, SlurmOptions, options_from_config
 from assay.launch.slurm_place import place, step_argv
 from assay.launch.slurm_script import batch_script, sbatch_argv
@@ -323,3 +323,10 @@ def test_fio_clients_nodes_refuses_named_hosts_too() -> None:
             FioParams(clients="nodes", hosts=["10.0.0.1"], workloads=["randread-8k"]),
             None, mpis=[], ranks=None,  # type: ignore[arg-type]
         )  # fmt: skip
+
+
+def test_fio_servers_without_srun_is_a_launch_error(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no srun there
+    servers = fio_servers("001-fio", ["n1"], tmp_path / "servers")
+    with pytest.raises(LaunchError, match="cannot run srun"), servers:
+        pass

@@ -139,7 +139,10 @@ def fio_servers(
     name = argv[1].removeprefix("--job-name=")
     (where / "argv.json").write_text(json.dumps(argv) + "\n")
     with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        except OSError as exc:
+            raise LaunchError(f"fio servers: cannot run srun: {exc.strerror}") from None
     try:
         deadline = time.monotonic() + timeout
         addresses: dict[str, str] = {}
