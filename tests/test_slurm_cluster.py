@@ -381,3 +381,36 @@ def test_a_node_dying_mid_run_loses_only_its_jobs(cluster, tmp_path: Path) -> No
     third = results[2]
     assert third["scheduler_state"] == "NODE_FAIL" or "Unable to create step" in third["reason"]
     assert samples_of(cluster, rid)  # the first job's samples are still there
+
+
+def test_multi_client_fio_from_three_nodes_against_one_directory(cluster, tmp_path: Path) -> None:
+    # The namespaces share the host's file system: tmp_path is the "volume" every node sees.
+    target = tmp_path / "volume"
+    target.mkdir()
+    suite = tmp_path / "storage.toml"
+    suite.write_text(
+        'name = "mc"\n[[bench]]\nprobe = "fio"\n'
+        'params = { clients = "nodes", workloads = ["randread-8k"], size = "8m", runtime = 2, '
+        f'ramp_time = 0, iodepth = 4, target = "{target}" }}\n'
+        '[[bench]]\nprobe = "rdma"\n'
+    )
+    proc = assay(cluster, "run", str(suite), "--on", "slurm", "--nodes", "3", timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    rid = run_id_of(proc.stderr)
+    fio_result, rdma_result = jobs_of(cluster, rid)
+    assert fio_result["status"] == "ok" and sorted(fio_result["hosts"]) == NODES[:3]
+    # no device here: skipped at run time, but placed on two nodes (server, client)
+    assert rdma_result["status"] == "skipped" and rdma_result["hosts"] == NODES[:2]
+    samples = [s for s in samples_of(cluster, rid) if s["probe"] == "fio"]
+    # every server listened on its node's namespace address, not on the host or loopback
+    addresses = samples[0]["params"]["server_addresses"]
+    assert addresses == [f"10.213.0.{11 + i},8765" for i in range(3)]
+    for metric in ("storage.iops", "storage.bandwidth"):
+        per_host = {s["params"]["node"]: s["value"] for s in samples
+                    if s["metric"] == metric and s["params"]["host"] != "All clients"}  # fmt: skip
+        assert sorted(per_host) == NODES[:3] and all(v > 0 for v in per_host.values())
+        (total,) = [s["value"] for s in samples
+                    if s["metric"] == metric and s["params"]["host"] == "All clients"]  # fmt: skip
+        assert total == pytest.approx(sum(per_host.values()), rel=1e-9)
+    assert not list(target.rglob("assay-fio*")), "the test files were not removed"
+    assert not node_processes()  # the fio servers ended with their step

@@ -7,6 +7,7 @@ namespace test cluster of scripts/testcluster).
 from __future__ import annotations
 
 import itertools
+import json
 import shlex
 import subprocess
 from pathlib import Path
@@ -15,13 +16,16 @@ import pytest
 
 from assay.analysis.allpairs import matrices
 from assay.analysis.outliers import node_values, outliers, robust_z
-from assay.errors import ConfigError
+from assay.errors import ConfigError, LaunchError, SuiteError
+from assay.launch.slurm_fio import fio_servers, node_address, server_step_argv, with_hosts
 from assay.launch.slurm_options import MpiLaunch, SlurmOptions, options_from_config
 from assay.launch.slurm_place import place, step_argv
 from assay.launch.slurm_script import batch_script, sbatch_argv
 from assay.launch.slurm_state import parse_show_job, slurm_words
 from assay.launch.tournament import n_rounds, rounds
 from assay.model import Job, MpiInfo, Sample
+from assay.probes.fio import FioParams, FioProbe
+from conftest import run_cli
 
 FIX = Path(__file__).parent / "fixtures" / "slurm"
 MPICH = MpiInfo(name="mpich", version="4.0.2", launcher="mpiexec.mpich", flavor="mpich")
@@ -237,3 +241,92 @@ def test_finish_records_the_jobs_a_dead_allocation_did_not_reach(tmp_path: Path)
     loaded = RunStore(tmp_path).load()
     assert loaded.info.status == "failed" and loaded.info.slurm["state"] == "NODE_FAIL"
     assert [r.job_id for r in loaded.results] == ["001-p2p", "002-p2p"]  # the first is kept
+
+
+def _fio_job(**params) -> Job:
+    spec = {"hosts": [], "target": "/shared/t", "mode": "workloads"}
+    return Job(job_id="001-fio", probe="fio", argv=["py", "-m", "assay.drivers.fio", "--spec",
+               json.dumps(spec)], params={"clients": "nodes", **params})  # fmt: skip
+
+
+def test_place_multi_client_fio_one_job_on_every_node() -> None:
+    opts = SlurmOptions(nodes=3, fio_network="10.9.0.0/16", fio_port=9000)
+    per_node = Job(job_id="002-fio", probe="fio", argv=["x"])
+    jobs = place([_fio_job(), per_node], opts, [])
+    assert jobs[0].placement["nodes"] == [0, 1, 2] and jobs[0].nodes == 3
+    assert jobs[0].params["placement"] == "multi-client"
+    assert jobs[0].placement["fio_servers"] == {"port": 9000, "network": "10.9.0.0/16"}
+    # without clients = "nodes" fio stays a per-node measurement
+    assert [j.placement["nodes"] for j in jobs[1:]] == [[0], [1], [2]]
+
+
+def test_fio_server_step_and_client_hosts() -> None:
+    argv = server_step_argv("001-fio", ["n1", "n2"], "/py", Path("/run/s"), 8765, "10.0.0.0/8")
+    assert argv[:2] == ["srun", "--job-name=001-fio-fio-servers"]
+    # one server per node, sharing the CPUs with the client's step
+    for flag in ("--nodes=2", "--nodelist=n1,n2", "--ntasks=2", "--ntasks-per-node=1",
+                 "--overlap", "--mpi=none"):  # fmt: skip
+        assert flag in argv
+    assert argv[argv.index("-m") + 1 :] == ["assay.launch.slurm_fio", "8765", "/run/s",
+                                            "10.0.0.0/8"]  # fmt: skip
+    job = _fio_job()
+    new = with_hosts(job.argv, ["10.1.0.1,8765", "10.1.0.2,8765"])
+    spec = json.loads(new[new.index("--spec") + 1])
+    assert spec["hosts"] == ["10.1.0.1,8765", "10.1.0.2,8765"] and spec["target"] == "/shared/t"
+
+
+def test_node_test_address_inside_the_given_network() -> None:
+    # the loopback interface is the one address every machine has
+    assert node_address("127.0.0.0/8") == "127.0.0.1"
+    with pytest.raises(LaunchError, match=r"no interface address in 198\.51\.100\.0/24"):
+        node_address("198.51.100.0/24")  # TEST-NET-2 (documentation only)
+
+
+def test_rdma_server_on_one_node_client_on_the_other() -> None:
+    server = ["ib_send_lat", "-a", "-d", "mlx5_0", "-p", "18515"]
+    job = Job(job_id="004-rdma", probe="rdma", argv=["py", "-m", "assay.drivers.pair",
+              "--server", json.dumps(server), "--client", json.dumps([*server, "localhost"])],
+              skip_reason="no RDMA device")  # fmt: skip
+    (placed,) = place([job], SlurmOptions(nodes=3), [])
+    assert placed.placement["nodes"] == [0, 1] and placed.params["placement"] == "inter-node"
+    argv = step_argv(placed, placed.argv, ["anode1", "anode2"], None, None, 2)
+    assert argv[:3] == ["py", "-m", "assay.drivers.pair"]  # runs on the runner's node
+    srv = json.loads(argv[argv.index("--server") + 1])
+    cli = json.loads(argv[argv.index("--client") + 1])
+    assert srv[0] == "srun" and "--nodelist=anode2" in srv and "--overlap" in srv
+    assert srv[srv.index("--mpi=none") + 1 :] == server
+    assert cli[0] == "srun" and "--nodelist=anode1" in cli and "--ntasks=1" in cli
+    assert cli[cli.index("--mpi=none") + 1 :] == [*server, "anode2"]  # the client names it
+    (alone,) = place([job], SlurmOptions(nodes=1), [])
+    assert alone.placement["nodes"] == [0]  # one node: server and client on it (loopback)
+
+
+def test_dry_run_plans_rdma_across_two_nodes_and_fio_on_all(tmp_path: Path) -> None:
+    suite = tmp_path / "s.toml"
+    suite.write_text(
+        'name = "s"\n[[bench]]\nprobe = "rdma"\n[[bench]]\nprobe = "fio"\n'
+        f'params = {{ clients = "nodes", workloads = ["randread-8k"], target = "{tmp_path}" }}\n'
+    )
+    proc = run_cli("run", str(suite), "--on", "slurm", "--nodes", "3", "--dry-run",
+                   home=tmp_path / "home")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    (rdma,) = [x for x in lines if "-rdma-" in x.split(":")[0]]
+    assert ": nodes [0, 1] x ppn 1" in rdma and "assay.drivers.pair" in rdma
+    (fio,) = [x for x in lines if "-fio-" in x.split(":")[0]]
+    assert ": nodes [0, 1, 2] x ppn 1" in fio and "[with" not in fio
+
+
+def test_fio_clients_nodes_refuses_named_hosts_too() -> None:
+    with pytest.raises(SuiteError, match="not both"):
+        FioProbe().drafts(
+            FioParams(clients="nodes", hosts=["10.0.0.1"], workloads=["randread-8k"]),
+            None, mpis=[], ranks=None,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+
+def test_fio_servers_without_srun_is_a_launch_error(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no srun there
+    servers = fio_servers("001-fio", ["n1"], tmp_path / "servers")
+    with pytest.raises(LaunchError, match="cannot run srun"), servers:
+        pass

@@ -27,7 +27,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from assay.errors import AssayError
 from assay.execute import run_job
+from assay.launch.slurm_fio import SERVERS_ENV, fio_servers, with_hosts
 from assay.launch.slurm_options import MpiLaunch
 from assay.launch.slurm_place import step_argv
 from assay.launch.slurm_state import expand_nodes
@@ -95,6 +97,34 @@ def groups(jobs: list[Job]) -> list[list[Job]]:
     return out
 
 
+def run_multi_client(
+    writer: _Writer, job: Job, mpis: list[MpiInfo], cores: int | None, resolve, run_dir: Path
+) -> None:
+    """A multi-client fio job: a fio server on each of its nodes (one srun step), the driver
+    as their client on the first node, the servers stopped when it ends (``slurm_fio``)."""
+    hosts = writer.hosts[job.job_id]
+    conf = job.placement.get("fio_servers") or {}
+    try:
+        with fio_servers(
+            job.job_id,
+            hosts,
+            run_dir / "slurm" / f"fio-{job.job_id}",
+            port=int(conf.get("port") or 8765),
+            network=conf.get("network"),
+        ) as addresses:
+            job.argv = with_hosts(job.argv, addresses)
+            job.env = {**job.env, SERVERS_ENV: "srun"}
+            job.params["server_addresses"] = addresses
+            run_job(writer, job, mpis, cores, resolve=resolve)
+    except AssayError as exc:  # the servers did not come up: this job fails, the run goes on
+        writer.save_job(job, list(job.argv))
+        writer.record(
+            JobResult(job_id=job.job_id, status="failed", exit_code=None, wall_time=0.0,
+                      argv=list(job.argv), reason=str(exc)),
+            [],
+        )  # fmt: skip
+
+
 def _watchdog(run_dir: Path, timeout: float, stop: threading.Event) -> None:
     beat = run_dir / "slurm" / "heartbeat"
     while not stop.wait(min(5.0, timeout / 4)):
@@ -142,9 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     def resolve(job: Job, exe: str | None) -> list[str]:
         argv = [exe if a == "{exe}" and exe else a for a in job.argv]
         mpi = mpi_by_name.get(job.mpi or "")
-        return step_argv(
-            job, argv, hosts[job.job_id], mpi, launch.get(job.mpi or ""), cpus_per_node
-        )
+        where = hosts[job.job_id]
+        if job.placement.get("fio_servers"):
+            where = where[:1]  # the client runs on the first node, the servers on all
+        return step_argv(job, argv, where, mpi, launch.get(job.mpi or ""), cpus_per_node)
 
     stop = threading.Event()
     if args.heartbeat_timeout > 0:
@@ -155,6 +186,13 @@ def main(argv: list[str] | None = None) -> int:
         for group in groups([j for j in jobs if j.job_id not in done]):
             if writer.stopped:  # like Ctrl-C locally: start nothing more
                 return 130
+            if (
+                len(group) == 1
+                and group[0].placement.get("fio_servers")
+                and not group[0].skip_reason
+            ):
+                run_multi_client(writer, group[0], mpis, cpus_per_node, resolve, run_dir)
+                continue
             if len(group) == 1:
                 run_job(writer, group[0], mpis, cpus_per_node, resolve=resolve)
                 continue

@@ -5,7 +5,9 @@
 
 The server starts first and gets ``--delay`` seconds to listen; the client's stdout is this
 program's stdout (the measurement); both stderrs go to stderr, prefixed. The server is
-stopped when the client ends. Exit status: the client's, or 1 when the server died first.
+stopped when the client ends (SIGTERM, then SIGKILL). Exit status: the client's, or 1 when
+the server died first. On Slurm both argvs are srun steps on two nodes, the client naming the
+server's node (``assay.launch.slurm_place.pair_argv``); this program runs on the runner's node.
 """
 
 from __future__ import annotations
@@ -55,7 +57,13 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 server.wait(timeout=5)  # perftest's server ends by itself after the test
             except subprocess.TimeoutExpired:
-                server.kill()
+                # SIGTERM first: a server started through srun passes it to its task on the
+                # other node; SIGKILL would leave that task to Slurm's clean-up
+                server.terminate()
+                try:
+                    server.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    server.kill()
     return client.returncode
 
 

@@ -10,6 +10,9 @@ Defaults come from the ``[slurm]`` table of ``config.toml``; command-line option
     max_wait = 3600           # seconds an allocation may stay pending before it is cancelled
     sbatch_args = ["--exclusive"]
     heartbeat_timeout = 120   # the allocation cancels itself when assay stops polling this long
+    fio_network = "10.0.0.0/16"  # multi-client fio: servers listen on the node's address in
+                              # it (default: the address the node's host name resolves to)
+    fio_port = 8765
 
     [slurm.mpi.mpich]         # how one MPI starts inside the allocation
     launcher = "srun"         # "srun" (srun --mpi=PLUGIN) or "mpirun" (the MPI's own launcher)
@@ -58,6 +61,8 @@ class SlurmOptions:
     intra_node: bool = False
     poll_s: float = 2.0
     heartbeat_timeout: float = DEFAULT_HEARTBEAT_S
+    fio_network: str | None = None
+    fio_port: int = 8765
     mpi: dict[str, MpiLaunch] = field(default_factory=dict)
 
     def launch_for(self, mpi: MpiInfo) -> MpiLaunch:

@@ -11,6 +11,10 @@ The published method decides the placement:
 - all-pairs: p2p latency and bandwidth for every node pair, in the rounds of a round-robin
   tournament; the pairs of one round run at the same time (disjoint nodes).
 - collectives: every node of the allocation x ppn ranks (ppn from the suite, default 1).
+- rdma (perftest): server on one node, client on another (nodes 0 and 1); the runner starts
+  the server as its own srun step and the client names the server's node (``rdma_pair``).
+- fio with ``clients = "nodes"`` (multi-client, Vdbench's "many hosts, one volume"): one job
+  on every node, a fio server per node, the driver as the client (``assay.launch.slurm_fio``).
 - everything else (STREAM, DGEMM, HPL, fio, ...): once per node, all nodes at the same time,
   so a slow node shows up beside its peers.
 """
@@ -18,6 +22,7 @@ The published method decides the placement:
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 
 from assay.launch.slurm_options import MpiLaunch, SlurmOptions
@@ -51,7 +56,10 @@ def place(jobs: list[Job], opts: SlurmOptions, mpis: list[MpiInfo]) -> list[Job]
     n = opts.nodes
     out: list[Job] = []
     for job in jobs:
-        if job.skip_reason:
+        if job.probe == "rdma" and n >= 2:
+            # placed even when skipped (no device here): the plan shows where it would run
+            out.append(_with(job, "", [0, 1], placement="inter-node", nodes=2))
+        elif job.skip_reason:
             out.append(_with(job, "", [0]))
         elif job.probe == "p2p" and opts.all_pairs:
             if job.params.get("mode") not in ALL_PAIRS_MODES:
@@ -73,6 +81,10 @@ def place(jobs: list[Job], opts: SlurmOptions, mpis: list[MpiInfo]) -> list[Job]
                 j = _with(job, "intra", [0], placement="intra-node", ranks=2, ppn=2, nodes=1)
                 j.ranks, j.ppn = 2, 2
                 out.append(j)
+        elif job.probe == "fio" and job.params.get("clients") == "nodes":
+            j = _with(job, "", list(range(n)), placement="multi-client", nodes=n)
+            j.placement["fio_servers"] = {"port": opts.fio_port, "network": opts.fio_network}
+            out.append(j)
         elif job.probe in CROSS_NODE_PROBES:
             ppn = job.ppn or 1
             j = _with(job, "", list(range(n)), placement="multi-node", nodes=n, ppn=ppn,
@@ -108,6 +120,8 @@ def step_argv(
     srun steps name their nodes (``--nodelist``) and rank layout exactly, so the pairs of one
     all-pairs round can run side by side; ``--kill-on-bad-exit`` ends a step whose rank died.
     """
+    if job.probe == "rdma" and len(hosts) == 2:
+        return pair_argv(job, argv, hosts)
     ppn = job.ppn or 1
     srun = [
         "srun", f"--job-name={job.job_id}", f"--nodes={len(hosts)}",
@@ -134,3 +148,26 @@ def step_argv(
     else:  # MPICH's hydra and its relatives
         cmd = [mpi.launcher, "-n", ranks, "-ppn", str(ppn), "-hosts", node_list(hosts)]
     return [*cmd, *launch.args, *mpi.launcher_flags, *argv]
+
+
+def pair_argv(job: Job, argv: list[str], hosts: list[str]) -> list[str]:
+    """perftest across two nodes: ``assay.drivers.pair`` runs on the runner's node and starts
+    each end as its own one-task srun step, the server on ``hosts[1]``, the client on
+    ``hosts[0]`` naming the server's node where it named ``localhost`` (perftest's client takes
+    the server's name as its last argument). ``--overlap``: both steps share the nodes' CPUs
+    with whatever else of the job's group runs there."""
+    out = list(argv)
+    server_i, client_i = out.index("--server") + 1, out.index("--client") + 1
+    server, client = json.loads(out[server_i]), json.loads(out[client_i])
+    if client and client[-1] == "localhost":
+        client[-1] = hosts[1]
+    for i, cmd, host, end in (
+        (server_i, server, hosts[1], "server"),
+        (client_i, client, hosts[0], "client"),
+    ):
+        step = [
+            "srun", f"--job-name={job.job_id}-{end}", "--nodes=1", f"--nodelist={host}",
+            "--ntasks=1", "--overlap", "--kill-on-bad-exit=1", "--mpi=none",
+        ]  # fmt: skip
+        out[i] = json.dumps([*step, *cmd])
+    return out

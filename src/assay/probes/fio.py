@@ -29,6 +29,11 @@ Params (defaults in ``FioParams``):
   host one started through ssh. ``hostfile``: a file of such lines (``#`` comments), added to
   ``hosts``. Each host's figures carry ``host``; their total ``host = "All clients"``. The
   target must be a directory every host sees at the same path; no device or ``filename``.
+* ``clients``: ``"here"`` (default) or ``"nodes"``: on Slurm (``--on slurm``), one run
+  driven from every node of the allocation at once -- a fio server per node started through
+  srun, this driver as the client on the first node (``assay.launch.slurm_fio``) -- instead
+  of one run per node. The target must be a directory every node sees at the same path.
+  Without Slurm there is one node: the run is the ordinary one here.
 * ``mode``: ``workloads`` or ``curve`` (Vdbench ``iorate=curve``); ``curve``: percentages;
   ``max_latency_ms``: stop a curve after the first point whose mean latency passes it.
 * ``target``: a directory (assay creates its own files, or its own ``assay-fio/`` directory in
@@ -95,6 +100,9 @@ class FioParams(ProbeParams):
         default_factory=list, description="fio servers ADDR[,PORT]: one workload on all at once"
     )
     hostfile: str | None = Field(default=None, description="a file of hosts, one per line")
+    clients: Literal["here", "nodes"] = Field(
+        default="here", description="'nodes': on Slurm, every allocation node a client at once"
+    )
     mode: Literal["workloads", "curve"] = "workloads"
     curve: list[int] = Field(default_factory=lambda: list(CURVE_DEFAULT), min_length=1)
     max_latency_ms: float | None = Field(default=None, gt=0)
@@ -274,7 +282,14 @@ class FioProbe(Probe):
             hosts = host_list(params)
         except ClientError as exc:
             raise SuiteError(f"fio: {exc}", hint=exc.hint) from None
-        if hosts and any(j.get("filename") for j in all_custom(params)):
+        if hosts and params.clients == "nodes":
+            raise SuiteError(
+                "fio: give hosts (servers you name) or clients = 'nodes' (the Slurm "
+                "allocation's nodes), not both"
+            )
+        if (hosts or params.clients == "nodes") and any(
+            j.get("filename") for j in all_custom(params)
+        ):
             raise SuiteError(
                 "fio: with hosts, every host writes assay's own files in the target directory; "
                 "a device, a file target or a job's filename cannot be shared by the hosts"
@@ -300,6 +315,8 @@ class FioProbe(Probe):
             job_params["bs"] = params.bs
         if hosts:
             job_params["hosts"] = len(hosts)
+        if params.clients == "nodes":
+            job_params["clients"] = "nodes"
         timeout = (spec.deadline_s or 0) + CLEANUP_GRACE_S
         return [make_draft(argv, job_params, label_of(params, len(hosts)), timeout)]
 
@@ -320,7 +337,18 @@ class FioProbe(Probe):
         return spec_of(job).deadline_s  # the budget the driver computed from its runs and keeps
 
     def parse(self, stdout: str, job: Job) -> list[Sample]:
-        return parse_jsonl(stdout, self.name, job.params)
+        samples = parse_jsonl(stdout, self.name, job.params)
+        # Multi-client on Slurm: the runner records the servers' addresses in node order;
+        # each host's figures also get the node's name (fio names hosts by address).
+        addresses = job.params.get("server_addresses") or []
+        nodes = job.params.get("hosts")
+        if addresses and isinstance(nodes, list) and len(nodes) == len(addresses):
+            node_of = {a.rsplit(",", 1)[0]: n for a, n in zip(addresses, nodes, strict=True)}
+            for s in samples:
+                node = node_of.get(str(s.params.get("host")))
+                if node:
+                    s.params["node"] = node
+        return samples
 
 
 def spec_of(job: Job) -> DriverSpec:

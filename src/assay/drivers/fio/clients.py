@@ -13,7 +13,10 @@ Hosts (``assay.fio.hosts``: their syntax and their job files) are started and st
   (SIGTERM to it and the job processes it forked, SIGKILL if they linger);
 * any other host is *remote*: the same command through ``ssh -o BatchMode=yes HOST``, stopped
   with ``ssh HOST kill $(cat PIDFILE)``. That needs password-less ssh and fio on the host; it is
-  written plainly and not tested here (this machine has no second host).
+  written plainly and not tested here (this machine has no second host);
+* on Slurm (probe param ``clients = "nodes"``) the runner starts the servers itself, one srun
+  step on the allocation's nodes (``assay.launch.slurm_fio``), and says so with
+  ``ASSAY_FIO_SERVERS=srun``: ``servers`` then only checks that they answer.
 
 Merging. ``merge_entries`` turns several json+ job entries (several hosts, or several jobs run
 together) into one with fio's own arithmetic: IOPS, bandwidth and I/O counts summed, latency
@@ -222,7 +225,16 @@ def servers(
     hosts: list[Host], fio: str, where: Path, fio_remote: str = "fio"
 ) -> Iterator[list[Server]]:
     """Start a server on every host; stop them all afterwards, whatever happens (an exception,
-    the driver's SIGTERM turned into one). A host that fails to start stops the others."""
+    the driver's SIGTERM turned into one). A host that fails to start stops the others.
+
+    With ``ASSAY_FIO_SERVERS=srun`` in the environment the Slurm runner started the servers
+    (one srun step, ``assay.launch.slurm_fio``) and stops them: here they are only checked."""
+    if os.environ.get("ASSAY_FIO_SERVERS") == "srun":
+        deaf = [str(h) for h in hosts if not listening(h, timeout=2.0)]
+        if deaf:
+            raise ClientError(f"the Slurm runner's fio servers do not answer: {', '.join(deaf)}")
+        yield []
+        return
     started: list[Server] = []
     try:
         for host in hosts:
