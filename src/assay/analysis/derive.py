@@ -30,11 +30,18 @@ from assay.analysis.series import by_series_and_size
 from assay.analysis.stats import Figure
 from assay.analysis.storage_points import Point, points_of, storage_figures
 from assay.model import Sample
+from assay.system.peak import rpeak_flag
 from assay.vocab import IMB_PINGPONG, P2P_METHOD
 
 RATE_METRICS = ("compute.dgemm", "compute.sgemm", "compute.hpl")
 # The precision of each rate, as Rpeak's params name it.
 RATE_PRECISION = {"compute.dgemm": "dp", "compute.sgemm": "sp", "compute.hpl": "dp"}
+
+
+def per_process(sample: Sample) -> bool:
+    """HPCC's StarDGEMM and SingleDGEMM: one process's rate, judged against one core's peak
+    (the hpcc probe stores that peak as ``rpeak``), never the node's."""
+    return sample.metric == "compute.dgemm" and sample.params.get("variant") in ("star", "single")
 
 
 def precision_of(text: object) -> str:
@@ -100,9 +107,13 @@ def rpeak_fraction(sample: Sample) -> RpeakFraction:
         return RpeakFraction(None, None, note=str(why))
     flag = None
     if fraction > 1.0:
-        clock = p.get("rpeak_clock") or p.get("clock_kind") or "not recorded"
-        how = p.get("rpeak_derivation") or p.get("derivation") or "no derivation recorded"
-        flag = f"Rpeak too low: clock source {clock} ({how})"
+        # One wording for every rate (assay.system.peak.rpeak_flag), which reads the clock
+        # source from the derivation's "GHz (…)"; runs stored without one name the clock kind.
+        how = str(p.get("rpeak_derivation") or p.get("derivation") or "")
+        flag = rpeak_flag(sample.value, peak or sample.value / fraction, how)
+        clock = p.get("rpeak_clock") or p.get("clock_kind")
+        if flag and clock and "GHz (" not in how:
+            flag = flag.replace("clock source not stated", f"clock source {clock}", 1)
     return RpeakFraction(fraction, peak, scope, flag=flag)
 
 
@@ -112,7 +123,7 @@ def _rpeaks(figures: list[Figure]) -> dict[str, Rpeak]:
     found: dict[str, Rpeak] = {}
     for f in figures:
         s, p = f.sample, f.sample.params
-        if s.metric in RATE_METRICS and isinstance(p.get("rpeak"), float):
+        if s.metric in RATE_METRICS and isinstance(p.get("rpeak"), float) and not per_process(s):
             precision = RATE_PRECISION[s.metric]
             found.setdefault(
                 precision,

@@ -29,7 +29,7 @@ from assay.system.peak import rpeak_flag
 HPCC_TIME_FACTOR, HPCC_TIMEOUT_BASE = 4.0, 600.0
 # Debian's hpcc is linked against OpenMPI's libmpi.so.40; another launcher cannot start it.
 HPCC_MPI = "openmpi"
-PLAN_KEYS = ("engine", "mpi", "ranks", "rpeak_derivation")
+PLAN_KEYS = ("engine", "mpi", "ranks", "rpeak_derivation", "time_budget")
 
 
 class HpccParams(ProbeParams):
@@ -73,6 +73,8 @@ class HpccProbe(Probe):
         }  # fmt: skip
         if peak:
             job_params["rpeak"] = peak
+        if params.n is None:  # the budget the generated N was sized for (the report shows it)
+            job_params["time_budget"] = params.time_budget
         skip = None if shutil.which("hpcc") else "hpcc not found: apt-get install hpcc"
         return [
             JobDraft(

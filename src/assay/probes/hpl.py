@@ -49,7 +49,7 @@ SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_N
 # The job's timeout: this much over the budget or the estimated solve time, whichever is
 # longer (generation and the residual check are O(N²)), plus an allowance for start-up.
 TIMEOUT_FACTOR, TIMEOUT_BASE = 3.0, 120.0
-PLAN_KEYS = ("engine", "mpi", "ranks", "sized_for_nodes", "rpeak_derivation")
+PLAN_KEYS = ("engine", "mpi", "ranks", "sized_for_nodes", "rpeak_derivation", "time_budget")
 
 
 class HplParams(ProbeParams):
@@ -120,6 +120,8 @@ class HplProbe(Probe):
         }  # fmt: skip
         if peak:
             job_params["rpeak"] = peak
+        if params.n is None:  # the budget the generated N was sized for (the report shows it)
+            job_params["time_budget"] = params.time_budget
         # The pilot keeps a generated N's solve within the budget; a given N runs as given at
         # whatever rate the node has now: the estimate (at the assumed rate) may be short.
         timeout = TIMEOUT_BASE + TIMEOUT_FACTOR * max(size.est_seconds, params.time_budget)

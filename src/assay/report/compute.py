@@ -3,27 +3,69 @@
 Every number here beyond the measured rates comes from the derive step
 (:mod:`assay.analysis.derive`): one Rpeak per precision, and each rate's share of the peak of
 the cores it used, flagged when above 100 %.
+
+Each method has its own rows: our DGEMM probe; HPL per MPI ("HPL (OpenMPI 4.1.4)", the LU
+probe or a user's xhpl); HPL inside HPCC ("HPL (inside HPCC)", HPL 2.0's own panel algorithms
+and generator, run with HPCC's other tests); HPCC's DGEMM per process (StarDGEMM, one core's
+peak) and on one process (SingleDGEMM).
 """
 
 from __future__ import annotations
 
-from assay.analysis.derive import Derived
+from assay.analysis.derive import Derived, per_process
 from assay.analysis.stats import Figure
+from assay.model import Sample
 from assay.report.table import Table, count
 from assay.units import format_value
 
 COMPUTE_METRICS = ("compute.rpeak", "compute.dgemm", "compute.sgemm", "compute.hpl")
+HPCC_DGEMM = {"star": "StarDGEMM (inside HPCC)", "single": "SingleDGEMM (inside HPCC)"}
 
 
 def compute_figures(figures: list[Figure]) -> list[Figure]:
-    """Our DGEMM probe's figures and HPL's; HPCC's own DGEMM (inside the hpl probe's run) is
-    a different method, left to the generic table."""
+    """Our DGEMM probe's figures, HPL's (per MPI), and HPCC's HPL, Rpeak and DGEMM."""
     return [
         f
         for f in figures
         if (f.sample.probe == "dgemm" and f.sample.metric in COMPUTE_METRICS)
         or (f.sample.probe == "hpl" and f.sample.metric in ("compute.hpl", "compute.rpeak"))
+        or (f.sample.probe == "hpcc" and f.sample.metric in COMPUTE_METRICS)
     ]
+
+
+def rate_label(s: Sample) -> str:
+    """The row's method and, for HPL, its MPI, as the MPI tables name it."""
+    p = s.params
+    if s.probe == "hpcc":
+        if s.metric == "compute.hpl":
+            return "HPL (inside HPCC)"
+        return HPCC_DGEMM.get(str(p.get("variant")), "DGEMM (inside HPCC)")
+    if s.metric == "compute.hpl":
+        mpi = p.get("mpi_label") or p.get("mpi")
+        name = "HPL xhpl" if p.get("engine") == "xhpl" else "HPL"
+        return f"{name} ({mpi})" if mpi else name
+    return s.metric.split(".")[1].upper()
+
+
+def _seconds(x: object) -> str:
+    return f"{x:.3g} s" if isinstance(x, int | float) else "? s"
+
+
+def hpl_detail(p: dict) -> str:
+    """N, NB, P×Q, the time of the solve and the budget it was sized for, the residual."""
+    out = f"N={p.get('N')} NB={p.get('NB')} P×Q={p.get('P')}×{p.get('Q')}"
+    out += f", {_seconds(p.get('time_s'))}"
+    budget = p.get("budget_s") or p.get("time_budget")
+    if isinstance(budget, int | float):
+        out += f" of a {budget:g} s budget"
+    elif str(p.get("sizing", "")).endswith("as given"):
+        out += " (N given: no budget)"
+    planned = p.get("n_planned")
+    if isinstance(planned, int) and planned != p.get("N"):
+        out += f", N lowered from {planned} by the pilot"
+    if isinstance(p.get("residual"), float):
+        out += f", residual {p['residual']:.3g} PASSED"
+    return out
 
 
 def compute_table(figures: list[Figure], derived: Derived) -> Table | None:
@@ -38,16 +80,22 @@ def compute_table(figures: list[Figure], derived: Derived) -> Table | None:
         if r.derivation:
             notes.append(f"Rpeak {label}: {r.derivation}")
     order = {m: i for i, m in enumerate(COMPUTE_METRICS)}
-    for f in sorted(figures, key=lambda f: order.get(f.sample.metric, 9)):
+
+    def key(f: Figure) -> tuple:
+        s = f.sample
+        return (order.get(s.metric, 9), s.probe == "hpcc", rate_label(s), s.params.get("N", 0))
+
+    for f in sorted(figures, key=key):
         s, p = f.sample, f.sample.params
         if s.metric == "compute.rpeak":
             continue
+        what = rate_label(s)
         if s.metric == "compute.hpl":
-            what = "HPL Rmax"
-            detail = f"N={p.get('N')} NB={p.get('NB')} P×Q={p.get('P')}×{p.get('Q')}"
-            detail += f", {p.get('time_s')} s, residual {p.get('residual')} PASSED"
+            detail = hpl_detail(p)
+        elif per_process(s):
+            detail = f"n={p.get('n')}, one process"
+            detail += " of each core" if p.get("variant") == "star" else " alone"
         else:
-            what = s.metric.split(".")[1].upper()
             detail = f"n={p.get('n')}, {p.get('threads', '?')} threads"
         frac = derived.fraction_of(f)
         share = "–"
@@ -56,9 +104,11 @@ def compute_table(figures: list[Figure], derived: Derived) -> Table | None:
             if frac.flag:
                 # Above 100 % the peak is wrong, not the machine: never shown without a word.
                 share += " (Rpeak too low)"
-                notes.append(f"{what}: {share.split()[0]} of Rpeak: {frac.flag}")
+                notes.append(f"{what}: {frac.flag}")
             if frac.scope:
                 detail += f"; % of the Rpeak of {frac.scope}"
+            elif per_process(s):
+                detail += "; % of one core's Rpeak"
         elif frac is not None and frac.note:
             notes.append(f"{what}: no % of Rpeak — {frac.note}")
         rows.append([what, format_value(s.value, "GFLOP/s"), share, count(f), detail])
