@@ -1,8 +1,7 @@
 """assay's p2p latency against OSU's osu_latency, alternated in one run: medians and spread.
 
-OSU Micro-Benchmarks are not shipped with assay and Debian has no package: build
-``osu_latency`` from https://mvapich.cse.ohio-state.edu/benchmarks/ with the MPI you compare
-(``mpicc osu_latency.c osu_pt2pt.c`` for OMB 5.x) and give its path. Both programs run with
+OSU Micro-Benchmarks are not shipped with assay and Debian has no package: give the path of
+an ``osu_latency`` you built with the MPI you compare (``--mpi``). Both programs run with
 the same launcher command line (assay's: same binding, same flags), one after the other,
 ``--rounds`` times; each round's figure is each tool's own average for the size (OSU's
 ``(t_end - t_start) / (2 * iterations)``; assay's headline is the same formula since issue 13).

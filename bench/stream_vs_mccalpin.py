@@ -1,8 +1,8 @@
 """assay's STREAM against John McCalpin's stream.c, alternated in one run: medians and spread.
 
-The reference is not shipped with assay: give its source (``--reference path/to/stream.c``,
-from https://www.cs.virginia.edu/stream/FTP/Code/stream.c or github.com/jeffhammond/STREAM)
-or a binary already built with the same STREAM_ARRAY_SIZE (``--reference-binary``).
+The reference is neither shipped nor built by assay: give a McCalpin ``stream`` binary you
+built (``--reference-binary``) with STREAM_ARRAY_SIZE equal to ``--elements`` and NTIMES equal
+to ``--ntimes`` (the script checks the array size it prints).
 
 Both run the same arrays (STREAM_ARRAY_SIZE = assay's --elements), the same NTIMES, on all
 cores with the same OpenMP binding (the environment assay's plan gives its node job), one after
@@ -11,7 +11,7 @@ figure per round is STREAM's own: bytes / best time, first iteration dropped. Pr
 kernel the median and range (min-max) over the rounds, and the ratio of medians, assay /
 McCalpin. ``--json FILE`` keeps every round.
 
-    python bench/stream_vs_mccalpin.py --reference build/ref/stream.c --rounds 5
+    python bench/stream_vs_mccalpin.py --reference-binary ~/stream_c.exe --elements 80000000
 """
 
 from __future__ import annotations
@@ -33,18 +33,6 @@ from assay.system import collect_plan_facts, collect_system
 from assay.toolchain import build_probe
 
 KERNELS = ("copy", "scale", "add", "triad")
-# McCalpin's own suggestion for an OpenMP build ("gcc -O -fopenmp"); -O2 is what most
-# published runs use. --reference-flags changes it.
-REFERENCE_FLAGS = "-O2 -fopenmp"
-
-
-def compile_reference(source: Path, flags: str, elements: int, ntimes: int, out: Path) -> Path:
-    argv = ["gcc", *shlex.split(flags), f"-DSTREAM_ARRAY_SIZE={elements}", f"-DNTIMES={ntimes}"]
-    if 3 * elements * 8 >= 2**31:
-        argv.append("-mcmodel=medium")  # static arrays past 2 GiB (stream.c's own advice)
-    argv += [str(source), "-o", str(out)]
-    subprocess.run(argv, check=True)
-    return out
 
 
 def run_assay(exe: Path, argv: list[str], env: dict[str, str]) -> dict[str, float]:
@@ -69,17 +57,16 @@ def summary(values: list[float]) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reference", type=Path, help="McCalpin's stream.c")
-    ap.add_argument("--reference-binary", type=Path, help="a stream binary built already")
-    ap.add_argument("--reference-flags", default=REFERENCE_FLAGS)
+    ap.add_argument(
+        "--reference-binary", type=Path, required=True,
+        help="McCalpin's stream, built with STREAM_ARRAY_SIZE = --elements, NTIMES = --ntimes",
+    )  # fmt: skip
     ap.add_argument("--assay-flags", help="override assay's STREAM compile flags (diagnosis)")
     ap.add_argument("--elements", type=int, help="per array; default: assay's own rule")
     ap.add_argument("--ntimes", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", type=Path, help="write every round here")
     args = ap.parse_args()
-    if not (args.reference or args.reference_binary):
-        ap.error("give --reference stream.c (or --reference-binary)")
 
     system = collect_system()
     ctx = PlanContext(system=system, facts=collect_plan_facts())
@@ -93,9 +80,7 @@ def main() -> None:
                       build.libs)  # fmt: skip
     work = Path(tempfile.mkdtemp(prefix="stream-bench-"))
     ours = build_probe(build, [], cache_dir=work / "cache")
-    ref = args.reference_binary or compile_reference(
-        args.reference, args.reference_flags, elements, args.ntimes, work / "stream-mccalpin"
-    )
+    ref = args.reference_binary
 
     rounds: list[dict[str, dict[str, float]]] = []
     for r in range(args.rounds):
@@ -111,7 +96,7 @@ def main() -> None:
     threads = draft.env["OMP_NUM_THREADS"]
     print(f"{system.cpu_model}, {threads} threads, {elements} elements/array, "
           f"ntimes {args.ntimes}, {args.rounds} rounds alternated")  # fmt: skip
-    print(f"assay: {' '.join(build.flags)}; McCalpin: {args.reference_flags}")
+    print(f"assay: {' '.join(build.flags)}; McCalpin: {ref}")
     print("| kernel | assay GB/s median (range) | McCalpin GB/s median (range) | ratio |")
     print("|---|---|---|---|")
     result = {"system": system.cpu_model, "threads": threads, "elements": elements, "kernels": {}}
