@@ -15,6 +15,7 @@ from assay.errors import ProbeError
 from assay.model import Job, MpiInfo, Sample
 from assay.parsers.base import ParseResult
 from assay.parsers.fio import parse_size
+from assay.probes.base import JobDraft, PlanContext
 
 INSTALL_HINT = (
     "build it from https://github.com/hpc/ior (./bootstrap && ./configure && make; not "
@@ -60,3 +61,36 @@ def tool_samples(result: ParseResult, job: Job, probe: str) -> list[Sample]:
         s.probe = probe
         s.params = {**job.params, **s.params}
     return result.samples
+
+
+def mpi_tool_drafts(
+    ctx: PlanContext,
+    *,
+    mpis: list[MpiInfo],
+    ranks: int | None,
+    wanted_mpi: str | None,
+    wanted_ranks: int | None,
+    tool: str,
+    path: str,
+    argv: list[str],
+    job_params: dict[str, Any],
+    layout: str,
+) -> list[JobDraft]:
+    """The one MPI-launched job of a tool probe: ranks from the params, else the suite's, else
+    one per core; the MPI named in the params; the label ``LAYOUT MPI``; skipped
+    (with the reason) when the tool or the MPI is missing."""
+    mpi, no_mpi = pick_mpi(mpis, wanted_mpi)
+    n_ranks = wanted_ranks or ranks or ctx.system.cores or 1
+    if mpi:
+        job_params["mpi"] = mpi.name
+    return [
+        JobDraft(
+            argv=argv,
+            params=job_params,
+            launcher="mpi",
+            mpi=mpi.name if mpi else None,
+            ranks=n_ranks,
+            label=f"{layout} {mpi.label if mpi else 'no-mpi'}",
+            skip_reason=tool_skip(tool, path) or no_mpi,
+        )
+    ]

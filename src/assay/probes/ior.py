@@ -29,7 +29,7 @@ from pydantic import Field, field_validator, model_validator
 from assay.model import Job, MpiInfo, Sample
 from assay.parsers import ior as ior_parser
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
-from assay.probes.external import pick_mpi, size_value, tool_samples, tool_skip
+from assay.probes.external import mpi_tool_drafts, size_value, tool_samples
 
 MIB = 2**20
 TESTFILE = "ior-testfile"
@@ -105,8 +105,6 @@ class IorProbe(Probe):
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
     ) -> list[JobDraft]:
         assert isinstance(params, IorParams)
-        mpi, no_mpi = pick_mpi(mpis, params.mpi)
-        n_ranks = params.ranks or ranks or ctx.system.cores or 1
         job_params: dict[str, Any] = {
             "api": params.api,
             "file_per_proc": params.file_per_process,
@@ -116,20 +114,19 @@ class IorProbe(Probe):
             "iterations": params.iterations,
             "test_dir": params.test_dir or "job directory",
         }
-        if mpi:
-            job_params["mpi"] = mpi.name
         layout = "fpp" if params.file_per_process else "shared"
-        return [
-            JobDraft(
-                argv=ior_argv(params),
-                params=job_params,
-                launcher="mpi",
-                mpi=mpi.name if mpi else None,
-                ranks=n_ranks,
-                label=f"{params.api.lower()} {layout} {mpi.label if mpi else 'no-mpi'}",
-                skip_reason=tool_skip("ior", params.ior) or no_mpi,
-            )
-        ]
+        return mpi_tool_drafts(
+            ctx,
+            mpis=mpis,
+            ranks=ranks,
+            wanted_mpi=params.mpi,
+            wanted_ranks=params.ranks,
+            tool="ior",
+            path=params.ior,
+            argv=ior_argv(params),
+            job_params=job_params,
+            layout=f"{params.api.lower()} {layout}",
+        )
 
     def parse(self, stdout: str, job: Job) -> list[Sample]:
         return tool_samples(ior_parser.parse(stdout, source=job.job_id), job, self.name)

@@ -28,7 +28,7 @@ from pydantic import Field, field_validator
 from assay.model import Job, MpiInfo, Sample
 from assay.parsers import mdtest as mdtest_parser
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
-from assay.probes.external import pick_mpi, size_value, tool_samples, tool_skip
+from assay.probes.external import mpi_tool_drafts, size_value, tool_samples
 
 TESTDIR = "mdtest-scratch"
 
@@ -90,8 +90,6 @@ class MdtestProbe(Probe):
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
     ) -> list[JobDraft]:
         assert isinstance(params, MdtestParams)
-        mpi, no_mpi = pick_mpi(mpis, params.mpi)
-        n_ranks = params.ranks or ranks or ctx.system.cores or 1
         job_params: dict[str, Any] = {
             "api": params.api,
             "file_per_proc": params.file_per_process,
@@ -101,20 +99,19 @@ class MdtestProbe(Probe):
             "read_bytes": params.read_bytes,
             "test_dir": params.test_dir or "job directory",
         }
-        if mpi:
-            job_params["mpi"] = mpi.name
         layout = "unique-dir" if params.file_per_process else "shared-dir"
-        return [
-            JobDraft(
-                argv=mdtest_argv(params),
-                params=job_params,
-                launcher="mpi",
-                mpi=mpi.name if mpi else None,
-                ranks=n_ranks,
-                label=f"{params.api.lower()} {layout} {mpi.label if mpi else 'no-mpi'}",
-                skip_reason=tool_skip("mdtest", params.mdtest) or no_mpi,
-            )
-        ]
+        return mpi_tool_drafts(
+            ctx,
+            mpis=mpis,
+            ranks=ranks,
+            wanted_mpi=params.mpi,
+            wanted_ranks=params.ranks,
+            tool="mdtest",
+            path=params.mdtest,
+            argv=mdtest_argv(params),
+            job_params=job_params,
+            layout=f"{params.api.lower()} {layout}",
+        )
 
     def parse(self, stdout: str, job: Job) -> list[Sample]:
         return tool_samples(mdtest_parser.parse(stdout, source=job.job_id), job, self.name)
