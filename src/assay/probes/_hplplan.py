@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 
-from assay.errors import SuiteError
+from assay.errors import ProbeError, SuiteError
 from assay.model import Sample
+from assay.parsers.base import ParseResult
 from assay.probes.base import PlanContext
 from assay.probes.hplsize import FALLBACK_RATE_PER_CORE, HplSize, size_hpl
 
@@ -73,3 +74,21 @@ def rpeak_sample(probe: str, rpeak: float, derivation: str, plan: dict[str, obje
     """compute.rpeak as dgemm records it (precision "d"), so the report shows one Rpeak row."""
     params = {**plan, "precision": "d", "derivation": derivation}
     return Sample.make(probe, "compute.rpeak", rpeak, params)
+
+
+def checked_hpl(result: ParseResult, failed: list[dict], *, tool: str) -> list[Sample]:
+    """The parsed HPL samples of ``tool`` (xhpl or HPCC), or why there are none: a failed residual
+    check (HPL's own verdict that the solution is wrong, so no rate counts), a cut-off output,
+    or no HPL line at all."""
+    if failed:
+        f = failed[0]
+        raise ProbeError(
+            f"HPL residual check FAILED (N={f.get('N')}, NB={f.get('NB')}, "
+            f"P={f.get('P')}, Q={f.get('Q')}, scaled residual {f.get('residual')}): "
+            "no rate is reported"
+        )
+    if not result.complete:
+        raise ProbeError(f"{tool} output is incomplete; missing: {', '.join(result.missing)}")
+    if not any(s.metric == "compute.hpl" for s in result.samples):
+        raise ProbeError(f"{tool} printed no HPL result")
+    return list(result.samples)

@@ -9,8 +9,10 @@ of the cache key: a node with other cards gets its own build.
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from assay.model import Build, System
+from assay.model import Build, Job, Sample, System
+from assay.probes.base import JobDraft, parse_jsonl
 
 # Compiled when no GPU is present, only to prove the sources build (the compile-only test):
 # one architecture keeps it quick.
@@ -64,3 +66,38 @@ def select_gpus(system: System, wanted: list[int] | None) -> tuple[list[int], st
 def on_gpus(devices: list[int]) -> str:
     """The end of a job label: ' on GPU 0,1', or nothing where there is none."""
     return f" on GPU {','.join(map(str, devices))}" if devices else ""
+
+
+def gpu_draft(
+    system: System,
+    devices: list[int],
+    wanted: list[int] | None,
+    *,
+    argv: list[str],
+    params: dict[str, Any],
+    source: str,
+    libs: tuple[str, ...] = (),
+    label: str,
+    skip: str | None,
+    timeout: float | None = None,
+) -> JobDraft:
+    """The one job of a GPU probe: its CUDA source built for the cards here, ``--gpus`` passed
+    only when the params chose devices (else the probe takes them all), the label ending in
+    the devices used."""
+    if wanted is not None:
+        argv = [*argv, "--gpus", ",".join(map(str, devices))]
+    return JobDraft(
+        argv=argv,
+        params=params,
+        build=cuda_build(source, gpu_caps(system), libs),
+        label=label + on_gpus(devices),
+        timeout=timeout,
+        skip_reason=skip,
+    )
+
+
+def gpu_samples(stdout: str, probe: str, job: Job) -> list[Sample]:
+    """A GPU probe's JSON Lines as samples. The probe names each GPU itself; the job's list of
+    GPUs would only repeat all of them on every sample, so it is left out."""
+    base = {k: v for k, v in job.params.items() if k != "gpus"}
+    return parse_jsonl(stdout, probe, base)

@@ -15,8 +15,8 @@ from typing import Literal
 from pydantic import Field
 
 from assay.model import Job, MpiInfo, Sample
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
-from assay.probes.cuda import cuda_build, gpu_caps, no_gpu_reason, on_gpus, select_gpus
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
+from assay.probes.cuda import gpu_draft, gpu_samples, no_gpu_reason, select_gpus
 
 GpuPrecision = Literal["fp64", "fp32", "tf32", "fp16", "bf16"]
 ALL_PRECISIONS: list[GpuPrecision] = ["fp64", "fp32", "tf32", "fp16", "bf16"]
@@ -60,23 +60,22 @@ class GpuBurnProbe(Probe):
             "--mem-fraction", repr(params.mem_fraction),
             "--n", str(params.n),
         ]  # fmt: skip
-        if params.gpus is not None:
-            argv += ["--gpus", ",".join(map(str, devices))]
         if params.corrupt_for_test:
             argv.append("--corrupt-for-test")
         return [
-            JobDraft(
+            gpu_draft(
+                system,
+                devices,
+                params.gpus,
                 argv=argv,
                 params={"duration_s": params.duration, "n": params.n, "gpus": devices},
-                build=cuda_build("gpuburn.cu", gpu_caps(system), ("-lcublas", "-ldl")),
-                label=f"{','.join(precisions)} {params.duration:g} s" + on_gpus(devices),
+                source="gpuburn.cu",
+                libs=("-lcublas", "-ldl"),
+                label=f"{','.join(precisions)} {params.duration:g} s",
                 timeout=len(precisions) * (params.duration + SETUP_ALLOWANCE_S) + 120,
-                skip_reason=skip,
+                skip=skip,
             )
         ]
 
     def parse(self, stdout: str, job: Job) -> list[Sample]:
-        # The probe names each GPU and precision itself; the job's list of GPUs would only
-        # repeat all of them on every sample.
-        base = {k: v for k, v in job.params.items() if k != "gpus"}
-        return parse_jsonl(stdout, self.name, base)
+        return gpu_samples(stdout, self.name, job)

@@ -13,8 +13,8 @@ from typing import Literal
 from pydantic import Field
 
 from assay.model import Job, MpiInfo, Sample
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
-from assay.probes.cuda import cuda_build, gpu_caps, no_gpu_reason, on_gpus, select_gpus
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
+from assay.probes.cuda import gpu_draft, gpu_samples, no_gpu_reason, select_gpus
 
 
 class GpuMemParams(ProbeParams):
@@ -52,18 +52,18 @@ class GpuMemProbe(Probe):
             argv += ["--elements", str(params.elements)]
         if params.only:
             argv += ["--only", params.only]
-        if params.gpus is not None:
-            argv += ["--gpus", ",".join(map(str, devices))]
         return [
-            JobDraft(
+            gpu_draft(
+                system,
+                devices,
+                params.gpus,
                 argv=argv,
                 params={"gpus": devices},
-                build=cuda_build("gpumem.cu", gpu_caps(system)),
-                label=(params.only or "stream, transfers, peers") + on_gpus(devices),
-                skip_reason=no_gpu_reason(system) or missing,
+                source="gpumem.cu",
+                label=params.only or "stream, transfers, peers",
+                skip=no_gpu_reason(system) or missing,
             )
         ]
 
     def parse(self, stdout: str, job: Job) -> list[Sample]:
-        base = {k: v for k, v in job.params.items() if k != "gpus"}
-        return parse_jsonl(stdout, self.name, base)
+        return gpu_samples(stdout, self.name, job)

@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import Field
 
-from assay.errors import ProbeError, SuiteError
+from assay.errors import SuiteError
 from assay.model import Job, MpiInfo, Sample
 from assay.parsers import hpcc as hpcc_parser
-from assay.probes._hplplan import plan_size, rpeak_sample
+from assay.probes._hplplan import checked_hpl, plan_size, rpeak_sample
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
 from assay.probes.hplsize import DEFAULT_FRACTION, DEFAULT_NB, hpl_dat
 from assay.system.peak import rpeak_flag
@@ -94,17 +94,7 @@ class HpccProbe(Probe):
     def parse(self, stdout: str, job: Job) -> list[Sample]:
         result = hpcc_parser.parse(stdout, source=job.job_id)
         failed = [f for f in result.meta.get("failed", []) if f.get("section", "HPL") == "HPL"]
-        if failed:
-            f = failed[0]
-            raise ProbeError(
-                f"HPL residual check FAILED (N={f.get('N')}, NB={f.get('NB')}, "
-                f"P={f.get('P')}, Q={f.get('Q')}, scaled residual {f.get('residual')}): "
-                "no rate is reported"
-            )
-        if not result.complete:
-            raise ProbeError(f"HPCC output is incomplete; missing: {', '.join(result.missing)}")
-        if not any(s.metric == "compute.hpl" for s in result.samples):
-            raise ProbeError("HPCC printed no HPL result")
+        checked_hpl(result, failed, tool="HPCC")
         plan = {k: job.params[k] for k in PLAN_KEYS if k in job.params}
         rpeak = job.params.get("rpeak")
         derivation = str(job.params.get("rpeak_derivation", ""))

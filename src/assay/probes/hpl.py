@@ -34,7 +34,7 @@ from pydantic import Field
 from assay.errors import ProbeError, SuiteError
 from assay.model import Build, Job, MpiInfo, Sample
 from assay.parsers import hpl as hpl_parser
-from assay.probes._hplplan import node_peak, plan_size, rpeak_sample
+from assay.probes._hplplan import checked_hpl, node_peak, plan_size, rpeak_sample
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
 from assay.probes.hplsize import DEFAULT_FRACTION, DEFAULT_NB, hpl_dat
 from assay.system.peak import rpeak_flag
@@ -218,19 +218,7 @@ def _lu_samples(stdout: str, job: Job) -> list[Sample]:
 
 def _xhpl_samples(stdout: str, job: Job) -> list[Sample]:
     result = hpl_parser.parse(stdout, source=job.job_id)
-    failed = result.meta.get("failed", [])
-    if failed:
-        f = failed[0]
-        raise ProbeError(
-            f"HPL residual check FAILED (N={f.get('N')}, NB={f.get('NB')}, "
-            f"P={f.get('P')}, Q={f.get('Q')}, scaled residual {f.get('residual')}): "
-            "no rate is reported"
-        )
-    if not result.complete:
-        raise ProbeError(f"HPL output is incomplete; missing: {', '.join(result.missing)}")
-    if not any(s.metric == "compute.hpl" for s in result.samples):
-        raise ProbeError("HPL printed no result line")
-    return list(result.samples)
+    return checked_hpl(result, result.meta.get("failed", []), tool="HPL")
 
 
 def _xhpl_mpi(params: HplParams, ctx: PlanContext, mpis: list[MpiInfo]) -> MpiInfo:

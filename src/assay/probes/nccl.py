@@ -16,8 +16,8 @@ from typing import Literal
 from pydantic import Field
 
 from assay.model import Job, MpiInfo, Sample
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
-from assay.probes.cuda import cuda_build, gpu_caps, no_gpu_reason, on_gpus, select_gpus
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
+from assay.probes.cuda import gpu_draft, gpu_samples, no_gpu_reason, select_gpus
 
 NcclOp = Literal["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
 
@@ -56,18 +56,19 @@ class NcclProbe(Probe):
             "--iters", str(params.iters),
             "--warmup", str(params.warmup),
         ]  # fmt: skip
-        if params.gpus is not None:
-            argv += ["--gpus", ",".join(map(str, devices))]
         return [
-            JobDraft(
+            gpu_draft(
+                system,
+                devices,
+                params.gpus,
                 argv=argv,
                 params={"gpus": devices},
-                build=cuda_build("ncclbench.cu", gpu_caps(system), ("-lnccl",)),
-                label=",".join(params.ops) + on_gpus(devices),
-                skip_reason=skip,
+                source="ncclbench.cu",
+                libs=("-lnccl",),
+                label=",".join(params.ops),
+                skip=skip,
             )
         ]
 
     def parse(self, stdout: str, job: Job) -> list[Sample]:
-        base = {k: v for k, v in job.params.items() if k != "gpus"}
-        return parse_jsonl(stdout, self.name, base)
+        return gpu_samples(stdout, self.name, job)
