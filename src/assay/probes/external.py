@@ -1,5 +1,6 @@
 """Helpers of the probes that run a third-party tool under MPI (IOR, mdtest): which MPI it runs
-under, whether it is installed, its sizes, its parser's samples -- once, here, for each of them.
+under, whether it is installed, its sizes, its parser's samples, and the probe base class
+(``MpiToolProbe``) that drafts its one job and reads its output -- once, here, for each of them.
 
 ``tool_skip`` looks at ``PATH`` (``shutil.which``) while planning: it is the one such look left
 in these probes, kept in this one place until the plan context carries the tools found on
@@ -9,13 +10,14 @@ in these probes, kept in this one place until the plan context carries the tools
 from __future__ import annotations
 
 import shutil
-from typing import Any
+from abc import abstractmethod
+from typing import Any, ClassVar
 
 from assay.errors import ProbeError
 from assay.model import Job, MpiInfo, Sample
 from assay.parsers.base import ParseResult
 from assay.parsers.fio import parse_size
-from assay.probes.base import JobDraft, PlanContext
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
 
 INSTALL_HINT = (
     "build it from https://github.com/hpc/ior (./bootstrap && ./configure && make; not "
@@ -63,34 +65,51 @@ def tool_samples(result: ParseResult, job: Job, probe: str) -> list[Sample]:
     return result.samples
 
 
-def mpi_tool_drafts(
-    ctx: PlanContext,
-    *,
-    mpis: list[MpiInfo],
-    ranks: int | None,
-    wanted_mpi: str | None,
-    wanted_ranks: int | None,
-    tool: str,
-    path: str,
-    argv: list[str],
-    job_params: dict[str, Any],
-    layout: str,
-) -> list[JobDraft]:
-    """The one MPI-launched job of a tool probe: ranks from the params, else the suite's, else
-    one per core; the MPI named in the params; the label ``LAYOUT MPI``; skipped
-    (with the reason) when the tool or the MPI is missing."""
-    mpi, no_mpi = pick_mpi(mpis, wanted_mpi)
-    n_ranks = wanted_ranks or ranks or ctx.system.cores or 1
-    if mpi:
-        job_params["mpi"] = mpi.name
-    return [
-        JobDraft(
-            argv=argv,
-            params=job_params,
-            launcher="mpi",
-            mpi=mpi.name if mpi else None,
-            ranks=n_ranks,
-            label=f"{layout} {mpi.label if mpi else 'no-mpi'}",
-            skip_reason=tool_skip(tool, path) or no_mpi,
-        )
-    ]
+class MpiToolProbe(Probe):
+    """A third-party tool run once per sweep point under the suite's MPI (IOR, mdtest): a
+    subclass says how to call it and what to record; drafting and parsing are the same."""
+
+    uses_mpi = True
+    default_timeout = 1800.0
+    tool: ClassVar[str]  # its name, and the field of its Params naming the binary
+
+    @abstractmethod
+    def tool_argv(self, params: Any) -> list[str]:
+        """The tool's command line (without mpirun)."""
+
+    @abstractmethod
+    def job_params(self, params: Any) -> dict[str, Any]:
+        """What the job records of its params."""
+
+    @abstractmethod
+    def layout(self, params: Any) -> str:
+        """The label's first words: the API and file layout."""
+
+    @abstractmethod
+    def parse_output(self, stdout: str, source: str) -> ParseResult:
+        """The tool's parser."""
+
+    def drafts(
+        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
+    ) -> list[JobDraft]:
+        assert isinstance(params, self.Params)
+        p: Any = params
+        mpi, no_mpi = pick_mpi(mpis, p.mpi)
+        job_params = self.job_params(p)
+        if mpi:
+            job_params["mpi"] = mpi.name
+        return [
+            JobDraft(
+                argv=self.tool_argv(p),
+                params=job_params,
+                launcher="mpi",
+                mpi=mpi.name if mpi else None,
+                # from the params, else the suite's, else one per core
+                ranks=p.ranks or ranks or ctx.system.cores or 1,
+                label=f"{self.layout(p)} {mpi.label if mpi else 'no-mpi'}",
+                skip_reason=tool_skip(self.tool, getattr(p, self.tool)) or no_mpi,
+            )
+        ]
+
+    def parse(self, stdout: str, job: Job) -> list[Sample]:
+        return tool_samples(self.parse_output(stdout, job.job_id), job, self.name)

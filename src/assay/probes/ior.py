@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from assay.model import Job, MpiInfo, Sample
 from assay.parsers import ior as ior_parser
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
-from assay.probes.external import mpi_tool_drafts, size_value, tool_samples
+from assay.parsers.base import ParseResult
+from assay.probes.base import ProbeParams
+from assay.probes.external import MpiToolProbe, size_value
 
 MIB = 2**20
 TESTFILE = "ior-testfile"
@@ -94,18 +94,17 @@ def ior_argv(params: IorParams) -> list[str]:
     return argv + list(params.extra_args)
 
 
-class IorProbe(Probe):
+class IorProbe(MpiToolProbe):
     name = "ior"
     summary = "IOR parallel I/O bandwidth (MPI; POSIX or MPIIO); skipped when ior is missing"
     Params = IorParams
-    uses_mpi = True
-    default_timeout = 1800.0
+    tool = "ior"
 
-    def drafts(
-        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
-    ) -> list[JobDraft]:
-        assert isinstance(params, IorParams)
-        job_params: dict[str, Any] = {
+    def tool_argv(self, params: IorParams) -> list[str]:
+        return ior_argv(params)
+
+    def job_params(self, params: IorParams) -> dict[str, Any]:
+        return {
             "api": params.api,
             "file_per_proc": params.file_per_process,
             "block_size": params.block_size,
@@ -114,19 +113,10 @@ class IorProbe(Probe):
             "iterations": params.iterations,
             "test_dir": params.test_dir or "job directory",
         }
-        layout = "fpp" if params.file_per_process else "shared"
-        return mpi_tool_drafts(
-            ctx,
-            mpis=mpis,
-            ranks=ranks,
-            wanted_mpi=params.mpi,
-            wanted_ranks=params.ranks,
-            tool="ior",
-            path=params.ior,
-            argv=ior_argv(params),
-            job_params=job_params,
-            layout=f"{params.api.lower()} {layout}",
-        )
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
-        return tool_samples(ior_parser.parse(stdout, source=job.job_id), job, self.name)
+    def layout(self, params: IorParams) -> str:
+        layout = "fpp" if params.file_per_process else "shared"
+        return f"{params.api.lower()} {layout}"
+
+    def parse_output(self, stdout: str, source: str) -> ParseResult:
+        return ior_parser.parse(stdout, source=source)

@@ -25,10 +25,10 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from assay.model import Job, MpiInfo, Sample
 from assay.parsers import mdtest as mdtest_parser
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
-from assay.probes.external import mpi_tool_drafts, size_value, tool_samples
+from assay.parsers.base import ParseResult
+from assay.probes.base import ProbeParams
+from assay.probes.external import MpiToolProbe, size_value
 
 TESTDIR = "mdtest-scratch"
 
@@ -79,18 +79,17 @@ def mdtest_argv(params: MdtestParams) -> list[str]:
     return argv + list(params.extra_args)
 
 
-class MdtestProbe(Probe):
+class MdtestProbe(MpiToolProbe):
     name = "mdtest"
     summary = "mdtest metadata rates (MPI; create/stat/read/remove); skipped when missing"
     Params = MdtestParams
-    uses_mpi = True
-    default_timeout = 1800.0
+    tool = "mdtest"
 
-    def drafts(
-        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
-    ) -> list[JobDraft]:
-        assert isinstance(params, MdtestParams)
-        job_params: dict[str, Any] = {
+    def tool_argv(self, params: MdtestParams) -> list[str]:
+        return mdtest_argv(params)
+
+    def job_params(self, params: MdtestParams) -> dict[str, Any]:
+        return {
             "api": params.api,
             "file_per_proc": params.file_per_process,
             "items_per_rank": params.items,
@@ -99,19 +98,11 @@ class MdtestProbe(Probe):
             "read_bytes": params.read_bytes,
             "test_dir": params.test_dir or "job directory",
         }
-        layout = "unique-dir" if params.file_per_process else "shared-dir"
-        return mpi_tool_drafts(
-            ctx,
-            mpis=mpis,
-            ranks=ranks,
-            wanted_mpi=params.mpi,
-            wanted_ranks=params.ranks,
-            tool="mdtest",
-            path=params.mdtest,
-            argv=mdtest_argv(params),
-            job_params=job_params,
-            layout=f"{params.api.lower()} {layout}",
+
+    def layout(self, params: MdtestParams) -> str:
+        return f"{params.api.lower()} " + (
+            "unique-dir" if params.file_per_process else "shared-dir"
         )
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
-        return tool_samples(mdtest_parser.parse(stdout, source=job.job_id), job, self.name)
+    def parse_output(self, stdout: str, source: str) -> ParseResult:
+        return mdtest_parser.parse(stdout, source=source)
