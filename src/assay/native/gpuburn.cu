@@ -78,19 +78,14 @@ static Options parse_options(int argc, char **argv)
 {
     Options o;
     const char *gpus = nullptr;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "--help" || a == "-h") {
-            usage(stdout);
-            exit(0);
-        }
+    CpArgs args{argc, argv, usage};
+    while (args.next()) {
+        const std::string &a = args.opt;
         if (a == "--corrupt-for-test") {
             o.corrupt_for_test = true;
             continue;
         }
-        if (i + 1 >= argc)
-            cp_die(EXIT_USAGE, "%s needs a value (--help)", a.c_str());
-        const char *v = argv[++i];
+        const char *v = args.value();
         if (a == "--duration")
             o.duration = cp_parse_double("--duration", v, 0.01, 86400);
         else if (a == "--interval")
@@ -105,28 +100,15 @@ static Options parse_options(int argc, char **argv)
             gpus = v;
         else if (a == "--precisions") {
             o.precisions.clear();
-            std::string s = v;
-            size_t start = 0;
-            while (true) {
-                size_t comma = s.find(',', start);
-                std::string p = s.substr(start, comma == std::string::npos ? std::string::npos
-                                                                           : comma - start);
+            for (const std::string &p : cp_split_list(v)) {
                 if (!known_precision(p))
                     cp_die(EXIT_USAGE, "--precisions: unknown precision '%s'", p.c_str());
                 o.precisions.push_back(p);
-                if (comma == std::string::npos)
-                    break;
-                start = comma + 1;
             }
         } else
             cp_die(EXIT_USAGE, "unknown option %s (--help)", a.c_str());
     }
-    int count = cp_device_count();
-    if (gpus)
-        o.devices = cp_parse_devices(gpus, count);
-    else
-        for (int d = 0; d < count; d++)
-            o.devices.push_back(d);
+    o.devices = cp_select_devices(gpus);
     return o;
 }
 

@@ -53,17 +53,8 @@ static void usage(FILE *to)
 static std::vector<long long> parse_sizes(const char *text)
 {
     std::vector<long long> out;
-    std::string s = text;
-    size_t start = 0;
-    while (true) {
-        size_t comma = s.find(',', start);
-        std::string part =
-            s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    for (const std::string &part : cp_split_list(text))
         out.push_back(cp_parse_long("--sizes", part.c_str(), 1, 1LL << 36));
-        if (comma == std::string::npos)
-            break;
-        start = comma + 1;
-    }
     return out;
 }
 
@@ -71,15 +62,10 @@ static Options parse_options(int argc, char **argv)
 {
     Options o;
     const char *gpus = nullptr;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "--help" || a == "-h") {
-            usage(stdout);
-            exit(0);
-        }
-        if (i + 1 >= argc)
-            cp_die(EXIT_USAGE, "%s needs a value (--help)", a.c_str());
-        const char *v = argv[++i];
+    CpArgs args{argc, argv, usage};
+    while (args.next()) {
+        const std::string &a = args.opt;
+        const char *v = args.value();
         if (a == "--elements")
             o.elements = cp_parse_long("--elements", v, 1024, 1LL << 34);
         else if (a == "--ntimes")
@@ -100,12 +86,7 @@ static Options parse_options(int argc, char **argv)
         } else
             cp_die(EXIT_USAGE, "unknown option %s (--help)", a.c_str());
     }
-    int count = cp_device_count();
-    if (gpus)
-        o.devices = cp_parse_devices(gpus, count);
-    else
-        for (int d = 0; d < count; d++)
-            o.devices.push_back(d);
+    o.devices = cp_select_devices(gpus);
     return o;
 }
 

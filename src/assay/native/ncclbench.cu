@@ -59,15 +59,10 @@ static Options parse_options(int argc, char **argv)
 {
     Options o;
     const char *gpus = nullptr;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "--help" || a == "-h") {
-            usage(stdout);
-            exit(0);
-        }
-        if (i + 1 >= argc)
-            cp_die(EXIT_USAGE, "%s needs a value (--help)", a.c_str());
-        const char *v = argv[++i];
+    CpArgs args{argc, argv, usage};
+    while (args.next()) {
+        const std::string &a = args.opt;
+        const char *v = args.value();
         if (a == "--min-bytes")
             o.min_bytes = cp_parse_long("--min-bytes", v, 4, 1LL << 36);
         else if (a == "--max-bytes")
@@ -80,18 +75,10 @@ static Options parse_options(int argc, char **argv)
             gpus = v;
         else if (a == "--ops") {
             o.ops.clear();
-            std::string s = v;
-            size_t start = 0;
-            while (true) {
-                size_t comma = s.find(',', start);
-                std::string op = s.substr(start, comma == std::string::npos ? std::string::npos
-                                                                            : comma - start);
+            for (const std::string &op : cp_split_list(v)) {
                 if (std::find(OPS, OPS + 4, op) == OPS + 4)
                     cp_die(EXIT_USAGE, "--ops: unknown operation '%s'", op.c_str());
                 o.ops.push_back(op);
-                if (comma == std::string::npos)
-                    break;
-                start = comma + 1;
             }
         } else
             cp_die(EXIT_USAGE, "unknown option %s (--help)", a.c_str());
@@ -99,12 +86,7 @@ static Options parse_options(int argc, char **argv)
     if (o.min_bytes > o.max_bytes)
         cp_die(EXIT_USAGE, "--min-bytes %lld is above --max-bytes %lld", o.min_bytes,
                o.max_bytes);
-    int count = cp_device_count();
-    if (gpus)
-        o.devices = cp_parse_devices(gpus, count);
-    else
-        for (int d = 0; d < count; d++)
-            o.devices.push_back(d);
+    o.devices = cp_select_devices(gpus);
     return o;
 }
 
