@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -189,37 +190,6 @@ static long long cp_parse_long(const char *opt, const char *text, long long lo, 
     return v;
 }
 
-/* The options loop every probe shares: "--help" prints the usage and exits 0; every other
- * option takes the next argument as its value, and one without it is an error (exit 2).
- *     CpArgs args{argc, argv, usage};
- *     while (args.next()) { if (args.opt == "--flag") {...; continue;} v = args.value(); ... }
- */
-struct CpArgs {
-    int argc;
-    char **argv;
-    void (*usage)(FILE *);
-    int i = 0;
-    std::string opt;
-
-    bool next()
-    {
-        if (++i >= argc)
-            return false;
-        opt = argv[i];
-        if (opt == "--help" || opt == "-h") {
-            usage(stdout);
-            exit(0);
-        }
-        return true;
-    }
-    const char *value()
-    {
-        if (i + 1 >= argc)
-            cp_die(EXIT_USAGE, "%s needs a value (--help)", opt.c_str());
-        return argv[++i];
-    }
-};
-
 /* "a,b,c" -> {"a", "b", "c"}; an empty item stays (as "") for its parser to refuse. */
 static std::vector<std::string> cp_split_list(const char *text)
 {
@@ -273,6 +243,42 @@ static std::vector<int> cp_select_devices(const char *gpus)
     for (int d = 0; d < count; d++)
         all.push_back(d);
     return all;
+}
+
+/* The options loop every probe shares. "--help" prints the usage and exits 0; each option in
+ * ``flags`` stands alone, every other takes the next argument as its value (none: exit 2);
+ * "--gpus L" is every probe's; ``set(o, option, value)`` sets one of the probe's own and returns
+ * false for one it does not know (exit 2). ``check`` (optional) refuses a combination of
+ * options (exit 2) before the devices are looked at, so a bad command line is exit 2 even on a
+ * machine without a GPU. */
+template <class Options, class Set>
+static Options cp_parse_options(int argc, char **argv, void (*usage)(FILE *),
+                                std::initializer_list<std::string> flags, Set set,
+                                void (*check)(const Options &) = nullptr)
+{
+    Options o;
+    const char *gpus = nullptr;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        if (a == "--help" || a == "-h") {
+            usage(stdout);
+            exit(0);
+        }
+        const char *v = nullptr;
+        if (std::find(flags.begin(), flags.end(), a) == flags.end()) {
+            if (i + 1 >= argc)
+                cp_die(EXIT_USAGE, "%s needs a value (--help)", a.c_str());
+            v = argv[++i];
+        }
+        if (a == "--gpus")
+            gpus = v;
+        else if (!set(o, a, v))
+            cp_die(EXIT_USAGE, "unknown option %s (--help)", a.c_str());
+    }
+    if (check)
+        check(o);
+    o.devices = cp_select_devices(gpus);
+    return o;
 }
 
 #endif /* ASSAY_CUDA_PROBE_H */

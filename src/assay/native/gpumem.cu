@@ -58,36 +58,32 @@ static std::vector<long long> parse_sizes(const char *text)
     return out;
 }
 
+/* One option of this probe into o; false for one it does not know. */
+static bool set_option(Options &o, const std::string &a, const char *v)
+{
+    if (a == "--elements")
+        o.elements = cp_parse_long("--elements", v, 1024, 1LL << 34);
+    else if (a == "--ntimes")
+        o.ntimes = (int)cp_parse_long("--ntimes", v, 2, 100000);
+    else if (a == "--sizes")
+        o.sizes = parse_sizes(v);
+    else if (a == "--reps")
+        o.reps = (int)cp_parse_long("--reps", v, 1, 100000);
+    else if (a == "--only") {
+        std::string w = v;
+        if (w != "stream" && w != "transfers" && w != "peers")
+            cp_die(EXIT_USAGE, "--only wants stream, transfers or peers, got '%s'", v);
+        o.stream = w == "stream";
+        o.transfers = w == "transfers";
+        o.peers = w == "peers";
+    } else
+        return false;
+    return true;
+}
+
 static Options parse_options(int argc, char **argv)
 {
-    Options o;
-    const char *gpus = nullptr;
-    CpArgs args{argc, argv, usage};
-    while (args.next()) {
-        const std::string &a = args.opt;
-        const char *v = args.value();
-        if (a == "--elements")
-            o.elements = cp_parse_long("--elements", v, 1024, 1LL << 34);
-        else if (a == "--ntimes")
-            o.ntimes = (int)cp_parse_long("--ntimes", v, 2, 100000);
-        else if (a == "--sizes")
-            o.sizes = parse_sizes(v);
-        else if (a == "--reps")
-            o.reps = (int)cp_parse_long("--reps", v, 1, 100000);
-        else if (a == "--gpus")
-            gpus = v;
-        else if (a == "--only") {
-            std::string w = v;
-            if (w != "stream" && w != "transfers" && w != "peers")
-                cp_die(EXIT_USAGE, "--only wants stream, transfers or peers, got '%s'", v);
-            o.stream = w == "stream";
-            o.transfers = w == "transfers";
-            o.peers = w == "peers";
-        } else
-            cp_die(EXIT_USAGE, "unknown option %s (--help)", a.c_str());
-    }
-    o.devices = cp_select_devices(gpus);
-    return o;
+    return cp_parse_options<Options>(argc, argv, usage, {}, set_option);
 }
 
 /* ---------------- STREAM on the device ---------------- */

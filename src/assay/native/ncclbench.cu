@@ -55,39 +55,39 @@ static void usage(FILE *to)
           to);
 }
 
-static Options parse_options(int argc, char **argv)
+/* One option of this probe into o; false for one it does not know. */
+static bool set_option(Options &o, const std::string &a, const char *v)
 {
-    Options o;
-    const char *gpus = nullptr;
-    CpArgs args{argc, argv, usage};
-    while (args.next()) {
-        const std::string &a = args.opt;
-        const char *v = args.value();
-        if (a == "--min-bytes")
-            o.min_bytes = cp_parse_long("--min-bytes", v, 4, 1LL << 36);
-        else if (a == "--max-bytes")
-            o.max_bytes = cp_parse_long("--max-bytes", v, 4, 1LL << 36);
-        else if (a == "--iters")
-            o.iters = (int)cp_parse_long("--iters", v, 1, 1000000);
-        else if (a == "--warmup")
-            o.warmup = (int)cp_parse_long("--warmup", v, 0, 1000000);
-        else if (a == "--gpus")
-            gpus = v;
-        else if (a == "--ops") {
-            o.ops.clear();
-            for (const std::string &op : cp_split_list(v)) {
-                if (std::find(OPS, OPS + 4, op) == OPS + 4)
-                    cp_die(EXIT_USAGE, "--ops: unknown operation '%s'", op.c_str());
-                o.ops.push_back(op);
-            }
-        } else
-            cp_die(EXIT_USAGE, "unknown option %s (--help)", a.c_str());
-    }
+    if (a == "--min-bytes")
+        o.min_bytes = cp_parse_long("--min-bytes", v, 4, 1LL << 36);
+    else if (a == "--max-bytes")
+        o.max_bytes = cp_parse_long("--max-bytes", v, 4, 1LL << 36);
+    else if (a == "--iters")
+        o.iters = (int)cp_parse_long("--iters", v, 1, 1000000);
+    else if (a == "--warmup")
+        o.warmup = (int)cp_parse_long("--warmup", v, 0, 1000000);
+    else if (a == "--ops") {
+        o.ops.clear();
+        for (const std::string &op : cp_split_list(v)) {
+            if (std::find(OPS, OPS + 4, op) == OPS + 4)
+                cp_die(EXIT_USAGE, "--ops: unknown operation '%s'", op.c_str());
+            o.ops.push_back(op);
+        }
+    } else
+        return false;
+    return true;
+}
+
+static void check_options(const Options &o)
+{
     if (o.min_bytes > o.max_bytes)
         cp_die(EXIT_USAGE, "--min-bytes %lld is above --max-bytes %lld", o.min_bytes,
                o.max_bytes);
-    o.devices = cp_select_devices(gpus);
-    return o;
+}
+
+static Options parse_options(int argc, char **argv)
+{
+    return cp_parse_options<Options>(argc, argv, usage, {}, set_option, check_options);
 }
 
 __global__ void set_k(float *x, float v, size_t n)
