@@ -281,24 +281,24 @@ static void transfers(const Options &o, int device, const char *name)
             void *host;
         } kinds[] = {{"pinned", pinned}, {"pageable", pageable}};
         for (auto &k : kinds) {
-            CpStats h2d = timed_copies(o.reps, (double)size, [&] {
-                CUDA_CHECK(cudaMemcpy(dev, k.host, (size_t)size, cudaMemcpyHostToDevice));
-            });
-            CpLine("gpu.h2d", h2d.median)
-                .integer("gpu", device)
-                .str("name", name)
-                .str("memory", k.memory)
-                .integer("size", size)
-                .end(&h2d);
-            CpStats d2h = timed_copies(o.reps, (double)size, [&] {
-                CUDA_CHECK(cudaMemcpy(k.host, dev, (size_t)size, cudaMemcpyDeviceToHost));
-            });
-            CpLine("gpu.d2h", d2h.median)
-                .integer("gpu", device)
-                .str("name", name)
-                .str("memory", k.memory)
-                .integer("size", size)
-                .end(&d2h);
+            struct {
+                const char *metric;
+                void *to;
+                const void *from;
+                cudaMemcpyKind kind;
+            } ways[] = {{"gpu.h2d", dev, k.host, cudaMemcpyHostToDevice},
+                        {"gpu.d2h", k.host, dev, cudaMemcpyDeviceToHost}};
+            for (auto &w : ways) {
+                CpStats st = timed_copies(o.reps, (double)size, [&] {
+                    CUDA_CHECK(cudaMemcpy(w.to, w.from, (size_t)size, w.kind));
+                });
+                CpLine(w.metric, st.median)
+                    .integer("gpu", device)
+                    .str("name", name)
+                    .str("memory", k.memory)
+                    .integer("size", size)
+                    .end(&st);
+            }
         }
         free(pageable);
         CUDA_CHECK(cudaFreeHost(pinned));
