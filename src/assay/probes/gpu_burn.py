@@ -10,13 +10,12 @@ card exits 3: the job fails with the probe's message and its samples are kept.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
-from assay.model import Job, MpiInfo, Sample
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
-from assay.probes.cuda import gpu_draft, gpu_samples, no_gpu_reason, select_gpus
+from assay.probes.base import ProbeParams
+from assay.probes.cuda import GpuProbe
 
 GpuPrecision = Literal["fp64", "fp32", "tf32", "fp16", "bf16"]
 ALL_PRECISIONS: list[GpuPrecision] = ["fp64", "fp32", "tf32", "fp16", "bf16"]
@@ -37,24 +36,18 @@ class GpuBurnParams(ProbeParams):
     )
 
 
-class GpuBurnProbe(Probe):
+class GpuBurnProbe(GpuProbe):
     name = "gpu_burn"
     summary = "GPU: sustained GEMM TFLOP/s per precision, error check (gpu_burn), clocks/power"
     Params = GpuBurnParams
     default_timeout = 900.0
+    source = "gpuburn.cu"
+    libs = ("-lcublas", "-ldl")
 
-    def drafts(
-        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
-    ) -> list[JobDraft]:
-        assert isinstance(params, GpuBurnParams)
-        system = ctx.system
-        devices, missing = select_gpus(system, params.gpus)
-        skip = no_gpu_reason(system) or missing
-        precisions = list(dict.fromkeys(params.precisions))
+    def probe_argv(self, params: GpuBurnParams) -> list[str]:
         argv = [
-            "{exe}",
             "--duration", repr(params.duration),
-            "--precisions", ",".join(precisions),
+            "--precisions", ",".join(_precisions(params)),
             "--interval", repr(params.interval),
             "--warmup", str(params.warmup),
             "--mem-fraction", repr(params.mem_fraction),
@@ -62,20 +55,17 @@ class GpuBurnProbe(Probe):
         ]  # fmt: skip
         if params.corrupt_for_test:
             argv.append("--corrupt-for-test")
-        return [
-            gpu_draft(
-                system,
-                devices,
-                params.gpus,
-                argv=argv,
-                params={"duration_s": params.duration, "n": params.n, "gpus": devices},
-                source="gpuburn.cu",
-                libs=("-lcublas", "-ldl"),
-                label=f"{','.join(precisions)} {params.duration:g} s",
-                timeout=len(precisions) * (params.duration + SETUP_ALLOWANCE_S) + 120,
-                skip=skip,
-            )
-        ]
+        return argv
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
-        return gpu_samples(stdout, self.name, job)
+    def label(self, params: GpuBurnParams) -> str:
+        return f"{','.join(_precisions(params))} {params.duration:g} s"
+
+    def job_params(self, params: GpuBurnParams, devices: list[int]) -> dict[str, Any]:
+        return {"duration_s": params.duration, "n": params.n, "gpus": devices}
+
+    def timeout(self, params: GpuBurnParams) -> float:
+        return len(_precisions(params)) * (params.duration + SETUP_ALLOWANCE_S) + 120
+
+
+def _precisions(params: GpuBurnParams) -> list[str]:
+    return list(dict.fromkeys(params.precisions))

@@ -12,9 +12,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from assay.model import Job, MpiInfo, Sample
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
-from assay.probes.cuda import gpu_draft, gpu_samples, no_gpu_reason, select_gpus
+from assay.probes.base import ProbeParams
+from assay.probes.cuda import GpuProbe
 
 
 class GpuMemParams(ProbeParams):
@@ -30,20 +29,15 @@ class GpuMemParams(ProbeParams):
     gpus: list[int] | None = Field(default=None, description="device indices; default all")
 
 
-class GpuMemProbe(Probe):
+class GpuMemProbe(GpuProbe):
     name = "gpu_mem"
     summary = "GPU: HBM STREAM copy/scale/add/triad, host<->device pinned/pageable, GPU<->GPU"
     Params = GpuMemParams
     default_timeout = 600.0
+    source = "gpumem.cu"
 
-    def drafts(
-        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
-    ) -> list[JobDraft]:
-        assert isinstance(params, GpuMemParams)
-        system = ctx.system
-        devices, missing = select_gpus(system, params.gpus)
+    def probe_argv(self, params: GpuMemParams) -> list[str]:
         argv = [
-            "{exe}",
             "--ntimes", str(params.ntimes),
             "--sizes", ",".join(map(str, params.sizes)),
             "--reps", str(params.reps),
@@ -52,18 +46,7 @@ class GpuMemProbe(Probe):
             argv += ["--elements", str(params.elements)]
         if params.only:
             argv += ["--only", params.only]
-        return [
-            gpu_draft(
-                system,
-                devices,
-                params.gpus,
-                argv=argv,
-                params={"gpus": devices},
-                source="gpumem.cu",
-                label=params.only or "stream, transfers, peers",
-                skip=no_gpu_reason(system) or missing,
-            )
-        ]
+        return argv
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
-        return gpu_samples(stdout, self.name, job)
+    def label(self, params: GpuMemParams) -> str:
+        return params.only or "stream, transfers, peers"
