@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from assay.errors import ProbeError
@@ -67,27 +68,19 @@ def tool_samples(result: ParseResult, job: Job, probe: str) -> list[Sample]:
 
 class MpiToolProbe(Probe):
     """A third-party tool run once per sweep point under the suite's MPI (IOR, mdtest): a
-    subclass says how to call it and what to record; drafting and parsing are the same."""
+    subclass names its command line and parser (``staticmethod``s), its two layouts and what
+    the job records; drafting and parsing are the same for each."""
 
     uses_mpi = True
     default_timeout = 1800.0
     tool: ClassVar[str]  # its name, and the field of its Params naming the binary
-
-    @abstractmethod
-    def tool_argv(self, params: Any) -> list[str]:
-        """The tool's command line (without mpirun)."""
+    command: ClassVar[Callable[[Any], list[str]]]  # its command line (without mpirun)
+    layouts: ClassVar[tuple[str, str]]  # the label's layout: a file (or dir) per process, shared
+    parser: ClassVar[Callable[..., ParseResult]]  # the tool's parser, ``parse(text, source=)``
 
     @abstractmethod
     def job_params(self, params: Any) -> dict[str, Any]:
-        """What the job records of its params."""
-
-    @abstractmethod
-    def layout(self, params: Any) -> str:
-        """The label's first words: the API and file layout."""
-
-    @abstractmethod
-    def parse_output(self, stdout: str, source: str) -> ParseResult:
-        """The tool's parser."""
+        """What the job records of its own params (the API, layout and directory are added)."""
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
@@ -95,21 +88,27 @@ class MpiToolProbe(Probe):
         assert isinstance(params, self.Params)
         p: Any = params
         mpi, no_mpi = pick_mpi(mpis, p.mpi)
-        job_params = self.job_params(p)
+        job_params = {
+            "api": p.api,
+            "file_per_proc": p.file_per_process,
+            **self.job_params(p),
+            "test_dir": p.test_dir or "job directory",
+        }
         if mpi:
             job_params["mpi"] = mpi.name
         return [
             JobDraft(
-                argv=self.tool_argv(p),
+                argv=self.command(p),
                 params=job_params,
                 launcher="mpi",
                 mpi=mpi.name if mpi else None,
                 # from the params, else the suite's, else one per core
                 ranks=p.ranks or ranks or ctx.system.cores or 1,
-                label=f"{self.layout(p)} {mpi.label if mpi else 'no-mpi'}",
+                label=f"{p.api.lower()} {self.layouts[0 if p.file_per_process else 1]} "
+                + (mpi.label if mpi else "no-mpi"),
                 skip_reason=tool_skip(self.tool, getattr(p, self.tool)) or no_mpi,
             )
         ]
 
     def parse(self, stdout: str, job: Job) -> list[Sample]:
-        return tool_samples(self.parse_output(stdout, job.job_id), job, self.name)
+        return tool_samples(self.parser(stdout, source=job.job_id), job, self.name)

@@ -27,7 +27,6 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from assay.parsers import ior as ior_parser
-from assay.parsers.base import ParseResult
 from assay.probes.base import ProbeParams
 from assay.probes.external import MpiToolProbe, size_value
 
@@ -99,24 +98,14 @@ class IorProbe(MpiToolProbe):
     summary = "IOR parallel I/O bandwidth (MPI; POSIX or MPIIO); skipped when ior is missing"
     Params = IorParams
     tool = "ior"
-
-    def tool_argv(self, params: IorParams) -> list[str]:
-        return ior_argv(params)
+    layouts = ("fpp", "shared")
+    command = staticmethod(ior_argv)
+    parser = staticmethod(ior_parser.parse)
 
     def job_params(self, params: IorParams) -> dict[str, Any]:
         return {
-            "api": params.api,
-            "file_per_proc": params.file_per_process,
             "block_size": params.block_size,
             "transfer_size": params.transfer_size,
             "segments": params.segments,
             "iterations": params.iterations,
-            "test_dir": params.test_dir or "job directory",
         }
-
-    def layout(self, params: IorParams) -> str:
-        layout = "fpp" if params.file_per_process else "shared"
-        return f"{params.api.lower()} {layout}"
-
-    def parse_output(self, stdout: str, source: str) -> ParseResult:
-        return ior_parser.parse(stdout, source=source)

@@ -26,7 +26,6 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from assay.parsers import mdtest as mdtest_parser
-from assay.parsers.base import ParseResult
 from assay.probes.base import ProbeParams
 from assay.probes.external import MpiToolProbe, size_value
 
@@ -84,25 +83,14 @@ class MdtestProbe(MpiToolProbe):
     summary = "mdtest metadata rates (MPI; create/stat/read/remove); skipped when missing"
     Params = MdtestParams
     tool = "mdtest"
-
-    def tool_argv(self, params: MdtestParams) -> list[str]:
-        return mdtest_argv(params)
+    layouts = ("unique-dir", "shared-dir")
+    command = staticmethod(mdtest_argv)
+    parser = staticmethod(mdtest_parser.parse)
 
     def job_params(self, params: MdtestParams) -> dict[str, Any]:
         return {
-            "api": params.api,
-            "file_per_proc": params.file_per_process,
             "items_per_rank": params.items,
             "iterations": params.iterations,
             "write_bytes": params.write_bytes,
             "read_bytes": params.read_bytes,
-            "test_dir": params.test_dir or "job directory",
         }
-
-    def layout(self, params: MdtestParams) -> str:
-        return f"{params.api.lower()} " + (
-            "unique-dir" if params.file_per_process else "shared-dir"
-        )
-
-    def parse_output(self, stdout: str, source: str) -> ParseResult:
-        return mdtest_parser.parse(stdout, source=source)
