@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,3 +122,31 @@ def table_row(
             line=line,
         )
     return tokens
+
+
+def header_columns(
+    body: str,
+    columns: list[tuple[str, re.Pattern[str]]],
+    *,
+    tool: str,
+    source: str,
+    line: int,
+) -> Iterator[tuple[str, re.Match[str]]]:
+    """The columns of a table header whose names hold spaces ("Avg Latency(us)", "BW peak[Gb/sec]"),
+    left to right: at each word the first of ``columns`` (name, pattern) that matches there.
+    Lazy, so a caller's check of one column (its unit) fails before a later unknown column."""
+    pos = 0
+    while pos < len(body):
+        if body[pos].isspace():
+            pos += 1
+            continue
+        for name, pattern in columns:
+            m = pattern.match(body, pos)
+            if m:
+                yield name, m
+                pos = m.end()
+                break
+        else:
+            raise ParseError(
+                f"unknown {tool} column header {body[pos:].strip()!r}", source=source, line=line
+            )

@@ -41,6 +41,7 @@ from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.base import (
     ParseResult,
+    header_columns,
     make_sample,
     require_tool,
     table_row,
@@ -118,35 +119,22 @@ def _benchmark(verb: str, kind: str) -> str:
 def _parse_header(text: str, *, source: str, line: int) -> tuple[list[str], float | None]:
     names: list[str] = []
     bw_factor: float | None = None
-    pos = 0
     body = text.rstrip()
-    while pos < len(body):
-        if body[pos].isspace():
-            pos += 1
-            continue
-        for name, pattern in _COLUMNS:
-            m = pattern.match(body, pos)
-            if m:
-                unit = m.groupdict().get("unit")
-                if (name.startswith("t_") or name in ("p99", "p999")) and unit != "usec":
-                    raise ParseError(
-                        f"perftest latency in {unit!r} (--report-cycles?): assay needs usec",
-                        source=source,
-                        line=line,
-                    )
-                if name in ("bw_peak", "bw_avg"):
-                    if unit not in _BW_UNITS:
-                        raise ParseError(
-                            f"unknown perftest bandwidth unit {unit!r}", source=source, line=line
-                        )
-                    bw_factor = _BW_UNITS[unit]
-                names.append(name)
-                pos = m.end()
-                break
-        else:
+    for name, m in header_columns(body, _COLUMNS, tool="perftest", source=source, line=line):
+        unit = m.groupdict().get("unit")
+        if (name.startswith("t_") or name in ("p99", "p999")) and unit != "usec":
             raise ParseError(
-                f"unknown perftest column header {body[pos:].strip()!r}", source=source, line=line
+                f"perftest latency in {unit!r} (--report-cycles?): assay needs usec",
+                source=source,
+                line=line,
             )
+        if name in ("bw_peak", "bw_avg"):
+            if unit not in _BW_UNITS:
+                raise ParseError(
+                    f"unknown perftest bandwidth unit {unit!r}", source=source, line=line
+                )
+            bw_factor = _BW_UNITS[unit]
+        names.append(name)
     return names, bw_factor
 
 
