@@ -19,6 +19,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.numbers import parse_number as parse_number  # re-exported for parsers
+from assay.parsers.numbers import parse_rate, to_int
 
 
 @dataclass
@@ -91,6 +92,20 @@ def require_tool(
         raise ParseError(f"{expected}{looks}", source=source, hint=hint)
 
 
+def tool_lines(
+    text: str,
+    *,
+    tool: str,
+    looks_like: Callable[[str], bool],
+    expected: str,
+    source: str,
+) -> tuple[list[str], bool]:
+    """``require_tool``'s checks, then the text's lines and whether its last line was cut (no
+    newline at the end: the tool was stopped mid-line, so that line is not a whole row)."""
+    require_tool(text, tool=tool, looks_like=looks_like, expected=expected, source=source)
+    return text.splitlines(), not text.endswith("\n")
+
+
 def table_row(
     stripped: str,
     *,
@@ -150,3 +165,16 @@ def header_columns(
             raise ParseError(
                 f"unknown {tool} column header {body[pos:].strip()!r}", source=source, line=line
             )
+
+
+def rate_row(tokens: list[str], columns: list[str], *, source: str, line: int) -> dict[str, float]:
+    """A row of a table of non-negative figures (IMB, perftest) by column name; the ``size``
+    and ``iterations`` columns must hold whole numbers."""
+    row = {
+        name: parse_rate(tok, source=source, line=line, what=name)  # all >= 0
+        for name, tok in zip(columns, tokens, strict=True)
+    }
+    for name in ("size", "iterations"):
+        if name in row:
+            row[name] = to_int(row[name], source=source, line=line, what=name)
+    return row

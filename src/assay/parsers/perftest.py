@@ -43,10 +43,11 @@ from assay.parsers.base import (
     ParseResult,
     header_columns,
     make_sample,
-    require_tool,
+    rate_row,
     table_row,
+    tool_lines,
 )
-from assay.parsers.numbers import checked, parse_rate, sweep_rows, to_int
+from assay.parsers.numbers import checked, sweep_rows
 
 PROBE = "perftest"
 _sample = partial(make_sample, PROBE)
@@ -200,6 +201,12 @@ def _is_column_header(stripped: str) -> bool:
     return stripped.startswith("#bytes")
 
 
+_EXPECTED = (
+    "not perftest output: no '#bytes #iterations ...' result header with perftest's "
+    "columns (t_min[usec]..., BW peak[...])"
+)
+
+
 def looks_like(text: str) -> bool:
     """True for a perftest table header (``#bytes #iterations`` with perftest's columns)."""
     for line in text.splitlines():
@@ -213,19 +220,9 @@ def looks_like(text: str) -> bool:
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read perftest output into samples (see the module docstring)."""
-    require_tool(
-        text,
-        tool="perftest",
-        looks_like=looks_like,
-        expected=(
-            "not perftest output: no '#bytes #iterations ...' result header with perftest's "
-            "columns (t_min[usec]..., BW peak[...])"
-        ),
-        source=source,
+    lines, cut_last_line = tool_lines(
+        text, tool="perftest", looks_like=looks_like, expected=_EXPECTED, source=source
     )
-
-    lines = text.splitlines()
-    cut_last_line = not text.endswith("\n")
     tables: list[_Table] = []
     table: _Table | None = None
     warnings: list[str] = []
@@ -294,13 +291,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             if tokens is None:
                 truncated_row = True
                 break
-            row = {
-                name: parse_rate(tok, source=source, line=lineno, what=name)  # all ≥ 0
-                for name, tok in zip(table.columns, tokens, strict=True)
-            }
-            for name in ("size", "iterations"):
-                if name in row:
-                    row[name] = to_int(row[name], source=source, line=lineno, what=name)
+            row = rate_row(tokens, table.columns, source=source, line=lineno)
             table.rows.append(row)
             table.row_lines.append(lineno)
             continue
