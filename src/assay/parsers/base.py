@@ -73,6 +73,12 @@ def other_tool(text: str, this: str) -> str:
     return ""
 
 
+def require_text(text: str, what: str, *, source: str) -> None:
+    """The first check of a parser that knows its tool by its own markers: some text at all."""
+    if not text.strip():
+        raise ParseError(f"empty input, no {what}", source=source)
+
+
 def require_tool(
     text: str,
     *,
