@@ -1,6 +1,7 @@
 /*
- * cuda_probe.h - what assay's CUDA probes (gpuburn.cu, gpumem.cu) share: error checks, the
- * JSON Lines writer, summary statistics and strict option parsing.
+ * cuda_probe.h - what assay's CUDA probes (gpuburn.cu, gpumem.cu, ncclbench.cu) share: error
+ * checks, the JSON Lines writer, summary statistics, strict option parsing (the options loop,
+ * comma lists, numbers, devices).
  *
  * The output contract is jsonl.h's (one object per measured point on stdout, diagnostics on
  * stderr, the same statistics conventions), written again here in C++ because nvcc compiles
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -28,13 +30,18 @@ enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_INVALID = 3 };
 /* Set by each probe's main: the prefix of every diagnostic line ("gpuburn", "gpumem"). */
 static const char *cp_name = "cuda_probe";
 
+static void cp_vnote(const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s: ", cp_name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 static void cp_die(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: ", cp_name);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    cp_vnote(fmt, ap);
     va_end(ap);
     /* _Exit, not exit: another host thread may be inside CUDA, and running CUDA's teardown
      * under it can hang; what was printed is flushed first. */
@@ -47,9 +54,7 @@ static void cp_note(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: ", cp_name);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    cp_vnote(fmt, ap);
     va_end(ap);
 }
 
@@ -185,24 +190,32 @@ static long long cp_parse_long(const char *opt, const char *text, long long lo, 
     return v;
 }
 
+/* "a,b,c" -> {"a", "b", "c"}; an empty item stays (as "") for its parser to refuse. */
+static std::vector<std::string> cp_split_list(const char *text)
+{
+    std::vector<std::string> out;
+    std::string s = text ? text : "";
+    size_t start = 0;
+    while (true) {
+        size_t comma = s.find(',', start);
+        out.push_back(
+            s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (comma == std::string::npos)
+            return out;
+        start = comma + 1;
+    }
+}
+
 /* "0,2,3" -> {0, 2, 3}; every index must name a visible device. */
 static std::vector<int> cp_parse_devices(const char *text, int count)
 {
     std::vector<int> out;
-    std::string s = text ? text : "";
-    size_t start = 0;
-    while (start <= s.size()) {
-        size_t comma = s.find(',', start);
-        std::string part = s.substr(start, comma == std::string::npos ? std::string::npos
-                                                                       : comma - start);
+    for (const std::string &part : cp_split_list(text)) {
         int dev = (int)cp_parse_long("--gpus", part.c_str(), 0, 1023);
         if (dev >= count)
             cp_die(EXIT_USAGE, "--gpus: device %d does not exist (%d visible)", dev, count);
         if (std::find(out.begin(), out.end(), dev) == out.end())
             out.push_back(dev);
-        if (comma == std::string::npos)
-            break;
-        start = comma + 1;
     }
     return out;
 }
@@ -218,6 +231,54 @@ static int cp_device_count()
     if (count == 0)
         cp_die(EXIT_RUNTIME, "no GPU visible (CUDA_VISIBLE_DEVICES?)");
     return count;
+}
+
+/* The devices of --gpus (nullptr: not given), else every visible one. */
+static std::vector<int> cp_select_devices(const char *gpus)
+{
+    int count = cp_device_count();
+    if (gpus)
+        return cp_parse_devices(gpus, count);
+    std::vector<int> all;
+    for (int d = 0; d < count; d++)
+        all.push_back(d);
+    return all;
+}
+
+/* The options loop every probe shares. "--help" prints the usage and exits 0; each option in
+ * ``flags`` stands alone, every other takes the next argument as its value (none: exit 2);
+ * "--gpus L" is every probe's; ``set(o, option, value)`` sets one of the probe's own and returns
+ * false for one it does not know (exit 2). ``check`` (optional) refuses a combination of
+ * options (exit 2) before the devices are looked at, so a bad command line is exit 2 even on a
+ * machine without a GPU. */
+template <class Options, class Set>
+static Options cp_parse_options(int argc, char **argv, void (*usage)(FILE *),
+                                std::initializer_list<std::string> flags, Set set,
+                                void (*check)(const Options &) = nullptr)
+{
+    Options o;
+    const char *gpus = nullptr;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        if (a == "--help" || a == "-h") {
+            usage(stdout);
+            exit(0);
+        }
+        const char *v = nullptr;
+        if (std::find(flags.begin(), flags.end(), a) == flags.end()) {
+            if (i + 1 >= argc)
+                cp_die(EXIT_USAGE, "%s needs a value (--help)", a.c_str());
+            v = argv[++i];
+        }
+        if (a == "--gpus")
+            gpus = v;
+        else if (!set(o, a, v))
+            cp_die(EXIT_USAGE, "unknown option %s (--help)", a.c_str());
+    }
+    if (check)
+        check(o);
+    o.devices = cp_select_devices(gpus);
+    return o;
 }
 
 #endif /* ASSAY_CUDA_PROBE_H */

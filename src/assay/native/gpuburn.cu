@@ -74,60 +74,36 @@ static bool known_precision(const std::string &p)
     return p == "fp64" || p == "fp32" || p == "tf32" || p == "fp16" || p == "bf16";
 }
 
+/* One option of this probe into o; false for one it does not know. */
+static bool set_option(Options &o, const std::string &a, const char *v)
+{
+    if (a == "--corrupt-for-test")
+        o.corrupt_for_test = true;
+    else if (a == "--duration")
+        o.duration = cp_parse_double("--duration", v, 0.01, 86400);
+    else if (a == "--interval")
+        o.interval = cp_parse_double("--interval", v, 0.001, 3600);
+    else if (a == "--warmup")
+        o.warmup = (int)cp_parse_long("--warmup", v, 0, 1000);
+    else if (a == "--mem-fraction")
+        o.mem_fraction = cp_parse_double("--mem-fraction", v, 0.01, 0.99);
+    else if (a == "--n")
+        o.n = cp_parse_long("--n", v, 64, 65536);
+    else if (a == "--precisions") {
+        o.precisions.clear();
+        for (const std::string &p : cp_split_list(v)) {
+            if (!known_precision(p))
+                cp_die(EXIT_USAGE, "--precisions: unknown precision '%s'", p.c_str());
+            o.precisions.push_back(p);
+        }
+    } else
+        return false;
+    return true;
+}
+
 static Options parse_options(int argc, char **argv)
 {
-    Options o;
-    const char *gpus = nullptr;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "--help" || a == "-h") {
-            usage(stdout);
-            exit(0);
-        }
-        if (a == "--corrupt-for-test") {
-            o.corrupt_for_test = true;
-            continue;
-        }
-        if (i + 1 >= argc)
-            cp_die(EXIT_USAGE, "%s needs a value (--help)", a.c_str());
-        const char *v = argv[++i];
-        if (a == "--duration")
-            o.duration = cp_parse_double("--duration", v, 0.01, 86400);
-        else if (a == "--interval")
-            o.interval = cp_parse_double("--interval", v, 0.001, 3600);
-        else if (a == "--warmup")
-            o.warmup = (int)cp_parse_long("--warmup", v, 0, 1000);
-        else if (a == "--mem-fraction")
-            o.mem_fraction = cp_parse_double("--mem-fraction", v, 0.01, 0.99);
-        else if (a == "--n")
-            o.n = cp_parse_long("--n", v, 64, 65536);
-        else if (a == "--gpus")
-            gpus = v;
-        else if (a == "--precisions") {
-            o.precisions.clear();
-            std::string s = v;
-            size_t start = 0;
-            while (true) {
-                size_t comma = s.find(',', start);
-                std::string p = s.substr(start, comma == std::string::npos ? std::string::npos
-                                                                           : comma - start);
-                if (!known_precision(p))
-                    cp_die(EXIT_USAGE, "--precisions: unknown precision '%s'", p.c_str());
-                o.precisions.push_back(p);
-                if (comma == std::string::npos)
-                    break;
-                start = comma + 1;
-            }
-        } else
-            cp_die(EXIT_USAGE, "unknown option %s (--help)", a.c_str());
-    }
-    int count = cp_device_count();
-    if (gpus)
-        o.devices = cp_parse_devices(gpus, count);
-    else
-        for (int d = 0; d < count; d++)
-            o.devices.push_back(d);
-    return o;
+    return cp_parse_options<Options>(argc, argv, usage, {"--corrupt-for-test"}, set_option);
 }
 
 /* ---------------- NVML, opened at run time ---------------- */

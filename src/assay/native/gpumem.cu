@@ -53,60 +53,37 @@ static void usage(FILE *to)
 static std::vector<long long> parse_sizes(const char *text)
 {
     std::vector<long long> out;
-    std::string s = text;
-    size_t start = 0;
-    while (true) {
-        size_t comma = s.find(',', start);
-        std::string part =
-            s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    for (const std::string &part : cp_split_list(text))
         out.push_back(cp_parse_long("--sizes", part.c_str(), 1, 1LL << 36));
-        if (comma == std::string::npos)
-            break;
-        start = comma + 1;
-    }
     return out;
+}
+
+/* One option of this probe into o; false for one it does not know. */
+static bool set_option(Options &o, const std::string &a, const char *v)
+{
+    if (a == "--elements")
+        o.elements = cp_parse_long("--elements", v, 1024, 1LL << 34);
+    else if (a == "--ntimes")
+        o.ntimes = (int)cp_parse_long("--ntimes", v, 2, 100000);
+    else if (a == "--sizes")
+        o.sizes = parse_sizes(v);
+    else if (a == "--reps")
+        o.reps = (int)cp_parse_long("--reps", v, 1, 100000);
+    else if (a == "--only") {
+        std::string w = v;
+        if (w != "stream" && w != "transfers" && w != "peers")
+            cp_die(EXIT_USAGE, "--only wants stream, transfers or peers, got '%s'", v);
+        o.stream = w == "stream";
+        o.transfers = w == "transfers";
+        o.peers = w == "peers";
+    } else
+        return false;
+    return true;
 }
 
 static Options parse_options(int argc, char **argv)
 {
-    Options o;
-    const char *gpus = nullptr;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "--help" || a == "-h") {
-            usage(stdout);
-            exit(0);
-        }
-        if (i + 1 >= argc)
-            cp_die(EXIT_USAGE, "%s needs a value (--help)", a.c_str());
-        const char *v = argv[++i];
-        if (a == "--elements")
-            o.elements = cp_parse_long("--elements", v, 1024, 1LL << 34);
-        else if (a == "--ntimes")
-            o.ntimes = (int)cp_parse_long("--ntimes", v, 2, 100000);
-        else if (a == "--sizes")
-            o.sizes = parse_sizes(v);
-        else if (a == "--reps")
-            o.reps = (int)cp_parse_long("--reps", v, 1, 100000);
-        else if (a == "--gpus")
-            gpus = v;
-        else if (a == "--only") {
-            std::string w = v;
-            if (w != "stream" && w != "transfers" && w != "peers")
-                cp_die(EXIT_USAGE, "--only wants stream, transfers or peers, got '%s'", v);
-            o.stream = w == "stream";
-            o.transfers = w == "transfers";
-            o.peers = w == "peers";
-        } else
-            cp_die(EXIT_USAGE, "unknown option %s (--help)", a.c_str());
-    }
-    int count = cp_device_count();
-    if (gpus)
-        o.devices = cp_parse_devices(gpus, count);
-    else
-        for (int d = 0; d < count; d++)
-            o.devices.push_back(d);
-    return o;
+    return cp_parse_options<Options>(argc, argv, usage, {}, set_option);
 }
 
 /* ---------------- STREAM on the device ---------------- */
@@ -304,24 +281,24 @@ static void transfers(const Options &o, int device, const char *name)
             void *host;
         } kinds[] = {{"pinned", pinned}, {"pageable", pageable}};
         for (auto &k : kinds) {
-            CpStats h2d = timed_copies(o.reps, (double)size, [&] {
-                CUDA_CHECK(cudaMemcpy(dev, k.host, (size_t)size, cudaMemcpyHostToDevice));
-            });
-            CpLine("gpu.h2d", h2d.median)
-                .integer("gpu", device)
-                .str("name", name)
-                .str("memory", k.memory)
-                .integer("size", size)
-                .end(&h2d);
-            CpStats d2h = timed_copies(o.reps, (double)size, [&] {
-                CUDA_CHECK(cudaMemcpy(k.host, dev, (size_t)size, cudaMemcpyDeviceToHost));
-            });
-            CpLine("gpu.d2h", d2h.median)
-                .integer("gpu", device)
-                .str("name", name)
-                .str("memory", k.memory)
-                .integer("size", size)
-                .end(&d2h);
+            struct {
+                const char *metric;
+                void *to;
+                const void *from;
+                cudaMemcpyKind kind;
+            } ways[] = {{"gpu.h2d", dev, k.host, cudaMemcpyHostToDevice},
+                        {"gpu.d2h", k.host, dev, cudaMemcpyDeviceToHost}};
+            for (auto &w : ways) {
+                CpStats st = timed_copies(o.reps, (double)size, [&] {
+                    CUDA_CHECK(cudaMemcpy(w.to, w.from, (size_t)size, w.kind));
+                });
+                CpLine(w.metric, st.median)
+                    .integer("gpu", device)
+                    .str("name", name)
+                    .str("memory", k.memory)
+                    .integer("size", size)
+                    .end(&st);
+            }
         }
         free(pageable);
         CUDA_CHECK(cudaFreeHost(pinned));

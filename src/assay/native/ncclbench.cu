@@ -55,57 +55,39 @@ static void usage(FILE *to)
           to);
 }
 
-static Options parse_options(int argc, char **argv)
+/* One option of this probe into o; false for one it does not know. */
+static bool set_option(Options &o, const std::string &a, const char *v)
 {
-    Options o;
-    const char *gpus = nullptr;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "--help" || a == "-h") {
-            usage(stdout);
-            exit(0);
+    if (a == "--min-bytes")
+        o.min_bytes = cp_parse_long("--min-bytes", v, 4, 1LL << 36);
+    else if (a == "--max-bytes")
+        o.max_bytes = cp_parse_long("--max-bytes", v, 4, 1LL << 36);
+    else if (a == "--iters")
+        o.iters = (int)cp_parse_long("--iters", v, 1, 1000000);
+    else if (a == "--warmup")
+        o.warmup = (int)cp_parse_long("--warmup", v, 0, 1000000);
+    else if (a == "--ops") {
+        o.ops.clear();
+        for (const std::string &op : cp_split_list(v)) {
+            if (std::find(OPS, OPS + 4, op) == OPS + 4)
+                cp_die(EXIT_USAGE, "--ops: unknown operation '%s'", op.c_str());
+            o.ops.push_back(op);
         }
-        if (i + 1 >= argc)
-            cp_die(EXIT_USAGE, "%s needs a value (--help)", a.c_str());
-        const char *v = argv[++i];
-        if (a == "--min-bytes")
-            o.min_bytes = cp_parse_long("--min-bytes", v, 4, 1LL << 36);
-        else if (a == "--max-bytes")
-            o.max_bytes = cp_parse_long("--max-bytes", v, 4, 1LL << 36);
-        else if (a == "--iters")
-            o.iters = (int)cp_parse_long("--iters", v, 1, 1000000);
-        else if (a == "--warmup")
-            o.warmup = (int)cp_parse_long("--warmup", v, 0, 1000000);
-        else if (a == "--gpus")
-            gpus = v;
-        else if (a == "--ops") {
-            o.ops.clear();
-            std::string s = v;
-            size_t start = 0;
-            while (true) {
-                size_t comma = s.find(',', start);
-                std::string op = s.substr(start, comma == std::string::npos ? std::string::npos
-                                                                            : comma - start);
-                if (std::find(OPS, OPS + 4, op) == OPS + 4)
-                    cp_die(EXIT_USAGE, "--ops: unknown operation '%s'", op.c_str());
-                o.ops.push_back(op);
-                if (comma == std::string::npos)
-                    break;
-                start = comma + 1;
-            }
-        } else
-            cp_die(EXIT_USAGE, "unknown option %s (--help)", a.c_str());
-    }
+    } else
+        return false;
+    return true;
+}
+
+static void check_options(const Options &o)
+{
     if (o.min_bytes > o.max_bytes)
         cp_die(EXIT_USAGE, "--min-bytes %lld is above --max-bytes %lld", o.min_bytes,
                o.max_bytes);
-    int count = cp_device_count();
-    if (gpus)
-        o.devices = cp_parse_devices(gpus, count);
-    else
-        for (int d = 0; d < count; d++)
-            o.devices.push_back(d);
-    return o;
+}
+
+static Options parse_options(int argc, char **argv)
+{
+    return cp_parse_options<Options>(argc, argv, usage, {}, set_option, check_options);
 }
 
 __global__ void set_k(float *x, float v, size_t n)

@@ -8,12 +8,12 @@ stats). A newer major version is refused rather than misread.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Sample
 from assay.parsers.base import ParseResult
+from assay.parsers.numbers import checked, load_json
 
 SCHEMA = "assay-report"
 SCHEMA_VERSION = 1
@@ -24,16 +24,9 @@ def looks_like(text: str) -> bool:
     return f'"schema": "{SCHEMA}"' in head
 
 
+@checked  # a value no measurement can have (NaN, negative, absurd) is refused, as in every parser
 def parse(text: str, source: str = "<text>") -> ParseResult:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(
-            f"not JSON: {exc.msg}",
-            source=source,
-            line=exc.lineno,
-            hint="give the output of 'assay report --format json', complete",
-        ) from None
+    doc = load_json(text, source=source)  # NaN/Infinity and too-long numerals are parse errors
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ParseError(
             'not an assay JSON report (no "schema": "assay-report")',
@@ -54,7 +47,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
     for i, row in enumerate(rows):
         try:
             sample = Sample.from_dict(row)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ParseError(f"sample {i} is not a sample: {exc!r}", source=source) from None
         # Keep each MPI's own series: the importer labels unlabelled samples with --label,
         # which would fold OpenMPI and MPICH into one column.

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.numbers import parse_number as parse_number  # re-exported for parsers
+from assay.parsers.numbers import parse_rate, to_int
 
 
 @dataclass
@@ -71,6 +73,12 @@ def other_tool(text: str, this: str) -> str:
     return ""
 
 
+def require_text(text: str, what: str, *, source: str) -> None:
+    """The first check of a parser that knows its tool by its own markers: some text at all."""
+    if not text.strip():
+        raise ParseError(f"empty input, no {what}", source=source)
+
+
 def require_tool(
     text: str,
     *,
@@ -88,6 +96,20 @@ def require_tool(
         other = other_tool(text, tool)
         looks = f"; it looks like {other} output" if other else ""
         raise ParseError(f"{expected}{looks}", source=source, hint=hint)
+
+
+def tool_lines(
+    text: str,
+    *,
+    tool: str,
+    looks_like: Callable[[str], bool],
+    expected: str,
+    source: str,
+) -> tuple[list[str], bool]:
+    """``require_tool``'s checks, then the text's lines and whether its last line was cut (no
+    newline at the end: the tool was stopped mid-line, so that line is not a whole row)."""
+    require_tool(text, tool=tool, looks_like=looks_like, expected=expected, source=source)
+    return text.splitlines(), not text.endswith("\n")
 
 
 def table_row(
@@ -121,3 +143,44 @@ def table_row(
             line=line,
         )
     return tokens
+
+
+def header_columns(
+    body: str,
+    columns: list[tuple[str, re.Pattern[str]]],
+    *,
+    tool: str,
+    source: str,
+    line: int,
+) -> Iterator[tuple[str, re.Match[str]]]:
+    """The columns of a table header whose names hold spaces ("Avg Latency(us)", "BW peak[Gb/sec]"),
+    left to right: at each word the first of ``columns`` (name, pattern) that matches there.
+    Lazy, so a caller's check of one column (its unit) fails before a later unknown column."""
+    pos = 0
+    while pos < len(body):
+        if body[pos].isspace():
+            pos += 1
+            continue
+        for name, pattern in columns:
+            m = pattern.match(body, pos)
+            if m:
+                yield name, m
+                pos = m.end()
+                break
+        else:
+            raise ParseError(
+                f"unknown {tool} column header {body[pos:].strip()!r}", source=source, line=line
+            )
+
+
+def rate_row(tokens: list[str], columns: list[str], *, source: str, line: int) -> dict[str, float]:
+    """A row of a table of non-negative figures (IMB, perftest) by column name; the ``size``
+    and ``iterations`` columns must hold whole numbers."""
+    row = {
+        name: parse_rate(tok, source=source, line=line, what=name)  # all >= 0
+        for name, tok in zip(columns, tokens, strict=True)
+    }
+    for name in ("size", "iterations"):
+        if name in row:
+            row[name] = to_int(row[name], source=source, line=line, what=name)
+    return row

@@ -47,7 +47,7 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Sample, Stats
-from assay.parsers.base import ParseResult
+from assay.parsers.base import ParseResult, require_text
 from assay.parsers.numbers import checked, json_int, json_number, parse_int, parse_number
 from assay.vocab import ALL_CLIENTS  # the name fio gives a multi-client total; shared
 
@@ -213,8 +213,7 @@ def looks_like(text: str) -> bool:
 
 
 def _load(text: str, source: str, result: ParseResult) -> dict[str, Any]:
-    if not text.strip():
-        raise ParseError("empty input, no fio JSON", source=source)
+    require_text(text, "fio JSON", source=source)
     m = re.search(r"^\{", text, re.MULTILINE) or re.search(r"\{", text)
     if m is None:
         raise ParseError(

@@ -72,6 +72,9 @@ class _Gpu:
     verdict: str | None = None
 
 
+_EXPECTED = "not gpu_burn output: no \"proc'd: N (R Gflop/s)\" line, no 'Tested N GPUs:'"
+
+
 def looks_like(text: str) -> bool:
     """gpu_burn's progress line, its 'Tested N GPUs:' summary, or ReFrame's GF/s line."""
     head = text[:200_000]
@@ -276,13 +279,7 @@ def _reframe(text: str, source: str) -> ParseResult:
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read gpu_burn output, upstream or ReFrame's (see the module docstring)."""
-    require_tool(
-        text,
-        tool="gpu-burn",
-        looks_like=looks_like,
-        expected="not gpu_burn output: no \"proc'd: N (R Gflop/s)\" line, no 'Tested N GPUs:'",
-        source=source,
-    )
+    require_tool(text, tool="gpu-burn", looks_like=looks_like, expected=_EXPECTED, source=source)
     if any(_PROGRESS.match(ln) or _TESTED.match(ln) for ln in text.splitlines()):
         return _upstream(text, source)
     return _reframe(text, source)

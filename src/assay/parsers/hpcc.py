@@ -47,7 +47,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers import hpl
-from assay.parsers.base import ParseResult, parse_number
+from assay.parsers.base import ParseResult, parse_number, require_text
 from assay.parsers.numbers import checked, parse_int, to_int
 from assay.units import Better
 
@@ -492,8 +492,7 @@ def _hpl_from_summary(summary: _Summary, params: dict[str, Any], source: str) ->
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Parse an ``hpccoutf.txt`` (HPCC 1.4/1.5)."""
-    if not text.strip():
-        raise ParseError("empty input, no HPCC output", source=source)
+    require_text(text, "HPCC output", source=source)
     if not looks_like(text):
         raise ParseError(
             "not an HPCC output file: no 'HPC Challenge Benchmark' banner and no Summary section",

@@ -36,7 +36,7 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Sample
-from assay.parsers.base import ParseResult, parse_number
+from assay.parsers.base import ParseResult, parse_number, require_text
 from assay.parsers.numbers import checked, parse_int
 
 TOOL = "hpl"
@@ -280,8 +280,7 @@ def build_result(out: HplOutput, *, source: str, probe: str = TOOL) -> ParseResu
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Parse xhpl output (HPL 1.0a to 2.3, and vendor builds that keep its format)."""
-    if not text.strip():
-        raise ParseError("empty input, no HPL output", source=source)
+    require_text(text, "HPL output", source=source)
     return build_result(read_tests(text, source=source), source=source)
 
 

@@ -62,10 +62,11 @@ from assay.model import Sample, Stats
 from assay.parsers.base import (
     ParseResult,
     make_sample,
-    require_tool,
+    rate_row,
     table_row,
+    tool_lines,
 )
-from assay.parsers.numbers import checked, parse_int, parse_rate, sweep_rows, to_int
+from assay.parsers.numbers import checked, parse_int, sweep_rows
 
 PROBE = "imb"
 _sample = partial(make_sample, PROBE)
@@ -188,6 +189,12 @@ def _block_samples(block: _Block, version: str | None, mega: float | None) -> li
     return out
 
 
+_EXPECTED = (
+    "not Intel MPI Benchmarks output: no 'Intel(R) MPI Benchmarks' header and no "
+    "'# Benchmarking <name>' block"
+)
+
+
 def looks_like(text: str) -> bool:
     """True for an IMB header or an IMB ``# Benchmarking X`` block with ``#processes``."""
     if _HEADER.search(text):
@@ -199,19 +206,9 @@ def looks_like(text: str) -> bool:
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read IMB-MPI1 output into samples (see the module docstring)."""
-    require_tool(
-        text,
-        tool="imb",
-        looks_like=looks_like,
-        expected=(
-            "not Intel MPI Benchmarks output: no 'Intel(R) MPI Benchmarks' header and no "
-            "'# Benchmarking <name>' block"
-        ),
-        source=source,
+    lines, cut_last_line = tool_lines(
+        text, tool="imb", looks_like=looks_like, expected=_EXPECTED, source=source
     )
-
-    lines = text.splitlines()
-    cut_last_line = not text.endswith("\n")
     version: str | None = None
     part: str | None = None
     max_len: int | None = None
@@ -311,13 +308,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             if tokens is None:
                 truncated_row = True
                 break
-            row = {
-                name: parse_rate(tok, source=source, line=lineno, what=name)  # all ≥ 0
-                for name, tok in zip(block.columns, tokens, strict=True)
-            }
-            for name in ("size", "iterations"):
-                if name in row:
-                    row[name] = to_int(row[name], source=source, line=lineno, what=name)
+            row = rate_row(tokens, block.columns, source=source, line=lineno)
             if row.get("defects", 0) > 0:
                 warnings.append(
                     f"{source}:{lineno}: skipped the {block.name} row {int(row.get('size', 0))} "

@@ -34,7 +34,7 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Stats
-from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number, require_text
 from assay.parsers.numbers import checked, json_number, to_int
 
 TOOL = "ior"
@@ -57,8 +57,7 @@ def looks_like(text: str) -> bool:
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Samples of an IOR text or JSON report."""
-    if not text.strip():
-        raise ParseError("empty input, no IOR output", source=source)
+    require_text(text, "IOR output", source=source)
     # JSON (-O summaryFormat=JSON): an object at the start of a line, with tests or summary
     if m := re.search(r"^\{", text, re.M):
         rest = text[m.start() :]

@@ -28,7 +28,7 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Stats
-from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number, require_text
 from assay.parsers.numbers import checked, parse_int
 
 TOOL = "mdtest"
@@ -62,8 +62,7 @@ def metric_name(operation: str) -> str:
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Samples of every ``SUMMARY rate`` table (several mdtest runs may be concatenated)."""
-    if not text.strip():
-        raise ParseError("empty input, no mdtest output", source=source)
+    require_text(text, "mdtest output", source=source)
     result = ParseResult(tool=TOOL)
     header: dict[str, Any] = {}
     tables = 0

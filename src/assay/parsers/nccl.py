@@ -46,7 +46,7 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Sample
-from assay.parsers.base import ParseResult, make_sample, parse_number, require_tool
+from assay.parsers.base import ParseResult, make_sample, parse_number, tool_lines
 from assay.parsers.numbers import checked, parse_int, parse_rate, parse_time, sweep_rows
 
 PROBE = "nccl"
@@ -186,6 +186,9 @@ def _header_columns(stripped: str) -> list[str] | None:
     return None
 
 
+_EXPECTED = "not nccl-tests output: no '#  size  count  type ... algbw  busbw' header"
+
+
 def looks_like(text: str) -> bool:
     """True for a nccl-tests/rccl-tests table header (``size count type ... algbw busbw``)."""
     return any(_header_columns(line.strip()) for line in text.splitlines())
@@ -194,16 +197,9 @@ def looks_like(text: str) -> bool:
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read nccl-tests output into samples (see the module docstring)."""
-    require_tool(
-        text,
-        tool="nccl",
-        looks_like=looks_like,
-        expected="not nccl-tests output: no '#  size  count  type ... algbw  busbw' header",
-        source=source,
+    lines, cut_last_line = tool_lines(
+        text, tool="nccl", looks_like=looks_like, expected=_EXPECTED, source=source
     )
-
-    lines = text.splitlines()
-    cut_last_line = not text.endswith("\n")
     warnings: list[str] = []
     tables: list[_Table] = []
     table: _Table | None = None

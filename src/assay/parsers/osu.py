@@ -57,6 +57,7 @@ from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.base import (
     ParseResult,
+    header_columns,
     make_sample,
     require_tool,
     table_row,
@@ -195,23 +196,7 @@ def _is_header(text: str) -> bool:
 
 def _parse_header(text: str, *, source: str, line: int) -> list[str]:
     body = text.strip().lstrip("#")
-    names: list[str] = []
-    pos = 0
-    while pos < len(body):
-        if body[pos].isspace():
-            pos += 1
-            continue
-        for name, pattern in _COLUMNS:
-            m = pattern.match(body, pos)
-            if m:
-                names.append(name)
-                pos = m.end()
-                break
-        else:
-            raise ParseError(
-                f"unknown OSU column header {body[pos:].strip()!r}", source=source, line=line
-            )
-    return names
+    return [n for n, _ in header_columns(body, _COLUMNS, tool="OSU", source=source, line=line)]
 
 
 def _row_samples(block: _Block, values: dict[str, float]) -> list[Sample]:

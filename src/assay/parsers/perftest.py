@@ -41,11 +41,13 @@ from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.base import (
     ParseResult,
+    header_columns,
     make_sample,
-    require_tool,
+    rate_row,
     table_row,
+    tool_lines,
 )
-from assay.parsers.numbers import checked, parse_rate, sweep_rows, to_int
+from assay.parsers.numbers import checked, sweep_rows
 
 PROBE = "perftest"
 _sample = partial(make_sample, PROBE)
@@ -118,35 +120,22 @@ def _benchmark(verb: str, kind: str) -> str:
 def _parse_header(text: str, *, source: str, line: int) -> tuple[list[str], float | None]:
     names: list[str] = []
     bw_factor: float | None = None
-    pos = 0
     body = text.rstrip()
-    while pos < len(body):
-        if body[pos].isspace():
-            pos += 1
-            continue
-        for name, pattern in _COLUMNS:
-            m = pattern.match(body, pos)
-            if m:
-                unit = m.groupdict().get("unit")
-                if (name.startswith("t_") or name in ("p99", "p999")) and unit != "usec":
-                    raise ParseError(
-                        f"perftest latency in {unit!r} (--report-cycles?): assay needs usec",
-                        source=source,
-                        line=line,
-                    )
-                if name in ("bw_peak", "bw_avg"):
-                    if unit not in _BW_UNITS:
-                        raise ParseError(
-                            f"unknown perftest bandwidth unit {unit!r}", source=source, line=line
-                        )
-                    bw_factor = _BW_UNITS[unit]
-                names.append(name)
-                pos = m.end()
-                break
-        else:
+    for name, m in header_columns(body, _COLUMNS, tool="perftest", source=source, line=line):
+        unit = m.groupdict().get("unit")
+        if (name.startswith("t_") or name in ("p99", "p999")) and unit != "usec":
             raise ParseError(
-                f"unknown perftest column header {body[pos:].strip()!r}", source=source, line=line
+                f"perftest latency in {unit!r} (--report-cycles?): assay needs usec",
+                source=source,
+                line=line,
             )
+        if name in ("bw_peak", "bw_avg"):
+            if unit not in _BW_UNITS:
+                raise ParseError(
+                    f"unknown perftest bandwidth unit {unit!r}", source=source, line=line
+                )
+            bw_factor = _BW_UNITS[unit]
+        names.append(name)
     return names, bw_factor
 
 
@@ -212,6 +201,12 @@ def _is_column_header(stripped: str) -> bool:
     return stripped.startswith("#bytes")
 
 
+_EXPECTED = (
+    "not perftest output: no '#bytes #iterations ...' result header with perftest's "
+    "columns (t_min[usec]..., BW peak[...])"
+)
+
+
 def looks_like(text: str) -> bool:
     """True for a perftest table header (``#bytes #iterations`` with perftest's columns)."""
     for line in text.splitlines():
@@ -225,19 +220,9 @@ def looks_like(text: str) -> bool:
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read perftest output into samples (see the module docstring)."""
-    require_tool(
-        text,
-        tool="perftest",
-        looks_like=looks_like,
-        expected=(
-            "not perftest output: no '#bytes #iterations ...' result header with perftest's "
-            "columns (t_min[usec]..., BW peak[...])"
-        ),
-        source=source,
+    lines, cut_last_line = tool_lines(
+        text, tool="perftest", looks_like=looks_like, expected=_EXPECTED, source=source
     )
-
-    lines = text.splitlines()
-    cut_last_line = not text.endswith("\n")
     tables: list[_Table] = []
     table: _Table | None = None
     warnings: list[str] = []
@@ -306,13 +291,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             if tokens is None:
                 truncated_row = True
                 break
-            row = {
-                name: parse_rate(tok, source=source, line=lineno, what=name)  # all ≥ 0
-                for name, tok in zip(table.columns, tokens, strict=True)
-            }
-            for name in ("size", "iterations"):
-                if name in row:
-                    row[name] = to_int(row[name], source=source, line=lineno, what=name)
+            row = rate_row(tokens, table.columns, source=source, line=lineno)
             table.rows.append(row)
             table.row_lines.append(lineno)
             continue

@@ -27,7 +27,7 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Sample, Stats
-from assay.parsers.base import ParseResult, parse_number
+from assay.parsers.base import ParseResult, parse_number, require_text
 from assay.parsers.numbers import checked, parse_int
 
 TOOL = "stream"
@@ -72,8 +72,7 @@ def looks_like(text: str) -> bool:
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Parse the output of one or more STREAM runs; any failed validation is a ParseError."""
-    if not text.strip():
-        raise ParseError("empty input, no STREAM output", source=source)
+    require_text(text, "STREAM output", source=source)
     result = ParseResult(tool=TOOL)
     header: dict[str, Any] = {}
     tables: list[_Table] = []

@@ -35,7 +35,7 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Stats
-from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number
+from assay.parsers.base import ParseResult, make_sample, other_tool, parse_number, require_text
 from assay.parsers.numbers import checked, parse_int, parse_rate
 
 TOOL = "vdbench"
@@ -74,8 +74,7 @@ def looks_like(text: str) -> bool:
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Samples of every ``avg_`` line of a Vdbench SD/WD report."""
-    if not text.strip():
-        raise ParseError("empty input, no Vdbench output", source=source)
+    require_text(text, "Vdbench output", source=source)
     result = ParseResult(tool=TOOL)
     if m := _VERSION.search(text):
         digits = m["v"]

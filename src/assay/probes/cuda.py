@@ -1,4 +1,5 @@
-"""What the GPU probes share: the nvcc build for the GPUs present, and why a job is skipped.
+"""What the GPU probes share: the nvcc build for the GPUs present, why a job is skipped, and the
+probe base class (``GpuProbe``) that drafts the one job and reads its JSON Lines.
 
 The compute capabilities come from the plan context (``nvidia-smi --query-gpu=compute_cap``,
 read by ``assay.system.gpu``), so the binary holds exactly the cards' SASS: ``-gencode
@@ -9,8 +10,11 @@ of the cache key: a node with other cards gets its own build.
 from __future__ import annotations
 
 import re
+from abc import abstractmethod
+from typing import Any, ClassVar
 
-from assay.model import Build, System
+from assay.model import Build, Job, MpiInfo, Sample, System
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
 
 # Compiled when no GPU is present, only to prove the sources build (the compile-only test):
 # one architecture keeps it quick.
@@ -64,3 +68,58 @@ def select_gpus(system: System, wanted: list[int] | None) -> tuple[list[int], st
 def on_gpus(devices: list[int]) -> str:
     """The end of a job label: ' on GPU 0,1', or nothing where there is none."""
     return f" on GPU {','.join(map(str, devices))}" if devices else ""
+
+
+class GpuProbe(Probe):
+    """A native CUDA probe: one job on the GPUs chosen (``params.gpus``, default all), its
+    source built for the cards here; skipped without a GPU or with one asked for missing. A
+    subclass says its options, label and what else the job records."""
+
+    source: ClassVar[str]  # the .cu file in assay/native
+    libs: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def probe_argv(self, params: Any) -> list[str]:
+        """The binary's own options (``--gpus`` is added here, when the params chose)."""
+
+    @abstractmethod
+    def label(self, params: Any) -> str:
+        """The job label, before `` on GPU ...``."""
+
+    def job_params(self, params: Any, devices: list[int]) -> dict[str, Any]:
+        return {"gpus": devices}
+
+    def skip(self, params: Any, devices: list[int]) -> str | None:
+        """Why this probe cannot run on these (present) devices, beyond having none."""
+        return None
+
+    def timeout(self, params: Any) -> float | None:
+        return None
+
+    def drafts(
+        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
+    ) -> list[JobDraft]:
+        assert isinstance(params, self.Params)
+        p: Any = params
+        system = ctx.system
+        devices, missing = select_gpus(system, p.gpus)
+        argv = ["{exe}", *self.probe_argv(p)]
+        # Only when chosen: without --gpus the binary takes every GPU it sees.
+        if p.gpus is not None:
+            argv += ["--gpus", ",".join(map(str, devices))]
+        return [
+            JobDraft(
+                argv=argv,
+                params=self.job_params(p, devices),
+                build=cuda_build(self.source, gpu_caps(system), self.libs),
+                label=self.label(p) + on_gpus(devices),
+                timeout=self.timeout(p),
+                skip_reason=no_gpu_reason(system) or missing or self.skip(p, devices),
+            )
+        ]
+
+    def parse(self, stdout: str, job: Job) -> list[Sample]:
+        # The probe names each GPU itself; the job's list of GPUs would only repeat all of
+        # them on every sample.
+        base = {k: v for k, v in job.params.items() if k != "gpus"}
+        return parse_jsonl(stdout, self.name, base)

@@ -1,5 +1,6 @@
 """Helpers of the probes that run a third-party tool under MPI (IOR, mdtest): which MPI it runs
-under, whether it is installed, its sizes, its parser's samples -- once, here, for each of them.
+under, whether it is installed, its sizes, its parser's samples, and the probe base class
+(``MpiToolProbe``) that drafts its one job and reads its output -- once, here, for each of them.
 
 ``tool_skip`` looks at ``PATH`` (``shutil.which``) while planning: it is the one such look left
 in these probes, kept in this one place until the plan context carries the tools found on
@@ -9,12 +10,15 @@ in these probes, kept in this one place until the plan context carries the tools
 from __future__ import annotations
 
 import shutil
-from typing import Any
+from abc import abstractmethod
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from assay.errors import ProbeError
 from assay.model import Job, MpiInfo, Sample
 from assay.parsers.base import ParseResult
 from assay.parsers.fio import parse_size
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
 
 INSTALL_HINT = (
     "build it from https://github.com/hpc/ior (./bootstrap && ./configure && make; not "
@@ -60,3 +64,51 @@ def tool_samples(result: ParseResult, job: Job, probe: str) -> list[Sample]:
         s.probe = probe
         s.params = {**job.params, **s.params}
     return result.samples
+
+
+class MpiToolProbe(Probe):
+    """A third-party tool run once per sweep point under the suite's MPI (IOR, mdtest): a
+    subclass names its command line and parser (``staticmethod``s), its two layouts and what
+    the job records; drafting and parsing are the same for each."""
+
+    uses_mpi = True
+    default_timeout = 1800.0
+    tool: ClassVar[str]  # its name, and the field of its Params naming the binary
+    command: ClassVar[Callable[[Any], list[str]]]  # its command line (without mpirun)
+    layouts: ClassVar[tuple[str, str]]  # the label's layout: a file (or dir) per process, shared
+    parser: ClassVar[Callable[..., ParseResult]]  # the tool's parser, ``parse(text, source=)``
+
+    @abstractmethod
+    def job_params(self, params: Any) -> dict[str, Any]:
+        """What the job records of its own params (the API, layout and directory are added)."""
+
+    def drafts(
+        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
+    ) -> list[JobDraft]:
+        assert isinstance(params, self.Params)
+        p: Any = params
+        mpi, no_mpi = pick_mpi(mpis, p.mpi)
+        job_params = {
+            "api": p.api,
+            "file_per_proc": p.file_per_process,
+            **self.job_params(p),
+            "test_dir": p.test_dir or "job directory",
+        }
+        if mpi:
+            job_params["mpi"] = mpi.name
+        return [
+            JobDraft(
+                argv=self.command(p),
+                params=job_params,
+                launcher="mpi",
+                mpi=mpi.name if mpi else None,
+                # from the params, else the suite's, else one per core
+                ranks=p.ranks or ranks or ctx.system.cores or 1,
+                label=f"{p.api.lower()} {self.layouts[0 if p.file_per_process else 1]} "
+                + (mpi.label if mpi else "no-mpi"),
+                skip_reason=tool_skip(self.tool, getattr(p, self.tool)) or no_mpi,
+            )
+        ]
+
+    def parse(self, stdout: str, job: Job) -> list[Sample]:
+        return tool_samples(self.parser(stdout, source=job.job_id), job, self.name)

@@ -10,13 +10,13 @@ card exits 3: the job fails with the probe's message and its samples are kept.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
-from assay.model import Job, MpiInfo, Sample
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
-from assay.probes.cuda import cuda_build, gpu_caps, no_gpu_reason, on_gpus, select_gpus
+from assay.model import Job
+from assay.probes.base import ProbeParams
+from assay.probes.cuda import GpuProbe
 
 GpuPrecision = Literal["fp64", "fp32", "tf32", "fp16", "bf16"]
 ALL_PRECISIONS: list[GpuPrecision] = ["fp64", "fp32", "tf32", "fp16", "bf16"]
@@ -37,51 +37,41 @@ class GpuBurnParams(ProbeParams):
     )
 
 
-class GpuBurnProbe(Probe):
+class GpuBurnProbe(GpuProbe):
     name = "gpu_burn"
     summary = "GPU: sustained GEMM TFLOP/s per precision, error check (gpu_burn), clocks/power"
     Params = GpuBurnParams
     default_timeout = 900.0
+    source = "gpuburn.cu"
+    libs = ("-lcublas", "-ldl")
 
     def expected_seconds(self, job: Job) -> float | None:
         # ``duration`` per precision, one precision after the other (setup not counted)
         precisions = job.argv[job.argv.index("--precisions") + 1].split(",")
         return float(job.params["duration_s"]) * len(precisions)
 
-    def drafts(
-        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
-    ) -> list[JobDraft]:
-        assert isinstance(params, GpuBurnParams)
-        system = ctx.system
-        devices, missing = select_gpus(system, params.gpus)
-        skip = no_gpu_reason(system) or missing
-        precisions = list(dict.fromkeys(params.precisions))
+    def probe_argv(self, params: GpuBurnParams) -> list[str]:
         argv = [
-            "{exe}",
             "--duration", repr(params.duration),
-            "--precisions", ",".join(precisions),
+            "--precisions", ",".join(_precisions(params)),
             "--interval", repr(params.interval),
             "--warmup", str(params.warmup),
             "--mem-fraction", repr(params.mem_fraction),
             "--n", str(params.n),
         ]  # fmt: skip
-        if params.gpus is not None:
-            argv += ["--gpus", ",".join(map(str, devices))]
         if params.corrupt_for_test:
             argv.append("--corrupt-for-test")
-        return [
-            JobDraft(
-                argv=argv,
-                params={"duration_s": params.duration, "n": params.n, "gpus": devices},
-                build=cuda_build("gpuburn.cu", gpu_caps(system), ("-lcublas", "-ldl")),
-                label=f"{','.join(precisions)} {params.duration:g} s" + on_gpus(devices),
-                timeout=len(precisions) * (params.duration + SETUP_ALLOWANCE_S) + 120,
-                skip_reason=skip,
-            )
-        ]
+        return argv
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
-        # The probe names each GPU and precision itself; the job's list of GPUs would only
-        # repeat all of them on every sample.
-        base = {k: v for k, v in job.params.items() if k != "gpus"}
-        return parse_jsonl(stdout, self.name, base)
+    def label(self, params: GpuBurnParams) -> str:
+        return f"{','.join(_precisions(params))} {params.duration:g} s"
+
+    def job_params(self, params: GpuBurnParams, devices: list[int]) -> dict[str, Any]:
+        return {"duration_s": params.duration, "n": params.n, "gpus": devices}
+
+    def timeout(self, params: GpuBurnParams) -> float:
+        return len(_precisions(params)) * (params.duration + SETUP_ALLOWANCE_S) + 120
+
+
+def _precisions(params: GpuBurnParams) -> list[str]:
+    return list(dict.fromkeys(params.precisions))

@@ -12,9 +12,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from assay.model import Job, MpiInfo, Sample
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
-from assay.probes.cuda import cuda_build, gpu_caps, no_gpu_reason, on_gpus, select_gpus
+from assay.probes.base import ProbeParams
+from assay.probes.cuda import GpuProbe
 
 
 class GpuMemParams(ProbeParams):
@@ -30,20 +29,15 @@ class GpuMemParams(ProbeParams):
     gpus: list[int] | None = Field(default=None, description="device indices; default all")
 
 
-class GpuMemProbe(Probe):
+class GpuMemProbe(GpuProbe):
     name = "gpu_mem"
     summary = "GPU: HBM STREAM copy/scale/add/triad, host<->device pinned/pageable, GPU<->GPU"
     Params = GpuMemParams
     default_timeout = 600.0
+    source = "gpumem.cu"
 
-    def drafts(
-        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
-    ) -> list[JobDraft]:
-        assert isinstance(params, GpuMemParams)
-        system = ctx.system
-        devices, missing = select_gpus(system, params.gpus)
+    def probe_argv(self, params: GpuMemParams) -> list[str]:
         argv = [
-            "{exe}",
             "--ntimes", str(params.ntimes),
             "--sizes", ",".join(map(str, params.sizes)),
             "--reps", str(params.reps),
@@ -52,18 +46,7 @@ class GpuMemProbe(Probe):
             argv += ["--elements", str(params.elements)]
         if params.only:
             argv += ["--only", params.only]
-        if params.gpus is not None:
-            argv += ["--gpus", ",".join(map(str, devices))]
-        return [
-            JobDraft(
-                argv=argv,
-                params={"gpus": devices},
-                build=cuda_build("gpumem.cu", gpu_caps(system)),
-                label=(params.only or "stream, transfers, peers") + on_gpus(devices),
-                skip_reason=no_gpu_reason(system) or missing,
-            )
-        ]
+        return argv
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
-        base = {k: v for k, v in job.params.items() if k != "gpus"}
-        return parse_jsonl(stdout, self.name, base)
+    def label(self, params: GpuMemParams) -> str:
+        return params.only or "stream, transfers, peers"

@@ -14,12 +14,12 @@ from typing import Any
 
 from pydantic import Field
 
-from assay.errors import ProbeError, SuiteError
+from assay.errors import SuiteError
 from assay.model import Job, MpiInfo, Sample
 from assay.parsers import hpcc as hpcc_parser
-from assay.probes._hplplan import plan_size, rpeak_sample
+from assay.probes._hplplan import HplSizeParams, checked_hpl, plan_size, rpeak_sample
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
-from assay.probes.hplsize import DEFAULT_FRACTION, DEFAULT_NB, hpl_dat
+from assay.probes.hplsize import hpl_dat
 from assay.system.peak import rpeak_flag
 
 # HPCC runs PTRANS, FFT, RandomAccess, STREAM and DGEMM after HPL, sized from HPL's N;
@@ -32,15 +32,8 @@ HPCC_MPI = "openmpi"
 PLAN_KEYS = ("engine", "mpi", "ranks", "rpeak_derivation", "time_budget")
 
 
-class HpccParams(ProbeParams):
-    memory_fraction: float = Field(default=DEFAULT_FRACTION, gt=0, le=0.95)
+class HpccParams(HplSizeParams):
     time_budget: float = Field(default=300.0, gt=0, description="seconds for its HPL part")
-    n: int | None = Field(default=None, ge=100)
-    nb: int = Field(default=DEFAULT_NB, ge=1)
-    p: int | None = Field(default=None, ge=1)
-    q: int | None = Field(default=None, ge=1)
-    ranks: int | None = Field(default=None, ge=1, description="default: one per core")
-    rate: float | None = Field(default=None, gt=0, description="flop/s assumed for the budget")
 
 
 class HpccProbe(Probe):
@@ -96,17 +89,7 @@ class HpccProbe(Probe):
     def parse(self, stdout: str, job: Job) -> list[Sample]:
         result = hpcc_parser.parse(stdout, source=job.job_id)
         failed = [f for f in result.meta.get("failed", []) if f.get("section", "HPL") == "HPL"]
-        if failed:
-            f = failed[0]
-            raise ProbeError(
-                f"HPL residual check FAILED (N={f.get('N')}, NB={f.get('NB')}, "
-                f"P={f.get('P')}, Q={f.get('Q')}, scaled residual {f.get('residual')}): "
-                "no rate is reported"
-            )
-        if not result.complete:
-            raise ProbeError(f"HPCC output is incomplete; missing: {', '.join(result.missing)}")
-        if not any(s.metric == "compute.hpl" for s in result.samples):
-            raise ProbeError("HPCC printed no HPL result")
+        checked_hpl(result, failed, tool="HPCC")
         plan = {k: job.params[k] for k in PLAN_KEYS if k in job.params}
         rpeak = job.params.get("rpeak")
         derivation = str(job.params.get("rpeak_derivation", ""))

@@ -34,9 +34,9 @@ from pydantic import Field
 from assay.errors import ProbeError, SuiteError
 from assay.model import Build, Job, MpiInfo, Sample
 from assay.parsers import hpl as hpl_parser
-from assay.probes._hplplan import node_peak, plan_size, rpeak_sample
+from assay.probes._hplplan import HplSizeParams, checked_hpl, node_peak, plan_size, rpeak_sample
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
-from assay.probes.hplsize import DEFAULT_FRACTION, DEFAULT_NB, hpl_dat
+from assay.probes.hplsize import hpl_dat
 from assay.system.peak import rpeak_flag
 
 # Debian's ScaLAPACK, one build per MPI flavour (dpkg -L libscalapack-openmpi-dev ...).
@@ -52,18 +52,10 @@ TIMEOUT_FACTOR, TIMEOUT_BASE = 3.0, 120.0
 PLAN_KEYS = ("engine", "mpi", "ranks", "sized_for_nodes", "rpeak_derivation", "time_budget")
 
 
-class HplParams(ProbeParams):
+class HplParams(HplSizeParams):
     engine: Literal["auto", "lu", "xhpl"] = "auto"
     xhpl: str | None = Field(default=None, description="path of an xhpl binary")
     hpl_dat: str | None = Field(default=None, description="a user's HPL.dat (xhpl), as it is")
-    memory_fraction: float = Field(default=DEFAULT_FRACTION, gt=0, le=0.95)
-    time_budget: float = Field(default=300.0, gt=0, description="seconds for the solve itself")
-    n: int | None = Field(default=None, ge=100)
-    nb: int = Field(default=DEFAULT_NB, ge=1)
-    p: int | None = Field(default=None, ge=1)
-    q: int | None = Field(default=None, ge=1)
-    ranks: int | None = Field(default=None, ge=1, description="default: one per core")
-    rate: float | None = Field(default=None, gt=0, description="flop/s assumed for the budget")
     mpi: str | None = Field(default=None, description="xhpl: the MPI it was built with")
     scalapack_libs: list[str] | None = Field(
         default=None, description='lu with another MPI: link flags, e.g. ["-lscalapack"]'
@@ -225,19 +217,7 @@ def _lu_samples(stdout: str, job: Job) -> list[Sample]:
 
 def _xhpl_samples(stdout: str, job: Job) -> list[Sample]:
     result = hpl_parser.parse(stdout, source=job.job_id)
-    failed = result.meta.get("failed", [])
-    if failed:
-        f = failed[0]
-        raise ProbeError(
-            f"HPL residual check FAILED (N={f.get('N')}, NB={f.get('NB')}, "
-            f"P={f.get('P')}, Q={f.get('Q')}, scaled residual {f.get('residual')}): "
-            "no rate is reported"
-        )
-    if not result.complete:
-        raise ProbeError(f"HPL output is incomplete; missing: {', '.join(result.missing)}")
-    if not any(s.metric == "compute.hpl" for s in result.samples):
-        raise ProbeError("HPL printed no result line")
-    return list(result.samples)
+    return checked_hpl(result, result.meta.get("failed", []), tool="HPL")
 
 
 def _xhpl_mpi(params: HplParams, ctx: PlanContext, mpis: list[MpiInfo]) -> MpiInfo:

@@ -26,10 +26,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from assay.model import Job, MpiInfo, Sample
 from assay.parsers import ior as ior_parser
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
-from assay.probes.external import pick_mpi, size_value, tool_samples, tool_skip
+from assay.probes.base import ProbeParams
+from assay.probes.external import MpiToolProbe, size_value
 
 MIB = 2**20
 TESTFILE = "ior-testfile"
@@ -94,42 +93,19 @@ def ior_argv(params: IorParams) -> list[str]:
     return argv + list(params.extra_args)
 
 
-class IorProbe(Probe):
+class IorProbe(MpiToolProbe):
     name = "ior"
     summary = "IOR parallel I/O bandwidth (MPI; POSIX or MPIIO); skipped when ior is missing"
     Params = IorParams
-    uses_mpi = True
-    default_timeout = 1800.0
+    tool = "ior"
+    layouts = ("fpp", "shared")
+    command = staticmethod(ior_argv)
+    parser = staticmethod(ior_parser.parse)
 
-    def drafts(
-        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
-    ) -> list[JobDraft]:
-        assert isinstance(params, IorParams)
-        mpi, no_mpi = pick_mpi(mpis, params.mpi)
-        n_ranks = params.ranks or ranks or ctx.system.cores or 1
-        job_params: dict[str, Any] = {
-            "api": params.api,
-            "file_per_proc": params.file_per_process,
+    def job_params(self, params: IorParams) -> dict[str, Any]:
+        return {
             "block_size": params.block_size,
             "transfer_size": params.transfer_size,
             "segments": params.segments,
             "iterations": params.iterations,
-            "test_dir": params.test_dir or "job directory",
         }
-        if mpi:
-            job_params["mpi"] = mpi.name
-        layout = "fpp" if params.file_per_process else "shared"
-        return [
-            JobDraft(
-                argv=ior_argv(params),
-                params=job_params,
-                launcher="mpi",
-                mpi=mpi.name if mpi else None,
-                ranks=n_ranks,
-                label=f"{params.api.lower()} {layout} {mpi.label if mpi else 'no-mpi'}",
-                skip_reason=tool_skip("ior", params.ior) or no_mpi,
-            )
-        ]
-
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
-        return tool_samples(ior_parser.parse(stdout, source=job.job_id), job, self.name)

@@ -25,10 +25,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from assay.model import Job, MpiInfo, Sample
 from assay.parsers import mdtest as mdtest_parser
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
-from assay.probes.external import pick_mpi, size_value, tool_samples, tool_skip
+from assay.probes.base import ProbeParams
+from assay.probes.external import MpiToolProbe, size_value
 
 TESTDIR = "mdtest-scratch"
 
@@ -79,42 +78,19 @@ def mdtest_argv(params: MdtestParams) -> list[str]:
     return argv + list(params.extra_args)
 
 
-class MdtestProbe(Probe):
+class MdtestProbe(MpiToolProbe):
     name = "mdtest"
     summary = "mdtest metadata rates (MPI; create/stat/read/remove); skipped when missing"
     Params = MdtestParams
-    uses_mpi = True
-    default_timeout = 1800.0
+    tool = "mdtest"
+    layouts = ("unique-dir", "shared-dir")
+    command = staticmethod(mdtest_argv)
+    parser = staticmethod(mdtest_parser.parse)
 
-    def drafts(
-        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
-    ) -> list[JobDraft]:
-        assert isinstance(params, MdtestParams)
-        mpi, no_mpi = pick_mpi(mpis, params.mpi)
-        n_ranks = params.ranks or ranks or ctx.system.cores or 1
-        job_params: dict[str, Any] = {
-            "api": params.api,
-            "file_per_proc": params.file_per_process,
+    def job_params(self, params: MdtestParams) -> dict[str, Any]:
+        return {
             "items_per_rank": params.items,
             "iterations": params.iterations,
             "write_bytes": params.write_bytes,
             "read_bytes": params.read_bytes,
-            "test_dir": params.test_dir or "job directory",
         }
-        if mpi:
-            job_params["mpi"] = mpi.name
-        layout = "unique-dir" if params.file_per_process else "shared-dir"
-        return [
-            JobDraft(
-                argv=mdtest_argv(params),
-                params=job_params,
-                launcher="mpi",
-                mpi=mpi.name if mpi else None,
-                ranks=n_ranks,
-                label=f"{params.api.lower()} {layout} {mpi.label if mpi else 'no-mpi'}",
-                skip_reason=tool_skip("mdtest", params.mdtest) or no_mpi,
-            )
-        ]
-
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
-        return tool_samples(mdtest_parser.parse(stdout, source=job.job_id), job, self.name)

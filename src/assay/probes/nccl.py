@@ -15,9 +15,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from assay.model import Job, MpiInfo, Sample
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
-from assay.probes.cuda import cuda_build, gpu_caps, no_gpu_reason, on_gpus, select_gpus
+from assay.probes.base import ProbeParams
+from assay.probes.cuda import GpuProbe
 
 NcclOp = Literal["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
 
@@ -33,41 +32,27 @@ class NcclParams(ProbeParams):
     gpus: list[int] | None = Field(default=None, description="device indices; default all")
 
 
-class NcclProbe(Probe):
+class NcclProbe(GpuProbe):
     name = "nccl"
     summary = "GPU: NCCL all_reduce/all_gather/reduce_scatter/broadcast, algbw and busbw"
     Params = NcclParams
     default_timeout = 900.0
+    source = "ncclbench.cu"
+    libs = ("-lnccl",)
 
-    def drafts(
-        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
-    ) -> list[JobDraft]:
-        assert isinstance(params, NcclParams)
-        system = ctx.system
-        devices, missing = select_gpus(system, params.gpus)
-        skip = no_gpu_reason(system) or missing
-        if skip is None and len(devices) < 2:
-            skip = f"NCCL collectives need 2 GPUs or more, this node has {len(devices)}: skipped"
-        argv = [
-            "{exe}",
+    def probe_argv(self, params: NcclParams) -> list[str]:
+        return [
             "--ops", ",".join(dict.fromkeys(params.ops)),
             "--min-bytes", str(params.min_bytes),
             "--max-bytes", str(params.max_bytes),
             "--iters", str(params.iters),
             "--warmup", str(params.warmup),
         ]  # fmt: skip
-        if params.gpus is not None:
-            argv += ["--gpus", ",".join(map(str, devices))]
-        return [
-            JobDraft(
-                argv=argv,
-                params={"gpus": devices},
-                build=cuda_build("ncclbench.cu", gpu_caps(system), ("-lnccl",)),
-                label=",".join(params.ops) + on_gpus(devices),
-                skip_reason=skip,
-            )
-        ]
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
-        base = {k: v for k, v in job.params.items() if k != "gpus"}
-        return parse_jsonl(stdout, self.name, base)
+    def label(self, params: NcclParams) -> str:
+        return ",".join(params.ops)
+
+    def skip(self, params: NcclParams, devices: list[int]) -> str | None:
+        if len(devices) < 2:
+            return f"NCCL collectives need 2 GPUs or more, this node has {len(devices)}: skipped"
+        return None
