@@ -46,17 +46,15 @@ def latency_table(figures: list[Figure], metric: str = "p2p.latency") -> Table |
     return Table("p2p-latency", title, cols, rows, notes, best=best_cells(raw, "lower", 1))
 
 
-def bandwidth_table(figures: list[Figure], metric: str) -> Table | None:
-    """osu_bw / osu_bibw: a window of messages in flight, then an acknowledgement."""
-    data = by_series_and_size(figures, metric)
-    if not data:
-        return None
-    mpis = sorted(data)
-    sizes = sorted({s for per in data.values() for s in per})
+def rate_rows(
+    data: dict[str, dict[int, Figure]], mpis: list[str]
+) -> tuple[list[list[str]], list[list[float | None]]]:
+    """One row per message size: each MPI's rate in MB/s and Gb/s (as the published pages
+    print both), and the raw values the best-per-row marks are chosen from."""
     rows, raw = [], []
-    for size in sizes:
+    for size in sorted({s for per in data.values() for s in per}):
         row = [str(size)]
-        values = []
+        values: list[float | None] = []
         for m in mpis:
             fig = data[m].get(size)
             v = fig.sample.value if fig else None
@@ -64,6 +62,16 @@ def bandwidth_table(figures: list[Figure], metric: str) -> Table | None:
             row += [format_value(v, "MB/s"), format_value(v, "Gb/s")] if v else ["–", "–"]
         rows.append(row)
         raw.append(values)
+    return rows, raw
+
+
+def bandwidth_table(figures: list[Figure], metric: str) -> Table | None:
+    """osu_bw / osu_bibw: a window of messages in flight, then an acknowledgement."""
+    data = by_series_and_size(figures, metric)
+    if not data:
+        return None
+    mpis = sorted(data)
+    rows, raw = rate_rows(data, mpis)
     cols = ["#Size"]
     for m in mpis:
         cols += [f"Bandwidth (MB/s) ({m})", f"Bandwidth (Gb/s) ({m})"]
@@ -186,18 +194,7 @@ def pingpong_bandwidth_table(figures: list[Figure]) -> Table | None:
     if not data:
         return None
     mpis = sorted(data)
-    sizes = sorted({s for per in data.values() for s in per})
-    rows, raw = [], []
-    for size in sizes:
-        row = [str(size)]
-        values = []
-        for m in mpis:
-            fig = data[m].get(size)
-            v = fig.sample.value if fig else None
-            values.append(v)
-            row += [format_value(v, "MB/s"), format_value(v, "Gb/s")] if v else ["–", "–"]
-        rows.append(row)
-        raw.append(values)
+    rows, raw = rate_rows(data, mpis)
     cols = ["#bytes"]
     for m in mpis:
         cols += [f"Mbytes/sec ({m})", f"Gb/s ({m})"]
