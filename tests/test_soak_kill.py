@@ -51,12 +51,13 @@ def test_random_sigkills_lose_no_finished_job(assay_home: Path, tmp_path: Path):
     try:
         for k in range(KILLS):
             before = set((assay_home / "runs").iterdir())
-            proc = start(assay_home, "run", str(suite), "--repeat", "8")
+            # long enough to be killed mid-way on a fast, quiet machine too (~1 s a repetition)
+            proc = start(assay_home, "run", str(suite), "--repeat", "40")
             deadline = time.monotonic() + 60
             while not (new := set((assay_home / "runs").iterdir()) - before):
                 assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
                 time.sleep(0.05)
-            time.sleep(rng.uniform(0.0, 6.0))  # a random point of the run (~10 s long)
+            time.sleep(rng.uniform(0.0, 6.0))  # a random point of the first ~6 s of the run
             for run_dir in new:
                 seen[run_dir.name] = {r["job_id"] for r in _records(run_dir)}
             proc.kill()
