@@ -311,6 +311,29 @@ def _record_cut_short(writer: RunWriter, job: Job, signum: int) -> JobResult:
     return result
 
 
+def run_hooked(
+    writer: RunWriter,
+    job: Job,
+    mpis: list[MpiInfo],
+    cores: int | None,
+    outcome: RunOutcome,
+    position: tuple[int, int],
+    on_start: JobHook | None,
+    on_end: ResultHook | None,
+    on_tick: TickHook | None,
+) -> tuple[JobResult, list[Sample]]:
+    """One job between its progress hooks (``position``: its number and the count), its
+    result and samples added to ``outcome`` (and returned)."""
+    if on_start:
+        on_start(*position, job)
+    result, samples = run_job(writer, job, mpis, cores, on_tick=on_tick)
+    outcome.results.append(result)
+    outcome.samples.extend(samples)
+    if on_end:
+        on_end(*position, job, result)
+    return result, samples
+
+
 def execute(
     writer: RunWriter,
     jobs: list[Job],
@@ -331,13 +354,9 @@ def execute(
         try:
             for i, job in enumerate(jobs, start=1):
                 in_flight = job
-                if on_start:
-                    on_start(i, len(jobs), job)
-                result, samples = run_job(writer, job, mpis, cores, on_tick=on_tick)
-                outcome.results.append(result)
-                outcome.samples.extend(samples)
-                if on_end:
-                    on_end(i, len(jobs), job, result)
+                result, _ = run_hooked(
+                    writer, job, mpis, cores, outcome, (i, len(jobs)), on_start, on_end, on_tick
+                )
                 if result.status == "interrupted":
                     outcome.stop_signal = stop_received()
                     status = "interrupted"

@@ -26,7 +26,7 @@ from assay.execute import (
     RunOutcome,
     TickHook,
     finish_run,
-    run_job,
+    run_hooked,
     stop_received,
     stop_signals,
 )
@@ -111,13 +111,9 @@ def _execute_auto(
                     job, job_id=f"{job.job_id}-r{k}", params={**job.params, "repetition": k},
                     repetition=k,
                 )  # fmt: skip
-                if on_start:
-                    on_start(i, len(jobs), rep)
-                result, samples = run_job(writer, rep, mpis, cores, on_tick=on_tick)
-                outcome.results.append(result)
-                outcome.samples.extend(samples)
-                if on_end:
-                    on_end(i, len(jobs), rep, result)
+                result, samples = run_hooked(
+                    writer, rep, mpis, cores, outcome, (i, len(jobs)), on_start, on_end, on_tick
+                )
                 if result.status != "ok":
                     reason = f"repetition {k} {result.status}"
                     break

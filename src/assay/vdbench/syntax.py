@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,14 +129,18 @@ def param_statements(lines: list[Line]) -> Iterable[tuple[str, Where]]:
         yield from _split_params(text, starts)
 
 
-def _split_params(text: str, starts: list[tuple[int, Where]]) -> Iterable[tuple[str, Where]]:
-    def where_at(offset: int) -> Where:
-        current = starts[0][1]
-        for start, where in starts:
-            if start <= offset:
-                current = where
-        return current
+class _Unbalanced(Exception):
+    """A parenthesis without its pair, at ``offset``."""
 
+    def __init__(self, char: str, offset: int) -> None:
+        super().__init__(char)
+        self.char, self.offset = char, offset
+
+
+def _top_level_pieces(text: str, *, strict: bool) -> Iterator[tuple[int, str]]:
+    """(offset, piece) of ``text`` split at the commas outside quotes and parentheses, as
+    Vdbench reads a parameter line and a value list; empty pieces are skipped. ``strict``:
+    an unbalanced parenthesis raises ``_Unbalanced`` (a value list only needs the split)."""
     depth = 0
     quoted = False
     begin = 0
@@ -149,17 +153,31 @@ def _split_params(text: str, starts: list[tuple[int, Where]]) -> Iterable[tuple[
             depth += 1
         elif ch == ")":
             depth -= 1
-            if depth < 0:
-                w = where_at(i)
-                raise ParseError("unmatched parenthesis ')'", source=w.file, line=w.line)
+            if depth < 0 and strict:
+                raise _Unbalanced(")", i)
         elif ch == "," and depth == 0:
-            piece = text[begin:i]
-            if piece:
-                yield piece, where_at(begin)
+            if text[begin:i]:
+                yield begin, text[begin:i]
             begin = i + 1
-    if depth > 0:
-        w = where_at(begin)
-        raise ParseError("unmatched parenthesis '('", source=w.file, line=w.line)
+    if depth > 0 and strict:
+        raise _Unbalanced("(", begin)
+
+
+def _split_params(text: str, starts: list[tuple[int, Where]]) -> Iterable[tuple[str, Where]]:
+    def where_at(offset: int) -> Where:
+        current = starts[0][1]
+        for start, where in starts:
+            if start <= offset:
+                current = where
+        return current
+
+    try:
+        for begin, piece in _top_level_pieces(text, strict=True):
+            yield piece, where_at(begin)
+    except _Unbalanced as exc:
+        w = where_at(exc.offset)
+        why = f"unmatched parenthesis '{exc.char}'"
+        raise ParseError(why, source=w.file, line=w.line) from None
 
 
 def _split_items(value: str, where: Where) -> tuple[Item, ...]:
@@ -167,26 +185,8 @@ def _split_items(value: str, where: Where) -> tuple[Item, ...]:
         return (_item(value, listed=False),)
     if not value.endswith(")"):
         raise ParseError(f"text after ')' in {value!r}", source=where.file, line=where.line)
-    inner = value[1:-1]
-    items: list[Item] = []
-    depth = 0
-    quoted = False
-    begin = 0
-    for i, ch in enumerate(inner + ","):
-        if ch == '"':
-            quoted = not quoted
-        elif quoted:
-            continue
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            piece = inner[begin:i]
-            if piece:
-                items.append(_item(piece, listed=True))
-            begin = i + 1
-    return tuple(items)
+    pieces = _top_level_pieces(value[1:-1], strict=False)
+    return tuple(_item(piece, listed=True) for _, piece in pieces)
 
 
 def _item(text: str, *, listed: bool) -> Item:
