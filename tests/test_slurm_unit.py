@@ -6,6 +6,7 @@ namespace test cluster of scripts/testcluster).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import shlex
@@ -113,6 +114,34 @@ def test_place_all_pairs_rounds_and_per_node_jobs() -> None:
     assert len({j.job_id for j in jobs}) == len(jobs)
 
 
+def test_pairs_at_once_splits_each_round_into_batches() -> None:
+    whole = place([_p2p("latency")], SlurmOptions(nodes=6, all_pairs=True), [MPICH])
+    alone = place([_p2p("latency")], SlurmOptions(nodes=6, all_pairs=True, pairs_at_once=1),
+                  [MPICH])  # fmt: skip
+    two = place([_p2p("latency")], SlurmOptions(nodes=6, all_pairs=True, pairs_at_once=2),
+                [MPICH])  # fmt: skip
+    for jobs in (whole, alone, two):  # the same 15 pairs, whatever the batching
+        assert sorted(tuple(j.placement["nodes"]) for j in jobs) == sorted(
+            itertools.combinations(range(6), 2)
+        )
+    assert len({j.placement["group"] for j in whole}) == 5  # 5 rounds of 3 pairs
+    assert {j.params["concurrent_pairs"] for j in whole} == {3}
+    assert len({j.placement["group"] for j in alone}) == 15
+    assert {j.params["concurrent_pairs"] for j in alone} == {1}
+    groups = collections.Counter(j.placement["group"] for j in two)
+    assert sorted(groups.values()) == [1] * 5 + [2] * 5  # each round: a batch of 2, then 1
+    for g in groups:  # a batch never mixes rounds
+        assert len({j.params["round"] for j in two if j.placement["group"] == g}) == 1
+
+
+def test_pairs_at_once_must_be_a_count() -> None:
+    with pytest.raises(ConfigError, match="pairs_at_once"):
+        options_from_config({"slurm": {"pairs_at_once": -1}}, nodes=2, all_pairs=True)
+    with pytest.raises(ConfigError, match="pairs_at_once"):
+        options_from_config({"slurm": {"pairs_at_once": "two"}}, nodes=2, all_pairs=True)
+    assert options_from_config({}, nodes=4, all_pairs=True, pairs_at_once=1).pairs_at_once == 1
+
+
 def test_mpi_env_from_config_reaches_the_job() -> None:
     opts = SlurmOptions(nodes=2, mpi={"mpich": MpiLaunch("srun", env=(("UCX_TLS", "tcp"),))})
     (job,) = place([_p2p("latency")], opts, [MPICH])
@@ -208,6 +237,15 @@ def test_matrix_from_samples_names_the_link() -> None:
     assert m.size == 65536 and m.hosts == hosts
     assert m.value("n3", "n2") == 6e6
     assert [o.key for o in m.link_outliers] == [("n2", "n3")]
+    for r, pairs in enumerate(rounds(4), start=1):
+        for s in samples:
+            if tuple(hosts.index(h) for h in s.params["hosts"]) in pairs:
+                s.params["round"] = r
+    # stored without concurrent_pairs: 4 nodes, 2 pairs a round
+    assert matrices(samples)[0].concurrent == 2
+    for s in samples:
+        s.params["concurrent_pairs"] = 1
+    assert matrices(samples)[0].concurrent == 1
 
 
 def test_per_node_names_the_slow_node() -> None:

@@ -177,6 +177,15 @@ def run(
     all_pairs: Annotated[
         bool, typer.Option(help="Slurm: p2p between every node pair.", rich_help_panel=_SL)
     ] = False,
+    pairs_at_once: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Slurm, --all-pairs: at most N pairs measured at once (default: a whole "
+            "round; 1: every link alone, slower but undisturbed by the others).",
+            rich_help_panel=_SL,
+        ),
+    ] = None,
     intra_node: Annotated[
         bool, typer.Option(help="Slurm: also p2p within one node.", rich_help_panel=_SL)
     ] = False,
@@ -210,10 +219,12 @@ def run(
             load_config(), nodes=nodes, partition=partition, account=account, qos=qos,
             constraint=constraint, time=time_limit, sbatch_args=list(sbatch_arg or []),
             max_wait=max_wait, detach=detach or None, all_pairs=all_pairs or None,
-            intra_node=intra_node or None,
+            intra_node=intra_node or None, pairs_at_once=pairs_at_once,
         )  # fmt: skip
-    elif all_pairs or detach or nodes:
-        raise AssayError("--nodes, --all-pairs and --detach need --on slurm")
+        if pairs_at_once is not None and not slurm_opts.all_pairs:
+            raise AssayError("--pairs-at-once needs --all-pairs")
+    elif all_pairs or detach or nodes or pairs_at_once is not None:
+        raise AssayError("--nodes, --all-pairs, --pairs-at-once and --detach need --on slurm")
     if vdbench is not None:
         spec, text, origin = _vdbench_suite(suite, vdbench, lun_map, target, elapsed, warmup, size)
     else:

@@ -31,6 +31,7 @@ class PairMatrix:
     link_outliers: list[Outlier] = field(default_factory=list)
     node_outliers: list[Outlier] = field(default_factory=list)
     threshold: float = THRESHOLD
+    concurrent: int = 1  # most pairs measured at the same time as one of these (a round's worth)
 
     def value(self, a: str, b: str) -> float | None:
         return self.links.get((min(a, b), max(a, b)))
@@ -42,6 +43,20 @@ def _pair(sample: Sample) -> tuple[str, str] | None:
         return None
     a, b = sorted(str(h) for h in hosts)
     return a, b
+
+
+def _concurrent(group: list[Sample]) -> int:
+    """Most pairs measured at once: recorded per sample (``concurrent_pairs``); runs stored
+    before it was recorded measured a whole round at once, so their rounds' sizes tell."""
+    recorded = [int(s.params["concurrent_pairs"]) for s in group if "concurrent_pairs" in s.params]
+    if recorded:
+        return max(recorded)
+    per_round: dict[object, set[tuple[str, str]]] = defaultdict(set)
+    for s in group:
+        pair = _pair(s)
+        if pair:
+            per_round[s.params.get("round")].add(pair)
+    return max((len(p) for p in per_round.values()), default=1)
 
 
 def matrices(samples: list[Sample], threshold: float = THRESHOLD) -> list[PairMatrix]:
@@ -79,6 +94,7 @@ def matrices(samples: list[Sample], threshold: float = THRESHOLD) -> list[PairMa
                 link_outliers=outliers(links, better, threshold),  # type: ignore[arg-type]
                 node_outliers=outliers(node_values(links), better, threshold),  # type: ignore[arg-type]
                 threshold=threshold,
+                concurrent=_concurrent(group),
             )
         )
     return out

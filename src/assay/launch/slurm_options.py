@@ -13,6 +13,7 @@ Defaults come from the ``[slurm]`` table of ``config.toml``; command-line option
     fio_network = "10.0.0.0/16"  # multi-client fio: servers listen on the node's address in
                               # it (default: the address the node's host name resolves to)
     fio_port = 8765
+    pairs_at_once = 0         # --all-pairs: most pairs measured at once (0: a whole round)
 
     [slurm.mpi.mpich]         # how one MPI starts inside the allocation
     launcher = "srun"         # "srun" (srun --mpi=PLUGIN) or "mpirun" (the MPI's own launcher)
@@ -58,6 +59,7 @@ class SlurmOptions:
     max_wait: float = DEFAULT_MAX_WAIT_S
     detach: bool = False
     all_pairs: bool = False
+    pairs_at_once: int = 0  # all-pairs: most pairs measured at once; 0 = every pair of a round
     intra_node: bool = False
     poll_s: float = 2.0
     heartbeat_timeout: float = DEFAULT_HEARTBEAT_S
@@ -122,4 +124,9 @@ def options_from_config(config: dict[str, Any], **given: Any) -> SlurmOptions:
     if opts.all_pairs and int(opts.nodes) < 2:
         raise ConfigError("--all-pairs needs --nodes 2 or more")
     opts.nodes = int(opts.nodes)
+    if type(opts.pairs_at_once) is not int or opts.pairs_at_once < 0:
+        raise ConfigError(
+            f"pairs_at_once = {opts.pairs_at_once!r}: expected a count (1, 2, ...) or 0 "
+            "for every pair of a round"
+        )
     return opts

@@ -9,7 +9,9 @@ The published method decides the placement:
 - p2p (OSU latency/bandwidth): two nodes, one rank per node ("inter-node"). With
   ``intra_node`` a second, labelled measurement runs both ranks on one node ("intra-node").
 - all-pairs: p2p latency and bandwidth for every node pair, in the rounds of a round-robin
-  tournament; the pairs of one round run at the same time (disjoint nodes).
+  tournament; the pairs of one round run at the same time (disjoint nodes), or at most
+  ``pairs_at_once`` of them (1: every link measured alone, so that links sharing a switch
+  uplink, or test "nodes" sharing cores, do not disturb each other's figure).
 - collectives: every node of the allocation x ppn ranks (ppn from the suite, default 1).
 - rdma (perftest): server on one node, client on another (nodes 0 and 1); the runner starts
   the server as its own srun step and the client names the server's node (``rdma_pair``).
@@ -45,6 +47,12 @@ def _with(job: Job, suffix: str, idx: list[int], group: str = "", **params) -> J
     return new
 
 
+def _batches(pairs: list[tuple[int, int]], at_once: int) -> list[list[tuple[int, int]]]:
+    """A round's pairs in batches of at most ``at_once`` (0: the whole round at once)."""
+    k = at_once or len(pairs) or 1
+    return [pairs[i : i + k] for i in range(0, len(pairs), k)]
+
+
 def _mpi_env(job: Job, opts: SlurmOptions, mpis: list[MpiInfo]) -> None:
     mpi = next((m for m in mpis if m.name == job.mpi), None)
     if mpi is not None:
@@ -65,13 +73,15 @@ def place(jobs: list[Job], opts: SlurmOptions, mpis: list[MpiInfo]) -> list[Job]
             if job.params.get("mode") not in ALL_PAIRS_MODES:
                 continue  # the matrix is latency and bandwidth; bibw stays a two-node figure
             for r, pairs in enumerate(rounds(n), start=1):
-                for a, b in pairs:
-                    j = _with(
-                        job, f"p{a}-{b}", [a, b], group=f"{job.job_id}-round{r}",
-                        placement="all-pairs", round=r, ranks=2, ppn=1, nodes=2,
-                    )  # fmt: skip
-                    j.ranks, j.ppn = 2, 1
-                    out.append(j)
+                for c, batch in enumerate(_batches(pairs, opts.pairs_at_once), start=1):
+                    group = f"{job.job_id}-round{r}" + (f".{c}" if len(batch) < len(pairs) else "")
+                    for a, b in batch:
+                        j = _with(
+                            job, f"p{a}-{b}", [a, b], group=group, placement="all-pairs",
+                            round=r, concurrent_pairs=len(batch), ranks=2, ppn=1, nodes=2,
+                        )  # fmt: skip
+                        j.ranks, j.ppn = 2, 1
+                        out.append(j)
         elif job.probe == "p2p":
             if n >= 2:
                 j = _with(job, "", [0, 1], placement="inter-node", ranks=2, ppn=1, nodes=2)

@@ -24,9 +24,14 @@ def matrix_table(m: PairMatrix) -> Table:
             row.append("–" if v is None else _fmt(m, v))
         rows.append(row)
     what = "latency" if m.metric == "p2p.latency" else "bandwidth"
+    when = (
+        "each pair alone"
+        if m.concurrent == 1
+        else f"up to {m.concurrent} pairs at the same time, in the rounds of a round-robin "
+        "tournament (disjoint nodes)"
+    )
     notes = [
-        f"{what} at {m.size} B between every pair of nodes, one rank per node, pairs measured "
-        "in the rounds of a round-robin tournament (the pairs of a round at the same time).",
+        f"{what} at {m.size} B between every pair of nodes, one rank per node, {when}.",
         f"Outliers: robust z-score 0.6745·(ln x − median)/MAD over the {len(m.links)} links and "
         f"over each node's median link, threshold |z| > {m.threshold:g}, bad side only.",
     ]
