@@ -17,6 +17,7 @@ import pytest
 
 from assay.analysis.allpairs import matrices
 from assay.analysis.outliers import node_values, outliers, robust_z
+from assay.analysis.stats import fold_samples
 from assay.errors import ConfigError, LaunchError, SuiteError
 from assay.launch.slurm_fio import fio_servers, node_address, server_step_argv, with_hosts
 from assay.launch.slurm_options import MpiLaunch, SlurmOptions, options_from_config
@@ -226,6 +227,10 @@ def _pair_sample(a: str, b: str, value: float, size: int = 65536) -> Sample:
                        "placement": "all-pairs", "mpi": "mpich"})  # fmt: skip
 
 
+def by_host(samples: list[Sample]) -> list:
+    return fold_samples(samples).by_host
+
+
 def test_matrix_from_samples_names_the_link() -> None:
     hosts = ["n1", "n2", "n3", "n4"]
     samples = [
@@ -233,7 +238,7 @@ def test_matrix_from_samples_names_the_link() -> None:
         for i, (a, b) in enumerate(itertools.combinations(hosts, 2))
     ]
     samples.append(_pair_sample("n1", "n2", 1.0, size=1))  # smaller size: not the figure
-    (m,) = matrices(samples)
+    (m,) = matrices(by_host(samples))
     assert m.size == 65536 and m.hosts == hosts
     assert m.value("n3", "n2") == 6e6
     assert [o.key for o in m.link_outliers] == [("n2", "n3")]
@@ -242,10 +247,25 @@ def test_matrix_from_samples_names_the_link() -> None:
             if tuple(hosts.index(h) for h in s.params["hosts"]) in pairs:
                 s.params["round"] = r
     # stored without concurrent_pairs: 4 nodes, 2 pairs a round
-    assert matrices(samples)[0].concurrent == 2
+    assert matrices(by_host(samples))[0].concurrent == 2
     for s in samples:
         s.params["concurrent_pairs"] = 1
-    assert matrices(samples)[0].concurrent == 1
+    assert matrices(by_host(samples))[0].concurrent == 1
+
+
+def test_matrix_takes_each_pairs_median_over_its_repetitions() -> None:
+    hosts = ["n1", "n2", "n3", "n4"]
+    samples = []
+    for rep in (1, 2, 3):
+        for i, (a, b) in enumerate(itertools.combinations(hosts, 2)):
+            s = _pair_sample(a, b, 4e8 + 1e7 * i + 1e6 * rep)
+            s.params["repetition"] = rep
+            samples.append(s)
+    folded = fold_samples(samples)
+    assert len(folded.figures) == 1  # one measurement: the pairs differ only in their hosts
+    assert len(folded.by_host) == 6 and {f.repetitions for f in folded.by_host} == {3}
+    (m,) = matrices(folded.by_host)
+    assert m.value("n1", "n2") == 4e8 + 2e6  # the median of 4e8 + 1e6, 2e6, 3e6
 
 
 def test_per_node_names_the_slow_node() -> None:
@@ -257,7 +277,7 @@ def test_per_node_names_the_slow_node() -> None:
         for h, v in triad.items()
     ]
     samples.append(Sample.make("stream", "memory.triad", 1.0, {"hosts": ["n1"]}))  # not per-node
-    (fig,) = per_node(samples)
+    (fig,) = per_node(by_host(samples))
     assert fig.values == triad
     assert [o.key for o in fig.outliers] == ["n4"]
 

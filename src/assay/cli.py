@@ -455,8 +455,10 @@ def report(
 
     store = open_store()
     refs = run_refs or [None]
-    # json streams one run's samples as stored; several are merged, so read them
-    loaded = [store.load(ref, samples=fmt != "json" or len(refs) > 1) for ref in refs]
+    # term/md/html read each run's folded figures (assay.report.folded: cached beside the run),
+    # json streams one run's samples as stored; csv, or json of several runs, reads them all
+    raw = fmt == "csv" or (fmt == "json" and len(refs) > 1)
+    loaded = [store.load(ref, samples=raw) for ref in refs]
     text = render(loaded, fmt, plots_dir=plots_dir)
     if output:
         try:

@@ -19,8 +19,9 @@ from assay.cli_common import open_store as run_store
 from assay.errors import AssayError, NotFoundError
 
 if TYPE_CHECKING:  # imported when used: pydantic models would slow every 'assay --help'
+    from assay.analysis.verdict import Measured
     from assay.references.model import Tolerance
-    from assay.store import LoadedRun
+    from assay.store import LoadedRun, RunStore
 
 err = Console(stderr=True, highlight=False)
 FORMATS = ("term", "md", "html")
@@ -64,6 +65,16 @@ def parse_tolerances(specs: list[str] | None) -> dict[str, Tolerance]:
             raise AssayError(f"--tolerance {spec!r}: LOW must be <= 0 and HIGH >= 0")
         result[metric or "default"] = Tolerance(low, high)
     return result
+
+
+def _measured(store: RunStore, ref: str | None) -> tuple[LoadedRun, list[Measured]]:
+    """A run and its figures, read through its folded-figure cache (``assay.report.folded``):
+    a million stored samples are not read again for every comparison."""
+    from assay.analysis.verdict import measured_figures
+    from assay.report.folded import folded_of
+
+    run = store.load(ref, samples=False)
+    return run, measured_figures(folded_of(run).figures)
 
 
 def _flavors(run: LoadedRun) -> dict[str, str]:
@@ -119,7 +130,7 @@ def compare(
       assay compare BASELINE --fail-below 0.95      (in CI, against the latest run)
     """
     from assay.analysis.refcompare import compare_reference
-    from assay.analysis.verdict import compare_runs, failing, measured
+    from assay.analysis.verdict import compare_runs, failing
     from assay.references import load as load_reference
     from assay.report.reference import reference_comparison, run_comparison
 
@@ -130,11 +141,11 @@ def compare(
     if ref is not None:
         if run_b is not None:
             raise AssayError("give one RUN with --ref (or two runs without it), not both")
-        run = store.load(run_a or "latest")
+        run, figures = _measured(store, run_a or "latest")
         reference = load_reference(ref)
         default_nodes = 1 if run.info.source == "assay" else None
         comp = compare_reference(
-            measured(run.samples), reference, flavors=_flavors(run), tolerances=tolerances,
+            figures, reference, flavors=_flavors(run), tolerances=tolerances,
             default_nodes=default_nodes,
         )  # fmt: skip
         if not comp.rows and not comp.unmatched:
@@ -147,8 +158,9 @@ def compare(
                 "compare with what? give RUN (and RUN2, default latest), or --ref NAME",
                 hint="'assay references' lists the published sets",
             )
-        base, new = store.load(run_a), store.load(run_b or "latest")
-        comp = compare_runs(measured(base.samples), measured(new.samples), tolerances=tolerances)
+        base, base_figs = _measured(store, run_a)
+        new, new_figs = _measured(store, run_b or "latest")
+        comp = compare_runs(base_figs, new_figs, tolerances=tolerances)
         if not comp.rows:
             raise AssayError(
                 f"runs {base.info.run_id} and {new.info.run_id} have no figure in common",
@@ -222,20 +234,20 @@ def references(
 def _add(name: str, run_ref: str, force: bool) -> None:
     import re
 
-    from assay.analysis.verdict import identity, measured
+    from assay.analysis.verdict import identity
     from assay.references import load_file, user_dir
     from assay.references.fromrun import RunFigure, to_toml
     from assay.units import metric_info
 
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name):
         raise AssayError(f"reference name {name!r}: use lower-case letters, digits, . _ -")
-    run = run_store().load(run_ref)
+    run, run_figures = _measured(run_store(), run_ref)
     directory = user_dir()
     path = directory / f"{name}.toml"
     if path.exists() and not force:
         raise AssayError(f"{path} exists", hint="use --force to replace it")
     figures = []
-    for f in measured(run.samples):
+    for f in run_figures:
         info = metric_info(f.metric)
         if f.value <= 0 or f.unit != info.unit:
             continue
@@ -283,15 +295,13 @@ def summary(
     Azure HB/HC pages open with "STREAM Triad ...; HPL ... Rpeak ... Rmax; RDMA ...; FIO ...; IOR".
     """
     from assay.analysis.bestof import Source, best_of, one_line, workload_summary
-    from assay.analysis.verdict import measured
     from assay.report.reference import summary as summary_sections
 
     store = run_store()
     sources = []
     for ref in runs or ["latest"]:
-        run = store.load(ref)
-        sources.append(Source(run.info.run_id, run.system.hostname or "unknown host",
-                              measured(run.samples)))  # fmt: skip
+        run, figures = _measured(store, ref)
+        sources.append(Source(run.info.run_id, run.system.hostname or "unknown host", figures))
     bests = best_of(sources)
     if not bests:
         raise NotFoundError("the selected runs have no headline figures to summarise")

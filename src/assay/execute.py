@@ -23,6 +23,7 @@ from assay.errors import AssayError, StoreError
 from assay.launch import mpi_argv, run_process
 from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
 from assay.probes import get_probe
+from assay.report.folded import cache_figures
 from assay.store import RunWriter
 from assay.store.rundir import utc_now
 from assay.toolchain import build_probe
@@ -396,6 +397,10 @@ def finish_run(writer: RunWriter, outcome: RunOutcome, status: str, not_run: int
         )
     with _STOP.deferred():
         writer.finish(status)
+    # The report right after the run need not fold a million samples; a stop now only loses
+    # the cache (the run is recorded), so it is not deferred.
+    with contextlib.suppress(KeyboardInterrupt):
+        cache_figures(writer.path)
 
 
 def _disk_full(writer: RunWriter, job: Job, left: int) -> StoreError:

@@ -14,6 +14,7 @@ from pathlib import Path
 from assay.errors import AssayError, StoreError
 from assay.model import Job, JobResult, Sample, System
 from assay.parsers import parse_text
+from assay.report.folded import cache_figures
 from assay.store import RunStore
 
 
@@ -105,6 +106,7 @@ def import_files(
             writer.record(result, o.samples)
         writer.finish("complete")
         finished = True
+        cache_figures(writer.path)
     except OSError as exc:
         raise StoreError(f"cannot write {writer.path}: {exc}") from None
     finally:

@@ -29,6 +29,7 @@ from assay.launch.slurm_options import SlurmOptions
 from assay.launch.slurm_script import batch_script, sbatch_argv
 from assay.launch.slurm_state import JobState, cancel, expand_nodes, query, submit
 from assay.model import Job, JobResult, MpiInfo
+from assay.report.folded import cache_figures
 from assay.store import RunWriter
 from assay.store.rundir import read_jsonl, utc_now
 from assay.toolchain import build_probe
@@ -211,6 +212,7 @@ def finish(writer: RunWriter, jobs: list[Job], state: JobState | None) -> list[J
     else:
         status = "failed"
     writer.finish(status)
+    cache_figures(writer.path)
     return missing
 
 

@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from assay.analysis.outliers import THRESHOLD, Outlier, node_values, outliers
+from assay.analysis.stats import Figure
 from assay.model import Sample
 
 METRICS = ("p2p.latency", "p2p.bandwidth")
@@ -45,44 +46,49 @@ def _pair(sample: Sample) -> tuple[str, str] | None:
     return a, b
 
 
-def _concurrent(group: list[Sample]) -> int:
+def _concurrent(group: list[Figure]) -> int:
     """Most pairs measured at once: recorded per sample (``concurrent_pairs``); runs stored
     before it was recorded measured a whole round at once, so their rounds' sizes tell."""
-    recorded = [int(s.params["concurrent_pairs"]) for s in group if "concurrent_pairs" in s.params]
+    params = [f.sample.params for f in group]
+    recorded = [int(p["concurrent_pairs"]) for p in params if "concurrent_pairs" in p]
     if recorded:
         return max(recorded)
     per_round: dict[object, set[tuple[str, str]]] = defaultdict(set)
-    for s in group:
-        pair = _pair(s)
+    for f in group:
+        pair = _pair(f.sample)
         if pair:
-            per_round[s.params.get("round")].add(pair)
+            per_round[f.sample.params.get("round")].add(pair)
     return max((len(p) for p in per_round.values()), default=1)
 
 
-def matrices(samples: list[Sample], threshold: float = THRESHOLD) -> list[PairMatrix]:
-    """One matrix per (metric, MPI) from the samples of an all-pairs run."""
+def matrices(figures: list[Figure], threshold: float = THRESHOLD) -> list[PairMatrix]:
+    """One matrix per (metric, MPI) from the figures of an all-pairs run, folded per pair
+    (``Folded.by_host``: each figure holds the values of one pair's repetitions)."""
     chosen = [
-        s
-        for s in samples
-        if s.params.get("placement") == "all-pairs" and s.metric in METRICS and "size" in s.params
+        f
+        for f in figures
+        if f.sample.params.get("placement") == "all-pairs"
+        and f.sample.metric in METRICS
+        and "size" in f.sample.params
     ]
-    by_key: dict[tuple[str, str], list[Sample]] = defaultdict(list)
-    for s in chosen:
-        by_key[(s.metric, str(s.params.get("mpi_label") or s.params.get("mpi") or "MPI"))].append(s)
+    by_key: dict[tuple[str, str], list[Figure]] = defaultdict(list)
+    for f in chosen:
+        p = f.sample.params
+        by_key[(f.sample.metric, str(p.get("mpi_label") or p.get("mpi") or "MPI"))].append(f)
     out = []
     for (metric, mpi), group in sorted(by_key.items()):
-        sizes = {int(s.params["size"]) for s in group}
+        sizes = {int(f.sample.params["size"]) for f in group}
         size = min(sizes) if metric == "p2p.latency" else max(sizes)
         per_pair: dict[tuple[str, str], list[float]] = defaultdict(list)
-        for s in group:
-            pair = _pair(s)
-            if pair and int(s.params["size"]) == size:
-                per_pair[pair].append(s.value)
+        for f in group:
+            pair = _pair(f.sample)
+            if pair and int(f.sample.params["size"]) == size:
+                per_pair[pair].extend(f.values or (f.sample.value,))
         # Repetitions of a pair: their median, as the report folds repetitions.
         links = {p: sorted(v)[len(v) // 2] for p, v in per_pair.items()}
         if not links:
             continue
-        better = group[0].better
+        better = group[0].sample.better
         out.append(
             PairMatrix(
                 metric=metric,

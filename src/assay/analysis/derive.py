@@ -229,7 +229,7 @@ class Derived:
             out.append(Sample.make("derive", "p2p.hockney.alpha", fit.alpha, dict(base)))
             if math.isfinite(fit.beta):
                 out.append(Sample.make("derive", "p2p.hockney.beta", fit.beta, dict(base)))
-        return [Figure(s, 1, None, (s,)) for s in out]
+        return [Figure(s, 1, None, (s.value,)) for s in out]
 
 
 def derive(figures: list[Figure]) -> Derived:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from assay.analysis.outliers import THRESHOLD, Outlier, outliers
-from assay.model import Sample
+from assay.analysis.stats import Figure
 
 METRICS = {"memory.triad": "STREAM triad", "compute.dgemm": "DGEMM"}
 
@@ -25,12 +25,14 @@ class PerNode:
     outliers: list[Outlier] = field(default_factory=list)
 
 
-def per_node(samples: list[Sample], threshold: float = THRESHOLD) -> list[PerNode]:
+def per_node(figures: list[Figure], threshold: float = THRESHOLD) -> list[PerNode]:
+    """From the figures folded per host (``Folded.by_host``): each holds one node's values."""
     out = []
     for metric, label in METRICS.items():
         values: dict[str, float] = {}
         better = "higher"
-        for s in samples:
+        for f in figures:
+            s = f.sample
             hosts = s.params.get("hosts")
             if (
                 s.metric != metric
@@ -43,7 +45,8 @@ def per_node(samples: list[Sample], threshold: float = THRESHOLD) -> list[PerNod
             better = s.better
             host = str(hosts[0])
             pick = max if better == "higher" else min
-            values[host] = pick(values.get(host, s.value), s.value)
+            best = pick(f.values or (s.value,))
+            values[host] = pick(values.get(host, best), best)
         if len(values) >= 2:
             out.append(
                 PerNode(metric, label, better, values, outliers(values, better, threshold))  # type: ignore[arg-type]

@@ -8,9 +8,10 @@ the 990th smallest, a measured value and never an interpolation.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -52,20 +53,24 @@ def _frozen(value: object) -> object:
     return value
 
 
-def group_key(sample: Sample) -> tuple:
-    """What identifies a measurement across repetitions: its probe, metric and planned params.
+def param_key(params: Mapping[str, Any]) -> tuple:
+    """The planned params of a sample, as a sortable, hashable key.
 
     Float params are things a tool measured or derived alongside (min_time, bw_peak, p90) and
     differ between repetitions, so they never split a group; planned params are ints/strings.
     """
-    params = tuple(
+    return tuple(
         sorted(
             (k, _frozen(v))
-            for k, v in sample.params.items()
+            for k, v in params.items()
             if k not in PER_REPETITION and not isinstance(v, float)
         )
     )
-    return (sample.probe, sample.metric, params)
+
+
+def group_key(sample: Sample) -> tuple:
+    """What identifies a measurement across repetitions: its probe, metric and planned params."""
+    return (sample.probe, sample.metric, param_key(sample.params))
 
 
 @dataclass
@@ -75,7 +80,8 @@ class Figure:
     sample: Sample  # the representative: value = median over repetitions, params of the first
     repetitions: int
     spread: Stats | None  # over repetitions; None for a single one
-    members: tuple[Sample, ...] = field(default=(), repr=False)  # the repetitions, as stored
+    values: tuple[float, ...] = field(default=(), repr=False)  # every repetition's value
+    median: Sample | None = field(default=None, repr=False)  # see median_member
 
     def median_member(self) -> Sample:
         """The repetition whose value is the median (the lower one of an even count).
@@ -84,38 +90,158 @@ class Figure:
         min/avg/max times) takes them all from this one repetition, so they agree with each
         other; for an odd count its value is ``sample.value`` itself.
         """
-        if not self.members:
-            return self.sample
-        ordered = sorted(self.members, key=lambda s: s.value)
-        return ordered[(len(ordered) - 1) // 2]
+        return self.median or self.sample
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"sample": self.sample.to_dict(), "repetitions": self.repetitions}
+        if self.spread is not None:
+            d["spread"] = self.spread.to_dict()
+        if self.values:
+            d["values"] = list(self.values)
+        if self.median is not None:
+            d["median"] = self.median.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Figure:
+        return cls(
+            Sample.from_dict(d["sample"]),
+            int(d["repetitions"]),
+            Stats.from_dict(d["spread"]) if "spread" in d else None,
+            tuple(float(v) for v in d.get("values", ())),
+            Sample.from_dict(d["median"]) if "median" in d else None,
+        )
 
 
-def fold_repetitions(samples: Iterable[Sample]) -> list[Figure]:
+# A stored sample is folded either as a Sample (a run in memory) or as the dict of its stored
+# line (a run read from disk, where a million Sample objects would cost seconds).
+Member = Sample | Mapping[str, Any]
+
+
+def _as_sample(member: Member) -> Sample:
+    return member if isinstance(member, Sample) else Sample.from_dict(member)
+
+
+def _fields(member: Member) -> tuple[str, str, Mapping[str, Any], float]:
+    if isinstance(member, Sample):
+        return member.probe, member.metric, member.params, member.value
+    return member["probe"], member["metric"], member.get("params") or {}, float(member["value"])
+
+
+@dataclass
+class _Group:
+    first: Member
+    values: list[float] = field(default_factory=list)
+    refs: list[int] = field(default_factory=list)  # where each member is (index, file offset)
+
+    def median_ref(self) -> int:
+        """The reference of the median member: the lower one of an even count, by value, in
+        stored order among equal values (a stable sort)."""
+        order = sorted(range(len(self.values)), key=self.values.__getitem__)
+        return self.refs[order[(len(order) - 1) // 2]]
+
+
+# Placements whose samples differ by host: an all-pairs link, a node of a per-node pass. Their
+# figures fold repetitions per host too (``Folded.by_host``), for the N x N and per-node tables.
+HOST_PLACEMENTS = frozenset({"all-pairs", "per-node"})
+
+
+@dataclass
+class Folded:
+    """A run's samples folded: one figure per measurement, and one per measurement and host
+    for the placements that name hosts."""
+
+    figures: list[Figure]
+    by_host: list[Figure]
+    n_samples: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_samples": self.n_samples,
+            "figures": [f.to_dict() for f in self.figures],
+            "by_host": [f.to_dict() for f in self.by_host],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Folded:
+        return cls(
+            [Figure.from_dict(f) for f in d["figures"]],
+            [Figure.from_dict(f) for f in d["by_host"]],
+            int(d["n_samples"]),
+        )
+
+
+class Folder:
+    """Folds samples one at a time, keeping only their values (not the samples) per group:
+    a million stored lines fold in one pass without a million objects. ``add`` takes a
+    reference (list index, file offset) for each member; ``median_refs`` names the members
+    whose whole record a figure keeps, and ``finish`` gets them by reference."""
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple, _Group] = {}
+        self._hosts: dict[tuple, _Group] = {}
+        self.n = 0
+
+    def add(self, ref: int, member: Member) -> None:
+        probe, metric, params, value = _fields(member)
+        key = (probe, metric, param_key(params))
+        self.n += 1
+        for groups, k in self._keys(key, params):
+            group = groups.get(k)
+            if group is None:
+                group = groups[k] = _Group(member)
+            group.values.append(value)
+            group.refs.append(ref)
+
+    def _keys(self, key: tuple, params: Mapping[str, Any]) -> list[tuple[dict, tuple]]:
+        hosts = params.get("hosts")
+        if params.get("placement") in HOST_PLACEMENTS and isinstance(hosts, list):
+            return [(self._groups, key), (self._hosts, (*key, _frozen(hosts)))]
+        return [(self._groups, key)]
+
+    def median_refs(self) -> set[int]:
+        return {g.median_ref() for g in self._groups.values() if len(g.values) > 1}
+
+    def finish(self, members: Mapping[int, Member]) -> Folded:
+        """The figures; ``members`` holds (at least) the members ``median_refs`` named."""
+        figures = [_figure(g, members) for g in self._groups.values()]
+        by_host = [_figure(g, None) for g in self._hosts.values()]
+        return Folded(figures, by_host, self.n)
+
+
+def _figure(group: _Group, members: Mapping[int, Member] | None) -> Figure:
+    first = _as_sample(group.first)
+    if len(group.values) == 1:
+        return Figure(first, 1, None, tuple(group.values))
+    spread = summarize(group.values)
+    rep = Sample(
+        probe=first.probe,
+        metric=first.metric,
+        value=spread.median if spread.median is not None else first.value,
+        unit=first.unit,
+        better=first.better,
+        params={k: v for k, v in first.params.items() if k != "repetition"},
+        stats=first.stats,
+        run_id=first.run_id,
+        job_id=first.job_id,
+    )
+    median = None if members is None else _as_sample(members[group.median_ref()])
+    return Figure(rep, len(group.values), spread, tuple(group.values), median)
+
+
+def fold_samples(samples: Iterable[Sample]) -> Folded:
     """Group repetitions of one measurement; the figure is their median, and how they varied.
 
     The median, not the best: a report states what the system does, and the spread says how
     steadily. A single repetition keeps its own in-run statistics (iterations) in ``sample``.
     """
-    groups: dict[tuple, list[Sample]] = {}
-    for s in samples:
-        groups.setdefault(group_key(s), []).append(s)
-    figures = []
-    for members in groups.values():
-        if len(members) == 1:
-            figures.append(Figure(members[0], 1, None, (members[0],)))
-            continue
-        spread = summarize(m.value for m in members)
-        first = members[0]
-        rep = Sample(
-            probe=first.probe,
-            metric=first.metric,
-            value=spread.median if spread.median is not None else first.value,
-            unit=first.unit,
-            better=first.better,
-            params={k: v for k, v in first.params.items() if k != "repetition"},
-            stats=first.stats,
-            run_id=first.run_id,
-            job_id=first.job_id,
-        )
-        figures.append(Figure(rep, len(members), spread, tuple(members)))
-    return figures
+    kept = list(samples)
+    folder = Folder()
+    for i, s in enumerate(kept):
+        folder.add(i, s)
+    return folder.finish(dict(enumerate(kept)))
+
+
+def fold_repetitions(samples: Iterable[Sample]) -> list[Figure]:
+    """The figures of :func:`fold_samples`."""
+    return fold_samples(samples).figures

@@ -96,12 +96,17 @@ def identity(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 
 def measured(samples: Iterable[Sample]) -> list[Measured]:
     """A run's figures: repetitions folded into their median, and the derived figures."""
-    return [_from_figure(f) for f in with_derived(fold_repetitions(samples))]
+    return measured_figures(fold_repetitions(samples))
+
+
+def measured_figures(figures: list[Figure]) -> list[Measured]:
+    """As :func:`measured`, from figures already folded (a run's cache)."""
+    return [_from_figure(f) for f in with_derived(figures)]
 
 
 def _from_figure(fig: Figure) -> Measured:
     s = fig.sample
-    values = tuple(m.value for m in fig.members) or (s.value,)
+    values = fig.values or (s.value,)
     return Measured(s.probe, s.metric, dict(s.params), float(s.value), values, s.stats, s.unit,
                     s.better, s.run_id)  # fmt: skip
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from assay.analysis.allpairs import PairMatrix, matrices
 from assay.analysis.pernode import per_node
-from assay.model import Sample
+from assay.analysis.stats import Figure
 from assay.report.table import Table
 from assay.units import format_value, metric_info
 
@@ -53,13 +53,14 @@ def matrix_table(m: PairMatrix) -> Table:
     return Table(key, title, ["node", *m.hosts], rows, notes)
 
 
-def allpairs_tables(samples: list[Sample]) -> list[Table]:
-    return [matrix_table(m) for m in matrices(samples)]
+def allpairs_tables(by_host: list[Figure]) -> list[Table]:
+    """The N x N matrices, from the figures folded per host (``Folded.by_host``)."""
+    return [matrix_table(m) for m in matrices(by_host)]
 
 
-def pernode_tables(samples: list[Sample]) -> list[Table]:
+def pernode_tables(by_host: list[Figure]) -> list[Table]:
     """One table: a row per node, a column per per-node metric; slow nodes named under it."""
-    figures = per_node(samples)
+    figures = per_node(by_host)
     if not figures:
         return []
     hosts = sorted({h for f in figures for h in f.values})

@@ -1,6 +1,6 @@
 """The order of a report's sections, and the tables no family claims.
 
-``build_tables`` folds a run's repetitions, runs the derive step once
+``build`` takes a run's folded figures (``assay.report.folded``), runs the derive step once
 (:func:`assay.analysis.derive.derive`) and hands each family its figures: system, memory,
 compute, MPI, storage, the Hockney model and latency distributions, RDMA, then every figure no
 family showed ("Other measurements") and the jobs that failed.
@@ -8,11 +8,12 @@ family showed ("Other measurements") and the jobs that failed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from assay.analysis.derive import Derived, derive, p2p_method
-from assay.analysis.stats import Figure, fold_repetitions
-from assay.model import JobResult
+from assay.analysis.stats import Figure, Folded, fold_samples
+from assay.model import JobResult, Sample
 from assay.report.allpairs import allpairs_tables, pernode_tables
 from assay.report.compute import compute_figures, compute_table
 from assay.report.distribution import latency_stats_tables
@@ -74,48 +75,87 @@ class Built:
     derived: Derived
 
 
-def merge_runs(runs: list[LoadedRun]) -> LoadedRun:
-    """Several runs as one, for one report: an imported OSU output stands as a column beside
-    the MPIs assay ran. A series (MPI or import label) found in more than one run gets the
-    run's label (or id) appended, so no two runs' figures are folded together as repetitions;
-    other figures of the later runs get a ``run`` param for the same reason. The first run
-    gives the system record and the header's run info."""
-    if len(runs) == 1:
-        return runs[0]
-    from dataclasses import replace
-
+def _relabels(samples: list[Sample], runs: list[LoadedRun], first: str) -> list[dict[str, str]]:
+    """For samples of several runs (``samples[i]`` from ``runs[i]``), the params that keep
+    two runs' figures apart: a series (MPI or import label) found in more than one run gets
+    the run's label (or id) appended; other figures of runs after the ``first`` (its run id)
+    get a ``run`` param."""
     from assay.analysis.series import series_label
 
     def name(run: LoadedRun) -> str:
         return run.info.label or run.info.run_id
 
+    def has_series(s: Sample) -> bool:
+        return bool(s.params.get("mpi") or s.params.get("mpi_label"))
+
     series_runs: dict[str, set[str]] = {}
-    for run in runs:
-        for s in run.samples:
-            if s.params.get("mpi") or s.params.get("mpi_label"):
-                series_runs.setdefault(series_label(s), set()).add(run.info.run_id)
-    samples = []
-    for i, run in enumerate(runs):
-        for s in run.samples:
-            params = dict(s.params)
-            if params.get("mpi") or params.get("mpi_label"):
-                label = series_label(s)
-                if len(series_runs[label]) > 1:
-                    params["mpi_label"] = f"{label} ({name(run)})"
-            elif i > 0:
-                params["run"] = name(run)
-            samples.append(replace(s, params=params))
-    first = runs[0]
-    results = [r for run in runs for r in run.results]
-    return replace(first, samples=samples, results=results)
+    for s, run in zip(samples, runs, strict=True):
+        if has_series(s):
+            series_runs.setdefault(series_label(s), set()).add(run.info.run_id)
+    out: list[dict[str, str]] = []
+    for s, run in zip(samples, runs, strict=True):
+        label = series_label(s) if has_series(s) else ""
+        if label and len(series_runs[label]) > 1:
+            out.append({"mpi_label": f"{label} ({name(run)})"})
+        elif not label and run.info.run_id != first:
+            out.append({"run": name(run)})
+        else:
+            out.append({})
+    return out
+
+
+def merge_samples(runs: list[LoadedRun]) -> LoadedRun:
+    """Several runs' samples as one run's (for the JSON and CSV reports), relabelled as
+    :func:`_relabels` says; the first run gives the system record and the run info."""
+    if len(runs) == 1:
+        return runs[0]
+    from dataclasses import replace
+
+    pairs = [(s, run) for run in runs for s in run.samples]
+    extra = _relabels([s for s, _ in pairs], [r for _, r in pairs], runs[0].info.run_id)
+    samples = [
+        replace(s, params={**s.params, **more}) for (s, _), more in zip(pairs, extra, strict=True)
+    ]
+    return replace(runs[0], samples=samples, results=[r for run in runs for r in run.results])
+
+
+def merge_runs(runs: list[tuple[LoadedRun, Folded]]) -> tuple[LoadedRun, Folded]:
+    """Several runs as one, for one report: an imported OSU output stands as a column beside
+    the MPIs assay ran (figures relabelled as :func:`_relabels` says). The first run gives
+    the system record and the header's run info."""
+    if len(runs) == 1:
+        return runs[0]
+    from dataclasses import replace
+
+    first = runs[0][0]
+
+    def merged(pick: Callable[[Folded], list[Figure]]) -> list[Figure]:
+        figs = [(f, run) for run, folded in runs for f in pick(folded)]
+        extra = _relabels([f.sample for f, _ in figs], [r for _, r in figs], first.info.run_id)
+        out = []
+        for (f, _), more in zip(figs, extra, strict=True):
+            sample = replace(f.sample, params={**f.sample.params, **more})
+            median = f.median and replace(f.median, params={**f.median.params, **more})
+            out.append(replace(f, sample=sample, median=median))
+        return out
+
+    results = [r for run, _ in runs for r in run.results]
+    folded = Folded(
+        merged(lambda f: f.figures),
+        merged(lambda f: f.by_host),
+        sum(f.n_samples for _, f in runs),
+    )
+    return replace(first, results=results), folded
 
 
 def build_tables(run: LoadedRun) -> list[Table]:
     return build(run).tables
 
 
-def build(run: LoadedRun) -> Built:
-    figures = fold_repetitions(run.samples)
+def build(run: LoadedRun, folded: Folded | None = None) -> Built:
+    """The report's tables; ``folded`` defaults to the run's samples folded in memory."""
+    folded = folded or fold_samples(run.samples)
+    figures = folded.figures
     # All-pairs figures have their own tables (below); no per-pair Hockney fits.
     derived = derive([f for f in figures if f.sample.params.get("placement") != "all-pairs"])
     hosts = sorted({h for r in run.results for h in r.hosts})
@@ -153,10 +193,10 @@ def build(run: LoadedRun) -> Built:
         tables.append(compute)
         shown |= {id(f) for f in compute_figs}
 
-    # All-pairs (Slurm): N x N matrices from the raw samples (folding repetitions would merge
-    # pairs that differ only in their hosts), not the two-node p2p tables.
+    # All-pairs (Slurm): N x N matrices from the figures folded per host (folding by the
+    # measurement alone merges pairs that differ only in their hosts), not the two-node tables.
     all_pairs = [f for f in figures if f.sample.params.get("placement") == "all-pairs"]
-    tables += allpairs_tables(run.samples) + pernode_tables(run.samples)
+    tables += allpairs_tables(folded.by_host) + pernode_tables(folded.by_host)
     shown |= {id(f) for f in all_pairs}
     p2p_figs = [f for f in p2p_method(figures) if id(f) not in shown]
     p2p = p2p_tables(p2p_figs)

@@ -15,7 +15,8 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from assay.errors import AssayError
-from assay.report.build import Built, build, merge_runs
+from assay.report.build import Built, build, merge_runs, merge_samples
+from assay.report.folded import folded_of
 from assay.report.table import Table
 from assay.store import LoadedRun
 from assay.store.rundir import complete_lines
@@ -31,7 +32,7 @@ JSON_SCHEMA_VERSION = 1
 FORMATS = ("term", "md", "html", "json", "csv")
 
 
-def _header(run: LoadedRun) -> list[str]:
+def _header(run: LoadedRun, n_samples: int) -> list[str]:
     info = run.info
     n_ok = sum(1 for r in run.results if r.status == "ok")
     lines = [
@@ -40,7 +41,7 @@ def _header(run: LoadedRun) -> list[str]:
         f"{info.created} → {info.finished or 'not finished'}; "
         f"{n_ok}/{len(run.results)} jobs succeeded"
         + (f" of {info.n_jobs} planned" if info.n_jobs and info.n_jobs != len(run.results) else "")
-        + f"; {len(run.samples)} samples; {run.path}",
+        + f"; {n_samples} samples; {run.path}",
     ]
     if info.status == "running":
         lines.append(
@@ -78,9 +79,8 @@ def markdown_table(t: Table, level: str = "##") -> list[str]:
     return out
 
 
-def render_markdown(run: LoadedRun, tables: list[Table], head: list[str] | None = None) -> str:
-    lines = head or _header(run)
-    out = [f"# assay report: {md(run.info.suite)}", "", *(f"{md(ln)}  " for ln in lines)]
+def render_markdown(run: LoadedRun, tables: list[Table], head: list[str]) -> str:
+    out = [f"# assay report: {md(run.info.suite)}", "", *(f"{md(ln)}  " for ln in head)]
     out.append("")
     for t in tables:
         out += markdown_table(t)
@@ -129,10 +129,8 @@ def term_tables(
     return buf.getvalue()
 
 
-def render_term(
-    run: LoadedRun, tables: list[Table], width: int | None = None, head: list[str] | None = None
-) -> str:
-    return term_tables(tables, width, head or _header(run))
+def render_term(tables: list[Table], width: int | None, head: list[str]) -> str:
+    return term_tables(tables, width, head)
 
 
 def render_json(run: LoadedRun) -> str:
@@ -181,13 +179,13 @@ def render_csv(run: LoadedRun) -> str:
     return buf.getvalue()
 
 
-def render_html(run: LoadedRun, built: Built, head: list[str] | None = None) -> str:
+def render_html(run: LoadedRun, built: Built, head: list[str]) -> str:
     """One self-contained HTML page (:mod:`assay.report.html`): tables and their plots."""
     from assay.report.html import page
     from assay.report.plots import charts_of
 
     charts = charts_of(built.figures, built.derived)
-    return page(f"assay report: {run.info.suite}", head or _header(run), built.tables, charts)
+    return page(f"assay report: {run.info.suite}", head, built.tables, charts)
 
 
 def render(
@@ -204,15 +202,16 @@ def render(
             hint="use it with --format term, md or html",
         )
     runs = run if isinstance(run, list) else [run]
-    head = [line for r in runs for line in _header(r)]
-    run = merge_runs(runs)
     if fmt == "json":
-        return render_json(run)
+        return render_json(merge_samples(runs))
     if fmt == "csv":
-        return render_csv(run)
+        return render_csv(merge_samples(runs))
     if fmt not in FORMATS:
         raise AssayError(f"unknown report format {fmt!r}", hint=f"formats: {', '.join(FORMATS)}")
-    built = build(run)
+    each = [(r, folded_of(r)) for r in runs]
+    head = [line for r, folded in each for line in _header(r, folded.n_samples)]
+    run, folded = merge_runs(each)
+    built = build(run, folded)
     tables = built.tables
     if plots_dir is not None:
         from assay.report.plots import charts_of, write_plots
@@ -223,5 +222,5 @@ def render(
     if fmt == "md":
         return render_markdown(run, tables, head)
     if fmt == "term":
-        return render_term(run, tables, width, head)
+        return render_term(tables, width, head)
     raise AssayError(f"unknown report format {fmt!r}", hint=f"formats: {', '.join(FORMATS)}")

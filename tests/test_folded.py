@@ -1,0 +1,161 @@
+"""A run's figures folded from its stored lines (one pass, no Sample per line) and cached
+beside its records: the same figures as folding the samples in memory, remade whenever the run
+changed, and never an error when the cache cannot be read or written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assay.analysis.stats import fold_samples
+from assay.importer import import_files
+from assay.model import JobResult, Sample, Stats, System
+from assay.report import render
+from assay.report.folded import CACHE_NAME, cache_figures, fold_file, folded_of
+from assay.store import RunStore
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def _samples() -> list[Sample]:
+    """Repetitions (odd and even counts), float params that differ per repetition, per-node
+    and all-pairs placements with hosts, a measurement repeated once, per-sample stats."""
+    out = []
+    for rep in (1, 2, 3, 4):
+        for size in (1, 8, 4096):
+            out.append(
+                Sample.make(
+                    "p2p", "p2p.latency", 1e-6 * size**0.1 * (1 + 0.01 * ((rep * 7) % 5)),
+                    {"size": size, "mpi": "openmpi", "repetition": rep, "p90": 1e-6 * rep},
+                    Stats(n=100, min=1e-6, max=3e-6 * rep, mean=2e-6),
+                )
+            )  # fmt: skip
+        for k, host in enumerate(("n1", "n2", "n3")):
+            out.append(
+                Sample.make(
+                    "stream", "memory.triad", 20e9 + 1e8 * k + 1e7 * rep,
+                    {"threads": 4, "min_time": 0.01 * rep, "hosts": [host],
+                     "placement": "per-node", "repetition": rep},
+                )
+            )  # fmt: skip
+        for a, b in (("n1", "n2"), ("n1", "n3"), ("n2", "n3")):
+            out.append(
+                Sample.make(
+                    "p2p", "p2p.bandwidth", 1e9 + rep * 1e6 + (a == "n2") * 5e8,
+                    {"size": 131072, "mpi": "mpich", "hosts": [a, b], "placement": "all-pairs",
+                     "round": 1, "repetition": rep},
+                )
+            )  # fmt: skip
+    out.append(Sample.make("dgemm", "compute.dgemm", 1e11, {"n": 2000}))
+    return out
+
+
+def _stored_run(home: Path, samples: list[Sample]) -> Path:
+    store = RunStore(home)
+    w = store.create(suite="t", suite_text="", system=System(hostname="h"), argv=[])
+    for i, s in enumerate(samples):
+        w.record(JobResult(job_id=f"{i:03d}", status="ok", exit_code=0, wall_time=1.0, argv=[]),
+                 [s])  # fmt: skip
+    w.finish("complete")
+    return w.path
+
+
+def test_folding_the_stored_lines_gives_the_figures_of_folding_in_memory(tmp_path: Path) -> None:
+    path = _stored_run(tmp_path, _samples())
+    loaded = RunStore(tmp_path).load()
+    in_memory = fold_samples(loaded.samples)
+    from_file = fold_file(path / "samples.jsonl")
+    assert from_file == in_memory
+    assert from_file.n_samples == len(_samples())
+    by_key = {(f.sample.metric, f.sample.params.get("size")): f for f in in_memory.figures}
+    lat = by_key[("p2p.latency", 8)]
+    assert lat.repetitions == 4 and lat.spread is not None and len(lat.values) == 4
+    # even count: the lower of the two middle repetitions, whole (its own p90 and stats)
+    median = lat.median_member()
+    assert median.value == sorted(lat.values)[1]
+    assert median in loaded.samples  # a stored repetition, with its own p90 and stats
+    assert by_key[("compute.dgemm", None)].repetitions == 1
+    # per host: 3 nodes and 3 links, each with its 4 repetitions
+    assert len(in_memory.by_host) == 6 and {f.repetitions for f in in_memory.by_host} == {4}
+
+
+def test_the_cache_is_written_used_and_remade_when_the_run_changes(tmp_path: Path) -> None:
+    path = _stored_run(tmp_path, _samples())
+    store = RunStore(tmp_path)
+    first = folded_of(store.load(samples=False))
+    cache = path / CACHE_NAME
+    assert cache.exists()
+    # Used: a cache whose figures were changed is what the next report reads.
+    data = json.loads(cache.read_text())
+    data["figures"][0]["sample"]["value"] = 42.0
+    cache.write_text(json.dumps(data))
+    assert 42.0 in [f.sample.value for f in folded_of(store.load(samples=False)).figures]
+    # Remade: the run gained a sample since (samples.jsonl grew).
+    extra = Sample.make("dgemm", "compute.dgemm", 2e11, {"n": 4000})
+    with open(path / "samples.jsonl", "a") as f:
+        f.write(json.dumps(extra.to_dict()) + "\n")
+    again = folded_of(store.load(samples=False))
+    assert again.n_samples == first.n_samples + 1
+    assert 42.0 not in [f.sample.value for f in again.figures]
+    assert json.loads(cache.read_text())["n_samples"] == again.n_samples
+
+
+@pytest.mark.parametrize("damage", ["{not json", "[]", '{"version": 1}', ""])
+def test_a_damaged_cache_is_remade_not_an_error(tmp_path: Path, damage: str) -> None:
+    path = _stored_run(tmp_path, _samples())
+    expected = fold_file(path / "samples.jsonl")
+    (path / CACHE_NAME).write_text(damage)
+    assert folded_of(RunStore(tmp_path).load(samples=False)) == expected
+    stamped = json.loads((path / CACHE_NAME).read_text())
+    stamped["figures"] = "not a list"  # right version and stamp, wrong content
+    (path / CACHE_NAME).write_text(json.dumps(stamped))
+    assert folded_of(RunStore(tmp_path).load(samples=False)) == expected
+
+
+def test_a_cache_that_cannot_be_written_is_no_error(tmp_path: Path) -> None:
+    path = _stored_run(tmp_path, _samples())
+    (path / CACHE_NAME).mkdir()  # a directory where the file would go: the rename fails
+    folded = folded_of(RunStore(tmp_path).load(samples=False))
+    assert folded.n_samples == len(_samples())
+    assert not list(path.glob(f".{CACHE_NAME}.tmp"))
+
+
+def test_lines_a_kill_cut_or_damaged_are_skipped_as_loading_skips_them(tmp_path: Path) -> None:
+    path = _stored_run(tmp_path, _samples())
+    intact = fold_samples(RunStore(tmp_path).load().samples)
+    with open(path / "samples.jsonl", "a") as f:
+        f.write('{"probe": "p2p"}\n')  # no metric, no value
+        f.write("not json\n")
+        f.write('{"probe": "p2p", "metric": "p2p.lat')  # cut by a kill
+    assert fold_file(path / "samples.jsonl") == intact
+
+
+def test_the_report_from_the_cache_is_the_report_from_the_samples(tmp_path: Path) -> None:
+    """Real tool outputs (fixtures) imported: the Markdown report read through the fold of
+    the stored lines and its cache is the one built from the samples in memory."""
+    files = [
+        FIX / "osu" / "alaska_ompi4_ucx_osu_latency.out",
+        FIX / "osu" / "alaska_ompi4_ucx_osu_bw.out",
+        FIX / "stream" / "revyos_lpi4a_omp8.txt",
+        FIX / "fio" / "randread_8k.jsonplus.json",
+    ]
+    store = RunStore(tmp_path)
+    run_id, _ = import_files(store, files, "auto", system=System(hostname="h"), label="fx")
+    assert run_id is not None
+    path = store.runs_dir / run_id
+    assert (path / CACHE_NAME).exists()  # written as the import finished
+    from_samples = render(store.load(run_id), "md")
+    from_cache = render(store.load(run_id, samples=False), "md")
+    (path / CACHE_NAME).unlink()
+    from_lines = render(store.load(run_id, samples=False), "md")
+    assert from_samples == from_cache == from_lines
+    for title in ("STREAM", "Latency", "Bandwidth", "randread"):
+        assert title in from_samples
+
+
+def test_cache_figures_leaves_a_run_without_samples_alone(tmp_path: Path) -> None:
+    path = _stored_run(tmp_path, [])
+    cache_figures(path)
+    assert folded_of(RunStore(tmp_path).load(samples=False)).figures == []
