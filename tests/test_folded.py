@@ -128,6 +128,7 @@ def test_lines_a_kill_cut_or_damaged_are_skipped_as_loading_skips_them(tmp_path:
     with open(path / "samples.jsonl", "a") as f:
         f.write('{"probe": "p2p"}\n')  # no metric, no value
         f.write("not json\n")
+        f.write('{"probe": "p2p", "metric": "m", "value": 1, "unit": "s", "better": "lower"} x\n')
         f.write('{"probe": "p2p", "metric": "p2p.lat')  # cut by a kill
     assert fold_file(path / "samples.jsonl") == intact
 

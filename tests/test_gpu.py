@@ -237,3 +237,31 @@ def test_the_report_shows_the_gpu_tables_and_no_gpu_figure_falls_to_other():
     keys = [t.key for t in build_tables(run)]
     assert "gpu-burn" in keys
     assert not any(k.startswith("other") for k in keys), keys
+
+
+def test_the_gpu_throughput_chart_draws_every_card_and_flags_the_faulty() -> None:
+    """Bars per card and precision, from assay's probe output (its contract example, then the
+    same card judged FAULTY) and from a real gpu_burn output of two RTX 4090s (wilicc/gpu-burn
+    issue 96) imported."""
+    from assay.analysis.derive import derive
+    from assay.parsers.gpu_burn import parse
+    from assay.report.plots import of_run
+    from assay.report.plots.draw import to_svg
+
+    burn = fold_repetitions(get_probe("gpu_burn").parse(BURN_LINES, _job("gpu_burn")))
+    (chart,) = [c for c in of_run.charts_of(burn, derive(burn)) if c.key == "plot-gpu-burn"]
+    assert chart.section == "gpu-burn"
+    svg = to_svg(chart.make())
+    assert "GPU 0 fp64" in svg and "FAULTY" not in svg  # the example's card passed
+    bad_lines = BURN_LINES.replace('"verdict": "OK"', '"verdict": "FAULTY"')
+    assert bad_lines != BURN_LINES
+    bad = fold_repetitions(get_probe("gpu_burn").parse(bad_lines, _job("gpu_burn")))
+    (chart,) = of_run.gpu_charts(bad)
+    assert "FAULTY: wrong products" in to_svg(chart.make())  # the flagged bars' legend
+    real = FIX_BURN / "issue96_2x_rtx4090_fp32_excerpt.txt"
+    (chart,) = of_run.gpu_charts(fold_repetitions(parse(real.read_text()).samples))
+    svg = to_svg(chart.make())
+    assert "GPU 0 fp32" in svg and "GPU 1 fp32" in svg and "FAULTY" not in svg
+
+
+FIX_BURN = Path(__file__).parent / "fixtures" / "gpu_burn"

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
+from html_browser import Browser
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCLUSTER = ROOT / "scripts" / "testcluster"
@@ -208,6 +209,11 @@ def test_three_node_collective_detached_then_collected(cluster) -> None:
     assert again.returncode == 0 and "already collected" in again.stderr
 
 
+HEATMAPS_JS = """JSON.stringify([...document.querySelectorAll('figure.plot')].map(f => ({
+  id: f.id, svg: !!f.querySelector('svg'),
+  width: f.querySelector('svg') ? f.querySelector('svg').getBoundingClientRect().width : 0})))"""
+
+
 def test_all_pairs_names_the_throttled_link(cluster) -> None:
     # One pair at a time: measured two at once, the four busy-polling ranks share this VM's two
     # cores and the unthrottled links spread over 12x (97 to 1223 MB/s in one CI run), enough
@@ -236,6 +242,18 @@ def test_all_pairs_names_the_throttled_link(cluster) -> None:
     assert "each pair alone" in bandwidth
     assert "OUTLIER LINK anode2–anode3" in bandwidth, bandwidth
     assert bandwidth.count("OUTLIER LINK") == 1, bandwidth
+    # The same matrices as heatmaps in the HTML report, drawn in a real browser.
+    page = cluster["home"].parent / "allpairs.html"
+    html = assay(cluster, "report", rid, "--format", "html", "-o", str(page))
+    assert html.returncode == 0, html.stderr
+    with Browser() as browser:
+        visit = browser.visit(page, HEATMAPS_JS)
+    assert visit.errors() == []
+    plots = json.loads(visit.facts)
+    ids = {p["id"] for p in plots}
+    for what in ("latency", "bandwidth"):
+        assert any(i.startswith(f"plot-allpairs-{what}-openmpi") for i in ids), ids
+    assert all(p["svg"] and p["width"] > 300 for p in plots)
 
 
 def test_bad_partition_quotes_slurm(cluster) -> None:

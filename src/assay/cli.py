@@ -451,7 +451,7 @@ def report(
 
     Example: assay report --format html -o report.html
     """
-    from assay.report import render
+    from assay.report.render import render_chunks
 
     store = open_store()
     refs = run_refs or [None]
@@ -459,18 +459,21 @@ def report(
     # json streams one run's samples as stored; csv, or json of several runs, reads them all
     raw = fmt == "csv" or (fmt == "json" and len(refs) > 1)
     loaded = [store.load(ref, samples=raw) for ref in refs]
-    text = render(loaded, fmt, plots_dir=plots_dir)
-    if output:
-        try:
-            output.write_text(text)
-        except OSError as exc:
-            raise AssayError(
-                f"cannot write the report to {output}: {exc.strerror or exc}",
-                hint="give a file in a directory that exists and that you can write to",
-            ) from exc
-        console.print(Text(f"wrote {output}"))
-    else:
-        sys.stdout.write(text)
+    chunks = render_chunks(loaded, fmt, plots_dir=plots_dir)
+    if not output:
+        for chunk in chunks:
+            sys.stdout.write(chunk)
+        return
+    try:
+        with open(output, "w") as f:
+            for chunk in chunks:
+                f.write(chunk)
+    except OSError as exc:
+        raise AssayError(
+            f"cannot write the report to {output}: {exc.strerror or exc}",
+            hint="give a file in a directory that exists and that you can write to",
+        ) from exc
+    console.print(Text(f"wrote {output}"))
 
 
 # The other commands, one module per topic: doctor and plan-io; import; compare (runs or --ref),

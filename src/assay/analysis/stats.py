@@ -58,14 +58,15 @@ def param_key(params: Mapping[str, Any]) -> tuple:
 
     Float params are things a tool measured or derived alongside (min_time, bw_peak, p90) and
     differ between repetitions, so they never split a group; planned params are ints/strings.
+    Called once per stored sample (a million in a large run), hence the plain loop.
     """
-    return tuple(
-        sorted(
-            (k, _frozen(v))
-            for k, v in params.items()
-            if k not in PER_REPETITION and not isinstance(v, float)
-        )
-    )
+    items = [
+        (k, _frozen(v) if isinstance(v, list | tuple | dict) else v)
+        for k, v in params.items()
+        if k not in PER_REPETITION and not isinstance(v, float)
+    ]
+    items.sort()
+    return tuple(items)
 
 
 def group_key(sample: Sample) -> tuple:

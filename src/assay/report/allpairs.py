@@ -48,9 +48,13 @@ def matrix_table(m: PairMatrix) -> Table:
             f"OUTLIER NODE {o.key}: median link {_fmt(m, o.value)} {unit} against "
             f"{_fmt(m, o.median)} {unit} (z = {o.z:.1f})"
         )
-    key = f"allpairs-{m.metric.split('.')[-1]}-{m.mpi}".replace(" ", "-").lower()
     title = f"All-pairs {what} [{unit}] ({m.mpi})"
-    return Table(key, title, ["node", *m.hosts], rows, notes)
+    return Table(matrix_key(m), title, ["node", *m.hosts], rows, notes)
+
+
+def matrix_key(m: PairMatrix) -> str:
+    """The matrix table's key (its HTML anchor), which its heatmap sits after."""
+    return f"allpairs-{m.metric.split('.')[-1]}-{m.mpi}".replace(" ", "-").lower()
 
 
 def allpairs_tables(by_host: list[Figure]) -> list[Table]:

@@ -73,6 +73,7 @@ class Built:
     tables: list[Table]
     figures: list[Figure]
     derived: Derived
+    by_host: list[Figure]  # the figures folded per host too (all-pairs heatmaps)
 
 
 def _relabels(samples: list[Sample], runs: list[LoadedRun], first: str) -> list[dict[str, str]]:
@@ -239,4 +240,4 @@ def build(run: LoadedRun, folded: Folded | None = None) -> Built:
     failures = failures_table(run.results)
     if failures:
         tables.append(failures)
-    return Built(tables, figures, derived)
+    return Built(tables, figures, derived, folded.by_host)

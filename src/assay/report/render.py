@@ -7,6 +7,7 @@ import html
 import io
 import json
 import shutil
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from rich.console import Console
@@ -133,11 +134,11 @@ def render_term(tables: list[Table], width: int | None, head: list[str]) -> str:
     return term_tables(tables, width, head)
 
 
-def render_json(run: LoadedRun) -> str:
+def json_chunks(run: LoadedRun) -> Iterator[str]:
     """The whole run as one JSON document, schema ``docs/report-json.md`` (version
-    ``JSON_SCHEMA_VERSION``; ``assay import --format assay-json`` reads it back). Samples are
-    passed through as stored (each is already a JSON object on its own line), so a million of
-    them cost no re-encoding."""
+    ``JSON_SCHEMA_VERSION``; ``assay import --format assay-json`` reads it back), in pieces:
+    samples are passed through as stored (each is already a JSON object on its own line), so
+    a million of them cost no re-encoding, and are written as they are read, never held."""
     head = {
         "schema": JSON_SCHEMA,
         "schema_version": JSON_SCHEMA_VERSION,
@@ -146,11 +147,16 @@ def render_json(run: LoadedRun) -> str:
         "jobs": [r.to_dict() for r in run.results],
     }
     if run.samples:
-        rows = [json.dumps(s.to_dict(), sort_keys=True) for s in run.samples]
+        rows: Iterable[str] = (json.dumps(s.to_dict(), sort_keys=True) for s in run.samples)
     else:
-        rows = [line.rstrip("\n") for line in complete_lines(run.path / "samples.jsonl")]
-    text = json.dumps(head, indent=2)[:-2]  # reopen the object to append "samples"
-    return text + ',\n  "samples": [\n    ' + ",\n    ".join(rows) + "\n  ]\n}\n"
+        rows = (line.rstrip("\n") for line in complete_lines(run.path / "samples.jsonl"))
+    yield json.dumps(head, indent=2)[:-2]  # reopen the object to append "samples"
+    yield ',\n  "samples": ['
+    sep = "\n    "
+    for row in rows:
+        yield sep + row
+        sep = ",\n    "
+    yield "\n  ]\n}\n"
 
 
 def render_csv(run: LoadedRun) -> str:
@@ -184,7 +190,7 @@ def render_html(run: LoadedRun, built: Built, head: list[str]) -> str:
     from assay.report.html import page
     from assay.report.plots import charts_of
 
-    charts = charts_of(built.figures, built.derived)
+    charts = charts_of(built.figures, built.derived, built.by_host)
     return page(f"assay report: {run.info.suite}", head, built.tables, charts)
 
 
@@ -196,18 +202,33 @@ def render(
 ) -> str:
     """A report of one run, or of several as one (:func:`merge_runs`: an imported OSU output as
     a column beside assay's MPIs). ``plots_dir``: also write every plot there as SVG and PNG."""
+    return "".join(render_chunks(run, fmt, width, plots_dir))
+
+
+def render_chunks(
+    run: LoadedRun | list[LoadedRun],
+    fmt: str = "term",
+    width: int | None = None,
+    plots_dir: Path | None = None,
+) -> Iterator[str]:
+    """:func:`render` in pieces to write as they come: the JSON report of a million samples
+    is never held whole. A wrong format or option is an error here, before any piece."""
     if plots_dir is not None and fmt in ("json", "csv"):
         raise AssayError(
             f"--plots-dir draws the report's plots; the {fmt} report has none",
             hint="use it with --format term, md or html",
         )
-    runs = run if isinstance(run, list) else [run]
-    if fmt == "json":
-        return render_json(merge_samples(runs))
-    if fmt == "csv":
-        return render_csv(merge_samples(runs))
     if fmt not in FORMATS:
         raise AssayError(f"unknown report format {fmt!r}", hint=f"formats: {', '.join(FORMATS)}")
+    runs = run if isinstance(run, list) else [run]
+    if fmt == "json":
+        return json_chunks(merge_samples(runs))
+    return iter([_render_text(runs, fmt, width, plots_dir)])
+
+
+def _render_text(runs: list[LoadedRun], fmt: str, width: int | None, plots_dir: Path | None) -> str:
+    if fmt == "csv":
+        return render_csv(merge_samples(runs))
     each = [(r, folded_of(r)) for r in runs]
     head = [line for r, folded in each for line in _header(r, folded.n_samples)]
     run, folded = merge_runs(each)
@@ -216,7 +237,7 @@ def render(
     if plots_dir is not None:
         from assay.report.plots import charts_of, write_plots
 
-        write_plots(charts_of(built.figures, built.derived), plots_dir)
+        write_plots(charts_of(built.figures, built.derived, built.by_host), plots_dir)
     if fmt == "html":
         return render_html(run, built, head)
     if fmt == "md":

@@ -12,12 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from assay.analysis.allpairs import PairMatrix, matrices
 from assay.analysis.derive import Derived, p2p_method
 from assay.analysis.series import by_series_and_size
 from assay.analysis.stats import Figure
 from assay.analysis.storage_points import Point, config_of, curve_knee
+from assay.report.allpairs import matrix_key
+from assay.report.gpu import PRECISION_ORDER
 from assay.report.plots import draw
 from assay.report.table import count
+from assay.units import metric_info, to_display
 from assay.vocab import COLL_METHOD, DOMAIN_SCOPES
 
 
@@ -275,13 +279,93 @@ def storage_charts(points: list[Point], figures: list[Figure]) -> list[Chart]:
     ]
 
 
-def charts_of(figures: list[Figure], derived: Derived) -> list[Chart]:
-    """Every plot a run's figures give, in report order."""
+def gpu_charts(figures: list[Figure]) -> list[Chart]:
+    """GPU sustained GEMM throughput: a bar per card and precision (a precision's bars share a
+    colour), a card whose products differ from the reference (FAULTY) in the flag colour, the
+    SM clock range and mean power it ran at written above its bar; min–max over the measured
+    intervals is in the table beside it."""
+    burn = [f for f in figures if f.sample.probe == "gpu_burn"]
+    keyed: dict[tuple[str, str], dict[str, Figure]] = defaultdict(dict)
+    for f in burn:
+        p = f.sample.params
+        keyed[(str(p.get("gpu")), str(p.get("precision")))][f.sample.metric] = f
+    order = {p: i for i, p in enumerate(PRECISION_ORDER)}
+    bars = []
+    for (gpu, precision), by in sorted(
+        keyed.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 99))
+    ):
+        # assay's probe: gpu.flops beside gpu.errors; an imported gpu_burn output: its
+        # gpu.sgemm or gpu.dgemm with the card's verdict in its own params
+        flops = next((by[m] for m in ("gpu.flops", "gpu.sgemm", "gpu.dgemm") if m in by), None)
+        if flops is None:
+            continue
+        errors = by.get("gpu.errors")
+        verdict = (errors or flops).sample.params.get("verdict")
+        faulty = str(verdict).upper().startswith("FAULTY")
+        notes = []
+        sm, power = by.get("gpu.sm_clock"), by.get("gpu.power")
+        if sm is not None:
+            st = sm.sample.stats
+            lo, hi = (st.min, st.max) if st and st.min and st.max else (sm.sample.value,) * 2
+            notes.append(
+                f"{lo / 1e6:.0f}–{hi / 1e6:.0f} MHz" if lo != hi else f"{hi / 1e6:.0f} MHz"
+            )
+        if power is not None:
+            notes.append(f"{power.sample.value:.0f} W")
+        bars.append(draw.Bar(f"GPU {gpu} {precision}", flops.sample.value, faulty, precision,
+                             ", ".join(notes)))  # fmt: skip
+    if not bars:
+        return []
+    title = "GPU sustained GEMM throughput per card and precision"
+    return [
+        Chart(
+            "plot-gpu-burn",
+            title + " (clock range and mean power above each bar)",
+            "gpu-burn",
+            lambda: draw.bars(bars, title, "TFLOP/s", 1e-12, None, "FAULTY: wrong products"),
+        )
+    ]
+
+
+def allpairs_charts(by_host: list[Figure]) -> list[Chart]:
+    """One heatmap per all-pairs matrix (metric, MPI), in the matrix's display unit, its
+    outlier links boxed: the same matrix as the table it sits after."""
+    charts = []
+    for m in matrices(by_host):
+        unit = metric_info(m.metric).display
+        index = {h: i for i, h in enumerate(m.hosts)}
+
+        def shown(a: str, b: str, m: PairMatrix = m, unit: str = unit) -> float | None:
+            v = None if a == b else m.value(a, b)
+            return None if v is None else to_display(v, unit)
+
+        values = [[shown(a, b) for b in m.hosts] for a in m.hosts]
+        flagged = set()
+        for o in m.link_outliers:
+            a, b = o.key  # type: ignore[misc]
+            flagged |= {(index[a], index[b]), (index[b], index[a])}
+        h = draw.Heatmap(m.hosts, values, unit, flagged)
+        what = "latency" if m.metric == "p2p.latency" else "bandwidth"
+        title = f"All-pairs {what} at {m.size} B ({m.mpi}), outlier links boxed"
+        key = matrix_key(m)
+        charts.append(
+            Chart(f"plot-{key}", title, key, lambda h=h, title=title: draw.heatmap(h, title))
+        )
+    return charts
+
+
+def charts_of(
+    figures: list[Figure], derived: Derived, by_host: list[Figure] | None = None
+) -> list[Chart]:
+    """Every plot a run's figures give, in report order; ``by_host`` (``Folded.by_host``)
+    gives the all-pairs heatmaps."""
     return [
         *memory_charts(figures),
         *compute_charts(figures, derived),
+        *allpairs_charts(by_host or []),
         *mpi_charts(figures, derived),
         *storage_charts(derived.storage_points, figures),
+        *gpu_charts(figures),
     ]
 
 
