@@ -1,16 +1,20 @@
-"""assay's HPL (ScaLAPACK LU, ``native/hpl_lu.c``) against the HPL inside Debian's hpcc.
+"""assay's HPL (``native/hpl_lu.c``) against the HPL inside Debian's hpcc.
 
-Both solve the same problem — same N, NB and P×Q grid, one rank per core, OpenMPI (the MPI
-Debian's hpcc is linked with), a single-threaded OpenBLAS under each — and both count HPL's
-2/3 N³ + 3/2 N² operations over the timed factor + solve, so the ratio of the rates is the
-inverse ratio of the times. The runs alternate (assay, hpcc, assay, hpcc, ...) in one assay
-run, so that drift in the machine's load hits both alike; the medians are compared.
+Both solve the same problem (same N, on the node's cores, OpenMPI, the MPI Debian's hpcc is
+linked with, and OpenBLAS) and both count HPL's 2/3 N³ + 3/2 N² operations over the timed
+factor + solve, so the ratio of the rates is the inverse ratio of the times. hpcc runs HPL's
+way: NB, a P×Q grid, one single-threaded rank per core. assay runs as it does by default on
+one node (``--assay-layout threads``: one process, every core a BLAS thread, LAPACK's LU), or
+with hpcc's ranks and grid (``--assay-layout ranks``: ScaLAPACK's pdgetrf, the multi-node
+method). The runs alternate (assay, hpcc, assay, hpcc, ...) in one assay run, so that drift in
+the machine's load hits both alike; the medians are compared.
 
 Goal (issue 13): assay / hpcc ≥ 0.98. Where they differ: HPL factors with its own panel
 algorithms (hpccinf.txt: right-looking Crout recursion, NBMIN 4, lookahead 1, "mix" swapping)
-where ScaLAPACK's pdgetrf uses its own; the generators of A differ (same distribution).
+where ScaLAPACK's pdgetrf uses its own and LAPACK's getrf is OpenBLAS's recursive, threaded
+one; the generators of A differ (same distribution).
 
-    python bench/hpl_vs_hpcc.py [--n 8000] [--nb 192] [--pairs 3]
+    python bench/hpl_vs_hpcc.py [--n 8000] [--nb 192] [--pairs 3] [--assay-layout ranks]
 """
 
 from __future__ import annotations
@@ -32,14 +36,16 @@ def main() -> None:
     ap.add_argument("--nb", type=int, default=192)
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--ranks", type=int, default=CORES)
+    ap.add_argument("--assay-layout", choices=("threads", "ranks"), default="threads")
     args = ap.parse_args()
     p, q = process_grid(args.ranks)
     common = f"n = {args.n}, nb = {args.nb}, p = {p}, q = {q}, ranks = {args.ranks}"
+    ours_params = common if args.assay_layout == "ranks" else f"n = {args.n}, nb = {args.nb}"
     # A given N runs as given (no pilot) and may take longer than any budget: allow an hour.
     budget = "time_budget = 3600"
     pair = (
         f'[[bench]]\nprobe = "hpl"\nmpi = "openmpi"\ntimeout = 3600\n'
-        f"params = {{ {common}, {budget} }}\n"
+        f"params = {{ {ours_params}, {budget} }}\n"
         f'[[bench]]\nprobe = "hpcc"\ntimeout = 3600\nparams = {{ {common}, {budget} }}\n'
     )
     home = scratch_home()
@@ -54,7 +60,8 @@ def main() -> None:
             times[s["probe"]].append(float(s["params"]["time_s"]))
     ours, theirs = statistics.median(rates["hpl"]), statistics.median(rates["hpcc"])
     print(f"N={args.n} NB={args.nb} P×Q={p}×{q}, {args.pairs} alternating pairs, OpenMPI")
-    for name, label in (("hpl", "assay LU (ScaLAPACK)"), ("hpcc", "HPL in hpcc")):
+    ours_label = "assay LU (ScaLAPACK)" if args.assay_layout == "ranks" else "assay LU (LAPACK)"
+    for name, label in (("hpl", ours_label), ("hpcc", "HPL in hpcc")):
         each = ", ".join(f"{r / 1e9:.2f}" for r in rates[name])
         print(
             f"{label:22s}: median {statistics.median(rates[name]) / 1e9:7.2f} GFLOP/s "

@@ -94,6 +94,31 @@ def test_compute_suite_runs_only_the_lu_once_per_mpi(monkeypatch, tmp_path: Path
         assert float(budget) == 60.0 and job.timeout == 120 + 3 * 60
 
 
+def test_one_node_is_one_process_with_threaded_blas_and_ranks_make_a_grid(
+    monkeypatch, tmp_path: Path
+):
+    from assay.launch.mpi import mpi_argv
+    from assay.suite.loader import load_suite
+
+    monkeypatch.setenv("ASSAY_CONFIG", str(tmp_path / "none.toml"))
+    mpis = [m for m in discover_mpis({}) if m.flavor == "openmpi"]
+    system = System(cores=8, memory_bytes=24 * 2**30)
+    ctx = PlanContext(system=system, mpis=mpis)
+    one = 'name = "h"\n[[bench]]\nprobe = "hpl"\nmpi = "openmpi"\nparams = { n = 2000 }\n'
+    (job,) = plan(load_suite(one), ctx)
+    assert (job.ranks, job.threads) == (1, 8)
+    assert job.env["OPENBLAS_NUM_THREADS"] == "8" and job.env["OMP_NUM_THREADS"] == "8"
+    assert job.argv[job.argv.index("--p") + 1 :][:3] == ["1", "--q", "1"]
+    argv = mpi_argv(job, mpis[0], cores=8)
+    assert argv[argv.index("--bind-to") + 1] == "none"  # its threads need every core
+    grid = one.replace("n = 2000", "n = 2000, ranks = 8")
+    (job,) = plan(load_suite(grid), ctx)
+    assert (job.ranks, job.threads, job.env["OPENBLAS_NUM_THREADS"]) == (8, 1, "1")
+    assert job.argv[job.argv.index("--p") + 1 :][:3] == ["2", "--q", "4"]
+    argv = mpi_argv(job, mpis[0], cores=8)
+    assert argv[argv.index("--bind-to") + 1] == "core"
+
+
 def test_hpcc_is_a_probe_of_its_own(monkeypatch, tmp_path: Path):
     monkeypatch.setenv("ASSAY_CONFIG", str(tmp_path / "none.toml"))
     system = System(cores=2, memory_bytes=24 * 2**30)
@@ -182,6 +207,9 @@ def test_real_lu_per_mpi_within_its_budget(assay_home: Path, tmp_path: Path):
         # the pilot sizes N for the budget at its (lower, small-N) rate; 2x for a loaded machine
         assert p["time_s"] <= 2 * budget, p
         assert p["efficiency"] == pytest.approx(s["value"] / 64e9)
+        # one node: one process, both cores its BLAS threads, LAPACK's LU on the whole matrix
+        assert (p["ranks"], p["threads"], p["P"], p["Q"]) == (1, 2, 1, 1)
+        assert p["method"].startswith("LAPACK dgetrf")
     for job in doc["jobs"]:
         assert job["wall_time"] < budget * 2 + 60, job
     run_dir = next((assay_home / "runs").iterdir())

@@ -138,6 +138,7 @@ class Job:
     ranks: int = 1
     nodes: int = 1
     ppn: int | None = None
+    threads: int = 1  # per rank: a rank that runs threaded BLAS (HPL on one node) needs cores
     timeout: float = 300.0
     build: Build | None = None
     repetition: int = 1

@@ -150,6 +150,7 @@ def plan(suite: SuiteSpec, ctx: PlanContext, overrides: Overrides | None = None)
                             launcher="mpi" if draft.launcher == "mpi" else "local",
                             mpi=draft.mpi,
                             ranks=bench.ranks or draft.ranks,
+                            threads=draft.threads,
                             nodes=bench.nodes,
                             ppn=bench.ppn,
                             timeout=bench.timeout or draft.timeout or probe.default_timeout,

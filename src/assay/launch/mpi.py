@@ -15,8 +15,10 @@ def mpi_argv(job: Job, mpi: MpiInfo, *, cores: int | None = None) -> list[str]:
     """
     ranks = str(job.ranks)
     oversubscribed = cores is not None and job.ranks > cores * job.nodes
-    # More ranks than cores cannot be bound one per core: OpenMPI refuses, so bind none.
-    bind = "none" if oversubscribed else "core"
+    # More ranks than cores cannot be bound one per core: OpenMPI refuses, so bind none. A
+    # threaded rank (HPL's one process on a node, its BLAS on every core) bound to one core
+    # would run all its threads there: half the rate on 2 cores, measured.
+    bind = "none" if oversubscribed or job.threads > 1 else "core"
     if mpi.flavor == "openmpi":
         argv = [mpi.launcher, "-np", ranks, "--bind-to", bind, "--report-bindings"]
         if os.geteuid() == 0:

@@ -144,8 +144,9 @@ def step_argv(
         return [*step, *argv]
     ranks = str(job.ranks)
     if launch.launcher == "srun":
+        threaded = [f"--cpus-per-task={job.threads}"] if job.threads > 1 else []
         return [
-            *srun, f"--ntasks={ranks}", f"--ntasks-per-node={ppn}",
+            *srun, f"--ntasks={ranks}", f"--ntasks-per-node={ppn}", *threaded,
             f"--mpi={launch.srun_mpi}", *launch.args, *argv,
         ]  # fmt: skip
     if mpi.flavor == "openmpi":

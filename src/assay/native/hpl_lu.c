@@ -21,10 +21,15 @@
  * factorisation and broadcast instead of HPL's tunable PFACT/BCAST/lookahead; a different
  * (counter-based) random generator.  bench/hpl_vs_hpcc.py measures the difference.
  *
- * Threads: one MPI rank per core, the BLAS single-threaded (OPENBLAS_NUM_THREADS=1).
+ * Threads: across nodes, one MPI rank per core, the BLAS single-threaded
+ * (OPENBLAS_NUM_THREADS=1).  On a 1 x 1 grid (one process, the node's cores as BLAS threads:
+ * assay's default for one node) the LU is LAPACK's dgetrf + dgetrs on the whole matrix, as
+ * Intel's shared-memory LINPACK benchmark runs it: ScaLAPACK's pdgetrf on one process factors
+ * its panels unblocked and has no lookahead (0.81 of hpcc's HPL on 2 cores), where a threaded
+ * LAPACK getrf (OpenBLAS's is recursive, its update parallel) reached 1.07 of it.
  *
- * Build: mpicc.openmpi -O2 hpl_lu.c -o hpl_lu -lscalapack-openmpi -lm   (Debian)
- *        mpicc.mpich   -O2 hpl_lu.c -o hpl_lu -lscalapack-mpich -lm
+ * Build: mpicc.openmpi -O2 hpl_lu.c -o hpl_lu -lscalapack-openmpi -llapack -lm   (Debian)
+ *        mpicc.mpich   -O2 hpl_lu.c -o hpl_lu -lscalapack-mpich -llapack -lm
  * Run:   mpirun -np 4 ./hpl_lu --n 8000 --nb 192 --p 2 --q 2
  *
  * Output: one JSON Line (see jsonl.h) from rank 0: compute.hpl in flop/s.
@@ -65,6 +70,10 @@ extern void pdgetrf_(const int *m, const int *n, double *a, const int *ia, const
 extern void pdgetrs_(const char *trans, const int *n, const int *nrhs, const double *a,
                      const int *ia, const int *ja, const int *desca, const int *ipiv, double *b,
                      const int *ib, const int *jb, const int *descb, int *info);
+/* LAPACK, for the 1 x 1 grid (see Threads above). */
+extern void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
+extern void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a,
+                    const int *lda, const int *ipiv, double *b, const int *ldb, int *info);
 extern void pdgemv_(const char *trans, const int *m, const int *n, const double *alpha,
                     const double *a, const int *ia, const int *ja, const int *desca,
                     const double *x, const int *ix, const int *jx, const int *descx,
@@ -226,20 +235,27 @@ static outcome solve(const options *o, int n, const grid *g, int check, int corr
     generate(a, m_loc, n_loc, lld, &gen, g->myrow, g->mycol, g->nprow, g->npcol, 0);
     generate(x, m_loc, b_cols, lld, &gen, g->myrow, g->mycol, g->nprow, g->npcol, n);
 
+    /* One process holds the whole matrix (column-major, leading dimension lld = n): LAPACK. */
+    const int whole = g->nprow * g->npcol == 1;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    pdgetrf_(&n, &n, a, &one, &one, desc_a, ipiv, &info);
+    if (whole)
+        dgetrf_(&n, &n, a, &lld, ipiv, &info);
+    else
+        pdgetrf_(&n, &n, a, &one, &one, desc_a, ipiv, &info);
     double t1 = MPI_Wtime();
     int info_solve = 0;
-    if (info == 0)
+    if (info == 0 && whole)
+        dgetrs_("N", &n, &one, a, &lld, ipiv, x, &lld, &info_solve);
+    else if (info == 0)
         pdgetrs_("N", &n, &one, a, &one, &one, desc_a, ipiv, x, &one, &one, desc_b, &info_solve);
     double t2 = MPI_Wtime();
     double local[2] = {t2 - t0, t1 - t0}, times[2];
     MPI_Allreduce(local, times, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (info != 0 || info_solve != 0) {
         char msg[160];
-        snprintf(msg, sizeof msg, "pdgetrf info %d, pdgetrs info %d (a singular matrix?)", info,
-                 info_solve);
+        snprintf(msg, sizeof msg, "%s info %d, %s info %d (a singular matrix?)",
+                 whole ? "dgetrf" : "pdgetrf", info, whole ? "dgetrs" : "pdgetrs", info_solve);
         die(1, msg);
     }
     outcome out = {times[0], times[1], 0, 0, 0, 0, 0, 0};
@@ -351,7 +367,9 @@ int main(int argc, char **argv)
                 jl_param_long("pilot_n", n_pilot);
                 jl_param_double("pilot_rate", hpl_flops(n_pilot) / pilot_s);
             }
-            jl_param_str("method", "ScaLAPACK pdgetrf+pdgetrs");
+            jl_param_str("method", g.nprow * g.npcol == 1
+                                       ? "LAPACK dgetrf+dgetrs (one process, threaded BLAS)"
+                                       : "ScaLAPACK pdgetrf+pdgetrs");
             jl_end(NULL, 0);
         }
     }

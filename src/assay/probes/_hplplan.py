@@ -39,7 +39,9 @@ class HplSizeParams(ProbeParams):
     nb: int = Field(default=DEFAULT_NB, ge=1)
     p: int | None = Field(default=None, ge=1)
     q: int | None = Field(default=None, ge=1)
-    ranks: int | None = Field(default=None, ge=1, description="default: one per core")
+    ranks: int | None = Field(
+        default=None, ge=1, description="default: one process, every core a BLAS thread"
+    )
     rate: float | None = Field(default=None, gt=0, description="flop/s assumed for the budget")
 
 
@@ -71,20 +73,23 @@ def plan_size(
     nb: int,
     n: int | None,
     grid: tuple[int, int] | None,
+    threads: int = 1,
 ) -> tuple[HplSize, float | None, str, int]:
-    """The generated size for ``ranks`` ranks, with (Rpeak of the ranks' cores, derivation,
-    nodes). Memory and Rpeak scale with the nodes the ranks span; the rate the budget assumes
-    is ``rate`` when given, else half the Rpeak of the cores used, else a low per-core figure.
+    """The generated size for ``ranks`` ranks of ``threads`` BLAS threads each, with (Rpeak
+    of the cores used, derivation, nodes). Memory and Rpeak scale with the nodes the cores
+    span; the rate the budget assumes is ``rate`` when given, else half the Rpeak of the cores
+    used, else a low per-core figure.
     """
     memory = ctx.system.memory_bytes
     if not memory:
         raise SuiteError("hpl: the node's memory size is unknown; set params.n")
     peak, cores, derivation = node_peak(ctx)
     cores = cores or ctx.system.cores
-    nodes = nodes_for(ranks, cores)
-    used_peak = peak * min(ranks, cores * nodes) / cores if peak and cores else None
+    used = ranks * threads
+    nodes = nodes_for(used, cores)
+    used_peak = peak * min(used, cores * nodes) / cores if peak and cores else None
     assumed = rate or (
-        BUDGET_RPEAK_SHARE * used_peak if used_peak else FALLBACK_RATE_PER_CORE * ranks
+        BUDGET_RPEAK_SHARE * used_peak if used_peak else FALLBACK_RATE_PER_CORE * used
     )
     size = size_hpl(
         memory * nodes, ranks, rate=assumed, time_budget=time_budget,

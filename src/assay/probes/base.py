@@ -49,6 +49,7 @@ class JobDraft:
     launcher: str = "local"
     mpi: str | None = None
     ranks: int = 1
+    threads: int = 1  # per rank (see assay.model.Job.threads)
     build: Any = None  # assay.model.Build
     label: str = ""
     inputs: dict[str, str] = field(default_factory=dict)

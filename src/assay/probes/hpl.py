@@ -2,10 +2,13 @@
 
 Engines:
 
-- ``lu`` (the default): ``native/hpl_lu.c``, ScaLAPACK ``pdgetrf``/``pdgetrs`` over a P×Q
-  BLACS grid with HPL's residual check and FLOP count, built with each MPI found (OpenMPI
-  with ``-lscalapack-openmpi``, MPICH with ``-lscalapack-mpich``: Debian's
-  ``libscalapack-*-dev``), one job per MPI, one rank per core;
+- ``lu`` (the default): ``native/hpl_lu.c`` with HPL's residual check and FLOP count, built
+  with each MPI found (OpenMPI with ``-lscalapack-openmpi``, MPICH with ``-lscalapack-mpich``:
+  Debian's ``libscalapack-*-dev``), one job per MPI. On one node (the default): one process,
+  every core a BLAS thread, LAPACK's ``dgetrf``/``dgetrs`` on the whole matrix, as Intel's
+  shared-memory LINPACK benchmark; with ``ranks`` given (several nodes): one rank per core,
+  ScaLAPACK ``pdgetrf``/``pdgetrs`` over a P×Q BLACS grid. On this project's 2-core VM the
+  first read 1.07 of the HPL inside hpcc, the second 0.81 (``docs/benchmarks.md``);
 - ``xhpl``: the user's HPL binary (``params.xhpl``), with a generated HPL.dat or the user's own
   (``params.hpl_dat``), on the one MPI it was built with (``params.mpi``).
 
@@ -44,8 +47,15 @@ SCALAPACK_LIBS: dict[str, tuple[str, ...]] = {
     "openmpi": ("-lscalapack-openmpi",),
     "mpich": ("-lscalapack-mpich",),
 }
-# One rank per core: the BLAS under ScaLAPACK must not start threads of its own.
-SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# One rank per core: the BLAS under ScaLAPACK must not start threads of its own; one process
+# on a node: the BLAS gets every core.
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def blas_env(threads: int) -> dict[str, str]:
+    return dict.fromkeys(THREAD_VARS, str(threads))
+
+
 # The job's timeout: this much over the budget or the estimated solve time, whichever is
 # longer (generation and the residual check are O(N²)), plus an allowance for start-up.
 TIMEOUT_FACTOR, TIMEOUT_BASE = 3.0, 120.0
@@ -98,17 +108,23 @@ class HplProbe(Probe):
     ) -> list[JobDraft]:
         assert isinstance(params, HplParams)
         engine = _engine(params)
-        n_ranks = params.ranks or ranks or ctx.system.cores or 1
         grid = (params.p, params.q) if params.p and params.q else None
+        given = params.ranks or ranks or (params.p * params.q if grid else None)
+        # Not told how many ranks: one process, every core of the node a BLAS thread.
+        n_ranks = given or 1
+        threads = 1 if given or engine == "xhpl" else (ctx.system.cores or 1)
+        if engine == "xhpl" and not given:
+            n_ranks = ctx.system.cores or 1  # the user's xhpl: one rank per core, as HPL runs
         if engine == "xhpl" and params.hpl_dat:
             return [self._xhpl_user_dat(params, ctx, mpis, n_ranks)]
         size, peak, derivation, nodes = plan_size(
             ctx, n_ranks, rate=params.rate, time_budget=params.time_budget,
             fraction=params.memory_fraction, nb=params.nb, n=params.n, grid=grid,
+            threads=threads,
         )  # fmt: skip
         job_params: dict[str, Any] = {
-            "engine": engine, "ranks": n_ranks, "sized_for_nodes": nodes, "input": "generated",
-            "rpeak_derivation": derivation, **size.as_params(),
+            "engine": engine, "ranks": n_ranks, "threads": threads, "sized_for_nodes": nodes,
+            "input": "generated", "rpeak_derivation": derivation, **size.as_params(),
         }  # fmt: skip
         if peak:
             job_params["rpeak"] = peak
@@ -141,13 +157,16 @@ class HplProbe(Probe):
                 JobDraft(
                     argv=argv,
                     params={**job_params, "mpi": mpi.name, "mpi_label": mpi.label},
-                    env=dict(SINGLE_THREAD_ENV),
+                    env=blas_env(threads),
                     launcher="mpi",
                     mpi=mpi.name,
                     ranks=n_ranks,
-                    build=Build("hpl_lu.c", mpi.name, ("-O2",), (*libs, "-lm")),
+                    threads=threads,
+                    build=Build("hpl_lu.c", mpi.name, ("-O2",), (*libs, "-llapack", "-lm")),
                     timeout=timeout,
-                    label=f"lu N{size.n} {size.p}x{size.q} {mpi.label}",
+                    label=f"lu N{size.n} {size.p}x{size.q}"
+                    + (f" {threads} threads" if threads > 1 else "")
+                    + f" {mpi.label}",
                     skip_reason=skip,
                 )
             )
@@ -248,7 +267,7 @@ def _xhpl_draft(
     return JobDraft(
         argv=[params.xhpl],
         params={**job_params, "mpi": mpi.name, "mpi_label": mpi.label},
-        env=dict(SINGLE_THREAD_ENV),
+        env=blas_env(1),
         launcher="mpi",
         mpi=mpi.name,
         ranks=ranks,
