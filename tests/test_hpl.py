@@ -99,6 +99,7 @@ def test_one_node_is_one_process_with_threaded_blas_and_ranks_make_a_grid(
 ):
     from assay.launch.mpi import mpi_argv
     from assay.suite.loader import load_suite
+    from assay.system.facts import PlanFacts
 
     monkeypatch.setenv("ASSAY_CONFIG", str(tmp_path / "none.toml"))
     mpis = [m for m in discover_mpis({}) if m.flavor == "openmpi"]
@@ -117,6 +118,16 @@ def test_one_node_is_one_process_with_threaded_blas_and_ranks_make_a_grid(
     assert job.argv[job.argv.index("--p") + 1 :][:3] == ["2", "--q", "4"]
     argv = mpi_argv(job, mpis[0], cores=8)
     assert argv[argv.index("--bind-to") + 1] == "core"
+    assert "memory_placement" not in job.params  # one rank per core: each touches its own
+    # Two sockets: one threaded process's matrix is interleaved over both nodes' memory.
+    two = System(cores=8, memory_bytes=24 * 2**30, numa_nodes=[
+        {"id": 0, "cpus": [0, 1, 2, 3]}, {"id": 1, "cpus": [4, 5, 6, 7]}])  # fmt: skip
+    facts = PlanFacts(programs={"numactl": "/usr/bin/numactl"})
+    (job,) = plan(load_suite(one), PlanContext(system=two, mpis=mpis, facts=facts))
+    assert job.argv[:3] == ["numactl", "--interleave=all", "{exe}"]
+    assert job.params["memory_placement"].startswith("interleaved")
+    (job,) = plan(load_suite(one), PlanContext(system=two, mpis=mpis))  # numactl not found
+    assert job.argv[0] == "{exe}" and "numactl not found" in job.params["memory_placement"]
 
 
 def test_hpcc_is_a_probe_of_its_own(monkeypatch, tmp_path: Path):

@@ -17,7 +17,15 @@ from rich.table import Table
 from rich.text import Text
 
 from assay import __version__
-from assay.cli_common import console, discover, open_index, open_store, out, print_summary
+from assay.cli_common import (
+    console,
+    discover,
+    open_index,
+    open_store,
+    out,
+    print_summary,
+    write_output,
+)
 from assay.errors import AssayError
 
 if TYPE_CHECKING:  # imported when used: 'assay --help' must not pay for the store or pydantic
@@ -459,21 +467,7 @@ def report(
     # json streams one run's samples as stored; csv, or json of several runs, reads them all
     raw = fmt == "csv" or (fmt == "json" and len(refs) > 1)
     loaded = [store.load(ref, samples=raw) for ref in refs]
-    chunks = render_chunks(loaded, fmt, plots_dir=plots_dir)
-    if not output:
-        for chunk in chunks:
-            sys.stdout.write(chunk)
-        return
-    try:
-        with open(output, "w") as f:
-            for chunk in chunks:
-                f.write(chunk)
-    except OSError as exc:
-        raise AssayError(
-            f"cannot write the report to {output}: {exc.strerror or exc}",
-            hint="give a file in a directory that exists and that you can write to",
-        ) from exc
-    console.print(Text(f"wrote {output}"))
+    write_output(render_chunks(loaded, fmt, plots_dir=plots_dir), output)
 
 
 # The other commands, one module per topic: doctor and plan-io; import; compare (runs or --ref),

@@ -4,6 +4,8 @@ index, and the system as found. No command lives here, so every ``cli_*`` module
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,12 +13,31 @@ from rich.console import Console
 from rich.text import Text
 
 from assay.config import assay_home
+from assay.errors import AssayError
 
 if TYPE_CHECKING:  # imported when used: the store (sqlite3) would slow every 'assay --help'
     from assay.store import Index, RunStore
 
 console = Console(stderr=True)  # messages and progress
 out = Console(highlight=False)  # what the user asked for
+
+
+def write_output(chunks: Iterable[str], output: Path | None) -> None:
+    """A report to ``output`` (said on stderr), or to stdout, piece by piece as it comes."""
+    if not output:
+        for chunk in chunks:
+            sys.stdout.write(chunk)
+        return
+    try:
+        with open(output, "w") as f:
+            for chunk in chunks:
+                f.write(chunk)
+    except OSError as exc:
+        raise AssayError(
+            f"cannot write the report to {output}: {exc.strerror or exc}",
+            hint="give a file in a directory that exists and that you can write to",
+        ) from exc
+    console.print(Text(f"wrote {output}"))
 
 
 def open_store() -> RunStore:

@@ -19,7 +19,7 @@ from assay.errors import SuiteError
 from assay.model import Build, Job, MpiInfo, Sample, System
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
 from assay.system.cpulist import format_cpulist
-from assay.system.facts import PlanFacts, l3_instance_bytes
+from assay.system.facts import PlanFacts, cpu_numa_nodes, l3_instance_bytes
 
 STREAM_DEFAULT_ELEMENTS = 10_000_000  # stream.c's STREAM_ARRAY_SIZE
 ARRAYS = 3
@@ -88,11 +88,6 @@ class Domain:
     memory_bytes: int | None  # memory of the nodes it allocates from
 
 
-def _cpu_nodes(system: System) -> list[dict]:
-    """NUMA nodes that have CPUs; a memory-only node (HBM, CXL) has no cores to run on."""
-    return [n for n in system.numa_nodes or [] if n.get("cpus")]
-
-
 def _nodes_memory(nodes: list[dict], system: System) -> int | None:
     sizes = [n.get("memory_bytes") for n in nodes]
     if nodes and all(sizes):
@@ -105,7 +100,7 @@ def l3_domains(system: System, core_of: dict[int, int]) -> list[Domain]:
     per_l3 = l3_instance_bytes(system)
     out = []
     for i, cpus in enumerate(system.l3_domains or []):
-        nodes = [n for n in _cpu_nodes(system) if set(n["cpus"]) & set(cpus)]
+        nodes = [n for n in cpu_numa_nodes(system) if set(n["cpus"]) & set(cpus)]
         membind = [int(n["id"]) for n in nodes] or None
         memory = _nodes_memory(nodes, system)
         out.append(Domain("l3", i, one_cpu_per_core(cpus, core_of), membind, per_l3, memory))
@@ -116,14 +111,14 @@ def numa_domains(system: System, core_of: dict[int, int]) -> list[Domain]:
     """One domain per NUMA node with CPUs; its L3 is that of the L3 domains it holds."""
     per_l3 = l3_instance_bytes(system)
     out = []
-    for node in _cpu_nodes(system):
+    for node in cpu_numa_nodes(system):
         cpus = list(node["cpus"])
         l3 = None
         if per_l3:
             inside = [d for d in system.l3_domains or [] if set(d) & set(cpus)]
             l3 = per_l3 * len(inside) if inside else None
         if l3 is None and system.l3_bytes:
-            l3 = system.l3_bytes // max(1, len(_cpu_nodes(system)))
+            l3 = system.l3_bytes // max(1, len(cpu_numa_nodes(system)))
         memory = _nodes_memory([node], system)
         out.append(
             Domain("numa", int(node["id"]), one_cpu_per_core(cpus, core_of), [int(node["id"])],
@@ -184,7 +179,7 @@ def domains_for(scope: Scope, system: System, core_of: dict[int, int]) -> list[D
             )
         out += l3_domains(system, core_of)
     if scope in ("numa", "all"):
-        if not _cpu_nodes(system) and scope == "numa":
+        if not cpu_numa_nodes(system) and scope == "numa":
             raise SuiteError(
                 "stream scope 'numa': this system's NUMA nodes (with CPUs) are unknown",
                 hint="'assay system' shows what could not be read; use scope = 'node'",

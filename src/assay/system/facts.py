@@ -110,6 +110,11 @@ def l3_instance_bytes(system: System) -> int | None:
     return system.l3_bytes // max(1, len(system.l3_domains or [None]))
 
 
+def cpu_numa_nodes(system: System) -> list[dict]:
+    """NUMA nodes that have CPUs; a memory-only node (HBM, CXL) has no cores to run on."""
+    return [n for n in system.numa_nodes or [] if n.get("cpus")]
+
+
 def collect_plan_facts(ctx: Context | None = None) -> PlanFacts:
     """Read the plan facts of this machine (or of the tree and PATH ``ctx`` stands for)."""
     ctx = ctx if ctx is not None else Context()
