@@ -215,6 +215,11 @@ def stop_server(server: Server) -> str | None:
                 os.kill(p, signal.SIGKILL)
         if left:
             problem = f"{server.host}: fio server {pid} needed SIGKILL"
+            # SIGKILL is delivered, not done: wait until they are gone, so that none is still
+            # running when the driver (and the run) has ended (seen once in CI's test).
+            deadline = time.monotonic() + STOP_TIMEOUT_S
+            while any(alive(p) for p in left) and time.monotonic() < deadline:
+                time.sleep(0.02)
     with contextlib.suppress(OSError):
         os.unlink(server.pidfile)
     return problem
