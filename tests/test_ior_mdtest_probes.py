@@ -22,6 +22,7 @@ from assay.probes.external import pick_mpi
 from assay.probes.ior import IorParams
 from assay.probes.mdtest import MdtestParams
 from assay.suite.schema import SuiteSpec
+from assay.system.facts import PlanFacts
 from conftest import run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -29,12 +30,16 @@ MPIS = [
     MpiInfo("openmpi", "4.1.4", launcher="mpirun", flavor="openmpi"),
     MpiInfo("mpich", "4.0.2", launcher="mpiexec", flavor="mpich"),
 ]
-CTX = PlanContext(system=System(cores=8), mpis=MPIS)
+# Tools are looked up through the plan facts (as collect_plan_facts sets them up), here via
+# shutil.which at call time, so that the ``installed`` fixture can stand in for an install.
+CTX = PlanContext(
+    system=System(cores=8), mpis=MPIS, facts=PlanFacts(lookup=lambda p: shutil.which(p))
+)
 
 
 @pytest.fixture
 def installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pretend /opt/ior/bin/{ior,mdtest} exist (shutil.which is what the drafts ask)."""
+    """Pretend /opt/ior/bin/{ior,mdtest} exist (shutil.which is what CTX's facts ask)."""
     real = shutil.which
     monkeypatch.setattr(shutil, "which", lambda p: p if p.startswith("/opt/ior/bin/") else real(p))
 

@@ -238,8 +238,21 @@ def test_plan_facts_from_a_fake_sysfs_tolerate_missing_files(tmp_path: Path):
     for cpu, siblings in ((0, "0,2"), (2, "0,2")):
         (cpu_dir / f"cpu{cpu}" / "topology").mkdir(parents=True)
         (cpu_dir / f"cpu{cpu}" / "topology" / "thread_siblings_list").write_text(siblings)
-    ctx = Context(root=tmp_path, which=lambda name: "/opt/taskset" if name == "taskset" else None)
+    asked: list[str] = []
+
+    def which(name: str) -> str | None:
+        asked.append(name)
+        return {"taskset": "/opt/taskset", "/opt/hpl/xhpl": "/opt/hpl/xhpl"}.get(name)
+
+    ctx = Context(root=tmp_path, which=which)
     facts = collect_plan_facts(ctx)
+    # a path a suite names is looked up through the same Context when asked; a program of
+    # PLAN_PROGRAMS is answered from what was collected, not looked up again
+    asked.clear()
+    assert facts.which("/opt/hpl/xhpl") == "/opt/hpl/xhpl" and facts.which("/no/ior") is None
+    assert facts.which("taskset") == "/opt/taskset" and facts.which("hpcc") is None
+    assert asked == ["/opt/hpl/xhpl", "/no/ior"]
+    assert PlanFacts().which("/opt/hpl/xhpl") is None  # facts built by hand find nothing else
     sizes = facts.caches[0]
     assert sizes == {"L1": 48 * 1024, "L2": 2 * MiB, "L3": 32 * MiB}
     assert set(facts.caches) == {0}

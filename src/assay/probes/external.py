@@ -2,14 +2,12 @@
 under, whether it is installed, its sizes, its parser's samples, and the probe base class
 (``MpiToolProbe``) that drafts its one job and reads its output -- once, here, for each of them.
 
-``tool_skip`` looks at ``PATH`` (``shutil.which``) while planning: it is the one such look left
-in these probes, kept in this one place until the plan context carries the tools found on
-``PATH`` (``assay.system``), when it becomes a lookup in the context.
+``tool_skip`` asks the plan context's facts (``PlanFacts.which``) whether the tool is there:
+planning reads no ``PATH`` itself.
 """
 
 from __future__ import annotations
 
-import shutil
 from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -19,6 +17,7 @@ from assay.model import Job, MpiInfo, Sample
 from assay.parsers.base import ParseResult
 from assay.parsers.fio import parse_size
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
+from assay.system.facts import PlanFacts
 
 INSTALL_HINT = (
     "build it from https://github.com/hpc/ior (./bootstrap && ./configure && make; not "
@@ -47,9 +46,9 @@ def pick_mpi(mpis: list[MpiInfo], wanted: str | None) -> tuple[MpiInfo | None, s
     return mpis[0], None
 
 
-def tool_skip(tool: str, path: str) -> str | None:
+def tool_skip(tool: str, path: str, facts: PlanFacts) -> str | None:
     """None when ``path`` runs here, else the skip reason naming what to install."""
-    if shutil.which(path):
+    if facts.which(path):
         return None
     return f"{tool} not found ({path!r}): " + INSTALL_HINT.format(tool=tool)
 
@@ -106,7 +105,7 @@ class MpiToolProbe(Probe):
                 ranks=p.ranks or ranks or ctx.system.cores or 1,
                 label=f"{p.api.lower()} {self.layouts[0 if p.file_per_process else 1]} "
                 + (mpi.label if mpi else "no-mpi"),
-                skip_reason=tool_skip(self.tool, getattr(p, self.tool)) or no_mpi,
+                skip_reason=tool_skip(self.tool, getattr(p, self.tool), ctx.facts) or no_mpi,
             )
         ]
 

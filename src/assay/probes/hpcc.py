@@ -9,7 +9,6 @@ with its reason (never a zero). The input is generated as for ``hpl`` (hpccinf.t
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 from pydantic import Field
@@ -68,7 +67,7 @@ class HpccProbe(Probe):
             job_params["rpeak"] = peak
         if params.n is None:  # the budget the generated N was sized for (the report shows it)
             job_params["time_budget"] = params.time_budget
-        skip = None if shutil.which("hpcc") else "hpcc not found: apt-get install hpcc"
+        skip = None if ctx.facts.which("hpcc") else "hpcc not found: apt-get install hpcc"
         return [
             JobDraft(
                 argv=["hpcc"],

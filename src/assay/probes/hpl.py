@@ -28,7 +28,6 @@ residual check FAILED is a failed job, never a rate; a rate above Rpeak carries
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any, Literal
 
@@ -154,7 +153,9 @@ class HplProbe(Probe):
         if engine == "xhpl":
             mpi = _xhpl_mpi(params, ctx, mpis)
             return [
-                _xhpl_draft(params, mpi, job_params, {"HPL.dat": hpl_dat(size)}, n_ranks, timeout)
+                _xhpl_draft(
+                    params, ctx, mpi, job_params, {"HPL.dat": hpl_dat(size)}, n_ranks, timeout
+                )
             ]
         argv = [*interleave(ctx, threads), "{exe}", "--n", str(size.n), "--nb", str(size.nb)]
         argv += ["--p", str(size.p), "--q", str(size.q)]
@@ -206,7 +207,7 @@ class HplProbe(Probe):
         if peak and cores:
             job_params["rpeak"] = peak * n_ranks / cores if n_ranks < cores else peak
         inputs = {"HPL.dat": path.read_text()}
-        return _xhpl_draft(params, mpi, job_params, inputs, n_ranks, None)
+        return _xhpl_draft(params, ctx, mpi, job_params, inputs, n_ranks, None)
 
     def parse(self, stdout: str, job: Job) -> list[Sample]:
         plan = {k: job.params[k] for k in PLAN_KEYS if k in job.params}
@@ -272,6 +273,7 @@ def _xhpl_mpi(params: HplParams, ctx: PlanContext, mpis: list[MpiInfo]) -> MpiIn
 
 def _xhpl_draft(
     params: HplParams,
+    ctx: PlanContext,
     mpi: MpiInfo,
     job_params: dict[str, Any],
     inputs: dict[str, str],
@@ -280,7 +282,7 @@ def _xhpl_draft(
 ) -> JobDraft:
     assert params.xhpl
     skip = None
-    if not shutil.which(params.xhpl):
+    if not ctx.facts.which(params.xhpl):
         skip = f"xhpl {params.xhpl} not found or not executable"
     return JobDraft(
         argv=[params.xhpl],

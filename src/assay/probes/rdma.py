@@ -12,7 +12,6 @@ server's node: the published inter-node ``ib_send_lat`` method.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from typing import Literal
 
@@ -57,7 +56,7 @@ class RdmaProbe(Probe):
             skip = "no RDMA device (/sys/class/infiniband is empty): RDMA probes skipped"
         elif params.device and params.device not in devices:
             skip = f"RDMA device {params.device} not found (found: {', '.join(devices)})"
-        elif not shutil.which(tool):
+        elif not ctx.facts.which(tool):
             skip = f"{tool} not found: apt-get install perftest"
         device = params.device or (devices[0] if devices else "none")
         base = [tool, "-a", "-d", device, "-i", str(params.ib_port), "-p", str(params.tcp_port)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from assay.model import System
-from assay.system._context import Context, parse_size
+from assay.system._context import Context, Which, parse_size
 from assay.system.cpulist import parse_cpulist
 
 CPU_DIR = "/sys/devices/system/cpu"
@@ -50,10 +50,16 @@ class PlanFacts:
     core_of: dict[int, int] = field(default_factory=dict)
     caches: dict[int, dict[str, int]] = field(default_factory=dict)
     programs: dict[str, str] = field(default_factory=dict)
+    # Any other program or path a suite names (a user's xhpl, ior, osu_latency): looked up
+    # through the collecting Context when asked; None (facts built by hand) finds nothing.
+    lookup: Which | None = field(default=None, repr=False, compare=False)
 
     def which(self, program: str) -> str | None:
-        """Where ``program`` was found when the facts were collected; None if it was not."""
-        return self.programs.get(program)
+        """Where ``program`` (a name on PATH, or a path) is: from the facts collected for the
+        programs in ``PLAN_PROGRAMS``, else through ``lookup``; None if it is not found."""
+        if program in self.programs or program in PLAN_PROGRAMS or self.lookup is None:
+            return self.programs.get(program)
+        return self.lookup(program)
 
 
 def _cpus(ctx: Context) -> list[int]:
@@ -120,4 +126,4 @@ def collect_plan_facts(ctx: Context | None = None) -> PlanFacts:
     ctx = ctx if ctx is not None else Context()
     caches = {cpu: sizes for cpu in _cpus(ctx) if (sizes := cache_sizes(ctx, cpu))}
     programs = {name: path for name in PLAN_PROGRAMS if (path := ctx.which(name))}
-    return PlanFacts(core_of=core_of(ctx), caches=caches, programs=programs)
+    return PlanFacts(core_of=core_of(ctx), caches=caches, programs=programs, lookup=ctx.which)
