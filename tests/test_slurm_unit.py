@@ -135,6 +135,23 @@ def test_pairs_at_once_splits_each_round_into_batches() -> None:
         assert len({j.params["round"] for j in two if j.placement["group"] == g}) == 1
 
 
+def test_a_vdbench_host_runs_on_its_node_with_the_other_hosts_of_its_run() -> None:
+    def host_job(n: int, node: int, rep: int = 1) -> Job:
+        return Job(job_id=f"{n:03d}-fio-vm{node + 1}-r{rep}", probe="fio", argv=["x"],
+                   params={"node": node, "node_group": "RndRead", "host": f"vm{node + 1}"},
+                   repetition=rep)  # fmt: skip
+
+    # planned bench by bench, each repeated: vm1-r1, vm1-r2, vm2-r1, vm2-r2
+    jobs = [host_job(1, 0, 1), host_job(2, 0, 2), host_job(3, 1, 1), host_job(4, 1, 2)]
+    placed = place(jobs, SlurmOptions(nodes=2), [])
+    # placed repetition by repetition, the hosts of one together, each on its own node
+    assert [j.job_id[:3] for j in placed] == ["001", "003", "002", "004"]
+    assert [j.placement["nodes"] for j in placed] == [[0], [1], [0], [1]]
+    assert [j.placement["group"] for j in placed] == ["RndRead-r1"] * 2 + ["RndRead-r2"] * 2
+    with pytest.raises(ConfigError, match=r"runs on node 2 of the allocation .*--nodes is 1"):
+        place(jobs, SlurmOptions(nodes=1), [])
+
+
 def test_pairs_at_once_must_be_a_count() -> None:
     with pytest.raises(ConfigError, match="pairs_at_once"):
         options_from_config({"slurm": {"pairs_at_once": -1}}, nodes=2, all_pairs=True)

@@ -137,6 +137,28 @@ def test_a_seed_run_becomes_one_fio_bench_running_its_sds_together(seed, tmp_pat
     assert len(jobs) == 1 and jobs[0].argv[1:3] == ["-m", "assay.drivers.fio"]
 
 
+def test_on_slurm_each_vdbench_host_is_a_bench_on_its_node(seed, tmp_path: Path):
+    """The seed's two client VMs (hd=vm1, hd=vm2, six SDs each) as two benches: vm1 on node 0,
+    vm2 on node 1, one node_group (the run): the Slurm launcher runs them at once."""
+    target = tmp_path / "scratch"
+    path = seed["vnet1-RndRead-workload"]
+    spec, notes = vdbench_suite(path, target_dir=target, per_host=True, **SMALL)
+    assert [b.name for b in spec.bench] == ["RndRead@vm1", "RndRead@vm2"]
+    for i, bench in enumerate(spec.bench):
+        p = bench.params
+        assert (p["node"], p["node_group"], p["host_label"]) == (i, "RndRead", f"vm{i + 1}")
+        (group,) = p["groups"]
+        assert [j["name"] for j in group["jobs"]] == [
+            f"RndRead.sd-{i + 1}-{v}" for v in range(1, 7)
+        ]
+    assert any("Vdbench hosts vm1, vm2: each on its own allocation node" in n for n in notes)
+    jobs = plan(spec, PlanContext(system=System()))
+    assert [(j.params["node"], j.params["host"]) for j in jobs] == [(0, "vm1"), (1, "vm2")]
+    # the same file without per_host (a local run): one bench, every SD at once, as before
+    (bench,) = vdbench_suite(path, target_dir=target, **SMALL)[0].bench
+    assert "node" not in bench.params and len(bench.params["groups"][0]["jobs"]) == 12
+
+
 @pytest.mark.parametrize("pattern", seed_files.PATTERNS)
 def test_every_seed_workload_file_plans(seed, tmp_path: Path, pattern: str):
     spec, notes = vdbench_suite(seed[f"vnet1-{pattern}-workload"], target_dir=tmp_path, **SMALL)

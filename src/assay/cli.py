@@ -234,7 +234,9 @@ def run(
     elif all_pairs or detach or nodes or pairs_at_once is not None:
         raise AssayError("--nodes, --all-pairs, --pairs-at-once and --detach need --on slurm")
     if vdbench is not None:
-        spec, text, origin = _vdbench_suite(suite, vdbench, lun_map, target, elapsed, warmup, size)
+        spec, text, origin = _vdbench_suite(
+            suite, vdbench, lun_map, target, elapsed, warmup, size, per_host=on == "slurm"
+        )
     else:
         spec, text, origin = resolve_suite(suite)
     auto = repeat == "auto"  # assay.repeat_auto: each job repeated until its CI is within ±2%
@@ -355,8 +357,9 @@ def collect(
     _after_slurm(store, outcome, started)
 
 
-def _vdbench_suite(suite, path, lun_map, target, elapsed, warmup, size):
-    """A Vdbench parameter file as a suite; what cannot be translated is said, not dropped."""
+def _vdbench_suite(suite, path, lun_map, target, elapsed, warmup, size, per_host):
+    """A Vdbench parameter file as a suite; what cannot be translated is said, not dropped.
+    ``per_host`` (on Slurm): each hd= host of a run on its own allocation node."""
     from assay.parsers.fio import parse_size
     from assay.vdbench.suite import suite_toml, vdbench_suite
 
@@ -375,7 +378,7 @@ def _vdbench_suite(suite, path, lun_map, target, elapsed, warmup, size):
             raise AssayError(f"--size {size!r}: expected a size such as 1g or 256m")
     spec, notes = vdbench_suite(
         path, lun_map=mapping or None, target_dir=target, elapsed=elapsed, warmup=warmup,
-        size=size_bytes,
+        size=size_bytes, per_host=per_host,
     )  # fmt: skip
     for note in notes:
         console.print(Text(f"vdbench: {note}", style="yellow"))

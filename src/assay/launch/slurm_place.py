@@ -17,6 +17,9 @@ The published method decides the placement:
   the server as its own srun step and the client names the server's node (``rdma_pair``).
 - fio with ``clients = "nodes"`` (multi-client, Vdbench's "many hosts, one volume"): one job
   on every node, a fio server per node, the driver as the client (``assay.launch.slurm_fio``).
+- fio with ``node = i`` (a Vdbench file's ``hd=`` host i, ``assay run --vdbench``): on node i;
+  the jobs of one ``node_group`` (one Vdbench run, one repetition) run at the same time, as
+  Vdbench drives every host of a run at once.
 - everything else (STREAM, DGEMM, HPL, fio, ...): once per node, all nodes at the same time,
   so a slow node shows up beside its peers.
 """
@@ -27,6 +30,7 @@ import dataclasses
 import json
 import os
 
+from assay.errors import ConfigError
 from assay.launch.slurm_options import MpiLaunch, SlurmOptions
 from assay.launch.tournament import rounds
 from assay.model import Job, MpiInfo
@@ -91,6 +95,16 @@ def place(jobs: list[Job], opts: SlurmOptions, mpis: list[MpiInfo]) -> list[Job]
                 j = _with(job, "intra", [0], placement="intra-node", ranks=2, ppn=2, nodes=1)
                 j.ranks, j.ppn = 2, 2
                 out.append(j)
+        elif job.probe == "fio" and job.params.get("node") is not None:
+            i = int(job.params["node"])
+            if i >= n:
+                raise ConfigError(
+                    f"{job.job_id} runs on node {i + 1} of the allocation "
+                    f"({job.params.get('host') or 'a Vdbench host'}), but --nodes is {n}",
+                    hint=f"allocate a node per Vdbench host: --nodes {i + 1} or more",
+                )
+            group = f"{job.params.get('node_group') or job.job_id}-r{job.repetition}"
+            out.append(_with(job, "", [i], group=group, placement="node"))
         elif job.probe == "fio" and job.params.get("clients") == "nodes":
             j = _with(job, "", list(range(n)), placement="multi-client", nodes=n)
             j.placement["fio_servers"] = {"port": opts.fio_port, "network": opts.fio_network}
@@ -110,7 +124,17 @@ def place(jobs: list[Job], opts: SlurmOptions, mpis: list[MpiInfo]) -> list[Job]
                 )
     for job in out:
         _mpi_env(job, opts, mpis)
-    return out
+    return _gathered(out)
+
+
+def _gathered(jobs: list[Job]) -> list[Job]:
+    """The jobs with each placement group's members next to each other (the runner runs a
+    group's *consecutive* jobs together), in the order each group first appears: a Vdbench
+    run's per-host benches repeated (--repeat) come out host1-r1, host1-r2, host2-r1, ..."""
+    order: dict[str, list[Job]] = {}
+    for i, job in enumerate(jobs):
+        order.setdefault(job.placement.get("group") or f"\0{i}", []).append(job)
+    return [job for members in order.values() for job in members]
 
 
 def node_list(hosts: list[str]) -> str:

@@ -103,6 +103,16 @@ class FioParams(ProbeParams):
     clients: Literal["here", "nodes"] = Field(
         default="here", description="'nodes': on Slurm, every allocation node a client at once"
     )
+    node: int | None = Field(
+        default=None, ge=0, description="Slurm: run on this node of the allocation (0 = first)"
+    )
+    node_group: str | None = Field(
+        default=None,
+        description="Slurm: the benches of one node_group run at once, each on its node",
+    )
+    host_label: str | None = Field(
+        default=None, description="the host these jobs stand for (a Vdbench hd=): the Host column"
+    )
     mode: Literal["workloads", "curve"] = "workloads"
     curve: list[int] = Field(default_factory=lambda: list(CURVE_DEFAULT), min_length=1)
     max_latency_ms: float | None = Field(default=None, gt=0)
@@ -125,7 +135,7 @@ class FioParams(ProbeParams):
     def _sizes(cls, value: Any) -> Any:
         return size_value(value)
 
-    @field_validator("target", "hostfile", "fio", "ioengine")
+    @field_validator("target", "hostfile", "fio", "ioengine", "host_label", "node_group")
     @classmethod
     def _one_line(cls, value: str | None, info: Any) -> str | None:
         """A value that reaches a fio job file (or fio's command line) is one line of text."""
@@ -317,8 +327,18 @@ class FioProbe(Probe):
             job_params["hosts"] = len(hosts)
         if params.clients == "nodes":
             job_params["clients"] = "nodes"
+        if params.node is not None:  # placed on that node by the Slurm launcher
+            if hosts or params.clients == "nodes":
+                raise SuiteError("fio: node places one client; it excludes hosts and clients")
+            job_params["node"] = params.node
+            job_params["node_group"] = params.node_group or ""
+        if params.host_label:  # the storage tables' Host column
+            job_params["host"] = params.host_label
         timeout = (spec.deadline_s or 0) + CLEANUP_GRACE_S
-        return [make_draft(argv, job_params, label_of(params, len(hosts)), timeout)]
+        label = label_of(params, len(hosts)) + (
+            f" {params.host_label}" if params.host_label else ""
+        )
+        return [make_draft(argv, job_params, label, timeout)]
 
     def preflight(self, job: Job) -> None:
         """The driver's target checks, made before the run starts (see the module docstring):

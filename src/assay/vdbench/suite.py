@@ -12,6 +12,8 @@ one ``[[bench]]`` of the ``fio`` probe per translated run, in the file's order:
   ``stopcurve=`` as ``max_latency_ms`` (both are response times in ms); ``iorate=N`` ->
   ``mode = "workloads"`` with the translation's per-job ``rate_iops`` caps (N divided evenly
   over the threads, Poisson arrivals);
+* on Slurm (``per_host``) a run whose SDs belong to several ``hd=`` hosts is one bench per
+  host, host i on allocation node i, the hosts of a run at the same time;
 * ``elapsed``/``warmup``/``size`` override every run and SD, like Vdbench's ``-e``/``-w``
   execution parameters (for a short local run of a production file);
 * LUNs: ``lun_map`` remaps path prefixes (``{"/mnt/vdb1": "/scratch/a"}``, the longest
@@ -61,10 +63,13 @@ def vdbench_suite(
     elapsed: float | None = None,
     warmup: float | None = None,
     size: int | None = None,
+    per_host: bool = False,
 ) -> tuple[SuiteSpec, list[str]]:
     """The suite that runs the Vdbench parameter file ``path`` with fio, and the notes naming
-    everything not translated. Raises ``ParseError`` (file, line, keyword) for a bad file and
-    ``SuiteError`` for bad arguments."""
+    everything not translated. ``per_host`` (a Slurm run): a run whose SDs belong to several
+    ``hd=`` hosts becomes one bench per host, host i (in the file's order) on allocation node
+    i, all at once (:func:`host_benches`). Raises ``ParseError`` (file, line, keyword) for a
+    bad file and ``SuiteError`` for bad arguments."""
     if lun_map and target_dir is not None:
         raise SuiteError(
             "give lun_map (--lun-map OLD=NEW) or target_dir (--target DIR), not both",
@@ -77,10 +82,12 @@ def vdbench_suite(
     config = load_vdbench(path, lun_map=mapping)
     translation = translate(config, elapsed=elapsed, warmup=warmup, size=size)
     notes = [note_text(u) for u in translation.untranslated]
+    order = [h.name for h in config.hosts]
     benches = []
     for run in translation.runs:
-        benches.append(bench_of(run, target))
-        notes += run_notes(run)
+        split = per_host and len(set(run.hosts.values())) > 1
+        benches += host_benches(run, target, order) if split else [bench_of(run, target)]
+        notes += run_notes(run, split)
     if target is not None:
         notes += collisions(config.storage)
     name = Path(path).name
@@ -142,7 +149,20 @@ def bench_of(run: TranslatedRun, target: Path | None) -> BenchSpec:
     return BenchSpec(probe="fio", name=run.name, params=params)
 
 
-def run_notes(run: TranslatedRun) -> list[str]:
+def host_benches(run: TranslatedRun, target: Path | None, order: list[str]) -> list[BenchSpec]:
+    """One bench per Vdbench host of the run, its own SDs' jobs: host ``order[i]`` runs on
+    allocation node i (fio param ``node``), the run's hosts at once (``node_group``), each
+    host's figures under its name (``host_label``, the report's Host column)."""
+    benches = []
+    for host in sorted(set(run.hosts.values()), key=order.index):
+        mine = [j for j in run.jobs if run.hosts.get(j.name) == host]
+        bench = bench_of(dataclasses.replace(run, jobs=mine), target)
+        bench.params.update(node=order.index(host), node_group=run.name, host_label=host)
+        benches.append(bench.model_copy(update={"name": f"{run.name}@{host}"}))
+    return benches
+
+
+def run_notes(run: TranslatedRun, per_host: bool = False) -> list[str]:
     """What the suite leaves out of a run that the translation kept as data."""
     where = f"{run.source_file}:{run.source_line}: rd={run.name}"
     notes = []
@@ -152,7 +172,12 @@ def run_notes(run: TranslatedRun) -> list[str]:
             "each run as a whole"
         )
     hosts = sorted(set(run.hosts.values()))
-    if hosts and hosts != ["localhost"]:
+    if per_host:
+        notes.append(
+            f"{where}: Vdbench hosts {', '.join(hosts)}: each on its own allocation node, in "
+            "hd= order, all at once; each host's figures are its own (no merged total)"
+        )
+    elif hosts and hosts != ["localhost"]:
         shown = ", ".join(hosts[:6]) + (f", ... ({len(hosts)} hosts)" if len(hosts) > 6 else "")
         notes.append(
             f"{where}: the SDs of Vdbench host(s) {shown}: all {len(run.jobs)} jobs run from "
