@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -446,3 +447,39 @@ def test_multi_client_fio_from_three_nodes_against_one_directory(cluster, tmp_pa
         assert total == pytest.approx(sum(per_host.values()), rel=1e-9)
     assert not list(target.rglob("assay-fio*")), "the test files were not removed"
     assert not node_processes_after_teardown()  # the fio servers ended with their step
+
+
+def test_a_vdbench_files_hosts_run_each_on_its_node_at_once(cluster, tmp_path: Path) -> None:
+    """The seed's parameter files with two client VMs (hd=vm1, hd=vm2, six SDs each): on
+    Slurm vm1's SDs run on the first node, vm2's on the second, at the same time."""
+    import importlib.util
+
+    fixture = Path(__file__).parent / "fixtures" / "vdbench" / "seed_files.py"
+    spec = importlib.util.spec_from_file_location("seed_files", fixture)
+    assert spec is not None and spec.loader is not None
+    seed_files = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(seed_files)
+    files = seed_files.write_seed_files(tmp_path / "vdb", vms=2)
+    volume = tmp_path / "volume"  # the namespaces share the host's file system
+    volume.mkdir()
+    proc = assay(
+        cluster, "run", "--vdbench", str(files["vnet1-RndRead-workload"]), "--on", "slurm",
+        "--nodes", "2", "--target", str(volume), "--elapsed", "3", "--warmup", "1",
+        "--size", "4m", timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rid = run_id_of(proc.stderr)
+    vm1, vm2 = jobs_of(cluster, rid)
+    assert (vm1["status"], vm2["status"]) == ("ok", "ok")
+    assert (vm1["hosts"], vm2["hosts"]) == ([NODES[0]], [NODES[1]])
+    # at once: each started before the other ended (start: whole seconds, so 1 s of slack)
+    start = [datetime.fromisoformat(j["started"]).timestamp() for j in (vm1, vm2)]
+    end = [t + j["wall_time"] for t, j in zip(start, (vm1, vm2), strict=True)]
+    assert max(start) < min(end) - 1.0, (start, end)
+    samples = [s for s in samples_of(cluster, rid) if s["metric"] == "storage.iops"]
+    by_host = {s["params"]["host"]: s["params"]["hosts"] for s in samples}
+    assert by_host == {"vm1": [NODES[0]], "vm2": [NODES[1]]}
+    report = assay(cluster, "report", rid, "--format", "md")
+    assert report.returncode == 0, report.stderr
+    assert "| Host |" in report.stdout and "| vm1 |" in report.stdout
+    assert not list(volume.glob("file-*")), "the SD files were not removed"

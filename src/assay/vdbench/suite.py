@@ -181,7 +181,7 @@ def run_notes(run: TranslatedRun, per_host: bool = False) -> list[str]:
         shown = ", ".join(hosts[:6]) + (f", ... ({len(hosts)} hosts)" if len(hosts) > 6 else "")
         notes.append(
             f"{where}: the SDs of Vdbench host(s) {shown}: all {len(run.jobs)} jobs run from "
-            "this machine, at once (for several client machines use the fio probe's hosts)"
+            "this machine, at once (with --on slurm each host runs on its own node)"
         )
     return notes
 
