@@ -469,7 +469,9 @@ def test_a_vdbench_files_hosts_run_each_on_its_node_at_once(cluster, tmp_path: P
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     rid = run_id_of(proc.stderr)
-    vm1, vm2 = jobs_of(cluster, rid)
+    # jobs.jsonl is in the order the jobs ended; their ids name the host
+    vm1, vm2 = sorted(jobs_of(cluster, rid), key=lambda j: j["job_id"].rsplit("-", 1)[-1])
+    assert vm1["job_id"].endswith("vm1") and vm2["job_id"].endswith("vm2")
     assert (vm1["status"], vm2["status"]) == ("ok", "ok")
     assert (vm1["hosts"], vm2["hosts"]) == ([NODES[0]], [NODES[1]])
     # at once: each started before the other ended (start: whole seconds, so 1 s of slack)
@@ -481,5 +483,13 @@ def test_a_vdbench_files_hosts_run_each_on_its_node_at_once(cluster, tmp_path: P
     assert by_host == {"vm1": [NODES[0]], "vm2": [NODES[1]]}
     report = assay(cluster, "report", rid, "--format", "md")
     assert report.returncode == 0, report.stderr
-    assert "| Host |" in report.stdout and "| vm1 |" in report.stdout
+    # a row per host and their total, as Vdbench totals a run over its hosts
+    rows = {}
+    for line in report.stdout.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) > 7 and cells[0] == "RndRead" and cells[2] == "read":
+            rows[cells[1]] = float(cells[6])  # the IOPS column
+    assert set(rows) == {"vm1", "vm2", "All clients"}, report.stdout
+    assert rows["All clients"] == pytest.approx(rows["vm1"] + rows["vm2"], abs=2)
+    assert "Vdbench hosts on Slurm (vm1, vm2)" in report.stdout
     assert not list(volume.glob("file-*")), "the SD files were not removed"

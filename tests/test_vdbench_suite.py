@@ -154,6 +154,10 @@ def test_on_slurm_each_vdbench_host_is_a_bench_on_its_node(seed, tmp_path: Path)
     assert any("Vdbench hosts vm1, vm2: each on its own allocation node" in n for n in notes)
     jobs = plan(spec, PlanContext(system=System()))
     assert [(j.params["node"], j.params["host"]) for j in jobs] == [(0, "vm1"), (1, "vm2")]
+    # both share the target from their nodes at once: each keeps its own assay directory
+    from assay.probes.fio import spec_of
+
+    assert [spec_of(j).subdir for j in jobs] == ["assay-fio-vm1", "assay-fio-vm2"]
     # the same file without per_host (a local run): one bench, every SD at once, as before
     (bench,) = vdbench_suite(path, target_dir=target, **SMALL)[0].bench
     assert "node" not in bench.params and len(bench.params["groups"][0]["jobs"]) == 12

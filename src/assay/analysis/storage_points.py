@@ -9,7 +9,7 @@ measures.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from assay.analysis.knee import InsufficientDataError, find_knee
@@ -209,4 +209,59 @@ def points_of(figures: list[Figure]) -> list[Point]:
             )
         point.figures[(f.sample.metric, str(p.get("direction", "?")))] = f
         point.repetitions = max(point.repetitions, f.repetitions)
-    return list(points.values())
+    return [*points.values(), *host_totals(list(points.values()))]
+
+
+# Params of one host's run that do not hold for the total of several.
+_PER_HOST = ("point_p99_s", "littles_flag", "hosts", "node", "job_id")
+
+
+def host_totals(points: list[Point]) -> list[Point]:
+    """The total of the per-host runs of one Vdbench run on Slurm (fio param ``node_group``:
+    each ``hd=`` host ran its SDs on its own node, at once), as Vdbench totals a run over its
+    hosts: IOPS and bandwidth summed, the mean latency weighted by IOPS (every I/O's time over
+    every I/O), the outstanding I/O summed. No percentile: each host's histogram stayed on its
+    node (the p99 columns show "–"). Multi-client runs (fio client/server) have their own total
+    from merged histograms and are left alone."""
+    groups: dict[tuple[Any, ...], list[Point]] = {}
+    for pt in points:
+        if pt.params.get("node_group") and pt.host not in (None, ALL_CLIENTS):
+            key = (pt.workload, pt.config, pt.mode, pt.curve_pct, pt.params.get("target"))
+            groups.setdefault((*key, pt.params["node_group"]), []).append(pt)
+    totals = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        first = members[0]
+        params = {k: v for k, v in first.params.items() if k not in _PER_HOST}
+        params.update(host=ALL_CLIENTS, hosts_summed=len(members))
+        expected = [m.params.get("outstanding_expected") for m in members]
+        if all(isinstance(e, int | float) for e in expected):
+            params["outstanding_expected"] = sum(expected)  # type: ignore[arg-type]
+        total = Point(first.workload, first.config, first.mode, first.curve_pct, params,
+                      first.job_id, host=ALL_CLIENTS)  # fmt: skip
+        total.repetitions = min(m.repetitions for m in members)
+        for d in DIRECTION_ORDER:
+            parts = [m for m in members if m.value("storage.iops", d)]
+            if len(parts) == len(members):
+                _sum_direction(total, parts, d)
+        totals.append(total)
+    return totals
+
+
+def _sum_direction(total: Point, parts: list[Point], d: str) -> None:
+    """One direction's total figures (see :func:`host_totals`)."""
+
+    def figure(metric: str, value: float) -> Figure:
+        sample = parts[0].figures[(metric, d)].sample
+        return Figure(replace(sample, value=value, stats=None, params=dict(total.params)), 1, None)
+
+    iops = [p.figures[("storage.iops", d)].sample.value for p in parts]
+    total.figures[("storage.iops", d)] = figure("storage.iops", sum(iops))
+    if all(("storage.bandwidth", d) in p.figures for p in parts):
+        bw = sum(p.figures[("storage.bandwidth", d)].sample.value for p in parts)
+        total.figures[("storage.bandwidth", d)] = figure("storage.bandwidth", bw)
+    lat = [p.figures.get(("storage.latency", d)) for p in parts]
+    if all(lat) and sum(iops) > 0:
+        mean = sum(i * f.sample.value for i, f in zip(iops, lat, strict=True) if f) / sum(iops)
+        total.figures[("storage.latency", d)] = figure("storage.latency", mean)

@@ -19,7 +19,7 @@ from assay.fio.safety import MARKER, SUBDIR, Placement, TargetState
 from assay.fio.workloads import FILE_PREFIX
 
 
-def observe(path: str | Path) -> TargetState:
+def observe(path: str | Path, subdir: str = SUBDIR) -> TargetState:
     """What ``path`` is now (stat only, nothing written)."""
     p = Path(path)
     try:
@@ -33,7 +33,7 @@ def observe(path: str | Path) -> TargetState:
     if stat.S_ISDIR(st.st_mode):
         if (p / MARKER).is_file():
             return TargetState(str(p), "assay-dir")
-        return TargetState(str(p), "dir", sub=observe_sub(p / SUBDIR))
+        return TargetState(str(p), "dir", sub=observe_sub(p / subdir))
     return TargetState(str(p), "other")
 
 

@@ -74,10 +74,12 @@ from assay.drivers.fio.spec import CURVE_DEFAULT, DriverSpec, JobGroup, estimate
 from assay.errors import SuiteError
 from assay.fio.hosts import ClientError, parse_hosts, read_hostfile
 from assay.fio.job import control_problem, job_file
+from assay.fio.safety import SUBDIR
 from assay.fio.workloads import NAMES, WORKLOADS
 from assay.model import Job, MpiInfo, Sample
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
 from assay.probes.external import size_value
+from assay.textutil import slugify
 
 DEFAULT_SIZE = 256 * 2**20
 # Extra time the runner gives a job beyond the driver's own budget: the driver stops fio and
@@ -234,6 +236,7 @@ def driver_spec(
         curve=params.curve,
         max_latency_ms=params.max_latency_ms,
         target=target,
+        subdir=f"{SUBDIR}-{slugify(params.host_label)}" if params.host_label else SUBDIR,
         size=params.size,
         runtime=params.runtime,
         ramp_time=params.ramp_time,

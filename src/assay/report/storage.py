@@ -88,7 +88,15 @@ def _run_notes(points: list[Point]) -> list[str]:
         for text in sorted({str(pt.params[name]) for pt in points if name in pt.params}):
             notes.append(f"Warning: {text}.")
     hosts = sorted({pt.host for pt in points if pt.host and pt.host != ALL_CLIENTS})
-    if hosts:
+    vdbench_hosts = sorted({pt.host for pt in points if pt.params.get("node_group")} - {None})
+    if hosts and vdbench_hosts:
+        notes.append(
+            f"Vdbench hosts on Slurm ({', '.join(h for h in vdbench_hosts if h != ALL_CLIENTS)})"
+            f": each host's SDs from its own node, all at once; '{ALL_CLIENTS}' is their total "
+            "as Vdbench totals a run -- IOPS and bandwidth summed, mean latency weighted by "
+            "IOPS; no p99 (each host's histogram stayed on its node)."
+        )
+    elif hosts:
         notes.append(
             f"Multi-client (fio client/server) on {len(hosts)} hosts ({', '.join(hosts)}): "
             f"a row per host, and '{ALL_CLIENTS}' for their total -- IOPS and bandwidth summed, "

@@ -46,7 +46,7 @@ class Checked:
 def check_spec(spec: DriverSpec, target: str) -> Checked:
     """Check ``spec`` against ``target`` as it is now; raise ``Refused`` saying why not."""
     try:
-        placement = place(observe(target), destructive=spec.destructive)
+        placement = place(observe(target, spec.subdir), destructive=spec.destructive)
     except SafetyError as exc:
         raise Refused([f"refused: {exc}"], hint=exc.hint) from None
     try:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.fio.job import FioJob
+from assay.fio.safety import SUBDIR
 from assay.fio.workloads import RunSettings, custom_job, get_workload, workload_job
 
 CURVE_DEFAULT = (10, 50, 70, 80, 90, 100)  # Vdbench's curve= default
@@ -44,6 +45,9 @@ class DriverSpec(BaseModel):
     curve: list[int] = Field(default_factory=lambda: list(CURVE_DEFAULT))
     max_latency_ms: float | None = Field(default=None, gt=0)
     target: str | None = None  # None: SCRATCH in the current directory
+    # assay's own directory in a target directory; its own per host when the hosts of a
+    # Vdbench run share one target from their nodes at once (``assay-fio-<host>``)
+    subdir: str = Field(default=SUBDIR, pattern=r"^assay-fio[A-Za-z0-9._-]*$")
     size: int = Field(gt=0)
     runtime: float = Field(gt=0)
     ramp_time: float = Field(ge=0)
