@@ -213,7 +213,7 @@ def points_of(figures: list[Figure]) -> list[Point]:
 
 
 # Params of one host's run that do not hold for the total of several.
-_PER_HOST = ("point_p99_s", "littles_flag", "hosts", "node", "job_id")
+_PER_HOST = ("point_p99_s", "littles_flag", "hosts", "node")
 
 
 def host_totals(points: list[Point]) -> list[Point]:
@@ -261,7 +261,7 @@ def _sum_direction(total: Point, parts: list[Point], d: str) -> None:
     if all(("storage.bandwidth", d) in p.figures for p in parts):
         bw = sum(p.figures[("storage.bandwidth", d)].sample.value for p in parts)
         total.figures[("storage.bandwidth", d)] = figure("storage.bandwidth", bw)
-    lat = [p.figures.get(("storage.latency", d)) for p in parts]
-    if all(lat) and sum(iops) > 0:
-        mean = sum(i * f.sample.value for i, f in zip(iops, lat, strict=True) if f) / sum(iops)
+    if all(("storage.latency", d) in p.figures for p in parts) and sum(iops) > 0:
+        lat = [p.figures[("storage.latency", d)].sample.value for p in parts]
+        mean = sum(i * t for i, t in zip(iops, lat, strict=True)) / sum(iops)
         total.figures[("storage.latency", d)] = figure("storage.latency", mean)

@@ -38,24 +38,25 @@ def _of(figures: Iterable[Figure], probe: str) -> list[Figure]:
     return [f for f in figures if f.sample.probe == probe]
 
 
+def burn_cards(figures: list[Figure]) -> list[tuple[tuple[Any, str], dict[str, Figure]]]:
+    """The gpu_burn figures by (card, precision), each as {metric: figure}: cards in order,
+    each card's precisions in ``PRECISION_ORDER`` (the table's rows, the chart's bars)."""
+    keyed: dict[tuple[Any, str], dict[str, Figure]] = {}
+    for f in _of(figures, "gpu_burn"):
+        p = f.sample.params
+        keyed.setdefault((p.get("gpu"), str(p.get("precision"))), {})[f.sample.metric] = f
+    order = {p: i for i, p in enumerate(PRECISION_ORDER)}
+    return sorted(keyed.items(), key=lambda kv: (str(kv[0][0]), order.get(kv[0][1], 99)))
+
+
 def burn_table(figures: list[Figure]) -> Table | None:
     """One row per GPU and precision: TFLOP/s mean (min–max over the measured intervals),
     errors and verdict, SM and memory clock ranges, power mean (max), hottest temperature."""
-    burn = _of(figures, "gpu_burn")
-    keyed: dict[tuple[Any, str], dict[str, Figure]] = {}
-    for f in burn:
-        p = f.sample.params
-        keyed.setdefault((p.get("gpu"), str(p.get("precision"))), {})[f.sample.metric] = f
-    if not keyed:
+    cards = burn_cards(figures)
+    if not cards:
         return None
     rows, notes = [], []
-    order = {p: i for i, p in enumerate(PRECISION_ORDER)}
-
-    def sort_key(item: tuple[tuple[Any, str], dict[str, Figure]]) -> tuple:
-        (gpu, precision), _ = item
-        return (str(gpu), order.get(precision, 99))
-
-    for (_gpu, precision), by_metric in sorted(keyed.items(), key=sort_key):
+    for (_gpu, precision), by_metric in cards:
         flops, errors = by_metric.get("gpu.flops"), by_metric.get("gpu.errors")
         any_fig = flops or errors or next(iter(by_metric.values()))
         card = _card(any_fig.sample.params)

@@ -18,7 +18,7 @@ from assay.analysis.series import by_series_and_size
 from assay.analysis.stats import Figure
 from assay.analysis.storage_points import Point, config_of, curve_knee
 from assay.report.allpairs import matrix_key
-from assay.report.gpu import PRECISION_ORDER
+from assay.report.gpu import burn_cards
 from assay.report.plots import draw
 from assay.report.table import count
 from assay.units import metric_info, to_display
@@ -284,16 +284,8 @@ def gpu_charts(figures: list[Figure]) -> list[Chart]:
     colour), a card whose products differ from the reference (FAULTY) in the flag colour, the
     SM clock range and mean power it ran at written above its bar; min–max over the measured
     intervals is in the table beside it."""
-    burn = [f for f in figures if f.sample.probe == "gpu_burn"]
-    keyed: dict[tuple[str, str], dict[str, Figure]] = defaultdict(dict)
-    for f in burn:
-        p = f.sample.params
-        keyed[(str(p.get("gpu")), str(p.get("precision")))][f.sample.metric] = f
-    order = {p: i for i, p in enumerate(PRECISION_ORDER)}
     bars = []
-    for (gpu, precision), by in sorted(
-        keyed.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 99))
-    ):
+    for (gpu, precision), by in burn_cards(figures):
         # assay's probe: gpu.flops beside gpu.errors; an imported gpu_burn output: its
         # gpu.sgemm or gpu.dgemm with the card's verdict in its own params
         flops = next((by[m] for m in ("gpu.flops", "gpu.sgemm", "gpu.dgemm") if m in by), None)
