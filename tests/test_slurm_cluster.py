@@ -44,6 +44,14 @@ srun_mpi = "pmi2"
 # UCX sees one boot id in every namespace and would use shared memory: force TCP.
 env = {{ UCX_TLS = "tcp,self" }}
 
+[outliers]
+# Healthy links of this 2-core VM measure 2x apart from one job to the next, now and then 3x
+# (OpenMPI over TCP between namespaces, 128 KiB: 1200 or 2650 MB/s, 57 or 104 us; 865 once),
+# and their medians of 3 up to 4.6x apart with the rest of the test suite running beside:
+# here only a link 10x worse than the median is a fault (the throttled one is 50-120x). The
+# default, 1.25x, is for real fabrics.
+link_factor = 10
+
 [slurm.mpi.openmpi]
 launcher = "mpirun"
 args = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
@@ -228,29 +236,32 @@ HEATMAPS_JS = """JSON.stringify([...document.querySelectorAll('figure.plot')].ma
 def test_all_pairs_names_the_throttled_link(cluster) -> None:
     # One pair at a time: measured two at once, the four busy-polling ranks share this VM's two
     # cores and the unthrottled links spread over 12x (97 to 1223 MB/s in one CI run), enough
-    # to hide even a 10 Mbit/s link from a robust z-score over 6 links (z = -3.1).
-    throttle = _tc("throttle", "2", "3", "10mbit")
+    # to hide even a 10 Mbit/s link from a robust z-score over 6 links (z = -3.1). Each pair
+    # three times, the median: one job's 2-3x dip (above, [outliers]) is not the link's figure.
+    throttle = _tc("throttle", "2", "3", "100mbit")
     assert throttle.returncode == 0, throttle.stderr
     try:
-        # One message size, large enough that a 10 Mbit/s link is far off the others.
+        # One message size, large enough that a 100 Mbit/s link (12.5 MB/s) is far off the others.
         # OpenMPI: MPICH (UCX over TCP) was seen to hang in MPI_Finalize after latency runs
         # over the throttled link here, and then costs the job's whole timeout.
         proc = assay(
             cluster, "run", "network", "--on", "slurm", "--nodes", "4", "--all-pairs",
             "--pairs-at-once", "1", "--only", "p2p", "--mpi", "openmpi", "--set", "min_size=131072",
-            "--set", "max_size=131072", "--set", "iterations=10", "--set", "warmup=2",
-            "--set", "iterations_large=10", "--set", "warmup_large=2", "--set", "window=16",
-            "--set", "timeout=60", timeout=400,
+            "--set", "max_size=131072", "--set", "iterations=50", "--set", "warmup=5",
+            "--set", "iterations_large=50", "--set", "warmup_large=5", "--set", "window=16",
+            "--set", "timeout=60", "--repeat", "3", timeout=400,
         )  # fmt: skip
     finally:
         _tc("unthrottle")
     rid = run_id_of(proc.stderr)
     results = jobs_of(cluster, rid)
-    assert len(results) == 12  # 6 pairs x (latency, bandwidth)
+    assert len(results) == 36  # 6 pairs x (latency, bandwidth) x 3 repetitions
     report = assay(cluster, "report", rid, "--format", "md")
     assert report.returncode == 0, report.stderr
     bandwidth = report.stdout.split("All-pairs bandwidth")[1].split("\n## ")[0]
     assert "each pair alone" in bandwidth
+    assert "the median of its repetitions (n = 3)" in bandwidth
+    assert "at least 10× worse" in bandwidth
     assert "OUTLIER LINK anode2–anode3" in bandwidth, bandwidth
     assert bandwidth.count("OUTLIER LINK") == 1, bandwidth
     # The same matrices as heatmaps in the HTML report, drawn in a real browser.

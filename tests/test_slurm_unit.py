@@ -9,6 +9,8 @@ from __future__ import annotations
 import collections
 import itertools
 import json
+import math
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -16,7 +18,15 @@ from pathlib import Path
 import pytest
 
 from assay.analysis.allpairs import matrices
-from assay.analysis.outliers import node_values, outliers, robust_z
+from assay.analysis.outliers import (
+    LINK_MIN_FACTOR,
+    OutlierRule,
+    node_values,
+    outlier_rule,
+    outliers,
+    robust_z,
+    worse_factor,
+)
 from assay.analysis.stats import fold_samples
 from assay.errors import ConfigError, LaunchError, SuiteError
 from assay.launch.slurm_fio import fio_servers, node_address, server_step_argv, with_hosts
@@ -27,6 +37,7 @@ from assay.launch.slurm_state import parse_show_job, slurm_words
 from assay.launch.tournament import n_rounds, rounds
 from assay.model import Job, MpiInfo, Sample
 from assay.probes.fio import FioParams, FioProbe
+from assay.report.allpairs import matrix_table
 from conftest import run_cli
 
 FIX = Path(__file__).parent / "fixtures" / "slurm"
@@ -73,6 +84,65 @@ def test_robust_z_zero_spread_and_few_values() -> None:
     z = robust_z({1: 5.0, 2: 5.0, 3: 5.0, 4: 5.0, 5: 50.0})
     assert z[5] > 3.5 and z[1] == 0.0
     assert outliers({1: 1.0, 2: 100.0}, "higher") == []  # two values: no majority to judge by
+
+
+def test_tight_values_need_a_real_difference_too() -> None:
+    # Measured on the test cluster (OpenMPI, 128 KiB, each pair alone): healthy links within
+    # 1 % of each other make the MAD tiny, and one run's 14 % slow link scored z = -6.5.
+    links = {1: 2650.27, 2: 2650.29, 3: 2560.80, 4: 2721.42, 5: 2648.73, 6: 2325.26}
+    assert outliers(links, "higher")[0].key == 6  # the z-score alone calls it out
+    assert outliers(links, "higher", min_factor=LINK_MIN_FACTOR) == []
+    links[6] = 1.19  # the 10 Mbit/s link of the same cluster
+    (bad,) = outliers(links, "higher", min_factor=LINK_MIN_FACTOR)
+    assert bad.key == 6 and bad.factor == pytest.approx(2649.5 / 1.19)
+
+
+def test_outlier_rule_from_config() -> None:
+    assert outlier_rule({}) == OutlierRule()
+    rule = outlier_rule({"outliers": {"link_factor": 4, "threshold": 5.0}})
+    assert rule == OutlierRule(threshold=5.0, link_factor=4.0)
+    for bad, words in (
+        ({"link_factor": 0.5}, "link_factor = 0.5: expected a factor of 1 or more"),
+        ({"threshold": 0}, "threshold = 0: expected a positive number"),
+        ({"node_factor": "2"}, "node_factor = '2': expected a factor of 1 or more"),
+        ({"node_factor": True}, "node_factor = True"),
+        ({"link_factr": 2}, "unknown key(s): link_factr"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(words)):
+            outlier_rule({"outliers": bad})
+    with pytest.raises(ConfigError, match="must be a table"):
+        outlier_rule({"outliers": 3})
+
+
+def test_report_says_which_outliers_setting_is_wrong(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[outliers]\nlink_factor = 0.8\n")
+    proc = run_cli("report", home=tmp_path / "home", env={"ASSAY_CONFIG": str(config)})
+    assert proc.returncode == 2, proc.stderr
+    assert "[outliers] link_factor = 0.8: expected a factor of 1 or more" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_rule_reaches_the_matrix_and_its_notes() -> None:
+    hosts = ["n1", "n2", "n3", "n4"]
+    values = [2650.0, 2650.3, 2560.8, 2721.4, 2648.7, 1200.0]  # one link 2.2x slow
+    samples = [
+        _pair_sample(a, b, v * 1e6)
+        for (a, b), v in zip(itertools.combinations(hosts, 2), values, strict=True)
+    ]
+    (m,) = matrices(by_host(samples))
+    assert [o.key for o in m.link_outliers] == [("n3", "n4")]
+    (m,) = matrices(by_host(samples), OutlierRule(link_factor=4))
+    assert m.link_outliers == []
+    assert "at least 4× worse than the median" in " ".join(matrix_table(m).notes)
+
+
+def test_worse_factor_reads_the_bad_side() -> None:
+    assert worse_factor(50.0, 100.0, "higher") == 2.0
+    assert worse_factor(200.0, 100.0, "higher") == 1.0  # better than the median
+    assert worse_factor(150.0, 100.0, "lower") == 1.5
+    assert worse_factor(0.0, 100.0, "higher") == math.inf  # a dead link
+    assert worse_factor(0.0, 100.0, "lower") == 1.0
 
 
 def test_node_values_point_at_the_node_whose_links_are_all_slow() -> None:
@@ -283,6 +353,10 @@ def test_matrix_takes_each_pairs_median_over_its_repetitions() -> None:
     assert len(folded.by_host) == 6 and {f.repetitions for f in folded.by_host} == {3}
     (m,) = matrices(folded.by_host)
     assert m.value("n1", "n2") == 4e8 + 2e6  # the median of 4e8 + 1e6, 2e6, 3e6
+    assert m.repetitions == (3, 3)
+    assert m.widest == (("n1", "n2"), pytest.approx((4e8 + 3e6) / (4e8 + 1e6)))
+    notes = " ".join(matrix_table(m).notes)
+    assert "the median of its repetitions (n = 3)" in notes and "(n1–n2)" in notes
 
 
 def test_per_node_names_the_slow_node() -> None:

@@ -24,7 +24,6 @@ from assay.cli_common import (
     open_store,
     out,
     print_summary,
-    write_output,
 )
 from assay.errors import AssayError
 
@@ -438,48 +437,15 @@ def runs_cmd(
     out.print(t)
 
 
-@app.command()
-def report(
-    run_refs: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="RUN...",
-            help="Run ids or prefixes; default: the latest. Several: one report, their MPIs "
-            "(and imports, by label) side by side.",
-        ),
-    ] = None,
-    fmt: Annotated[
-        str, typer.Option("--format", "-f", help="term, md, html, json or csv.")
-    ] = "term",
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write to this file instead of stdout.")
-    ] = None,
-    plots_dir: Annotated[
-        Path | None, typer.Option("--plots-dir", help="Also write every plot here (SVG and PNG).")
-    ] = None,
-) -> None:
-    """Report a run: system, STREAM, MPI latency/bandwidth tables (one column per MPI).
-
-    Example: assay report --format html -o report.html
-    """
-    from assay.report.render import render_chunks
-
-    store = open_store()
-    refs = run_refs or [None]
-    # term/md/html read each run's folded figures (assay.report.folded: cached beside the run),
-    # json streams one run's samples as stored; csv, or json of several runs, reads them all
-    raw = fmt == "csv" or (fmt == "json" and len(refs) > 1)
-    loaded = [store.load(ref, samples=raw) for ref in refs]
-    write_output(render_chunks(loaded, fmt, plots_dir=plots_dir), output)
-
-
-# The other commands, one module per topic: doctor and plan-io; import; compare (runs or --ref),
-# references, summary; history with change points, label.
+# The other commands, one module per topic: report; doctor and plan-io; import; compare (runs or
+# --ref), references, summary; history with change points, label.
 from assay.cli_compare import register as _register_compare  # noqa: E402
 from assay.cli_history import register as _register_history  # noqa: E402
 from assay.cli_import import register as _register_import  # noqa: E402
+from assay.cli_report import register as _register_report  # noqa: E402
 from assay.cli_system import register as _register_system  # noqa: E402
 
+_register_report(app)
 _register_system(app)
 _register_import(app)
 _register_compare(app)

@@ -6,15 +6,19 @@ at the largest size (what a link carries when it is full). Samples of one pair m
 several MPIs are kept apart (one matrix per MPI).
 
 Outliers: robust z-score (``assay.analysis.outliers``) over every link, and over every node's
-median link, on the bad side only (low bandwidth, high latency).
+median link, on the bad side only (low bandwidth, high latency), and at least
+``rule.link_factor`` times worse than the median. A pair measured several times (``--repeat``)
+counts by its median, so one disturbed repetition does not make a link an outlier; the largest
+spread of a link's repetitions is kept beside, to compare with the differences between links.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from assay.analysis.outliers import THRESHOLD, Outlier, node_values, outliers
+from assay.analysis.outliers import Outlier, OutlierRule, node_values, outliers
 from assay.analysis.stats import Figure
 from assay.model import Sample
 
@@ -31,8 +35,11 @@ class PairMatrix:
     links: dict[tuple[str, str], float]  # (a, b) with a < b
     link_outliers: list[Outlier] = field(default_factory=list)
     node_outliers: list[Outlier] = field(default_factory=list)
-    threshold: float = THRESHOLD
+    rule: OutlierRule = field(default_factory=OutlierRule)
     concurrent: int = 1  # most pairs measured at the same time as one of these (a round's worth)
+    repetitions: tuple[int, int] = (1, 1)  # fewest, most measurements of a link (it: their median)
+    # the link whose repetitions spread most, and that spread (max/min)
+    widest: tuple[tuple[str, str], float] | None = None
 
     def value(self, a: str, b: str) -> float | None:
         return self.links.get((min(a, b), max(a, b)))
@@ -61,7 +68,7 @@ def _concurrent(group: list[Figure]) -> int:
     return max((len(p) for p in per_round.values()), default=1)
 
 
-def matrices(figures: list[Figure], threshold: float = THRESHOLD) -> list[PairMatrix]:
+def matrices(figures: list[Figure], rule: OutlierRule | None = None) -> list[PairMatrix]:
     """One matrix per (metric, MPI) from the figures of an all-pairs run, folded per pair
     (``Folded.by_host``: each figure holds the values of one pair's repetitions)."""
     chosen = [
@@ -75,6 +82,7 @@ def matrices(figures: list[Figure], threshold: float = THRESHOLD) -> list[PairMa
     for f in chosen:
         p = f.sample.params
         by_key[(f.sample.metric, str(p.get("mpi_label") or p.get("mpi") or "MPI"))].append(f)
+    rule = rule or OutlierRule()
     out = []
     for (metric, mpi), group in sorted(by_key.items()):
         sizes = {int(f.sample.params["size"]) for f in group}
@@ -85,9 +93,11 @@ def matrices(figures: list[Figure], threshold: float = THRESHOLD) -> list[PairMa
             if pair and int(f.sample.params["size"]) == size:
                 per_pair[pair].extend(f.values or (f.sample.value,))
         # Repetitions of a pair: their median, as the report folds repetitions.
-        links = {p: sorted(v)[len(v) // 2] for p, v in per_pair.items()}
+        links = {p: statistics.median(v) for p, v in per_pair.items()}
         if not links:
             continue
+        spreads = {p: max(v) / min(v) for p, v in per_pair.items() if len(v) > 1 and min(v) > 0}
+        widest = max(spreads.items(), key=lambda kv: kv[1]) if spreads else None
         better = group[0].sample.better
         out.append(
             PairMatrix(
@@ -97,10 +107,20 @@ def matrices(figures: list[Figure], threshold: float = THRESHOLD) -> list[PairMa
                 better=better,
                 hosts=sorted({h for p in links for h in p}),
                 links=links,
-                link_outliers=outliers(links, better, threshold),  # type: ignore[arg-type]
-                node_outliers=outliers(node_values(links), better, threshold),  # type: ignore[arg-type]
-                threshold=threshold,
+                link_outliers=outliers(links, better, rule.threshold, min_factor=rule.link_factor),  # type: ignore[arg-type]
+                node_outliers=outliers(
+                    node_values(links),
+                    better,
+                    rule.threshold,
+                    min_factor=rule.link_factor,  # type: ignore[arg-type]
+                ),
+                rule=rule,
                 concurrent=_concurrent(group),
+                repetitions=(
+                    min(len(v) for v in per_pair.values()),
+                    max(len(v) for v in per_pair.values()),
+                ),
+                widest=widest,
             )
         )
     return out

@@ -3,14 +3,15 @@
 On Slurm, STREAM and DGEMM run once per node (``placement = per-node``), each sample carrying
 its host. A node's figure is its best sample of the metric (STREAM's own convention: the best
 rate over its repetitions; DGEMM's largest matrix reaches the highest rate); slow nodes are
-named by the same robust z-score as the all-pairs links (``assay.analysis.outliers``).
+named by the same robust z-score as the all-pairs links (``assay.analysis.outliers``), when
+also at least ``rule.node_factor`` worse than the median node.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from assay.analysis.outliers import THRESHOLD, Outlier, outliers
+from assay.analysis.outliers import Outlier, OutlierRule, outliers
 from assay.analysis.stats import Figure
 
 METRICS = {"memory.triad": "STREAM triad", "compute.dgemm": "DGEMM"}
@@ -25,7 +26,12 @@ class PerNode:
     outliers: list[Outlier] = field(default_factory=list)
 
 
-def per_node(figures: list[Figure], threshold: float = THRESHOLD) -> list[PerNode]:
+def slow_nodes(values: dict[str, float], better: str, rule: OutlierRule) -> list[Outlier]:
+    """The nodes whose figure is an outlier and at least ``rule.node_factor`` worse."""
+    return outliers(values, better, rule.threshold, min_factor=rule.node_factor)  # type: ignore[arg-type]
+
+
+def per_node(figures: list[Figure], rule: OutlierRule | None = None) -> list[PerNode]:
     """From the figures folded per host (``Folded.by_host``): each holds one node's values."""
     out = []
     for metric, label in METRICS.items():
@@ -49,6 +55,8 @@ def per_node(figures: list[Figure], threshold: float = THRESHOLD) -> list[PerNod
             values[host] = pick(values.get(host, best), best)
         if len(values) >= 2:
             out.append(
-                PerNode(metric, label, better, values, outliers(values, better, threshold))  # type: ignore[arg-type]
+                PerNode(
+                    metric, label, better, values, slow_nodes(values, better, rule or OutlierRule())
+                )
             )
     return out

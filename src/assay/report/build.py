@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from assay.analysis.allpairs import PairMatrix, matrices
 from assay.analysis.derive import Derived, derive, p2p_method
+from assay.analysis.outliers import OutlierRule
 from assay.analysis.stats import Figure, Folded, fold_samples
 from assay.model import JobResult, Sample
 from assay.report.allpairs import allpairs_tables, pernode_tables
@@ -73,7 +75,7 @@ class Built:
     tables: list[Table]
     figures: list[Figure]
     derived: Derived
-    by_host: list[Figure]  # the figures folded per host too (all-pairs heatmaps)
+    matrices: list[PairMatrix]  # the all-pairs matrices (their tables and heatmaps)
 
 
 def _relabels(samples: list[Sample], runs: list[LoadedRun], first: str) -> list[dict[str, str]]:
@@ -153,8 +155,9 @@ def build_tables(run: LoadedRun) -> list[Table]:
     return build(run).tables
 
 
-def build(run: LoadedRun, folded: Folded | None = None) -> Built:
-    """The report's tables; ``folded`` defaults to the run's samples folded in memory."""
+def build(run: LoadedRun, folded: Folded | None = None, rule: OutlierRule | None = None) -> Built:
+    """The report's tables; ``folded`` defaults to the run's samples folded in memory;
+    ``rule`` says which links and nodes are outliers (the default rule when None)."""
     folded = folded or fold_samples(run.samples)
     figures = folded.figures
     # All-pairs figures have their own tables (below); no per-pair Hockney fits.
@@ -197,7 +200,8 @@ def build(run: LoadedRun, folded: Folded | None = None) -> Built:
     # All-pairs (Slurm): N x N matrices from the figures folded per host (folding by the
     # measurement alone merges pairs that differ only in their hosts), not the two-node tables.
     all_pairs = [f for f in figures if f.sample.params.get("placement") == "all-pairs"]
-    tables += allpairs_tables(folded.by_host) + pernode_tables(folded.by_host)
+    pair_matrices = matrices(folded.by_host, rule)
+    tables += allpairs_tables(pair_matrices) + pernode_tables(folded.by_host, rule or OutlierRule())
     shown |= {id(f) for f in all_pairs}
     p2p_figs = [f for f in p2p_method(figures) if id(f) not in shown]
     p2p = p2p_tables(p2p_figs)
@@ -240,4 +244,4 @@ def build(run: LoadedRun, folded: Folded | None = None) -> Built:
     failures = failures_table(run.results)
     if failures:
         tables.append(failures)
-    return Built(tables, figures, derived, folded.by_host)
+    return Built(tables, figures, derived, pair_matrices)

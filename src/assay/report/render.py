@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from assay.analysis.outliers import OutlierRule
 from assay.errors import AssayError
 from assay.report.build import Built, build, merge_runs, merge_samples
 from assay.report.folded import folded_of
@@ -190,7 +191,7 @@ def render_html(run: LoadedRun, built: Built, head: list[str]) -> str:
     from assay.report.html import page
     from assay.report.plots import charts_of
 
-    charts = charts_of(built.figures, built.derived, built.by_host)
+    charts = charts_of(built.figures, built.derived, built.matrices)
     return page(f"assay report: {run.info.suite}", head, built.tables, charts)
 
 
@@ -199,10 +200,12 @@ def render(
     fmt: str = "term",
     width: int | None = None,
     plots_dir: Path | None = None,
+    rule: OutlierRule | None = None,
 ) -> str:
     """A report of one run, or of several as one (:func:`merge_runs`: an imported OSU output as
-    a column beside assay's MPIs). ``plots_dir``: also write every plot there as SVG and PNG."""
-    return "".join(render_chunks(run, fmt, width, plots_dir))
+    a column beside assay's MPIs). ``plots_dir``: also write every plot there as SVG and PNG;
+    ``rule``: which all-pairs links and nodes are outliers (``[outliers]`` in the config)."""
+    return "".join(render_chunks(run, fmt, width, plots_dir, rule))
 
 
 def render_chunks(
@@ -210,6 +213,7 @@ def render_chunks(
     fmt: str = "term",
     width: int | None = None,
     plots_dir: Path | None = None,
+    rule: OutlierRule | None = None,
 ) -> Iterator[str]:
     """:func:`render` in pieces to write as they come: the JSON report of a million samples
     is never held whole. A wrong format or option is an error here, before any piece."""
@@ -223,21 +227,27 @@ def render_chunks(
     runs = run if isinstance(run, list) else [run]
     if fmt == "json":
         return json_chunks(merge_samples(runs))
-    return iter([_render_text(runs, fmt, width, plots_dir)])
+    return iter([_render_text(runs, fmt, width, plots_dir, rule)])
 
 
-def _render_text(runs: list[LoadedRun], fmt: str, width: int | None, plots_dir: Path | None) -> str:
+def _render_text(
+    runs: list[LoadedRun],
+    fmt: str,
+    width: int | None,
+    plots_dir: Path | None,
+    rule: OutlierRule | None,
+) -> str:
     if fmt == "csv":
         return render_csv(merge_samples(runs))
     each = [(r, folded_of(r)) for r in runs]
     head = [line for r, folded in each for line in _header(r, folded.n_samples)]
     run, folded = merge_runs(each)
-    built = build(run, folded)
+    built = build(run, folded, rule)
     tables = built.tables
     if plots_dir is not None:
         from assay.report.plots import charts_of, write_plots
 
-        write_plots(charts_of(built.figures, built.derived, built.by_host), plots_dir)
+        write_plots(charts_of(built.figures, built.derived, built.matrices), plots_dir)
     if fmt == "html":
         return render_html(run, built, head)
     if fmt == "md":

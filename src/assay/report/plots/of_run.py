@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from assay.analysis.allpairs import PairMatrix, matrices
+from assay.analysis.allpairs import PairMatrix
 from assay.analysis.derive import Derived, p2p_method
 from assay.analysis.series import by_series_and_size
 from assay.analysis.stats import Figure
@@ -319,11 +319,11 @@ def gpu_charts(figures: list[Figure]) -> list[Chart]:
     ]
 
 
-def allpairs_charts(by_host: list[Figure]) -> list[Chart]:
+def allpairs_charts(pair_matrices: list[PairMatrix]) -> list[Chart]:
     """One heatmap per all-pairs matrix (metric, MPI), in the matrix's display unit, its
     outlier links boxed: the same matrix as the table it sits after."""
     charts = []
-    for m in matrices(by_host):
+    for m in pair_matrices:
         unit = metric_info(m.metric).display
         index = {h: i for i, h in enumerate(m.hosts)}
 
@@ -347,14 +347,14 @@ def allpairs_charts(by_host: list[Figure]) -> list[Chart]:
 
 
 def charts_of(
-    figures: list[Figure], derived: Derived, by_host: list[Figure] | None = None
+    figures: list[Figure], derived: Derived, pair_matrices: list[PairMatrix] | None = None
 ) -> list[Chart]:
-    """Every plot a run's figures give, in report order; ``by_host`` (``Folded.by_host``)
-    gives the all-pairs heatmaps."""
+    """Every plot a run's figures give, in report order; ``pair_matrices`` (``Built.matrices``)
+    give the all-pairs heatmaps."""
     return [
         *memory_charts(figures),
         *compute_charts(figures, derived),
-        *allpairs_charts(by_host or []),
+        *allpairs_charts(pair_matrices or []),
         *mpi_charts(figures, derived),
         *storage_charts(derived.storage_points, figures),
         *gpu_charts(figures),
