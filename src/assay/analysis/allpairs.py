@@ -68,6 +68,11 @@ def _concurrent(group: list[Figure]) -> int:
     return max((len(p) for p in per_round.values()), default=1)
 
 
+def _named(values: dict, better: str, rule: OutlierRule) -> list[Outlier]:
+    """Links (or nodes by their median link) that are outliers and ``rule.link_factor`` worse."""
+    return outliers(values, better, rule.threshold, min_factor=rule.link_factor)  # type: ignore[arg-type]
+
+
 def matrices(figures: list[Figure], rule: OutlierRule | None = None) -> list[PairMatrix]:
     """One matrix per (metric, MPI) from the figures of an all-pairs run, folded per pair
     (``Folded.by_host``: each figure holds the values of one pair's repetitions)."""
@@ -107,13 +112,8 @@ def matrices(figures: list[Figure], rule: OutlierRule | None = None) -> list[Pai
                 better=better,
                 hosts=sorted({h for p in links for h in p}),
                 links=links,
-                link_outliers=outliers(links, better, rule.threshold, min_factor=rule.link_factor),  # type: ignore[arg-type]
-                node_outliers=outliers(
-                    node_values(links),
-                    better,
-                    rule.threshold,
-                    min_factor=rule.link_factor,  # type: ignore[arg-type]
-                ),
+                link_outliers=_named(links, better, rule),
+                node_outliers=_named(node_values(links), better, rule),
                 rule=rule,
                 concurrent=_concurrent(group),
                 repetitions=(

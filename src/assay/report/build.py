@@ -200,8 +200,9 @@ def build(run: LoadedRun, folded: Folded | None = None, rule: OutlierRule | None
     # All-pairs (Slurm): N x N matrices from the figures folded per host (folding by the
     # measurement alone merges pairs that differ only in their hosts), not the two-node tables.
     all_pairs = [f for f in figures if f.sample.params.get("placement") == "all-pairs"]
+    rule = rule or OutlierRule()
     pair_matrices = matrices(folded.by_host, rule)
-    tables += allpairs_tables(pair_matrices) + pernode_tables(folded.by_host, rule or OutlierRule())
+    tables += allpairs_tables(pair_matrices) + pernode_tables(folded.by_host, rule)
     shown |= {id(f) for f in all_pairs}
     p2p_figs = [f for f in p2p_method(figures) if id(f) not in shown]
     p2p = p2p_tables(p2p_figs)
