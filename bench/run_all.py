@@ -7,7 +7,13 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-BENCHES = ["startup_and_store.py", "p2p_vs_hpcc.py", "stream_vs_hpcc.py", "fio_overhead.py"]
+BENCHES = [
+    "startup_and_store.py",
+    "p2p_vs_hpcc.py",
+    "stream_vs_hpcc.py",
+    "fio_overhead.py",
+    "outlier_rule.py",
+]
 
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE))
