@@ -357,6 +357,10 @@ def test_matrix_takes_each_pairs_median_over_its_repetitions() -> None:
     assert m.widest == (("n1", "n2"), pytest.approx((4e8 + 3e6) / (4e8 + 1e6)))
     notes = " ".join(matrix_table(m).notes)
     assert "the median of its repetitions (n = 3)" in notes and "(n1–n2)" in notes
+    from assay.report.plots.of_run import allpairs_charts
+
+    (chart,) = allpairs_charts([m])  # its heatmap says n too
+    assert "n = 3 a link" in chart.title
 
 
 def test_per_node_names_the_slow_node() -> None:

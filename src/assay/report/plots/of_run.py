@@ -338,7 +338,9 @@ def allpairs_charts(pair_matrices: list[PairMatrix]) -> list[Chart]:
             flagged |= {(index[a], index[b]), (index[b], index[a])}
         h = draw.Heatmap(m.hosts, values, unit, flagged)
         what = "latency" if m.metric == "p2p.latency" else "bandwidth"
-        title = f"All-pairs {what} at {m.size} B ({m.mpi}), outlier links boxed"
+        fewest, most = m.repetitions
+        n = f"n = {fewest}" if fewest == most else f"n = {fewest}–{most}"
+        title = f"All-pairs {what} at {m.size} B ({m.mpi}), {n} a link, outlier links boxed"
         key = matrix_key(m)
         charts.append(
             Chart(f"plot-{key}", title, key, lambda h=h, title=title: draw.heatmap(h, title))
