@@ -26,7 +26,8 @@ Params (defaults in ``FioParams``):
 * ``hosts``: run every workload from several hosts at once with fio's client/server mode
   (``assay.drivers.fio.clients``): fio connect strings ``ADDR`` or ``ADDR,PORT`` (default port
   8765); loopback addresses (127.0.0.1, 127.0.0.2, ...) get a server started here, any other
-  host one started through ssh. ``hostfile``: a file of such lines (``#`` comments), added to
+  host one started through ssh (``ssh -o BatchMode=yes HOST``, or the command in
+  ``$ASSAY_SSH``). ``hostfile``: a file of such lines (``#`` comments), added to
   ``hosts``. Each host's figures carry ``host``; their total ``host = "All clients"``. The
   target must be a directory every host sees at the same path; no device or ``filename``.
 * ``clients``: ``"here"`` (default) or ``"nodes"``: on Slurm (``--on slurm``), one run

@@ -11,9 +11,12 @@ Hosts (``assay.fio.hosts``: their syntax and their job files) are started and st
 * a loopback address (127.0.0.0/8, ``::1``, ``localhost``) is *local*: its server is started
   here, ``fio --server=ip:ADDR,PORT --daemonize=PIDFILE``, and stopped by the pid fio wrote
   (SIGTERM to it and the job processes it forked, SIGKILL if they linger);
-* any other host is *remote*: the same command through ``ssh -o BatchMode=yes HOST``, stopped
-  with ``ssh HOST kill $(cat PIDFILE)``. That needs password-less ssh and fio on the host; it is
-  written plainly and not tested here (this machine has no second host);
+* any other host is *remote*: the same command through ``ssh -o BatchMode=yes HOST`` (or the
+  command in ``$ASSAY_SSH``, as ``GIT_SSH_COMMAND`` or rsync's ``RSYNC_RSH``: a key, a port, a
+  jump host), stopped through ssh too: SIGTERM, then SIGKILL, to every process whose command
+  line holds the server's ``--daemonize=PIDFILE`` (the server and the workers it forked, which
+  keep its command line). That needs password-less ssh, fio and pkill on the host; tested
+  against a real sshd in a network namespace (tests/test_fio_clients.py);
 * on Slurm (probe param ``clients = "nodes"``) the runner starts the servers itself, one srun
   step on the allocation's nodes (``assay.launch.slurm_fio``), and says so with
   ``ASSAY_FIO_SERVERS=srun``: ``servers`` then only checks that they answer.
@@ -30,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -42,7 +46,8 @@ from typing import Any
 from assay.fio.hosts import ClientError, Host
 from assay.parsers.fio import ALL_CLIENTS, merge_bins, percentiles_from_bins
 
-SSH = ("ssh", "-o", "BatchMode=yes")
+SSH = ("ssh", "-o", "BatchMode=yes")  # no password prompt: a missing key fails at once
+SSH_ENV = "ASSAY_SSH"
 START_TIMEOUT_S = 30.0  # for the --daemonize command (an ssh login included) to return
 LISTEN_TIMEOUT_S = 10.0  # for the server to accept connections once started
 STOP_TIMEOUT_S = 5.0
@@ -72,14 +77,36 @@ class Server:
     log: str  # what the start command printed, here
 
 
+def ssh_command(env: Mapping[str, str] | None = None) -> list[str]:
+    """How to reach a remote host: ``$ASSAY_SSH`` split as a shell would, or ``SSH``."""
+    text = (os.environ if env is None else env).get(SSH_ENV, "").strip()
+    if not text:
+        return list(SSH)
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise ClientError(
+            f"{SSH_ENV}={text!r}: {exc}", hint='e.g. ASSAY_SSH="ssh -p 2222"'
+        ) from None
+    return argv
+
+
 def server_argv(host: Host, fio: str, pidfile: str) -> list[str]:
     argv = [fio, f"--server={host.connect}", f"--daemonize={pidfile}"]
-    return argv if host.local else [*SSH, host.address, *argv]
+    return argv if host.local else [*ssh_command(), host.address, *argv]
 
 
 def stop_argv(host: Host, pidfile: str) -> list[str]:
-    """The remote stop: the remote shell expands ``$(cat PIDFILE)`` (ssh runs a command line)."""
-    return [*SSH, host.address, f"kill $(cat {pidfile}) && rm -f {pidfile}"]
+    """The remote stop, one command line for the remote shell: TERM to the server and its
+    workers (all hold ``--daemonize=PIDFILE`` in their command line), KILL to what is left
+    after 2 s. The pattern starts ``[-]`` so that it does not match the shell running it."""
+    pattern = shlex.quote(f"[-]-daemonize={pidfile}")
+    script = (
+        f"pkill -TERM -f -- {pattern}; "
+        f"for i in 1 2 3 4 5 6 7 8 9 10; do pgrep -f -- {pattern} >/dev/null || break; "
+        f"sleep 0.2; done; pkill -KILL -f -- {pattern}; rm -f {shlex.quote(pidfile)}; true"
+    )
+    return [*ssh_command(), host.address, script]
 
 
 def listening(host: Host, timeout: float = 0.5) -> bool:
