@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,10 @@ def run_cli(
     if check and proc.returncode != 0:
         raise AssertionError(f"assay {' '.join(args)} -> {proc.returncode}\n{proc.stderr}")
     return proc
+
+
+def free_port(address: str) -> int:
+    """A TCP port nothing listens on at ``address`` now (the OS's pick)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((address, 0))
+        return sock.getsockname()[1]

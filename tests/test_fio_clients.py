@@ -36,15 +36,9 @@ from assay.parsers.fio import merge_clat_histograms
 from assay.probes import PlanContext, get_probe
 from assay.probes.fio import FioParams
 from assay.report.storage import storage_tables
-from conftest import run_cli
+from conftest import free_port, run_cli
 
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
-
-
-def free_port(address: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((address, 0))
-        return sock.getsockname()[1]
 
 
 def two_hosts() -> list[str]:

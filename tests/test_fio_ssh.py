@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,7 +27,7 @@ from assay.drivers.fio import clients
 from assay.drivers.fio.clients import ALL_CLIENTS, ssh_command
 from assay.drivers.fio.runner import EXIT_FIO
 from assay.fio.hosts import ClientError, Host
-from conftest import run_cli
+from conftest import free_port, run_cli
 
 NETNS, VETH, PEER = "assay-ssh1", "asshv0", "asshv1"
 HOST_IP, REMOTE_IP = "10.214.0.1", "10.214.0.2"
@@ -97,12 +96,6 @@ def ssh_node(tmp_path_factory: pytest.TempPathFactory):
     if pid:
         sh("kill", pid, check=False)
     _teardown_net()
-
-
-def free_port(address: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((address, 0))
-        return sock.getsockname()[1]
 
 
 def test_assay_ssh_is_split_as_a_shell_would() -> None:
