@@ -36,7 +36,7 @@ from assay.parsers.fio import merge_clat_histograms
 from assay.probes import PlanContext, get_probe
 from assay.probes.fio import FioParams
 from assay.report.storage import storage_tables
-from conftest import free_port, run_cli
+from conftest import free_port, multi_client_suite, run_cli
 
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 
@@ -204,13 +204,7 @@ def test_two_loopback_clients_report_each_host_and_the_merged_total(
     assay_home: Path, tmp_path: Path
 ):
     hosts = two_hosts()
-    target = tmp_path / "target"
-    suite = tmp_path / "mc.toml"
-    suite.write_text(
-        'name = "mc"\n[[bench]]\nprobe = "fio"\n'
-        f'params = {{ workloads = ["randread-8k"], hosts = {json.dumps(hosts)}, '
-        f'target = "{target}", runtime = 1, ramp_time = 0, size = "8m", iodepth = 4 }}\n'
-    )
+    suite, target = multi_client_suite(tmp_path, hosts)
     proc = run_cli("run", str(suite), home=assay_home, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(run_cli("report", "-f", "json", home=assay_home, check=True).stdout)

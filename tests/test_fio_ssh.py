@@ -27,7 +27,7 @@ from assay.drivers.fio import clients
 from assay.drivers.fio.clients import ALL_CLIENTS, ssh_command
 from assay.drivers.fio.runner import EXIT_FIO
 from assay.fio.hosts import ClientError, Host
-from conftest import free_port, run_cli
+from conftest import free_port, multi_client_suite, run_cli
 
 NETNS, VETH, PEER = "assay-ssh1", "asshv0", "asshv1"
 HOST_IP, REMOTE_IP = "10.214.0.1", "10.214.0.2"
@@ -121,13 +121,7 @@ def test_remote_stop_reaches_the_forked_workers_not_itself() -> None:
 
 def test_a_remote_host_through_ssh_beside_a_local_one(ssh_node, assay_home: Path, tmp_path: Path):
     hosts = [f"127.0.0.1,{free_port('127.0.0.1')}", ssh_node["address"]]
-    target = tmp_path / "target"
-    suite = tmp_path / "mc.toml"
-    suite.write_text(
-        'name = "mc"\n[[bench]]\nprobe = "fio"\n'
-        f'params = {{ workloads = ["randread-8k"], hosts = {json.dumps(hosts)}, '
-        f'target = "{target}", runtime = 1, ramp_time = 0, size = "8m", iodepth = 4 }}\n'
-    )
+    suite, target = multi_client_suite(tmp_path, hosts)
     proc = run_cli("run", str(suite), home=assay_home, env=ssh_node["env"], timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(run_cli("report", "-f", "json", home=assay_home, check=True).stdout)
