@@ -5,6 +5,7 @@ changed, and never an error when the cache cannot be read or written."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,10 @@ import pytest
 from assay.analysis.stats import fold_samples
 from assay.importer import import_files
 from assay.model import JobResult, Sample, Stats, System
-from assay.report import render
+from assay.report import folded, render
 from assay.report.folded import CACHE_NAME, cache_figures, fold_file, folded_of
 from assay.store import RunStore
+from assay.store.cache import line_starts, lines_with_offsets
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -131,6 +133,39 @@ def test_lines_a_kill_cut_or_damaged_are_skipped_as_loading_skips_them(tmp_path:
         f.write('{"probe": "p2p", "metric": "m", "value": 1, "unit": "s", "better": "lower"} x\n')
         f.write('{"probe": "p2p", "metric": "p2p.lat')  # cut by a kill
     assert fold_file(path / "samples.jsonl") == intact
+
+
+@pytest.mark.parametrize("workers", [2, 3, 7])
+def test_folding_in_parts_gives_the_figures_of_one_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """A large file folds in parts, each in a forked process, merged in file order: the same
+    figures, groups in the same order, damaged and cut lines skipped as in one pass."""
+    path = _stored_run(tmp_path, _samples())
+    with open(path / "samples.jsonl", "a") as f:
+        f.write("not json\n")
+        f.write('{"probe": "p2p", "metric": "p2p.lat')  # cut by a kill
+    one_pass = fold_file(path / "samples.jsonl")
+    monkeypatch.setattr(folded, "PART_BYTES", 1)  # this small file counts as large
+    parts = fold_file(path / "samples.jsonl", workers=workers)
+    assert parts == one_pass
+    assert [f.sample.params for f in parts.figures] == [f.sample.params for f in one_pass.figures]
+
+
+def test_line_starts_cut_at_line_starts_only(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    lines = [b'{"a": %d, "pad": "%s"}\n' % (i, b"x" * (i % 7)) for i in range(50)]
+    path.write_bytes(b"".join(lines) + b'{"cut')
+    starts = {0}
+    for line in lines:
+        starts.add(max(starts) + len(line))
+    for parts in (1, 2, 4, 9, 500):
+        cuts = line_starts(path, parts)
+        assert cuts[0] == 0 and cuts[-1] == path.stat().st_size
+        assert cuts == sorted(set(cuts)) and len(cuts) <= parts + 1
+        assert set(cuts[1:-1]) <= starts
+        read = [line for a, b in pairwise(cuts) for _, line in lines_with_offsets(path, a, b)]
+        assert read == [line for _, line in lines_with_offsets(path)]
 
 
 def test_the_report_from_the_cache_is_the_report_from_the_samples(tmp_path: Path) -> None:

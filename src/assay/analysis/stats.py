@@ -53,6 +53,9 @@ def _frozen(value: object) -> object:
     return value
 
 
+_CONTAINERS = (list, tuple, dict)  # a tuple of types: isinstance checks it faster than a union
+
+
 def param_key(params: Mapping[str, Any]) -> tuple:
     """The planned params of a sample, as a sortable, hashable key.
 
@@ -61,9 +64,9 @@ def param_key(params: Mapping[str, Any]) -> tuple:
     Called once per stored sample (a million in a large run), hence the plain loop.
     """
     items = [
-        (k, _frozen(v) if isinstance(v, list | tuple | dict) else v)
+        (k, _frozen(v) if isinstance(v, _CONTAINERS) else v)
         for k, v in params.items()
-        if k not in PER_REPETITION and not isinstance(v, float)
+        if k not in PER_REPETITION and type(v) is not float
     ]
     items.sort()
     return tuple(items)
@@ -172,6 +175,16 @@ class Folded:
         )
 
 
+def _append(
+    groups: dict[tuple, _Group], key: tuple, member: Member, value: float, ref: int
+) -> None:
+    group = groups.get(key)
+    if group is None:
+        group = groups[key] = _Group(member)
+    group.values.append(value)
+    group.refs.append(ref)
+
+
 class Folder:
     """Folds samples one at a time, keeping only their values (not the samples) per group:
     a million stored lines fold in one pass without a million objects. ``add`` takes a
@@ -187,18 +200,24 @@ class Folder:
         probe, metric, params, value = _fields(member)
         key = (probe, metric, param_key(params))
         self.n += 1
-        for groups, k in self._keys(key, params):
-            group = groups.get(k)
-            if group is None:
-                group = groups[k] = _Group(member)
-            group.values.append(value)
-            group.refs.append(ref)
+        _append(self._groups, key, member, value, ref)
+        if params.get("placement") in HOST_PLACEMENTS:
+            hosts = params.get("hosts")
+            if isinstance(hosts, list):
+                _append(self._hosts, (*key, _frozen(hosts)), member, value, ref)
 
-    def _keys(self, key: tuple, params: Mapping[str, Any]) -> list[tuple[dict, tuple]]:
-        hosts = params.get("hosts")
-        if params.get("placement") in HOST_PLACEMENTS and isinstance(hosts, list):
-            return [(self._groups, key), (self._hosts, (*key, _frozen(hosts)))]
-        return [(self._groups, key)]
+    def merge(self, later: Folder) -> None:
+        """Add what ``later`` folded from the samples stored after this one's: groups and
+        their values keep the order one pass over all the samples would have given them."""
+        for mine, theirs in ((self._groups, later._groups), (self._hosts, later._hosts)):
+            for key, group in theirs.items():
+                have = mine.get(key)
+                if have is None:
+                    mine[key] = group
+                else:
+                    have.values += group.values
+                    have.refs += group.refs
+        self.n += later.n
 
     def median_refs(self) -> set[int]:
         return {g.median_ref() for g in self._groups.values() if len(g.values) > 1}

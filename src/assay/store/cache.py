@@ -30,18 +30,36 @@ def stamp(path: Path) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns]
 
 
-def lines_with_offsets(path: Path) -> Iterator[tuple[int, bytes]]:
+def lines_with_offsets(
+    path: Path, start: int = 0, end: int | None = None
+) -> Iterator[tuple[int, bytes]]:
     """Every complete line of a JSONL file with the byte offset it starts at (a last line
-    cut short by a kill is left out, as ``read_jsonl`` does)."""
+    cut short by a kill is left out, as ``read_jsonl`` does); with ``start`` and ``end`` (line
+    starts, from ``line_starts``) the lines of that part only."""
     if not path.exists():
         return
-    offset = 0
+    offset = start
     with open(path, "rb") as f:
+        f.seek(start)
         for line in f:
-            if not line.endswith(b"\n"):
+            if (end is not None and offset >= end) or not line.endswith(b"\n"):
                 break
             yield offset, line
             offset += len(line)
+
+
+def line_starts(path: Path, parts: int) -> list[int]:
+    """``parts`` + 1 offsets that cut the file into about equal parts at line starts (the
+    first 0, the last its size); fewer parts when lines are too few to cut."""
+    size = path.stat().st_size
+    cuts = [0]
+    with open(path, "rb") as f:
+        for k in range(1, parts):
+            f.seek(max(cuts[-1], size * k // parts))
+            f.readline()  # to the start of the next line
+            if cuts[-1] < f.tell() < size:
+                cuts.append(f.tell())
+    return [*cuts, size]
 
 
 def lines_at(path: Path, offsets: Collection[int]) -> dict[int, bytes]:
