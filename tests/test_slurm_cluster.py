@@ -48,7 +48,7 @@ env = {{ UCX_TLS = "tcp,self" }}
 # Healthy links of this 2-core VM measure 2x apart from one job to the next, now and then 3x
 # (OpenMPI over TCP between namespaces, 128 KiB: 1200 or 2650 MB/s, 57 or 104 us; 865 once),
 # and their medians of 3 up to 4.6x apart with the rest of the test suite running beside:
-# here only a link 10x worse than the median is a fault (the throttled one is 50-120x). The
+# here only a link 10x worse than the median is a fault (the throttled one measured 55-115x). The
 # default, 1.25x, is for real fabrics.
 link_factor = 10
 

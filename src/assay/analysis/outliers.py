@@ -21,13 +21,13 @@ does not. ``log=False`` gives the textbook linear score.
 The z-score says how far a value is from the others in units of *their* spread, not whether the
 difference matters. When healthy values agree closely (links measured one at a time, nodes of
 one model) the MAD is tiny: on the test cluster a node whose median link was 2.6 % off scored
-z = 36, and a healthy link 14 % slow in one run z = -6.5. So a value is also called out only
+z = 36, and a healthy link 12 % slow (1.14x) in one run z = -6.5. So a value is also called out only
 when it is at least ``min_factor`` times worse than the median (statistically *and* practically
 apart): 1.25x for links (a healthy link measured alone here was 1.14x below the median of its
 run, while the faults worth a call halve a link or worse: a lane down, a lower speed
 negotiated), 1.10x for a node's own figure (STREAM, DGEMM: the memory-domain flag's 10 %).
 Both, and the z threshold, are the user's to set (``[outliers]`` in the config: a fabric whose
-links repeat within 1 % can afford 1.05x; a noisy one, or a test machine, needs more).
+links repeat within 1 % can ask for a smaller factor; a noisy one, or a test machine, more).
 """
 
 from __future__ import annotations
