@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from assay.launch.mpi import mpi_argv
+from assay.launch.local.mpi import mpi_argv
 from assay.parsers import osu
 from assay.plan import plan
 from assay.probes import PlanContext

@@ -44,16 +44,13 @@ STAGE: dict[str, int] = {
     "store": 8,
     "analysis": 9,
     "references": 9,
+    # a run's figures: its stored samples folded and cached (store + analysis, read by report)
+    "figures": 9,
     "report": 10,
-    # the edges, which drive the whole flow
-    "execute": 11,
-    "slurm_run": 11,  # the front end of a Slurm run: submit, follow, close (store, toolchain)
-    "slurm_runner": 11,  # runs a run's jobs inside its allocation (execute's run_job)
-    "importer": 11,
-    "preflight": 11,
-    "repeat_auto": 11,
+    # the edges, which drive the whole flow: execute, import, preflight, the Slurm front end and
+    # the runner inside an allocation
+    "run": 11,
     "cli": 12,
-    "cli_slurm": 12,
     "__main__": 13,
 }
 

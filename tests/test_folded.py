@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from assay.analysis.stats import fold_samples
-from assay.importer import import_files
+from assay.figures import folded
+from assay.figures.folded import CACHE_NAME, cache_figures, fold_file, folded_of
 from assay.model import JobResult, Sample, Stats, System
-from assay.report import folded, render
-from assay.report.folded import CACHE_NAME, cache_figures, fold_file, folded_of
+from assay.report import render
+from assay.run.importer import import_files
 from assay.store import RunStore
 from assay.store.cache import line_starts, lines_with_offsets
 

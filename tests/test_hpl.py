@@ -97,7 +97,7 @@ def test_compute_suite_runs_only_the_lu_once_per_mpi(monkeypatch, tmp_path: Path
 def test_one_node_is_one_process_with_threaded_blas_and_ranks_make_a_grid(
     monkeypatch, tmp_path: Path
 ):
-    from assay.launch.mpi import mpi_argv
+    from assay.launch.local.mpi import mpi_argv
     from assay.suite.loader import load_suite
     from assay.system.facts import PlanFacts
 

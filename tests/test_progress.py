@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from assay.cli_progress import clock, interval_s, running_line
-from assay.execute import Expected, expected_duration
+from assay.cli.progress import clock, interval_s, running_line
 from assay.launch import run_process
 from assay.model import Job
+from assay.run.execute import Expected, expected_duration
 from conftest import run_cli
 
 # A p2p latency job that would run for hours, ended by its 4 s timeout: a job of a few seconds.

@@ -9,7 +9,7 @@ import pytest
 from assay.model import Sample, System
 from assay.plan import Overrides, plan
 from assay.probes import PlanContext
-from assay.repeat_auto import execute_auto, widest_interval
+from assay.run.repeat_auto import execute_auto, widest_interval
 from assay.store import RunStore
 from assay.suite.schema import SuiteSpec
 from assay.toolchain import discover_mpis

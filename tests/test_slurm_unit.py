@@ -29,11 +29,11 @@ from assay.analysis.outliers import (
 )
 from assay.analysis.stats import fold_samples
 from assay.errors import ConfigError, LaunchError, SuiteError
-from assay.launch.slurm_fio import fio_servers, node_address, server_step_argv, with_hosts
-from assay.launch.slurm_options import MpiLaunch, SlurmOptions, options_from_config
-from assay.launch.slurm_place import place, step_argv
-from assay.launch.slurm_script import batch_script, sbatch_argv
-from assay.launch.slurm_state import parse_show_job, slurm_words
+from assay.launch.slurm.fio import fio_servers, node_address, server_step_argv, with_hosts
+from assay.launch.slurm.options import MpiLaunch, SlurmOptions, options_from_config
+from assay.launch.slurm.place import place, step_argv
+from assay.launch.slurm.script import batch_script, sbatch_argv
+from assay.launch.slurm.state import parse_show_job, slurm_words
 from assay.launch.tournament import n_rounds, rounds
 from assay.model import Job, MpiInfo, Sample
 from assay.probes.fio import FioParams, FioProbe
@@ -266,7 +266,7 @@ def test_batch_script_quotes_awkward_paths(tmp_path: Path) -> None:
     script.write_text(text)
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
     last = shlex.split(text.strip().splitlines()[-1])
-    assert last == ["exec", "/opt/py thon", "-m", "assay.slurm_runner", str(run_dir),
+    assert last == ["exec", "/opt/py thon", "-m", "assay.run.slurm_runner", str(run_dir),
                     "--heartbeat-timeout", "30"]  # fmt: skip
     # The environment line survives bash itself.
     out = subprocess.run(
@@ -378,9 +378,9 @@ def test_per_node_names_the_slow_node() -> None:
 
 
 def test_finish_records_the_jobs_a_dead_allocation_did_not_reach(tmp_path: Path) -> None:
-    from assay.launch.slurm_state import JobState
+    from assay.launch.slurm.state import JobState
     from assay.model import JobResult, System
-    from assay.slurm_run import finish
+    from assay.run.slurm_front import finish
     from assay.store import RunStore
 
     writer = RunStore(tmp_path).create(suite="s", suite_text="", system=System(), argv=[])
@@ -420,7 +420,7 @@ def test_fio_server_step_and_client_hosts() -> None:
     for flag in ("--nodes=2", "--nodelist=n1,n2", "--ntasks=2", "--ntasks-per-node=1",
                  "--overlap", "--mpi=none"):  # fmt: skip
         assert flag in argv
-    assert argv[argv.index("-m") + 1 :] == ["assay.launch.slurm_fio", "8765", "/run/s",
+    assert argv[argv.index("-m") + 1 :] == ["assay.launch.slurm.fio", "8765", "/run/s",
                                             "10.0.0.0/8"]  # fmt: skip
     job = _fio_job()
     new = with_hosts(job.argv, ["10.1.0.1,8765", "10.1.0.2,8765"])

@@ -49,10 +49,10 @@ from assay.fio.workloads import (
     workload_job,
 )
 from assay.model import Job, Sample, Stats, System
-from assay.preflight import preflight
 from assay.probes import PlanContext, get_probe
 from assay.probes.fio import FioParams, driver_spec
 from assay.report.storage import storage_figures, storage_tables
+from assay.run.preflight import preflight
 from conftest import run_cli
 
 HAVE_FIO = shutil.which("fio") is not None

@@ -32,7 +32,7 @@ Params (defaults in ``FioParams``):
   target must be a directory every host sees at the same path; no device or ``filename``.
 * ``clients``: ``"here"`` (default) or ``"nodes"``: on Slurm (``--on slurm``), one run
   driven from every node of the allocation at once -- a fio server per node started through
-  srun, this driver as the client on the first node (``assay.launch.slurm_fio``) -- instead
+  srun, this driver as the client on the first node (``assay.launch.slurm.fio``) -- instead
   of one run per node. The target must be a directory every node sees at the same path.
   Without Slurm there is one node: the run is the ordinary one here.
 * ``mode``: ``workloads`` or ``curve`` (Vdbench ``iorate=curve``); ``curve``: percentages;

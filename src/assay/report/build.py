@@ -1,6 +1,6 @@
 """The order of a report's sections, and the tables no family claims.
 
-``build`` takes a run's folded figures (``assay.report.folded``), runs the derive step once
+``build`` takes a run's folded figures (``assay.figures.folded``), runs the derive step once
 (:func:`assay.analysis.derive.derive`) and hands each family its figures: system, memory,
 compute, MPI, storage, the Hockney model and latency distributions, RDMA, then every figure no
 family showed ("Other measurements") and the jobs that failed.

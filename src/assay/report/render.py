@@ -17,8 +17,8 @@ from rich.text import Text
 
 from assay.analysis.outliers import OutlierRule
 from assay.errors import AssayError
+from assay.figures.folded import folded_of
 from assay.report.build import Built, build, merge_runs, merge_samples
-from assay.report.folded import folded_of
 from assay.report.table import Table
 from assay.store import LoadedRun
 from assay.store.rundir import complete_lines

@@ -18,7 +18,7 @@ Hosts (``assay.fio.hosts``: their syntax and their job files) are started and st
   keep its command line). That needs password-less ssh, fio and pkill on the host; tested
   against a real sshd in a network namespace (tests/test_fio_ssh.py);
 * on Slurm (probe param ``clients = "nodes"``) the runner starts the servers itself, one srun
-  step on the allocation's nodes (``assay.launch.slurm_fio``), and says so with
+  step on the allocation's nodes (``assay.launch.slurm.fio``), and says so with
   ``ASSAY_FIO_SERVERS=srun``: ``servers`` then only checks that they answer.
 
 Merging. ``merge_entries`` turns several json+ job entries (several hosts, or several jobs run
@@ -260,7 +260,7 @@ def servers(
     the driver's SIGTERM turned into one). A host that fails to start stops the others.
 
     With ``ASSAY_FIO_SERVERS=srun`` in the environment the Slurm runner started the servers
-    (one srun step, ``assay.launch.slurm_fio``) and stops them: here they are only checked."""
+    (one srun step, ``assay.launch.slurm.fio``) and stops them: here they are only checked."""
     if os.environ.get("ASSAY_FIO_SERVERS") == "srun":
         deaf = [str(h) for h in hosts if not listening(h, timeout=2.0)]
         if deaf:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from assay.cli_common import console, open_index, open_store
+from assay.cli.common import console, open_index, open_store
 from assay.errors import AssayError
 
 
@@ -30,9 +30,9 @@ def import_cmd(
 
     Example: assay import --format osu --label "MVAPICH2 2.3" osu_latency.txt
     """
-    from assay.importer import import_files
     from assay.model import System
     from assay.parsers import FORMATS
+    from assay.run.importer import import_files
 
     if fmt != "auto" and fmt not in FORMATS:
         raise AssayError(f"unknown format {fmt!r}", hint=f"formats: auto, {', '.join(FORMATS)}")

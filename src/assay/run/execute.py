@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from assay.errors import AssayError, StoreError
+from assay.figures.folded import cache_figures
 from assay.launch import mpi_argv, run_process
 from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
 from assay.probes import get_probe
-from assay.report.folded import cache_figures
 from assay.store import RunWriter
 from assay.store.rundir import utc_now
 from assay.toolchain import build_probe

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from assay import __version__
-from assay.cli_common import (
+from assay.cli.common import (
     console,
     discover,
     open_index,
@@ -207,11 +207,11 @@ def run(
 
       assay run my-suite.toml --repeat 5 --label "after BIOS update"
     """
-    from assay.cli_progress import interval_s, run_progress
-    from assay.execute import execute
+    from assay.cli.progress import interval_s, run_progress
     from assay.launch import LOCAL, check_jobs
     from assay.plan import Overrides, plan
     from assay.probes import PlanContext
+    from assay.run.execute import execute
     from assay.suite import resolve_suite
     from assay.system import collect_plan_facts
 
@@ -220,7 +220,7 @@ def run(
     slurm_opts = None
     if on == "slurm":
         from assay.config import load_config
-        from assay.launch.slurm_options import options_from_config
+        from assay.launch.slurm.options import options_from_config
 
         slurm_opts = options_from_config(
             load_config(), nodes=nodes, partition=partition, account=account, qos=qos,
@@ -238,7 +238,7 @@ def run(
         )
     else:
         spec, text, origin = resolve_suite(suite)
-    auto = repeat == "auto"  # assay.repeat_auto: each job repeated until its CI is within ±2%
+    auto = repeat == "auto"  # assay.run.repeat_auto: each job repeated until its CI is within ±2%
     if repeat is not None and not auto and not (repeat.isdigit() and int(repeat) >= 1):
         raise AssayError(f"--repeat {repeat!r}: expected a count (1, 2, ...) or 'auto'")
     overrides = Overrides(
@@ -251,7 +251,7 @@ def run(
     jobs = plan(spec, PlanContext(system=system, mpis=mpis, facts=collect_plan_facts()), overrides)
     if slurm_opts is not None:
         if not dry_run:
-            from assay.preflight import preflight
+            from assay.run.preflight import preflight
 
             preflight(jobs)
         _run_slurm(spec.name, text, system, mpis, jobs, slurm_opts, label, dry_run)
@@ -260,7 +260,7 @@ def run(
     if dry_run:
         _print_dry_run(jobs, mpis)
         return
-    from assay.preflight import preflight
+    from assay.run.preflight import preflight
 
     preflight(jobs)  # a bad target is refused here, exit 2, before a run exists
     interval_s()  # a bad ASSAY_PROGRESS_INTERVAL too
@@ -286,7 +286,7 @@ def run(
     with run_progress(console, len(jobs)) as shown:  # live on a terminal, plain lines in a log
         hooks = {"on_start": shown.on_start, "on_end": shown.on_end, "on_tick": shown.on_tick}
         if auto:
-            from assay.repeat_auto import execute_auto
+            from assay.run.repeat_auto import execute_auto
 
             outcome, reps = execute_auto(writer, jobs, mpis, cores=system.cores, **hooks)
         else:
@@ -308,7 +308,7 @@ def run(
 
 
 def _run_slurm(name, text, system, mpis, jobs, opts, label, dry) -> None:
-    from assay.cli_slurm import run_slurm
+    from assay.cli.slurm import run_slurm
 
     store = open_store()
     started = time.monotonic()
@@ -343,9 +343,9 @@ def collect(
     ] = None,
 ) -> None:
     """Follow a detached Slurm run (--detach) to its end and index its results."""
-    from assay.cli_slurm import collect as collect_run
+    from assay.cli.slurm import collect as collect_run
     from assay.config import load_config
-    from assay.launch.slurm_options import options_from_config
+    from assay.launch.slurm.options import options_from_config
 
     store = open_store()
     started = time.monotonic()
@@ -390,7 +390,7 @@ def _print_dry_run(jobs: list[Job], mpis) -> None:
     import os
     import shlex
 
-    from assay.execute import resolve_argv
+    from assay.run.execute import resolve_argv
     from assay.toolchain import probe_path
 
     for job in jobs:
@@ -439,11 +439,11 @@ def runs_cmd(
 
 # The other commands, one module per topic: report; doctor and plan-io; import; compare (runs or
 # --ref), references, summary; history with change points, label.
-from assay.cli_compare import register as _register_compare  # noqa: E402
-from assay.cli_history import register as _register_history  # noqa: E402
-from assay.cli_import import register as _register_import  # noqa: E402
-from assay.cli_report import register as _register_report  # noqa: E402
-from assay.cli_system import register as _register_system  # noqa: E402
+from assay.cli.compare import register as _register_compare  # noqa: E402
+from assay.cli.history import register as _register_history  # noqa: E402
+from assay.cli.imports import register as _register_import  # noqa: E402
+from assay.cli.report import register as _register_report  # noqa: E402
+from assay.cli.system import register as _register_system  # noqa: E402
 
 _register_report(app)
 _register_system(app)

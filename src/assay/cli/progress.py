@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from assay.errors import AssayError
-from assay.execute import Expected, expected_duration
+from assay.run.execute import Expected, expected_duration
 
 if TYPE_CHECKING:
     from assay.model import Job, JobResult

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from assay.cli_common import discover, out
+from assay.cli.common import discover, out
 from assay.errors import AssayError
 from assay.units import human_bytes
 

@@ -15,12 +15,12 @@ from rich.console import Console
 from rich.text import Text
 
 from assay.errors import AssayError, LaunchError
-from assay.execute import RunOutcome
-from assay.launch.slurm_options import SlurmOptions
-from assay.launch.slurm_place import place
-from assay.launch.slurm_state import JobState, require_slurm
+from assay.launch.slurm.options import SlurmOptions
+from assay.launch.slurm.place import place
+from assay.launch.slurm.state import JobState, require_slurm
 from assay.model import Job, JobResult, RunInfo
-from assay.slurm_run import Prepared, finish, follow, prepare, slurm_job_of, submit_run
+from assay.run.execute import RunOutcome
+from assay.run.slurm_front import Prepared, finish, follow, prepare, slurm_job_of, submit_run
 from assay.store import RunStore, RunWriter
 
 COLOURS = {"ok": "green", "skipped": "yellow"}

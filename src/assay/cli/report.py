@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from assay.analysis.outliers import outlier_rule
-from assay.cli_common import open_store, write_output
+from assay.cli.common import open_store, write_output
 from assay.config import load_config
 
 
@@ -43,7 +43,7 @@ def report(
 
     store = open_store()
     refs = run_refs or [None]
-    # term/md/html read each run's folded figures (assay.report.folded: cached beside the run),
+    # term/md/html read each run's folded figures (assay.figures.folded: cached beside the run),
     # json streams one run's samples as stored; csv, or json of several runs, reads them all
     raw = fmt == "csv" or (fmt == "json" and len(refs) > 1)
     rule = outlier_rule(load_config())  # a config mistake first, before reading any run

@@ -1,5 +1,5 @@
 """Commands for "how does my cluster compare?": ``compare`` (with another run or ``--ref`` a
-published set), ``references`` and ``summary`` (``history`` and ``label``: ``assay.cli_history``).
+published set), ``references`` and ``summary`` (``history`` and ``label``: ``assay.cli.history``).
 
 Registered on the main typer app by ``register(app)``; the work is done by pure functions in
 ``assay.analysis`` (verdict, bestof, changepoint) and rendered by ``assay.report.reference``.
@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from assay.cli_common import open_store as run_store
+from assay.cli.common import open_store as run_store
 from assay.errors import AssayError, NotFoundError
 
 if TYPE_CHECKING:  # imported when used: pydantic models would slow every 'assay --help'
@@ -68,10 +68,10 @@ def parse_tolerances(specs: list[str] | None) -> dict[str, Tolerance]:
 
 
 def _measured(store: RunStore, ref: str | None) -> tuple[LoadedRun, list[Measured]]:
-    """A run and its figures, read through its folded-figure cache (``assay.report.folded``):
+    """A run and its figures, read through its folded-figure cache (``assay.figures.folded``):
     a million stored samples are not read again for every comparison."""
     from assay.analysis.verdict import measured_figures
-    from assay.report.folded import folded_of
+    from assay.figures.folded import folded_of
 
     run = store.load(ref, samples=False)
     return run, measured_figures(folded_of(run).figures)

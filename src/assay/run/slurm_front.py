@@ -25,11 +25,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from assay.errors import AssayError, LaunchError
-from assay.launch.slurm_options import SlurmOptions
-from assay.launch.slurm_script import batch_script, sbatch_argv
-from assay.launch.slurm_state import JobState, cancel, expand_nodes, query, submit
+from assay.figures.folded import cache_figures
+from assay.launch.slurm.options import SlurmOptions
+from assay.launch.slurm.script import batch_script, sbatch_argv
+from assay.launch.slurm.state import JobState, cancel, expand_nodes, query, submit
 from assay.model import Job, JobResult, MpiInfo
-from assay.report.folded import cache_figures
 from assay.store import RunWriter
 from assay.store.rundir import read_jsonl, utc_now
 from assay.toolchain import build_probe

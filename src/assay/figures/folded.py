@@ -3,7 +3,7 @@ stored sample lines in one pass (``assay.analysis.stats.Folder``) and cached.
 
 A million stored samples fold in seconds without becoming a million objects; the cache (a few
 thousand figures) makes every later report of the run a fraction of a second. The run's end
-writes it (``assay.execute``), so a report right after a run finds it.
+writes it (``assay.run.execute``), so a report right after a run finds it.
 """
 
 from __future__ import annotations

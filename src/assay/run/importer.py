@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.errors import AssayError, StoreError
+from assay.figures.folded import cache_figures
 from assay.model import Job, JobResult, Sample, System
 from assay.parsers import parse_text
-from assay.report.folded import cache_figures
 from assay.store import RunStore
 
 

@@ -9,7 +9,7 @@ How the servers run:
 
 * The runner starts ONE srun step over the job's nodes, one task per node, ``--overlap`` so
   the client step can share the nodes' CPUs with it. Each task is
-  ``python -m assay.launch.slurm_fio PORT DIR [NETWORK]`` (``main`` below): it finds the
+  ``python -m assay.launch.slurm.fio PORT DIR [NETWORK]`` (``main`` below): it finds the
   node's *test address*, writes it to ``DIR/<host>.addr`` (the run directory is on the shared
   file system) and runs ``fio --server=ip:ADDR,PORT`` -- listening on that address only,
   never on every interface -- until SIGTERM.
@@ -58,7 +58,7 @@ def server_step_argv(
         "srun", f"--job-name={job_id}-fio-servers", f"--nodes={len(hosts)}",
         f"--nodelist={','.join(hosts)}", f"--ntasks={len(hosts)}", "--ntasks-per-node=1",
         "--overlap", "--kill-on-bad-exit=1", "--mpi=none",
-        python, "-m", "assay.launch.slurm_fio", str(port), str(where),
+        python, "-m", "assay.launch.slurm.fio", str(port), str(where),
     ]  # fmt: skip
     return [*argv, network] if network else argv
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from assay.cli_compare import emit, err, run_store
+from assay.cli.compare import emit, err, run_store
 from assay.errors import AssayError, NotFoundError
 
 

@@ -16,7 +16,7 @@ The published method decides the placement:
 - rdma (perftest): server on one node, client on another (nodes 0 and 1); the runner starts
   the server as its own srun step and the client names the server's node (``rdma_pair``).
 - fio with ``clients = "nodes"`` (multi-client, Vdbench's "many hosts, one volume"): one job
-  on every node, a fio server per node, the driver as the client (``assay.launch.slurm_fio``).
+  on every node, a fio server per node, the driver as the client (``assay.launch.slurm.fio``).
 - fio with ``node = i`` (a Vdbench file's ``hd=`` host i, ``assay run --vdbench``): on node i;
   the jobs of one ``node_group`` (one Vdbench run, one repetition) run at the same time, as
   Vdbench drives every host of a run at once.
@@ -31,7 +31,7 @@ import json
 import os
 
 from assay.errors import ConfigError
-from assay.launch.slurm_options import MpiLaunch, SlurmOptions
+from assay.launch.slurm.options import MpiLaunch, SlurmOptions
 from assay.launch.tournament import rounds
 from assay.model import Job, MpiInfo
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from assay.analysis.significance import mean_ci_halfwidth
 from assay.analysis.stats import group_key
 from assay.errors import StoreError
-from assay.execute import (
+from assay.model import Job, JobResult, MpiInfo, Sample
+from assay.run.execute import (
     RunOutcome,
     TickHook,
     finish_run,
@@ -30,7 +31,6 @@ from assay.execute import (
     stop_received,
     stop_signals,
 )
-from assay.model import Job, JobResult, MpiInfo, Sample
 from assay.store.rundir import RunWriter
 
 TARGET = 0.02

@@ -1,6 +1,6 @@
 """Runs a planned run inside its Slurm allocation (the batch script's only command).
 
-    python -m assay.slurm_runner RUN_DIR [--heartbeat-timeout S]
+    python -m assay.run.slurm_runner RUN_DIR [--heartbeat-timeout S]
 
 Reads ``slurm/plan.json`` written by the front end, maps each job's allocation indices to the
 allocation's host names, and runs the jobs in order: one ``srun`` step (or the MPI's own
@@ -28,12 +28,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from assay.errors import AssayError
-from assay.execute import run_job
-from assay.launch.slurm_fio import SERVERS_ENV, fio_servers, with_hosts
-from assay.launch.slurm_options import MpiLaunch
-from assay.launch.slurm_place import step_argv
-from assay.launch.slurm_state import expand_nodes
+from assay.launch.slurm.fio import SERVERS_ENV, fio_servers, with_hosts
+from assay.launch.slurm.options import MpiLaunch
+from assay.launch.slurm.place import step_argv
+from assay.launch.slurm.state import expand_nodes
 from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
+from assay.run.execute import run_job
 from assay.store import RunWriter
 from assay.store.rundir import read_jsonl
 
@@ -142,7 +142,7 @@ def _watchdog(run_dir: Path, timeout: float, stop: threading.Event) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="assay.slurm_runner")
+    ap = argparse.ArgumentParser(prog="assay.run.slurm_runner")
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--heartbeat-timeout", type=float, default=0.0)
     args = ap.parse_args(argv)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from assay.launch.slurm_options import SlurmOptions
+from assay.launch.slurm.options import SlurmOptions
 
 
 def sbatch_argv(opts: SlurmOptions, run_dir: Path, run_id: str, ppn: int = 1) -> list[str]:
@@ -43,7 +43,7 @@ def batch_script(
     env: dict[str, str],
     heartbeat_timeout: float | None,
 ) -> str:
-    """Runs ``python -m assay.slurm_runner RUN_DIR`` as the allocation's batch step.
+    """Runs ``python -m assay.run.slurm_runner RUN_DIR`` as the allocation's batch step.
 
     ``exec`` makes the runner the step's process: scancel's signal reaches it directly, and it
     stops the job step in flight before the allocation ends.
@@ -58,7 +58,7 @@ def batch_script(
     ]
     for key, value in sorted(env.items()):
         lines.append(f"export {key}={q(value)}")
-    runner = [python, "-m", "assay.slurm_runner", str(run_dir)]
+    runner = [python, "-m", "assay.run.slurm_runner", str(run_dir)]
     if heartbeat_timeout:
         runner += ["--heartbeat-timeout", f"{heartbeat_timeout:g}"]
     lines.append("exec " + shlex.join(runner))

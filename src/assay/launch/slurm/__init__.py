@@ -1,0 +1,1 @@
+"""The Slurm launcher: one allocation per run, a batch script, srun steps, Slurm's states."""
