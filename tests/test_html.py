@@ -205,7 +205,7 @@ def test_json_report_round_trips_through_import(imported_runs, tmp_path: Path):
     doc = tmp_path / "run.json"
     run_cli("report", runs[0], "--format", "json", "-o", str(doc), home=home, check=True)
     data = json.loads(doc.read_text())
-    assert data["schema"] == "assay-report" and data["schema_version"] == 1
+    assert data["schema"] == "assay-report" and data["schema_version"] == 2
     back = _import(home, "MVAPICH2 2.3", doc, fmt="assay-json")
     before = run_cli("report", runs[0], "--format", "md", home=home, check=True).stdout
     after = run_cli("report", back, "--format", "md", home=home, check=True).stdout

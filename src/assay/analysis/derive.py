@@ -10,9 +10,13 @@ Probes store what they measured and the plan-time facts it is judged against (a 
   bandwidth curve (:mod:`assay.analysis.hockney`);
 - **Little's law** of every fio point (:mod:`assay.analysis.storage_points`): the outstanding
   I/Os measured (IOPS × mean latency) against those configured, and its flag;
-- the **knee** of every response-time curve (:func:`assay.analysis.storage_points.curve_knee`),
+- the **knee** of every response-time curve (:func:`assay.analysis.storage_points.curve_knees`),
   from the folded curve points. The fio driver only measures: it stores each point with the
-  concurrency it is judged against, never a derived figure.
+  concurrency it is judged against, never a derived figure;
+- STREAM **per domain** (:func:`assay.analysis.domains.stream_domains`): each L3 domain's or
+  NUMA node's kernels and the slow domains, flagged against the median of their peers.
+
+Tables and plots read these; none computes a derived figure itself.
 
 :meth:`Derived.figures` gives the derived figures as samples, so ``assay compare`` judges the
 same numbers the report shows.
@@ -24,11 +28,19 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.analysis.domains import StreamDomains, stream_domains
 from assay.analysis.hockney import HockneyFit, fit_hockney, fit_hockney_bandwidth
 from assay.analysis.robust import InsufficientDataError
 from assay.analysis.series import by_series_and_size
 from assay.analysis.stats import Figure
-from assay.analysis.storage_points import Point, points_of, storage_figures
+from assay.analysis.storage_points import (
+    CurveKey,
+    CurveKnee,
+    Point,
+    curve_knees,
+    points_of,
+    storage_figures,
+)
 from assay.model import Sample
 from assay.system.peak import rpeak_flag
 from assay.vocab import IMB_PINGPONG, P2P_METHOD
@@ -201,6 +213,8 @@ class Derived:
     fractions: dict[int, RpeakFraction] = field(default_factory=dict)  # id(figure) → fraction
     hockney: list[HockneyRow] = field(default_factory=list)
     storage_points: list[Point] = field(default_factory=list)  # each with .littles()
+    knees: dict[CurveKey, CurveKnee] = field(default_factory=dict)  # per response-time curve
+    domains: StreamDomains | None = None  # STREAM per L3 domain / NUMA node, slow ones flagged
     _sources: dict[int, Figure] = field(default_factory=dict, repr=False)
 
     def fraction_of(self, fig: Figure) -> RpeakFraction | None:
@@ -233,15 +247,19 @@ class Derived:
 
 
 def derive(figures: list[Figure]) -> Derived:
-    """Rpeak, Rpeak fractions, Hockney fits and fio points (with Little's law) from one run's
-    folded figures."""
+    """Rpeak, Rpeak fractions, Hockney fits, fio points (with Little's law) and the knees of
+    their curves, and STREAM per domain, from one run's folded figures."""
     fractions, sources = {}, {}
     for f in figures:
         if f.sample.metric in RATE_METRICS:
             fractions[id(f)] = rpeak_fraction(f.sample)
             sources[id(f)] = f
-    points = points_of(storage_figures(figures))
-    return Derived(_rpeaks(figures), fractions, _hockney(figures), points, sources)
+    storage = storage_figures(figures)
+    points = points_of(storage)
+    return Derived(
+        _rpeaks(figures), fractions, _hockney(figures), points, curve_knees(points, storage),
+        stream_domains(figures), sources,
+    )  # fmt: skip
 
 
 def with_derived(figures: list[Figure]) -> list[Figure]:

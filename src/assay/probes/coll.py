@@ -26,6 +26,7 @@ class CollProbe(Probe):
     Params = CollParams
     uses_mpi = True
     default_timeout = 900.0
+    spread_kind = "all-nodes"  # every node x ppn ranks, one job
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None

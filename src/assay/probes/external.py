@@ -99,7 +99,7 @@ class MpiToolProbe(Probe):
             JobDraft(
                 argv=self.command(p),
                 params=job_params,
-                launcher="mpi",
+                spawn="mpi",
                 mpi=mpi.name if mpi else None,
                 # from the params, else the suite's, else one per core
                 ranks=p.ranks or ranks or ctx.system.cores or 1,

@@ -73,7 +73,7 @@ class HpccProbe(Probe):
                 argv=["hpcc"],
                 params=job_params,
                 env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
-                launcher="mpi",
+                spawn="mpi",
                 mpi=mpi.name,
                 ranks=n_ranks,
                 inputs={"hpccinf.txt": hpl_dat(size, hpcc=True)},

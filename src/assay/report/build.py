@@ -187,7 +187,7 @@ def build(run: LoadedRun, folded: Folded | None = None, rule: OutlierRule | None
         for f in figures
         if f.sample.probe in ("stream", "memlat") and f.sample.metric in DOMAIN_METRICS
     ]
-    for table in domain_tables(domain_figs, run.system, run.results):
+    for table in domain_tables(domain_figs, run.system, run.results, derived.domains):
         tables.append(table)
         shown |= {id(f) for f in domain_figs if f.sample.metric in TABLE_METRICS[table.key]}
 
@@ -224,7 +224,7 @@ def build(run: LoadedRun, folded: Folded | None = None, rule: OutlierRule | None
     tables += collective_tables(coll_figs, run.results)
     shown |= {id(f) for f in coll_figs}
 
-    tables += storage_tables(figures, derived.storage_points)
+    tables += storage_tables(figures, derived.storage_points, derived.knees)
     shown |= {id(f) for f in storage_figures(figures)}
 
     model = hockney_table(derived)

@@ -14,9 +14,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from assay.analysis.domains import (
-    SLOW_THRESHOLD,
-    DomainSummary,
-    summarize_domains,
+    StreamDomains,
+    is_domain_sample,
+    median_figure,
+    stream_domains,
     summary_line,
 )
 from assay.analysis.levels import LadderPoint, read_levels, reading_notes
@@ -96,11 +97,6 @@ TABLE_METRICS: dict[str, set[str]] = {
 }
 
 
-def is_domain_sample(params: dict[str, Any]) -> bool:
-    """A per-domain STREAM sample; a sample with no scope is a node-wide one (older runs)."""
-    return params.get("scope", "node") in DOMAIN_SCOPES
-
-
 def node_figures(figures: Iterable[Figure]) -> list[Figure]:
     """The figures ``stream_table`` should show: everything but per-domain STREAM."""
     return [
@@ -108,34 +104,11 @@ def node_figures(figures: Iterable[Figure]) -> list[Figure]:
     ]
 
 
-def median_figure(figures: list[Figure]) -> Figure:
-    """One figure for one cell. Repetitions normally arrive folded, but params a probe
-    measures per run (``loads``, STREAM's ``min_time``) keep fold_repetitions from grouping
-    them; then the cell shows the median repetition rather than whichever came last."""
-    ordered = sorted(figures, key=lambda f: f.sample.value)
-    return ordered[(len(ordered) - 1) // 2]
-
-
 def _domain_word(scope: str, system: System | None) -> str | None:
     # AMD calls an L3 domain a CCX (Core CompleX); elsewhere the generic name is right.
     if scope == "l3" and system is not None and system.vendor in ("AMD", "Hygon"):
         return "CCX"
     return None
-
-
-def _node_triad(figures: list[Figure]) -> float | None:
-    """The whole-node Triad: of the node-scope runs, the one with the most threads."""
-    node = [
-        f
-        for f in figures
-        if f.sample.probe == "stream"
-        and f.sample.metric == "memory.triad"
-        and not is_domain_sample(f.sample.params)
-    ]
-    if not node:
-        return None
-    best = max(node, key=lambda f: (int(f.sample.params.get("threads") or 0), f.sample.value))
-    return best.sample.value
 
 
 def _gbs(fig: Figure | None) -> str:
@@ -159,27 +132,13 @@ def _size_note(per: dict[tuple[str, int], dict[str, Figure]]) -> str | None:
 
 
 def stream_domain_table(
-    figures: list[Figure], system: System | None = None, threshold: float = SLOW_THRESHOLD
+    domains: StreamDomains | None, system: System | None = None
 ) -> Table | None:
-    """One row per L3 domain and NUMA node: where, the four kernels, and a slow flag."""
-    found: dict[tuple[str, int, str], list[Figure]] = defaultdict(list)
-    for f in figures:
-        p = f.sample.params
-        if f.sample.probe == "stream" and is_domain_sample(p) and "domain" in p:
-            found[(str(p["scope"]), int(p["domain"]), f.sample.metric.split(".", 1)[1])].append(f)
-    per: dict[tuple[str, int], dict[str, Figure]] = defaultdict(dict)
-    for (scope, domain, kernel), figs in found.items():
-        per[(scope, domain)][kernel] = median_figure(figs)
-    if not per:
+    """One row per L3 domain and NUMA node: where, the four kernels, and a slow flag (derived
+    once: ``assay.analysis.domains.stream_domains``)."""
+    if domains is None:
         return None
-    node = _node_triad(figures)
-    summaries: dict[str, DomainSummary] = {}
-    for scope in DOMAIN_SCOPES:
-        triads = {
-            d: k["triad"].sample.value for (s, d), k in per.items() if s == scope and "triad" in k
-        }
-        if triads:
-            summaries[scope] = summarize_domains(triads, node, scope, threshold)
+    per, summaries, threshold = domains.kernels, domains.summaries, domains.threshold
     flags = {
         (scope, slow.domain): slow.describe()
         for scope, summary in summaries.items()
@@ -293,14 +252,15 @@ def domain_tables(
     figures: list[Figure],
     system: System | None = None,
     results: list[JobResult] | None = None,
+    domains: StreamDomains | None = None,
 ) -> list[Table]:
     """The per-domain STREAM table and the latency ladder, those that have data.
 
     ``system`` only words the summary ("per CCX" on AMD); ``results`` adds one example
-    command per table.
+    command per table; ``domains``: the derive step's (else derived here, the same way).
     """
     out = []
-    stream = stream_domain_table(figures, system)
+    stream = stream_domain_table(domains or stream_domains(figures), system)
     if stream is not None:
         if results:
             stream.commands = _example_command(results, "stream", lambda a: "numactl" in a[:1])

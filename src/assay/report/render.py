@@ -29,7 +29,7 @@ DEFAULT_WIDTH = 120
 # The JSON report's schema (docs/report-json.md): bump the version on any change a reader of
 # version 1 would misread (a renamed or re-meant field); adding a field is not one.
 JSON_SCHEMA = "assay-report"
-JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA_VERSION = 2  # docs/report-json.md: what changed with each version
 
 FORMATS = ("term", "md", "html", "json", "csv")
 

@@ -151,13 +151,13 @@ def bench_of(run: TranslatedRun, target: Path | None) -> BenchSpec:
 
 def host_benches(run: TranslatedRun, target: Path | None, order: list[str]) -> list[BenchSpec]:
     """One bench per Vdbench host of the run, its own SDs' jobs: host ``order[i]`` runs on
-    allocation node i (fio param ``node``), the run's hosts at once (``node_group``), each
+    allocation node i (fio param ``node_index``), the run's hosts at once (``node_group``), each
     host's figures under its name (``host_label``, the report's Host column)."""
     benches = []
     for host in sorted(set(run.hosts.values()), key=order.index):
         mine = [j for j in run.jobs if run.hosts.get(j.name) == host]
         bench = bench_of(dataclasses.replace(run, jobs=mine), target)
-        bench.params.update(node=order.index(host), node_group=run.name, host_label=host)
+        bench.params.update(node_index=order.index(host), node_group=run.name, host_label=host)
         benches.append(bench.model_copy(update={"name": f"{run.name}@{host}"}))
     return benches
 

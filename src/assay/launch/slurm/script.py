@@ -43,7 +43,8 @@ def batch_script(
     env: dict[str, str],
     heartbeat_timeout: float | None,
 ) -> str:
-    """Runs ``python -m assay.run.slurm_runner RUN_DIR`` as the allocation's batch step.
+    """Runs ``python -m assay.run.runner RUN_DIR --launcher slurm`` as the allocation's batch
+    step.
 
     ``exec`` makes the runner the step's process: scancel's signal reaches it directly, and it
     stops the job step in flight before the allocation ends.
@@ -58,7 +59,7 @@ def batch_script(
     ]
     for key, value in sorted(env.items()):
         lines.append(f"export {key}={q(value)}")
-    runner = [python, "-m", "assay.run.slurm_runner", str(run_dir)]
+    runner = [python, "-m", "assay.run.runner", str(run_dir), "--launcher", "slurm"]
     if heartbeat_timeout:
         runner += ["--heartbeat-timeout", f"{heartbeat_timeout:g}"]
     lines.append("exec " + shlex.join(runner))

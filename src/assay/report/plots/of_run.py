@@ -14,9 +14,10 @@ from typing import Any
 
 from assay.analysis.allpairs import PairMatrix
 from assay.analysis.derive import Derived, p2p_method
+from assay.analysis.domains import StreamDomains
 from assay.analysis.series import by_series_and_size
 from assay.analysis.stats import Figure
-from assay.analysis.storage_points import Point, config_of, curve_knee
+from assay.analysis.storage_points import CurveKey, CurveKnee, Point
 from assay.report.allpairs import matrix_key
 from assay.report.gpu import burn_cards
 from assay.report.plots import draw
@@ -132,34 +133,25 @@ def mpi_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
     return charts
 
 
-def stream_domain_bars(figures: list[Figure]) -> list[draw.Bar]:
-    """Triad per domain, flagged when more than the threshold below its peers' median."""
-    from assay.analysis.domains import summarize_domains
-
-    triads: dict[str, dict[int, float]] = defaultdict(dict)
-    for f in figures:
-        p = f.sample.params
-        scope = p.get("scope", "node")
-        if f.sample.metric == "memory.triad" and scope in DOMAIN_SCOPES and "domain" in p:
-            triads[scope][int(p["domain"])] = f.sample.value
-    out = []
+def stream_domain_bars(domains: StreamDomains | None) -> list[draw.Bar]:
+    """Triad per domain, flagged as the derive step flagged it (the table's flag)."""
+    out: list[draw.Bar] = []
+    if domains is None:
+        return out
     for scope in DOMAIN_SCOPES:
-        if not triads.get(scope):
-            continue
-        slow = {s.domain for s in summarize_domains(triads[scope], None, scope).slow}
+        triads = domains.triads(scope)
         word = "L3" if scope == "l3" else "NUMA"
-        for d, v in sorted(triads[scope].items()):
+        for d, v in sorted(triads.items()):
+            slow = domains.slow(scope, d) is not None
             out.append(
-                draw.Bar(
-                    f"{word} {d}", v, d in slow, group=f"{word} domains", note=f"{v / 1e9:.1f}"
-                )
+                draw.Bar(f"{word} {d}", v, slow, group=f"{word} domains", note=f"{v / 1e9:.1f}")
             )
     return out
 
 
-def memory_charts(figures: list[Figure]) -> list[Chart]:
+def memory_charts(figures: list[Figure], domains: StreamDomains | None) -> list[Chart]:
     charts = []
-    bars = stream_domain_bars(figures)
+    bars = stream_domain_bars(domains)
     node = [
         f.sample.value
         for f in figures
@@ -237,14 +229,9 @@ def compute_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
     ]
 
 
-def storage_charts(points: list[Point], figures: list[Figure]) -> list[Chart]:
-    """Response-time curves: one series per workload (or client group) and configuration."""
-    methods = {}
-    for f in figures:
-        p = f.sample.params
-        if p.get("mode") == "curve-summary":
-            key = (p.get("workload"), config_of(p), p.get("target"))
-            methods[key] = str(p.get("knee_method_requested", "kneedle"))
+def storage_charts(points: list[Point], knees: dict[CurveKey, CurveKnee]) -> list[Chart]:
+    """Response-time curves: one series per workload (or client group) and configuration,
+    each knee the derive step's (the curve table's)."""
     curves: dict[tuple[Any, ...], list[Point]] = defaultdict(list)
     for pt in points:
         if pt.mode == "curve" and pt.total:
@@ -252,9 +239,8 @@ def storage_charts(points: list[Point], figures: list[Figure]) -> list[Chart]:
     series = []
     for key, pts in sorted(curves.items(), key=lambda kv: str(kv[0])):
         name, config, target = key
-        # the knee the curve table names: derived from the same folded points
-        knee = curve_knee(pts, methods.get(key, "kneedle"))
-        found = (knee.iops, knee.latency_s) if knee.iops and knee.latency_s else None
+        knee = knees.get(key)
+        found = (knee.iops, knee.latency_s) if knee and knee.iops and knee.latency_s else None
         pts.sort(key=lambda pt: pt.totals()[0])
         tot = [pt.totals() for pt in pts]
         label = f"{name} nj{config[0]} qd{config[1]}" + (f" {target}" if target else "")
@@ -354,11 +340,11 @@ def charts_of(
     """Every plot a run's figures give, in report order; ``pair_matrices`` (``Built.matrices``)
     give the all-pairs heatmaps."""
     return [
-        *memory_charts(figures),
+        *memory_charts(figures, derived.domains),
         *compute_charts(figures, derived),
         *allpairs_charts(pair_matrices or []),
         *mpi_charts(figures, derived),
-        *storage_charts(derived.storage_points, figures),
+        *storage_charts(derived.storage_points, derived.knees),
         *gpu_charts(figures),
     ]
 

@@ -1,4 +1,5 @@
-"""``assay run --on slurm`` and ``assay collect``: the command-line side of a Slurm run.
+"""``assay run --on slurm`` (any batch launcher) and ``assay collect``: the command-line side
+of a run inside an allocation.
 
 Kept apart from ``assay.cli`` so the local path stays small; the CLI calls these functions and
 prints the summary they return.
@@ -15,12 +16,10 @@ from rich.console import Console
 from rich.text import Text
 
 from assay.errors import AssayError, LaunchError
-from assay.launch.slurm.options import SlurmOptions
-from assay.launch.slurm.place import place
-from assay.launch.slurm.state import JobState, require_slurm
+from assay.launch import BatchLauncher, BatchState
 from assay.model import Job, JobResult, RunInfo
 from assay.run.execute import RunOutcome
-from assay.run.slurm_front import Prepared, finish, follow, prepare, slurm_job_of, submit_run
+from assay.run.front import batch_job_of, finish, follow, prepare, read_plan, submit_run
 from assay.store import RunStore, RunWriter
 
 COLOURS = {"ok": "green", "skipped": "yellow"}
@@ -38,101 +37,97 @@ def _print_result(console: Console, r: JobResult) -> None:
         console.print(Text(f"    {r.reason}"))
 
 
-def dry_run(console: Console, out: Console, jobs: list[Job], prepared: Prepared) -> None:
+def dry_run(jobs: list[Job], launcher: BatchLauncher, mpis) -> None:
+    """Where each job goes, then the submitting command and the batch script."""
     for job in jobs:
-        nodes = job.placement.get("nodes", [])
-        group = job.placement.get("group", "")
+        nodes = job.placement.indices if job.placement else []
+        group = job.placement.group if job.placement else ""
         print(
             f"{job.job_id}: nodes {nodes} x ppn {job.ppn or 1}"
             + (f" [with {group}]" if group else "")
             + f": {shlex.join(job.argv)}"
         )
-    print(f"\n$ {shlex.join(prepared.sbatch)}\n")
-    print(prepared.script, end="")
+    submission = prepare(Path("RUN_DIR"), "RUN_ID", jobs, mpis, launcher, build=False)
+    print(f"\n$ {shlex.join(submission.argv)}\n")
+    print(submission.script, end="")
 
 
-def run_slurm(
+def run_batch(
     *,
     console: Console,
-    out: Console,
     store: RunStore,
     spec_name: str,
     suite_text: str,
     system,
     mpis,
     jobs: list[Job],
-    opts: SlurmOptions,
+    launcher: BatchLauncher,
     label: str,
-    dry: bool,
 ) -> RunOutcome | None:
-    """Plan placement, submit one allocation, follow it (unless detached). None: nothing ran."""
-    placed = place(jobs, opts, mpis)
-    if not placed:
-        raise AssayError("nothing to run on Slurm: the suite planned no job")
-    if dry:
-        prepared = prepare(Path("RUN_DIR"), "RUN_ID", placed, mpis, opts, build=False)
-        dry_run(console, out, placed, prepared)
-        return None
-    require_slurm()
+    """Submit one allocation for the placed ``jobs``, follow it (unless detached). None:
+    detached, nothing to wait for."""
+    launcher.require()
     writer = store.create(
         suite=spec_name, suite_text=suite_text, system=system, argv=sys.argv,
-        n_jobs=len(placed), label=label,
+        n_jobs=len(jobs), label=label,
     )  # fmt: skip
+    name = launcher.caps.name
     try:
-        prepared = prepare(writer.path, writer.info.run_id, placed, mpis, opts)
-        job_id = submit_run(writer, prepared, opts)
+        submission = prepare(writer.path, writer.info.run_id, jobs, mpis, launcher)
+        handle = submit_run(writer, submission, launcher)
     except AssayError as exc:
-        writer.info.slurm = {"state": "NOT_SUBMITTED", "reason": str(exc)}
+        writer.info.batch = {"launcher": name, "state": "NOT_SUBMITTED", "reason": str(exc)}
         writer.finish("failed")
         raise
     console.print(
-        f"run {writer.info.run_id}: suite {spec_name}, {len(placed)} jobs in one Slurm "
-        f"allocation (job {job_id}, {opts.nodes} nodes); script: "
-        f"{writer.path / 'slurm' / 'batch.sh'}"
+        f"run {writer.info.run_id}: suite {spec_name}, {launcher.describe(jobs)} "
+        f"(job {handle}); script: {writer.path / name / 'batch.sh'}"
     )
-    if opts.detach:
+    if launcher.detach:
         # The allocation outlives this process: no later assay may take the run for dead.
         writer.release()
         console.print(f"detached: collect the results with: assay collect {writer.info.run_id}")
         return None
-    return collect_writer(console, writer, placed, opts)
+    return collect_writer(console, writer, jobs, launcher)
 
 
 def collect_writer(
-    console: Console, writer: RunWriter, jobs: list[Job], opts: SlurmOptions
+    console: Console, writer: RunWriter, jobs: list[Job], launcher: BatchLauncher
 ) -> RunOutcome:
     """Follow the allocation with a live line, report each job as it lands, close the run."""
-    job_id = slurm_job_of(writer.info.slurm)
-    with console.status(f"Slurm job {job_id}: asking Slurm") as status:
+    _, handle = batch_job_of(writer.info)
+    who = launcher.caps.name.capitalize()
+    with console.status(f"{who} job {handle}: asking {who}") as status:
 
-        def on_state(state: JobState, elapsed: float) -> None:
+        def on_state(state: BatchState, elapsed: float) -> None:
             done = sum(1 for _ in (writer.path / "jobs.jsonl").open()) if (
                 writer.path / "jobs.jsonl"
             ).exists() else 0  # fmt: skip
-            where = f" on {state.nodes}" if state.nodes else ""
-            why = f" ({state.reason})" if state.reason and state.state == "PENDING" else ""
+            where = f" on {state.nodelist}" if state.nodelist else ""
+            why = f" ({state.reason})" if state.reason and state.pending else ""
             status.update(
-                f"Slurm job {job_id}: {state.state}{why}{where}; "
+                f"{who} job {handle}: {state.state}{why}{where}; "
                 f"{done}/{len(jobs)} jobs done, {len(jobs) - done} to go; {elapsed:.0f} s"
             )
 
         try:
             state = follow(
-                writer, opts, on_state=on_state, on_result=lambda r: _print_result(console, r)
-            )
+                writer, launcher, on_state=on_state,
+                on_result=lambda r: _print_result(console, r),
+            )  # fmt: skip
         except KeyboardInterrupt:
-            finish(writer, jobs, None)
-            console.print(f"stopped: Slurm job {job_id} cancelled; finished jobs are kept")
+            finish(writer, jobs, None, launcher)
+            console.print(f"stopped: {who} job {handle} cancelled; finished jobs are kept")
             raise
         except LaunchError:
-            finish(writer, jobs, None)
+            finish(writer, jobs, None, launcher)
             raise
-    missing = finish(writer, jobs, state)
-    slurm = writer.info.slurm
-    line = f"Slurm job {job_id} ended {slurm.get('state')}"
-    if slurm.get("reason"):
-        line += f" ({slurm['reason']})"
-    console.print(Text(line, style="green" if slurm.get("state") == "COMPLETED" else "red"))
+    missing = finish(writer, jobs, state, launcher)
+    batch = writer.info.batch
+    line = f"{who} job {handle} ended {batch.get('state')}"
+    if batch.get("reason"):
+        line += f" ({batch['reason']})"
+    console.print(Text(line, style="green" if batch.get("state") == "COMPLETED" else "red"))
     for r in missing:
         _print_result(console, r)
     return _outcome(writer)
@@ -148,16 +143,15 @@ def _outcome(writer: RunWriter) -> RunOutcome:
     return outcome
 
 
-def collect(console: Console, store: RunStore, ref: str | None, opts: SlurmOptions) -> RunOutcome:
+def collect(console: Console, store: RunStore, ref: str | None) -> RunOutcome:
     """``assay collect``: follow a detached run to its end (or close one that ended)."""
     run_id = store.resolve(ref)
     path = store.runs_dir / run_id
     info = RunInfo.from_dict(json.loads((path / "run.json").read_text()))
-    slurm_job_of(info.slurm)
+    name, _ = batch_job_of(info)
     writer = RunWriter(path, info)
-    plan_file = path / "slurm" / "plan.json"
-    jobs = [Job.from_dict(j) for j in json.loads(plan_file.read_text())["jobs"]]
+    jobs, _, launcher = read_plan(path, name)
     if info.status != "running":
         console.print(f"run {run_id} already collected ({info.status})")
         return _outcome(writer)
-    return collect_writer(console, writer, jobs, opts)
+    return collect_writer(console, writer, jobs, launcher)
