@@ -10,6 +10,7 @@ probes themselves are compiled by tests/test_gpu.py.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -107,3 +108,34 @@ def test_probe_die_now_keeps_the_printed_line_and_skips_atexit(cxx_harness: Path
     assert proc.returncode == 3
     assert json.loads(proc.stdout)["params"]["flag"] is True
     assert proc.stderr == "cxx: stopped after 1 line\n"  # no "atexit ran"
+
+
+def _code(path: Path) -> str:
+    """The file without its comments: what it does, not what it says."""
+    return re.sub(r"/\*.*?\*/|//[^\n]*", "", path.read_text(), flags=re.S)
+
+
+CUDA_SOURCES = sorted(NATIVE.glob("*.cu"))
+
+
+def test_cuda_probe_h_keeps_only_what_is_cuda_s_own():
+    header = _code(NATIVE / "cuda_probe.h")
+    assert '#include "probe.h"' in header and '#include "jsonl.h"' in header
+    # no JSON writer, no statistics, no exit codes, no options loop of its own
+    for copied in ("%.17g", "stdout", "sqrt", "sort", "median", "EXIT_", "argv", "class "):
+        assert copied not in header, f"cuda_probe.h has {copied!r}: use jsonl.h/probe.h"
+    assert len(header.splitlines()) < 130
+
+
+@pytest.mark.parametrize("source", CUDA_SOURCES, ids=lambda p: p.name)
+def test_each_cuda_probe_writes_through_the_c_harness(source: Path):
+    code = _code(source)
+    assert '#include "cuda_probe.h"' in code
+    for used in ("probe_init(", "probe_options_or_exit(", "jl_begin(", "jl_end("):
+        assert used in code, f"{source.name} does not call {used}"
+    for own in (r'"metric"', r"%\.17g", r"EXIT_", r"\bcp_die\b", r"\bexit\("):
+        assert not re.search(own, code), f"{source.name} has {own!r}: probe.h/jsonl.h do that"
+
+
+def test_there_are_three_cuda_probes():
+    assert [p.name for p in CUDA_SOURCES] == ["gpuburn.cu", "gpumem.cu", "ncclbench.cu"]
