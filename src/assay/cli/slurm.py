@@ -22,6 +22,7 @@ from assay.model import Job, JobResult, RunInfo
 from assay.run.execute import RunOutcome
 from assay.run.slurm_front import Prepared, finish, follow, prepare, slurm_job_of, submit_run
 from assay.store import RunStore, RunWriter
+from assay.textutil import terminal
 
 COLOURS = {"ok": "green", "skipped": "yellow"}
 
@@ -35,7 +36,7 @@ def _print_result(console: Console, r: JobResult) -> None:
         + Text(f" {r.job_id}{where} ({r.wall_time:.1f} s, {r.n_samples} samples)")
     )
     if r.status != "ok" and r.reason:
-        console.print(Text(f"    {r.reason}"))
+        console.print(Text(f"    {terminal(r.reason)}"))
 
 
 def dry_run(console: Console, out: Console, jobs: list[Job], prepared: Prepared) -> None:
