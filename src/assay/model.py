@@ -38,7 +38,8 @@ class Stats:
         return cls(**{k: v for k, v in data.items() if k in _STATS_FIELDS})
 
     def cv(self) -> float | None:
-        """Coefficient of variation (stddev / mean), the 'how much it varied' figure."""
+        """Coefficient of variation (stddev / mean). Reports do not show it: one stray iteration
+        dominates it (they show ``analysis.spread.robust_spread``)."""
         if self.stddev is None or not self.mean:
             return None
         return self.stddev / self.mean

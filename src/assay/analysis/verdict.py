@@ -101,10 +101,11 @@ def measured(samples: Iterable[Sample]) -> list[Measured]:
 
 def measured_figures(figures: list[Figure]) -> list[Measured]:
     """As :func:`measured`, from figures already folded (a run's cache)."""
-    return [_from_figure(f) for f in with_derived(figures)]
+    return [measured_one(f) for f in with_derived(figures)]
 
 
-def _from_figure(fig: Figure) -> Measured:
+def measured_one(fig: Figure) -> Measured:
+    """One folded figure as compared: its median, its repetitions' values, its statistics."""
     s = fig.sample
     values = fig.values or (s.value,)
     return Measured(s.probe, s.metric, dict(s.params), float(s.value), values, s.stats, s.unit,

@@ -17,6 +17,7 @@ from rich.text import Text
 from assay import __version__
 from assay.cli.common import console, open_store, out
 from assay.errors import AssayError
+from assay.textutil import terminal
 
 app = typer.Typer(
     name="assay",
@@ -86,7 +87,7 @@ def runs_cmd(
     rows = index.runs()
     index.close()
     for skipped in index.skipped:
-        console.print(Text(f"skipped a damaged run: {skipped}", style="yellow"))
+        console.print(Text(f"skipped a damaged run: {terminal(skipped)}", style="yellow"))
     if not rows:
         out.print("no runs yet: start one with 'assay run quick'")
         return
@@ -96,10 +97,11 @@ def runs_cmd(
         t.add_column(col)
     for r in rows:
         status = r["status"]  # a run whose assay died was closed when the store was opened
-        # Text, not str: a suite name or label such as "[/]" is data, never rich markup.
+        # Text, not str: a suite name or label such as "[/]" is data, never rich markup; an
+        # escape sequence in one is shown, never sent to the terminal.
         cells = (r["run_id"], r["suite"], status, r["hostname"], r["n_jobs"], r["n_failed"])
         cells += (r["n_samples"], r["label"])
-        t.add_row(*(Text(str(c)) for c in cells))
+        t.add_row(*(Text(terminal(c)) for c in cells))
     out.print(t)
 
 
@@ -128,5 +130,5 @@ def main() -> None:
     except AssayError as exc:
         if STATE["debug"]:
             raise
-        console.print(Text("error: ", style="red") + Text(str(exc)))
+        console.print(Text("error: ", style="red") + Text(terminal(exc)))  # may name a file
         sys.exit(exc.exit_code)

@@ -21,6 +21,7 @@ from assay.model import Job, JobResult, RunInfo
 from assay.run.execute import RunOutcome
 from assay.run.front import batch_job_of, finish, follow, prepare, read_plan, submit_run
 from assay.store import RunStore, RunWriter
+from assay.textutil import terminal
 
 COLOURS = {"ok": "green", "skipped": "yellow"}
 
@@ -34,7 +35,7 @@ def _print_result(console: Console, r: JobResult) -> None:
         + Text(f" {r.job_id}{where} ({r.wall_time:.1f} s, {r.n_samples} samples)")
     )
     if r.status != "ok" and r.reason:
-        console.print(Text(f"    {r.reason}"))
+        console.print(Text(f"    {terminal(r.reason)}"))
 
 
 def dry_run(jobs: list[Job], launcher: BatchLauncher, mpis) -> None:

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from assay.config import assay_home
 from assay.errors import AssayError
+from assay.textutil import terminal
 
 if TYPE_CHECKING:  # imported when used: the store (sqlite3) would slow every 'assay --help'
     from assay.store import Index, RunStore
@@ -37,7 +38,7 @@ def write_output(chunks: Iterable[str], output: Path | None) -> None:
             f"cannot write the report to {output}: {exc.strerror or exc}",
             hint="give a file in a directory that exists and that you can write to",
         ) from exc
-    console.print(Text(f"wrote {output}"))
+    console.print(Text(f"wrote {terminal(output)}"))
 
 
 def open_store() -> RunStore:
@@ -45,7 +46,7 @@ def open_store() -> RunStore:
 
     store = RunStore(assay_home())
     for message in recover(store.home):  # runs left "running" by a killed assay end "interrupted"
-        console.print(Text(f"note: {message}", style="yellow"))
+        console.print(Text(f"note: {terminal(message)}", style="yellow"))
     return store
 
 
@@ -88,4 +89,4 @@ def print_summary(outcome, elapsed: float, path: Path) -> None:
         "see the figures with: assay report"
     )
     for note in outcome.info.notes:
-        console.print(Text(f"note: {note}", style="yellow"))
+        console.print(Text(f"note: {terminal(note)}", style="yellow"))

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from assay.cli.common import console, open_index, open_store
 from assay.errors import AssayError
+from assay.textutil import terminal
 
 
 def import_cmd(
@@ -45,10 +46,11 @@ def import_cmd(
     for o in outcomes:
         style = {"ok": "green", "partial": "yellow"}.get(o.status, "red")
         console.print(
-            Text(f"  {o.status:8}", style=style) + Text(f"{o.path}: {o.n_samples} samples")
+            Text(f"  {o.status:8}", style=style)
+            + Text(f"{terminal(o.path)}: {o.n_samples} samples")  # a file name is data
         )
         if o.message:
-            console.print(Text(f"    {o.message}"))
+            console.print(Text(f"    {terminal(o.message)}"))
     if run_id is None:  # a failed import is not a run
         console.print(Text("nothing stored: no file could be imported", style="red"))
         raise typer.Exit(2)
@@ -56,7 +58,7 @@ def import_cmd(
     try:
         open_index(store).close()
     except AssayError as exc:  # the data is in the run directory whatever the index says
-        console.print(Text(f"warning: {exc}", style="yellow"))
+        console.print(Text(f"warning: {terminal(exc)}", style="yellow"))
     if any(o.status != "ok" for o in outcomes):
         raise typer.Exit(1)
 

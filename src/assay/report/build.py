@@ -25,7 +25,13 @@ from assay.report.mpi import collective_tables, hockney_table, p2p_tables
 from assay.report.rdma import rdma_figures, rdma_tables
 from assay.report.storage import storage_figures, storage_tables
 from assay.report.system import system_table
-from assay.report.table import Table, commands_of, commands_of_jobs, count, pct, variation
+from assay.report.table import (
+    Table,
+    commands_of,
+    commands_of_jobs,
+    count,
+    spread_column,
+)
 from assay.store import LoadedRun
 from assay.units import format_value, metric_info
 from assay.vocab import COLL_METHOD, STREAM_KERNELS
@@ -39,8 +45,10 @@ def generic_table(figures: list[Figure], shown: set[int]) -> Table | None:
     rest = [f for f in figures if id(f) not in shown]
     if not rest:
         return None
+    rest.sort(key=lambda f: (f.sample.metric, str(f.sample.params)))
+    spreads, spread_words = spread_column(rest)
     rows = []
-    for f in sorted(rest, key=lambda f: (f.sample.metric, str(f.sample.params))):
+    for f, spread in zip(rest, spreads, strict=True):
         info = metric_info(f.sample.metric)
         unit = info.display if f.sample.unit == info.unit else f.sample.unit
         value = (
@@ -51,9 +59,9 @@ def generic_table(figures: list[Figure], shown: set[int]) -> Table | None:
         params = ", ".join(
             f"{k}={v}" for k, v in sorted(f.sample.params.items()) if not isinstance(v, list | dict)
         )
-        rows.append([f.sample.metric, params, value, unit, count(f), pct(variation(f))])
-    cols = ["metric", "params", "value", "unit", "n", "variation"]
-    return Table("other", "Other measurements", cols, rows)
+        rows.append([f.sample.metric, params, value, unit, count(f), spread])
+    cols = ["metric", "params", "value", "unit", "n", "spread"]
+    return Table("other", "Other measurements", cols, rows, [spread_words] if spread_words else [])
 
 
 def failures_table(results: list[JobResult]) -> Table | None:

@@ -23,7 +23,13 @@ from assay.analysis.domains import (
 from assay.analysis.levels import LadderPoint, read_levels, reading_notes
 from assay.analysis.stats import Figure
 from assay.model import JobResult, System
-from assay.report.table import Table, commands_of, count, format_size, pct, variation
+from assay.report.table import (
+    Table,
+    commands_of,
+    count,
+    format_size,
+    spread_column,
+)
 from assay.units import format_value
 from assay.vocab import DOMAIN_SCOPES, STREAM_KERNELS
 
@@ -32,11 +38,12 @@ def stream_table(figures: list[Figure]) -> Table | None:
     by_kernel = {f.sample.metric.split(".")[1]: f for f in figures if f.sample.probe == "stream"}
     if not by_kernel:
         return None
+    shown = [by_kernel[k] for k in STREAM_KERNELS if k in by_kernel]
+    spreads, spread_words = spread_column(shown)
     rows = []
-    for kernel in STREAM_KERNELS:
-        fig = by_kernel.get(kernel)
-        if fig is None:
-            continue
+    for kernel, fig, spread in zip(
+        [k for k in STREAM_KERNELS if k in by_kernel], shown, spreads, strict=True
+    ):
         # Every column of a row from one repetition (the median by rate), so the rate and the
         # minimum time it was computed from agree.
         rep = fig.median_member()
@@ -50,7 +57,7 @@ def stream_table(figures: list[Figure]) -> Table | None:
                 f"{p.get('min_time', 0):.6f}",
                 f"{p.get('max_time', 0):.6f}",
                 count(fig),
-                pct(variation(fig)),
+                spread,
             ]
         )
     p = next(iter(by_kernel.values())).sample.params
@@ -72,8 +79,7 @@ def stream_table(figures: list[Figure]) -> Table | None:
             if reps > 1
             else []
         ),
-        "MB/s = 10^6 B/s as STREAM prints it; variation = coefficient of variation of the "
-        "per-iteration rates (or of the repetitions).",
+        "MB/s = 10^6 B/s as STREAM prints it" + (f"; {spread_words}" if spread_words else "."),
     ]
     cols = [
         "Function",
@@ -83,7 +89,7 @@ def stream_table(figures: list[Figure]) -> Table | None:
         "Min time s",
         "Max time s",
         "n",
-        "variation",
+        "spread",
     ]
     return Table("stream", "Memory bandwidth (STREAM)", cols, rows, notes)
 
@@ -197,18 +203,19 @@ def latency_ladder_table(figures: list[Figure]) -> Table | None:
         return None
     configs = sorted(by_config)
     sizes = sorted({ws for per in by_config.values() for ws in per})
+    grid = [[by_config[c].get(ws) for c in configs] for ws in sizes]
+    spreads, spread_words = spread_column([f for figs in grid for f in figs])
     rows = []
-    for ws in sizes:
-        figs = [by_config[c].get(ws) for c in configs]
+    for i, (ws, figs) in enumerate(zip(sizes, grid, strict=True)):
         level = next((str(f.sample.params.get("level", "?")) for f in figs if f), "?")
         cells = [format_value(f.sample.value, "ns") if f else "–" for f in figs]
-        var = [pct(variation(f)) if f else "–" for f in figs]
+        var = spreads[i * len(configs) : (i + 1) * len(configs)]
         rows.append([format_size(ws), level, *cells, *var])
     if len(configs) == 1:
-        cols = ["Working set", "Level", "ns per load", "variation"]
+        cols = ["Working set", "Level", "ns per load", "spread"]
     else:
         cols = ["Working set", "Level", *(f"ns per load ({c})" for c in configs)]
-        cols += [f"variation ({c})" for c in configs]
+        cols += [f"spread ({c})" for c in configs]
     notes = [_plateaus(by_config[c], c) for c in configs]
     for c in configs:  # levels read from the curve, and where they contradict the sizes
         notes += reading_notes(read_levels(_ladder(by_config[c])), c)
@@ -219,6 +226,7 @@ def latency_ladder_table(figures: list[Figure]) -> Table | None:
         "smallest cache the working set fits in (sizes from /sys). With 4 KiB pages the large "
         "sets include TLB misses, as MLC's figures do."
     )
+    notes += [spread_words] if spread_words else []
     return Table("memory-latency", "Memory load latency (pointer chasing)", cols, rows, notes)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import html
 import io
 import json
 import shutil
@@ -22,6 +21,7 @@ from assay.report.build import Built, build, merge_runs, merge_samples
 from assay.report.table import Table
 from assay.store import LoadedRun
 from assay.store.rundir import complete_lines
+from assay.textutil import csv_text, markdown, markdown_code, terminal
 
 # Without a terminal (a pipe, a file, CI) and without COLUMNS, tables are drawn this wide.
 DEFAULT_WIDTH = 120
@@ -54,17 +54,19 @@ def _header(run: LoadedRun, n_samples: int) -> list[str]:
     return lines
 
 
-def md(text: str) -> str:
-    """Text safe in a Markdown table cell or line: HTML escaped (a host name or label is never
-    markup), ``|`` escaped (it would split the cell), newlines folded into spaces."""
-    return html.escape(" ".join(str(text).splitlines()), quote=False).replace("|", "\\|")
+md = markdown  # a table cell (assay.textutil: the one Markdown escaping)
+
+
+def md_line(text: str) -> str:
+    """A title, a note or a header line: as a cell, and nothing at its start opens a block."""
+    return markdown(text, line=True)
 
 
 def markdown_table(t: Table, level: str = "##") -> list[str]:
     """One table as Markdown lines: title, commands, the table, its notes."""
-    out = [f"{level} {md(t.title)}", ""]
+    out = [f"{level} {md_line(t.title)}", ""]
     for cmd in t.commands:
-        out += ["```", cmd.replace("```", "` ` `"), "```", ""]
+        out += ["```", markdown_code(cmd), "```", ""]
     if t.key == "system":
         out += ["| | |", "|---|---|"]
         out += [f"| {md(k)} | {md(v)} |" for k, v in t.rows]
@@ -75,14 +77,14 @@ def markdown_table(t: Table, level: str = "##") -> list[str]:
             cells = [f"**{md(c)}**" if (r, i) in t.best else md(c) for i, c in enumerate(row)]
             out.append("| " + " | ".join(cells) + " |")
     out.append("")
-    out += [f"{md(n)}  " for n in t.notes]
+    out += [f"{md_line(n)}  " for n in t.notes]
     if t.notes:
         out.append("")
     return out
 
 
 def render_markdown(run: LoadedRun, tables: list[Table], head: list[str]) -> str:
-    out = [f"# assay report: {md(run.info.suite)}", "", *(f"{md(ln)}  " for ln in head)]
+    out = [f"# assay report: {md_line(run.info.suite)}", "", *(f"{md_line(ln)}  " for ln in head)]
     out.append("")
     for t in tables:
         out += markdown_table(t)
@@ -97,16 +99,18 @@ def terminal_width(width: int | None = None) -> int:
 
 
 def rich_table(t: Table) -> RichTable:
-    """A table for rich; data is escaped, so a label such as ``[/]`` is shown, not parsed."""
-    rt = RichTable(title=escape(t.title), title_justify="left", show_header=t.key != "system")
+    """A table for rich; data is escaped, so a label such as ``[/]`` is shown, not parsed, and
+    an escape sequence is shown, not sent to the terminal."""
+    title = escape(terminal(t.title))
+    rt = RichTable(title=title, title_justify="left", show_header=t.key != "system")
     for i, c in enumerate(t.columns):
         left = i == 0 or t.key in ("system", "failures", "other", "compare")
         # fold, never cut: a cell shortened with "…" would hide what was measured
-        rt.add_column(escape(c), justify="left" if left else "right", overflow="fold")
+        rt.add_column(escape(terminal(c)), justify="left" if left else "right", overflow="fold")
     for r, row in enumerate(t.rows):
         rt.add_row(
             *[
-                Text(f"{c}*", style="bold") if (r, i) in t.best else Text(c)
+                Text(f"{terminal(c)}*", style="bold") if (r, i) in t.best else Text(terminal(c))
                 for i, c in enumerate(row)
             ]
         )
@@ -120,14 +124,14 @@ def term_tables(
     buf = io.StringIO()
     console = Console(file=buf, width=terminal_width(width), force_terminal=False)
     for line in head:
-        console.print(line, highlight=False, markup=False)
+        console.print(terminal(line), highlight=False, markup=False)
     for t in tables:
         console.print()
         for cmd in t.commands:
-            console.print(f"$ {cmd}", highlight=False, markup=False)
+            console.print(f"$ {terminal(cmd)}", highlight=False, markup=False)
         console.print(rich_table(t))
         for n in t.notes:
-            console.print(f"  {n}", highlight=False, markup=False)
+            console.print(f"  {terminal(n)}", highlight=False, markup=False)
     return buf.getvalue()
 
 
@@ -172,14 +176,14 @@ def render_csv(run: LoadedRun) -> str:
         st = s.stats.to_dict() if s.stats else {}
         w.writerow(
             [
-                s.run_id,
-                s.job_id,
-                s.probe,
-                s.metric,
+                csv_text(s.run_id),
+                csv_text(s.job_id),
+                csv_text(s.probe),
+                csv_text(s.metric),
                 repr(s.value),
-                s.unit,
-                s.better,
-                json.dumps(s.params, sort_keys=True),
+                csv_text(s.unit),
+                csv_text(s.better),
+                json.dumps(s.params, sort_keys=True),  # JSON escapes every control character
             ]
             + [st.get(n, "") for n in stat_names]
         )
