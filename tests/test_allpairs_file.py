@@ -15,6 +15,7 @@ import pytest
 
 from assay.errors import ProbeError
 from assay.launch.tournament import rounds
+from assay.parsers import allpairs_file
 from assay.parsers.allpairs_file import (
     END_MARK,
     MAGIC,
@@ -198,3 +199,26 @@ def test_a_thousand_nodes_read_back(tmp_path: Path):
     m = read_matrix_file(path)
     assert m.complete and len(m.rounds) == n - 1
     assert np.array_equal(m.latency.values, lat) and np.array_equal(m.bandwidth.values, bw)
+
+
+@pytest.mark.parametrize("n", [2, 3, 8, 51])
+def test_node_stats_are_each_nodes_links(n: int, monkeypatch: pytest.MonkeyPatch):
+    """Against numpy on each node's row, with links missing (NaN) and a node with none; blocks
+    of 5 nodes, so that a block boundary falls inside the matrix."""
+    monkeypatch.setattr(allpairs_file, "ROW_BLOCK_LINKS", 5 * n)
+    rng = np.random.default_rng(n)
+    values = rng.uniform(1.0, 2.0, n_links(n)).astype(np.float32)
+    values[rng.random(len(values)) < 0.25] = np.nan
+    values[link_index(n, 0, np.arange(1, n))] = np.nan  # node 0 measured nothing
+    st = allpairs_file.node_stats(values, n)
+    for i in range(n):
+        x = node_links(values, n, i).astype(np.float64)
+        x = x[np.isfinite(x)]
+        assert st.count[i] == len(x)
+        if not len(x):
+            assert np.isnan([st.min[i], st.max[i], st.mean[i], st.median[i], st.stddev[i]]).all()
+            continue
+        assert st.median[i] == pytest.approx(np.median(x))
+        assert st.mean[i] == pytest.approx(x.mean())
+        assert (st.min[i], st.max[i]) == (x.min(), x.max())
+        assert st.stddev[i] == pytest.approx(x.std(ddof=1) if len(x) > 1 else 0.0)

@@ -31,7 +31,7 @@ from assay.parsers.allpairs_file import (
     MatrixFile,
     link_index,
     n_links,
-    node_links,
+    node_stats,
     read_matrix_file,
 )
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
@@ -196,24 +196,21 @@ def _links(matrix: MatrixFile, metric: str, kind: str) -> np.ndarray:
 
 
 def per_node(matrix: MatrixFile, summary: list[Sample]) -> list[Sample]:
-    """Each node's median link, per metric (one numpy pass per node, none per link)."""
+    """Each node's median link, per metric (numpy over blocks of nodes, nothing per link)."""
     out: list[Sample] = []
     for whole in summary:
         if whole.params.get("summary") != "matrix":
             continue
         values = _links(matrix, whole.metric, str(whole.params.get("kind", "sweep")))
-        for i, host in enumerate(matrix.hosts):
-            links = node_links(values, matrix.n, i)
-            links = links[np.isfinite(links)].astype(np.float64)
-            if links.size == 0:
-                continue
-            median = float(np.median(links))
+        st = node_stats(values, matrix.n)
+        for i in np.flatnonzero(st.count > 0).tolist():
             stats = Stats(
-                n=int(links.size), min=float(links.min()), max=float(links.max()),
-                mean=float(links.mean()), median=median,
-                stddev=float(links.std(ddof=1)) if links.size > 1 else 0.0,
+                n=int(st.count[i]), min=float(st.min[i]), max=float(st.max[i]),
+                mean=float(st.mean[i]), median=float(st.median[i]), stddev=float(st.stddev[i]),
             )  # fmt: skip
-            params: dict[str, Any] = {**whole.params, "summary": "node", "node": host, "rank": i}
-            sample = Sample.make(whole.probe, whole.metric, median, params, stats, whole.unit)
-            out.append(sample)
+            params: dict[str, Any] = {
+                **whole.params, "summary": "node", "node": matrix.hosts[i], "rank": i
+            }  # fmt: skip
+            out.append(Sample.make(whole.probe, whole.metric, float(st.median[i]), params, stats,
+                                   whole.unit))  # fmt: skip
     return out
