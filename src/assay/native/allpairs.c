@@ -53,7 +53,6 @@
 #include <limits.h>
 #include <math.h>
 #include <mpi.h>
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -65,6 +64,8 @@
 
 #include "jsonl.h"
 #include "probe.h"
+
+#include "allpairs_file.h"
 
 enum { EXIT_UNRESPONSIVE = 4 }; /* a partner stopped answering: the runner relaunches without it */
 enum kind { SWEEP, RETEST, RESUME };
@@ -81,15 +82,8 @@ static const char *const KINDS[] = {"sweep", "retest", "resume", NULL};
 #define LARGE_THRESHOLD 8192 /* OSU's LARGE_MESSAGE_SIZE: above it, the large warm-up counts */
 #define ACK_BYTES 4          /* osu_bw's ack */
 #define MAX_NODES 65535      /* node numbers are u16 in the file */
-#define FSYNC_EVERY_S 10.0   /* fflush every round, fsync this often (a shared file system) */
 
 enum { TAG_PING = 1, TAG_DATA = 100, TAG_ACK = 101, TAG_PILOT = 102, TAG_STALL = 103 };
-
-/* On-disk markers (docs/cluster.md, "The matrix file"). */
-#define FILE_MAGIC "ASSAYAP1"
-#define ROUND_MARK 0x444E5552u /* "RUND" */
-#define END_MARK 0x21444E45u   /* "END!" */
-#define FLAG_TIMED_OUT 1u
 
 typedef struct {
     long long lat_size, bw_size, window, pairs_at_once, first_round;
@@ -123,22 +117,7 @@ static char my_host[MPI_MAX_PROCESSOR_NAME];
  * (MPI_Status *)1, which gcc >= 11 flags as -Wstringop-overflow. */
 static MPI_Status *statuses;
 
-/* ---- output file: rank 0's writer thread ---------------------------------------------- */
-
-typedef struct chunk {
-    struct chunk *next;
-    size_t len;
-    unsigned char data[];
-} chunk;
-
-static struct {
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    chunk *head, *tail;
-    int closing, error;
-    FILE *f;
-} wr = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+/* ---- the matrix file (rank 0; allpairs_file.h writes it) ------------------------------ */
 
 /* rank 0's record of what it wrote: the summary's figures and the end block's counts */
 static struct {
@@ -147,148 +126,39 @@ static struct {
     unsigned rounds;
 } rec;
 
-static void put_u16(unsigned char *p, unsigned v)
-{
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-}
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_f32(unsigned char *p, float f)
-{
-    uint32_t v;
-    memcpy(&v, &f, 4);
-    put_u32(p, v);
-}
-
-static void put_f64(unsigned char *p, double d)
-{
-    uint64_t v;
-    memcpy(&v, &d, 8);
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void *writer_main(void *arg)
-{
-    (void)arg;
-    double synced = probe_now();
-    pthread_mutex_lock(&wr.mu);
-    for (;;) {
-        while (!wr.head && !wr.closing)
-            pthread_cond_wait(&wr.cv, &wr.mu);
-        chunk *list = wr.head;
-        wr.head = wr.tail = NULL;
-        int closing = wr.closing;
-        pthread_mutex_unlock(&wr.mu);
-        int err = 0;
-        while (list) {
-            chunk *next = list->next;
-            if (!err && fwrite(list->data, 1, list->len, wr.f) != list->len)
-                err = errno ? errno : EIO;
-            free(list);
-            list = next;
-        }
-        if (!err && fflush(wr.f))
-            err = errno;
-        if (!err && (closing || probe_now() - synced > FSYNC_EVERY_S)) {
-            /* a lost node keeps what reached the disk, not what sat in its page cache */
-            if (fsync(fileno(wr.f)) && errno != EINVAL && errno != EROFS)
-                err = errno;
-            synced = probe_now();
-        }
-        pthread_mutex_lock(&wr.mu);
-        if (err && !wr.error)
-            wr.error = err;
-        if (closing && !wr.head)
-            break;
-    }
-    pthread_mutex_unlock(&wr.mu);
-    return NULL;
-}
-
 static void file_error(int err)
 {
     fprintf(stderr, "allpairs: cannot write %s: %s\n", opt.output, strerror(err));
     MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
 }
 
-/* Queue bytes for the file; the caller's buffer is copied. */
 static void file_put(const unsigned char *data, size_t len)
 {
-    chunk *c = malloc(sizeof *c + len);
-    if (!c)
-        file_error(ENOMEM);
-    c->next = NULL;
-    c->len = len;
-    memcpy(c->data, data, len);
-    pthread_mutex_lock(&wr.mu);
-    int err = wr.error;
-    if (wr.tail)
-        wr.tail->next = c;
-    else
-        wr.head = c;
-    wr.tail = c;
-    pthread_cond_signal(&wr.cv);
-    pthread_mutex_unlock(&wr.mu);
+    int err = apf_put(data, len);
     if (err)
         file_error(err);
 }
 
 static void file_open(void)
 {
-    wr.f = fopen(opt.output, "wb");
-    if (!wr.f)
-        file_error(errno);
-    if (pthread_create(&wr.thread, NULL, writer_main, NULL))
-        file_error(EAGAIN);
-}
-
-/* Everything queued reaches the file (and the disk) before this returns. */
-static void file_close(void)
-{
-    pthread_mutex_lock(&wr.mu);
-    wr.closing = 1;
-    pthread_cond_signal(&wr.cv);
-    pthread_mutex_unlock(&wr.mu);
-    pthread_join(wr.thread, NULL);
-    int err = wr.error;
-    if (fclose(wr.f) && !err)
-        err = errno;
+    int err = apf_open(opt.output);
     if (err)
         file_error(err);
-}
-
-static void file_header(void)
-{
-    size_t len = 32;
-    for (int i = 0; i < nprocs; i++)
-        len += 2 + strlen(hosts[i]);
-    len = (len + 7) / 8 * 8;
+    size_t len = apf_header_len(hosts[0], sizeof hosts[0], nprocs);
     unsigned char *h = calloc(1, len);
     if (!h)
         file_error(ENOMEM);
-    memcpy(h, FILE_MAGIC, 8);
-    put_u32(h + 8, (uint32_t)len);
-    put_u32(h + 12, (uint32_t)nprocs);
-    put_u32(h + 16, (uint32_t)opt.lat_size);
-    put_u32(h + 20, (uint32_t)opt.bw_size);
-    put_u32(h + 24, (uint32_t)opt.window);
-    put_f32(h + 28, (float)opt.budget);
-    unsigned char *p = h + 32;
-    for (int i = 0; i < nprocs; i++) {
-        size_t n = strlen(hosts[i]);
-        put_u16(p, (unsigned)n);
-        memcpy(p + 2, hosts[i], n);
-        p += 2 + n;
-    }
+    apf_header(h, len, hosts[0], sizeof hosts[0], nprocs, (uint32_t)opt.lat_size,
+               (uint32_t)opt.bw_size, (uint32_t)opt.window, (float)opt.budget);
     file_put(h, len);
     free(h);
+}
+
+static void file_close(void)
+{
+    int err = apf_close();
+    if (err)
+        file_error(err);
 }
 
 static void remember(float lat, float bw)
@@ -315,29 +185,20 @@ static void file_round(int round_no, const result *results, int n, long long lat
     int count = 0;
     for (int i = 0; i < n; i++)
         count += results[i].partner > i;
-    size_t len = 40 + 12 * (size_t)count;
+    size_t len = APF_ROUND_BYTES + APF_PAIR_BYTES * (size_t)count;
     unsigned char *b = malloc(len);
     if (!b)
         file_error(ENOMEM);
-    put_u32(b, ROUND_MARK);
-    put_u32(b + 4, (uint32_t)round_no);
-    put_u32(b + 8, (uint32_t)opt.kind);
-    put_u32(b + 12, (uint32_t)count);
-    put_u32(b + 16, (uint32_t)lat_iters);
-    put_u32(b + 20, (uint32_t)bw_iters);
-    put_f64(b + 24, t_start);
-    put_f64(b + 32, wall);
-    unsigned char *p = b + 40;
+    apf_round_head(b, (uint32_t)round_no, (uint32_t)opt.kind, (uint32_t)count,
+                   (uint32_t)lat_iters, (uint32_t)bw_iters, t_start, wall);
+    unsigned char *p = b + APF_ROUND_BYTES;
     for (int i = 0; i < n; i++) {
         if (results[i].partner <= i)
             continue;
         float lat = results[i].failed ? NAN : results[i].latency;
         float bw = results[i].failed ? NAN : results[i].bandwidth;
-        put_u16(p, (unsigned)i);
-        put_u16(p + 2, (unsigned)results[i].partner);
-        put_f32(p + 4, lat);
-        put_f32(p + 8, bw);
-        p += 12;
+        apf_pair(p, (unsigned)i, (unsigned)results[i].partner, lat, bw);
+        p += APF_PAIR_BYTES;
         remember(lat, bw);
     }
     file_put(b, len);
@@ -347,11 +208,8 @@ static void file_round(int round_no, const result *results, int n, long long lat
 
 static void file_end(unsigned flags)
 {
-    unsigned char b[16];
-    put_u32(b, END_MARK);
-    put_u32(b + 4, rec.rounds);
-    put_u32(b + 8, (uint32_t)rec.n);
-    put_u32(b + 12, flags);
+    unsigned char b[APF_END_BYTES];
+    apf_end(b, rec.rounds, (uint32_t)rec.n, flags);
     file_put(b, sizeof b);
 }
 
@@ -603,7 +461,7 @@ static void job_stalled(int waited, int silent)
     if (now_.round_no > 0 && failed && n > 0)
         file_round(now_.round_no, failed, nprocs, now_.lat_iters, now_.bw_iters,
                    now_.round_start, MPI_Wtime() - now_.t0 - now_.round_start);
-    file_end(FLAG_TIMED_OUT);
+    file_end(APF_FLAG_TIMED_OUT);
     file_close();
     fprintf(stderr,
             "allpairs: %s keeps every round finished before round %d (and its failed pairs); "
@@ -1194,10 +1052,8 @@ int main(int argc, char **argv)
     memset(p.s_buf, 'a', bufsize);
     memset(p.r_buf, 'b', bufsize);
 
-    if (rank == 0) {
+    if (rank == 0)
         file_open();
-        file_header();
-    }
     now_.sched = &s;
     now_.planned = planned;
     int widest = 0; /* the most pairs of a round, measured at once unless --pairs-at-once */
