@@ -365,7 +365,8 @@ def test_assay_run_keeps_the_matrix_and_stores_node_samples(tmp_path: Path, assa
     suite = tmp_path / "ap.toml"
     suite.write_text(
         'name = "ap"\n[[bench]]\nprobe = "allpairs"\nranks = 4\nmpi = "openmpi"\n'
-        "params = { pair_budget = 0.01, yield_when_idle = true }\n"
+        "params = { lat_iterations = 20, bw_iterations = 2, bw_size = 16384, window = 8, "
+        "yield_when_idle = true }\n"
     )
     proc = run_cli("run", str(suite), home=assay_home, check=True)
     runs = sorted((assay_home / "runs").iterdir())
