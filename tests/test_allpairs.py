@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from assay.analysis.stats import fold_samples
+from assay.analysis.verdict import identity
 from assay.launch.tournament import rounds
 from assay.model import Job, MpiInfo, System
 from assay.parsers.allpairs_file import (
@@ -31,6 +33,7 @@ from assay.parsers.allpairs_file import (
     n_links,
     node_links,
     read_matrix_file,
+    write_sweep,
 )
 from assay.probes.allpairs import AllPairsParams, AllPairsProbe, rounds_of
 from assay.probes.base import PlanContext
@@ -376,3 +379,32 @@ def test_assay_run_keeps_the_matrix_and_stores_node_samples(tmp_path: Path, assa
     per_node = [s for s in stored if s["params"].get("summary") == "node"]
     assert len(stored) == 2 + 2 * 4 and len(per_node) == 8, proc.stdout
     assert {s["params"]["matrix"] for s in stored} == {f"jobs/{job_dir.name}/allpairs.bin"}
+
+
+def test_repetitions_fold_per_node_and_nodes_compare_apart(tmp_path: Path):
+    """Two repetitions of a 4-node sweep (files of their own, the pilot choosing other
+    iterations): each node's figure folds over both, and no two nodes share a compare key."""
+    n = 4
+    rng = np.random.default_rng(5)
+    samples = []
+    for rep, iters in ((1, 120), (2, 97)):
+        lat = rng.uniform(1e-6, 2e-6, n_links(n)).astype(np.float32)
+        bw = rng.uniform(1e9, 2e9, n_links(n)).astype(np.float32)
+        job_dir = tmp_path / "run" / "jobs" / f"001-allpairs-r{rep}"
+        job_dir.mkdir(parents=True)
+        write_sweep(job_dir / "allpairs.bin", [f"n{i}" for i in range(n)], lat, bw)
+        stdout = "".join(
+            json.dumps({"metric": metric, "value": float(np.median(v)), "params": {
+                "size": size, "summary": "matrix", "kind": "sweep", "node_count": n,
+                "timed_iterations": iters, "matrix": "allpairs.bin"},
+                "stats": {"n": n_links(n)}}) + "\n"
+            for metric, v, size in (("p2p.latency", lat, 8), ("p2p.bandwidth", bw, 131072))
+        )  # fmt: skip
+        job = Job(job_id=job_dir.name, probe="allpairs", argv=[], repetition=rep,
+                  params={"mpi": "openmpi", "repetition": rep})  # fmt: skip
+        samples += AllPairsProbe().parse(stdout, job, job_dir=job_dir)
+    figures = fold_samples(samples).figures
+    assert len(figures) == 2 * (n + 1)  # per metric: n nodes and the matrix, each over 2 reps
+    assert all(len(f.values) == 2 for f in figures)
+    keys = [(f.sample.metric, identity(f.sample.params)) for f in figures]
+    assert len(set(keys)) == len(keys)
