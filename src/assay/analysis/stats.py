@@ -19,8 +19,10 @@ from assay.model import Sample, Stats
 
 # Params that differ between repetitions of the same measurement and so never split a group.
 PER_REPETITION = frozenset(
-    {"repetition", "hosts", "wtick", "timer_resolution", "loads", "littles_flag"}
-)
+    {"repetition", "hosts", "wtick", "timer_resolution", "loads", "littles_flag",
+     # all-pairs: each repetition's own matrix file, and the iterations its pilot chose
+     "matrix", "timed_iterations"}
+)  # fmt: skip
 
 
 def nearest_rank(sorted_values: Sequence[float], p: float) -> float:

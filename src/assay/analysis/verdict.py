@@ -84,6 +84,7 @@ IDENTITY = (
     "latency", "generator", "per", "pattern", "benchmark", "api", "host", "group",
     "transfer_size", "block_size", "file_per_proc", "huge_pages", "cpu", "of", "source",
     "datatype", "device", "bidirectional", "rwmixread", "tasks", "count", "P", "Q", "procs",
+    "summary", "node", "rank", "kind",  # all-pairs: a node's figure or the matrix's, and which
 )  # fmt: skip
 # Not identity: ``mpi_label`` (a probe's MPI version string, or an import's file name: two runs
 # before and after an MPI upgrade, or two imported files, must still pair) and ``source_file``.

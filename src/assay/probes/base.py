@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -101,8 +102,11 @@ class Probe(ABC):
         return None
 
     @abstractmethod
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
-        """Samples from what the job printed; raises ProbeError on a broken contract."""
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
+        """Samples from what the job printed; raises ProbeError on a broken contract.
+
+        ``job_dir``: the job's directory, for a probe that writes its figures to a file there
+        (the all-pairs matrix); None where only stdout is at hand. Most probes ignore it."""
 
 
 def parse_jsonl(stdout: str, probe: str, base_params: dict[str, Any]) -> list[Sample]:

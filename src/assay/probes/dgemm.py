@@ -10,6 +10,7 @@ share of Rpeak is computed by the derive step (``assay.analysis.derive``).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
@@ -201,7 +202,7 @@ class DgemmProbe(Probe):
             )
         ]
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         base = {k: v for k, v in job.params.items() if k != RPEAK_KEY}
         samples = parse_jsonl(stdout, self.name, base)
         info = job.params.get(RPEAK_KEY) or {}

@@ -389,7 +389,7 @@ class FioProbe(Probe):
     def expected_seconds(self, job: Job) -> float | None:
         return spec_of(job).deadline_s  # the budget the driver computed from its runs and keeps
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         samples = parse_jsonl(stdout, self.name, job.params)
         # Multi-client on Slurm: the runner records the servers' addresses in node order;
         # each host's figures also get the node's name (fio names hosts by address).

@@ -9,6 +9,7 @@ with its reason (never a zero). The input is generated as for ``hpl`` (hpccinf.t
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -85,7 +86,7 @@ class HpccProbe(Probe):
             )
         ]
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         result = hpcc_parser.parse(stdout, source=job.job_id)
         failed = [f for f in result.meta.get("failed", []) if f.get("section", "HPL") == "HPL"]
         checked_hpl(result, failed, tool="HPCC")

@@ -209,7 +209,7 @@ class HplProbe(Probe):
         inputs = {"HPL.dat": path.read_text()}
         return _xhpl_draft(params, ctx, mpi, job_params, inputs, n_ranks, None)
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         plan = {k: job.params[k] for k in PLAN_KEYS if k in job.params}
         if job.params.get("engine") == "xhpl":
             samples = _xhpl_samples(stdout, job)

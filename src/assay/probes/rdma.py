@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -80,7 +81,7 @@ class RdmaProbe(Probe):
             )
         ]
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         result = perftest.parse(stdout, source=job.job_id)
         if not result.samples:
             raise ProbeError(f"rdma: perftest printed no table ({'; '.join(result.warnings)})")

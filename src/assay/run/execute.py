@@ -275,7 +275,7 @@ def run_job(
     parse_error = ""
     if stdout.strip():
         try:
-            samples = get_probe(job.probe).parse(stdout, job)
+            samples = get_probe(job.probe).parse(stdout, job, job_dir=job_dir)
         except AssayError as exc:
             parse_error = str(exc)
     if outcome.interrupted:
