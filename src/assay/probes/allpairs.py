@@ -119,6 +119,8 @@ class AllPairsProbe(Probe):
     Params = AllPairsParams
     uses_mpi = True
     default_timeout = 3600.0
+    # One rank on every node of the allocation: the probe runs the tournament's rounds itself.
+    spread_kind = "all-nodes"
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
@@ -139,7 +141,7 @@ class AllPairsProbe(Probe):
                 argv=["{exe}", *probe_argv(params)],
                 params={"mpi": mpi.name, "mpi_label": mpi.label},
                 env=dict(env),
-                launcher="mpi",
+                spawn="mpi",
                 mpi=mpi.name,
                 ranks=nodes,
                 build=Build("allpairs.c", mpi.name, ("-O2",), ("-lm", "-lpthread")),
