@@ -24,7 +24,6 @@ import pytest
 
 from assay.analysis.stats import fold_samples
 from assay.analysis.verdict import identity
-from assay.launch.tournament import rounds
 from assay.model import Job, MpiInfo, System
 from assay.parsers.allpairs_file import (
     RECORD,
@@ -39,6 +38,7 @@ from assay.probes.allpairs import AllPairsParams, AllPairsProbe, rounds_of
 from assay.probes.base import PlanContext
 from conftest import run_cli
 from test_native_probes import MPIS, Built, Mpi, compile_probe
+from tournament import rounds
 
 TIMEOUT = 90  # one probe run; a hang fails the test instead of the suite
 FAST = ["--lat-iterations", "20", "--bw-iterations", "2", "--bw-size", "16384", "--window", "8"]

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from assay.errors import ProbeError
-from assay.launch.tournament import rounds
 from assay.parsers import allpairs_file
 from assay.parsers.allpairs_file import (
     END_MARK,
@@ -27,6 +26,7 @@ from assay.parsers.allpairs_file import (
     tournament_round,
     write_sweep,
 )
+from tournament import rounds
 
 
 def random_matrices(n: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:

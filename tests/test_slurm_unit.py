@@ -6,7 +6,6 @@ namespace test cluster of scripts/testcluster).
 
 from __future__ import annotations
 
-import collections
 import itertools
 import json
 import math
@@ -35,12 +34,12 @@ from assay.launch.slurm.script import batch_script, sbatch_argv
 from assay.launch.slurm.servers import node_address, server_step_argv, servers
 from assay.launch.slurm.state import parse_show_job, slurm_words
 from assay.launch.slurm.steps import step_argv
-from assay.launch.tournament import n_rounds, rounds
 from assay.model import Job, MpiInfo, Sample
 from assay.probes import get_probe
 from assay.probes.fio import FioParams, FioProbe
 from assay.report.allpairs import matrix_table
 from conftest import run_cli
+from tournament import n_rounds, rounds
 
 FIX = Path(__file__).parent / "fixtures" / "slurm"
 MPICH = MpiInfo(name="mpich", version="4.0.2", launcher="mpiexec.mpich", flavor="mpich")
@@ -181,40 +180,41 @@ def test_place_p2p_two_nodes_one_rank_each_and_labelled_intra_node() -> None:
     assert intra.params["placement"] == "intra-node" and intra.job_id != inter.job_id
 
 
-def test_place_all_pairs_rounds_and_per_node_jobs() -> None:
+def test_place_all_pairs_one_job_over_every_node_and_per_node_jobs() -> None:
+    """The all-pairs matrix is one job, one rank on every node (the probe runs the rounds);
+    per-node benches once on each node, all together; collectives over every node."""
     opts = SlurmOptions(nodes=5, all_pairs=True)
+    matrix = Job(job_id="001-allpairs", probe="allpairs", argv=["{exe}"], spawn="mpi",
+                 mpi="mpich", ranks=2)  # fmt: skip
     stream = Job(job_id="002-stream", probe="stream", argv=["{exe}"])
     coll = Job(job_id="003-coll", probe="coll", argv=["{exe}"], spawn="mpi", mpi="mpich",
                ranks=2, ppn=2)  # fmt: skip
-    jobs = place([_p2p("latency"), _p2p("bibw"), stream, coll], opts, [MPICH])
-    pairs = [j for j in jobs if j.params.get("placement") == "all-pairs"]
-    assert len(pairs) == 10  # 5 * 4 / 2 pairs, latency only (bibw is not in the matrix)
-    assert len({j.placement.group for j in pairs}) == 5  # 5 rounds for 5 nodes
+    jobs = place([matrix, stream, coll], opts, [MPICH])
+    (m,) = [j for j in jobs if j.probe == "allpairs"]
+    assert m.placement.indices == [0, 1, 2, 3, 4] and (m.ranks, m.ppn) == (5, 1)
+    assert m.params["placement"] == "all-pairs"
     per_node = [j for j in jobs if j.probe == "stream"]
     assert [j.placement.indices for j in per_node] == [[0], [1], [2], [3], [4]]
+    assert len({j.placement.group for j in per_node}) == 1  # all at once
     (c,) = [j for j in jobs if j.probe == "coll"]
     assert c.placement.indices == [0, 1, 2, 3, 4] and c.ranks == 10 and c.ppn == 2
     assert len({j.job_id for j in jobs}) == len(jobs)
 
 
-def test_pairs_at_once_splits_each_round_into_batches() -> None:
-    whole = place([_p2p("latency")], SlurmOptions(nodes=6, all_pairs=True), [MPICH])
-    alone = place([_p2p("latency")], SlurmOptions(nodes=6, all_pairs=True, pairs_at_once=1),
-                  [MPICH])  # fmt: skip
-    two = place([_p2p("latency")], SlurmOptions(nodes=6, all_pairs=True, pairs_at_once=2),
-                [MPICH])  # fmt: skip
-    for jobs in (whole, alone, two):  # the same 15 pairs, whatever the batching
-        assert sorted(tuple(j.placement.indices) for j in jobs) == sorted(
-            itertools.combinations(range(6), 2)
-        )
-    assert len({j.placement.group for j in whole}) == 5  # 5 rounds of 3 pairs
-    assert {j.params["concurrent_pairs"] for j in whole} == {3}
-    assert len({j.placement.group for j in alone}) == 15
-    assert {j.params["concurrent_pairs"] for j in alone} == {1}
-    groups = collections.Counter(j.placement.group for j in two)
-    assert sorted(groups.values()) == [1] * 5 + [2] * 5  # each round: a batch of 2, then 1
-    for g in groups:  # a batch never mixes rounds
-        assert len({j.params["round"] for j in two if j.placement.group == g}) == 1
+def test_an_all_pairs_run_is_the_matrix_and_asked_for_per_node_benches() -> None:
+    from assay.run.request import all_pairs_suite
+    from assay.suite import resolve_suite
+
+    network, _, _ = resolve_suite("network")
+    spec, notes = all_pairs_suite(network, per_node=False, pairs_at_once=2)
+    assert [b.probe for b in spec.bench] == ["allpairs"]  # the built-in matrix bench
+    assert spec.bench[0].params["pairs_at_once"] == 2
+    assert "not run: coll, p2p, rdma" in notes[0]
+    standard, _, _ = resolve_suite("standard")
+    spec, _ = all_pairs_suite(standard, per_node=True, pairs_at_once=0)
+    probes = [b.probe for b in spec.bench]
+    assert probes[0] == "allpairs" and {"stream", "dgemm"} <= set(probes)
+    assert not {"p2p", "coll", "rdma"} & set(probes)
 
 
 def test_a_vdbench_host_runs_on_its_node_with_the_other_hosts_of_its_run() -> None:

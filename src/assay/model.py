@@ -127,11 +127,14 @@ class Build:
 
 # How a job's work spreads over a cluster's nodes: what its probe declares (``Spread``), and
 # where a launcher puts it (``Placement``). A launcher reads the spread, never the probe's name.
-SpreadKind = Literal["per-node", "pair", "all-nodes", "server-client", "on-node", "clients"]
+SpreadKind = Literal[
+    "per-node", "pair", "all-nodes", "all-pairs", "server-client", "on-node", "clients"
+]
 SPREAD_KINDS: tuple[str, ...] = (
     "per-node",  # once on every node, all at the same time (STREAM, DGEMM, HPL, fio)
-    "pair",  # two nodes, one rank each (OSU p2p); the all-pairs matrix when ``matrix``
+    "pair",  # two nodes, one rank each (OSU p2p)
     "all-nodes",  # one job over every node x ppn ranks (collectives)
+    "all-pairs",  # one job, one rank per node, measuring every node pair itself (the matrix)
     "server-client",  # a server on one node, its client on another (perftest)
     "on-node",  # on one given node (a Vdbench hd= host); a group's jobs start together
     "clients",  # a server on every node, the job as their client (multi-client fio)
@@ -143,13 +146,11 @@ class Spread:
     """How a probe's job spreads over nodes (the probe declares it; ``assay.launch`` places it).
 
     ``node``: for "on-node", the allocation node (0-based). ``group``: jobs of one group start
-    together ("on-node": the hosts of one Vdbench run). ``matrix``: for "pair", the figure is
-    one of the all-pairs matrix's (p2p latency and bandwidth, not bibw)."""
+    together ("on-node": the hosts of one Vdbench run)."""
 
     kind: SpreadKind = "per-node"
     node: int | None = None
     group: str = ""
-    matrix: bool = False
 
 
 @dataclass

@@ -120,7 +120,20 @@ def run(
         typer.Option(help="Slurm: submit and return; then 'assay collect'.", rich_help_panel=_SL),
     ] = False,
     all_pairs: Annotated[
-        bool, typer.Option(help="Slurm: p2p between every node pair.", rich_help_panel=_SL)
+        bool,
+        typer.Option(
+            help="The all-pairs matrix: p2p latency and bandwidth of every node pair, one MPI "
+            "job per MPI (the suite's collectives and two-node figures are left out).",
+            rich_help_panel=_SL,
+        ),
+    ] = False,
+    per_node: Annotated[
+        bool,
+        typer.Option(
+            help="With --all-pairs: also the suite's per-node benches (STREAM, DGEMM, HPL on "
+            "every node at once).",
+            rich_help_panel=_SL,
+        ),
     ] = False,
     pairs_at_once: Annotated[
         int | None,
@@ -160,7 +173,7 @@ def run(
         vdbench=None if vdbench is None else VdbenchRequest(
             vdbench, list(lun_map or []), target, elapsed, warmup, size
         ),
-        launch=LaunchOptions(nodes, detach, all_pairs, pairs_at_once, intra_node, own),
+        launch=LaunchOptions(nodes, detach, all_pairs, pairs_at_once, intra_node, own, per_node),
     )  # fmt: skip
     start_run(request)
 

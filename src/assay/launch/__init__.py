@@ -1,8 +1,8 @@
 """Launching jobs: where and how a job's argv runs. Knows nothing of what a probe measures.
 
 ``contract`` is what every launcher provides, ``registry`` names them (``--on NAME``),
-``place`` spreads a run's jobs over an allocation's nodes, ``tournament`` the all-pairs
-rounds; ``local/`` and ``slurm/`` are the two launchers.
+``place`` spreads a run's jobs over an allocation's nodes; ``local/`` and ``slurm/`` are the two
+launchers.
 """
 
 from assay.launch.contract import (

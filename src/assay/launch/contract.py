@@ -60,6 +60,7 @@ class LaunchOptions:
     pairs_at_once: int | None = None
     intra_node: bool = False
     own: dict[str, Any] = field(default_factory=dict)
+    per_node: bool = False  # with all_pairs: the suite's per-node benches too
 
 
 @dataclass
@@ -120,6 +121,12 @@ class Launcher(ABC):
     """Where jobs run. Built by the registry from the config and the run's options."""
 
     caps: ClassVar[Capabilities]
+    # An all-pairs run (``--all-pairs``): the matrix, measured by one job over every node
+    # (``pairs_at_once``: most pairs of a round at once, 0 = a whole round), and with
+    # ``per_node`` the suite's per-node benches too; the config may set them as defaults.
+    all_pairs: bool = False
+    pairs_at_once: int = 0
+    per_node: bool = False
 
     @classmethod
     @abstractmethod

@@ -6,12 +6,10 @@ names allocation *indices* (``Job.placement.indices``); the runner maps them to 
 records them with every sample (params ``hosts``). The published method decides:
 
 - **pair** (OSU p2p): two nodes, one rank per node ("inter-node"). With ``intra_node``, or on
-  one node, a second, labelled measurement runs both ranks on one node ("intra-node"). With
-  ``all_pairs``, a job that is one of the matrix's figures (``Spread.matrix``) runs for every
-  node pair, in the rounds of a round-robin tournament; the pairs of one round run at the same
-  time (disjoint nodes), or at most ``pairs_at_once`` of them (1: every link measured alone);
-  the others (bibw) are left out of an all-pairs run.
+  one node, a second, labelled measurement runs both ranks on one node ("intra-node").
 - **all-nodes** (collectives): every node of the allocation x ppn ranks (ppn from the suite).
+- **all-pairs** (the matrix): one job, one rank on every node; the probe runs the rounds of
+  the tournament itself (one launch, whatever the node count).
 - **server-client** (perftest): server on node 1, client on node 0, placed even when skipped,
   so the plan shows where it would run.
 - **on-node** (a Vdbench hd= host): on the node it names; the jobs of one group start together.
@@ -28,17 +26,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.launch.tournament import rounds
 from assay.model import Job, Placement
 
 
 @dataclass(frozen=True)
 class NodeOptions:
-    """How a run spreads over an allocation: its size and the all-pairs settings."""
+    """How a run spreads over an allocation: its size, and whether p2p also runs within a
+    node."""
 
     nodes: int
-    all_pairs: bool = False
-    pairs_at_once: int = 0  # all-pairs: most pairs measured at once; 0 = a whole round
     intra_node: bool = False
     servers: dict[str, Any] | None = None  # "clients": where servers listen (launcher's own)
 
@@ -65,28 +61,7 @@ def _with(
     return new
 
 
-def _batches(pairs: list[tuple[int, int]], at_once: int) -> list[list[tuple[int, int]]]:
-    """A round's pairs in batches of at most ``at_once`` (0: the whole round at once)."""
-    k = at_once or len(pairs) or 1
-    return [pairs[i : i + k] for i in range(0, len(pairs), k)]
-
-
-def _all_pairs(job: Job, opts: NodeOptions) -> list[Job]:
-    out = []
-    for r, pairs in enumerate(rounds(opts.nodes), start=1):
-        for c, batch in enumerate(_batches(pairs, opts.pairs_at_once), start=1):
-            group = f"{job.job_id}-round{r}" + (f".{c}" if len(batch) < len(pairs) else "")
-            at_once = {"round": r, "concurrent_pairs": len(batch), "nodes": 2}
-            for a, b in batch:
-                pair = _with(job, f"p{a}-{b}", [a, b], group, ranks=2, ppn=1,
-                             placement="all-pairs", **at_once)  # fmt: skip
-                out.append(pair)
-    return out
-
-
 def _pair(job: Job, opts: NodeOptions) -> list[Job]:
-    if opts.all_pairs:
-        return _all_pairs(job, opts) if job.spread.matrix else []
     out = []
     if opts.nodes >= 2:
         out.append(_with(job, "", [0, 1], ranks=2, ppn=1, placement="inter-node", nodes=2))
@@ -122,6 +97,9 @@ def _one(job: Job, opts: NodeOptions) -> list[Job]:
         return [
             _with(job, "", idx, ranks=n * ppn, ppn=ppn, placement="multi-node", nodes=n)
         ]  # fmt: skip
+    if spread.kind == "all-pairs":
+        idx = list(range(n))
+        return [_with(job, "", idx, ranks=n, ppn=1, placement="all-pairs", nodes=n)]
     return [
         _with(job, f"n{i}" if n > 1 else "", [i], job.job_id, placement="per-node")
         for i in range(n)

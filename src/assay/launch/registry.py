@@ -50,15 +50,19 @@ def configured(name: str, config: dict[str, Any], options: LaunchOptions) -> Lau
             hint=f"{flags} needs --on {' or --on '.join(who)}" if who else None,
         )
     multi = cls.caps.max_nodes != 1
-    if not multi and (options.all_pairs or options.detach or options.nodes or
-                      options.pairs_at_once is not None):  # fmt: skip
+    if not multi and (options.all_pairs or options.detach or options.nodes or options.per_node
+                      or options.pairs_at_once is not None):  # fmt: skip
         others = " or --on ".join(n for n in sorted(LAUNCHERS) if n != name)
         raise ConfigError(
-            f"--nodes, --all-pairs, --pairs-at-once and --detach need --on {others} "
+            f"--nodes, --all-pairs, --pairs-at-once, --per-node and --detach need --on {others} "
             "(a multi-node launcher)"
         )
     if options.pairs_at_once is not None and not options.all_pairs:
         raise ConfigError("--pairs-at-once needs --all-pairs")
+    if options.per_node and not options.all_pairs:
+        raise ConfigError(
+            "--per-node needs --all-pairs (without it a suite's per-node benches run)"
+        )
     return cls.configured(config, options)
 
 

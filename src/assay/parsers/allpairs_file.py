@@ -366,9 +366,8 @@ def _fold(pending: list[np.ndarray], n: int, lat: np.ndarray, bw: np.ndarray,
 
 
 def tournament_round(n: int, r: int) -> tuple[np.ndarray, np.ndarray]:
-    """Round r (0-based) of the circle method as (a, b) arrays, a < b, sorted by a: the pairs
-    of ``assay.launch.tournament.rounds(n)[r]`` (and of the probe's), without a Python object
-    per pair."""
+    """Round r (0-based) of the circle method as (a, b) arrays, a < b, sorted by a: the probe's
+    pairs (tests/tournament.py spells the method out), without a Python object per pair."""
     m = n + n % 2  # with the bye for odd n
     i = np.arange(m // 2, dtype=np.int64)
 

@@ -120,7 +120,7 @@ class AllPairsProbe(Probe):
     uses_mpi = True
     default_timeout = 3600.0
     # One rank on every node of the allocation: the probe runs the tournament's rounds itself.
-    spread_kind = "all-nodes"
+    spread_kind = "all-pairs"
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None

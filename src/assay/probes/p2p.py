@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from assay.model import Job, MpiInfo, Sample, Spread
+from assay.model import Job, MpiInfo, Sample
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
 from assay.probes.mpi_jobs import OsuLoopParams, per_mpi_drafts
 
@@ -25,12 +25,7 @@ class P2PProbe(Probe):
     Params = P2PParams
     uses_mpi = True
     default_timeout = 900.0
-    spread_kind = "pair"
-
-    def spread(self, job: Job) -> Spread:
-        """Two nodes, one rank each; latency and bandwidth are the all-pairs matrix's figures
-        (bibw stays a two-node figure)."""
-        return Spread("pair", matrix=job.params.get("mode") in ("latency", "bandwidth"))
+    spread_kind = "pair"  # two nodes, one rank each (the all-pairs matrix: ``allpairs``)
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None

@@ -112,6 +112,40 @@ def _suite(request: RunRequest, per_node: bool) -> tuple[SuiteSpec, str, str, li
     return spec, suite_toml(spec, notes), str(v.path), [f"vdbench: {n}" for n in notes]
 
 
+def all_pairs_suite(
+    spec: SuiteSpec, per_node: bool, pairs_at_once: int
+) -> tuple[SuiteSpec, list[str]]:
+    """What an all-pairs run runs: the suite's all-pairs benches (the built-in ``allpairs``
+    suite's when it has none) and, with ``per_node``, its per-node benches; never its
+    collectives or two-node figures (``--nodes N`` runs of their own). Notes say what was left
+    out and why."""
+    from assay.probes import get_probe
+    from assay.suite import resolve_suite
+
+    def kind(bench) -> str:
+        return get_probe(bench.probe).spread_kind
+
+    spec = spec.model_copy(deep=True)
+    kept = [b for b in spec.bench if kind(b) == "all-pairs" or (per_node and kind(b) == "per-node")]
+    left = sorted({b.probe for b in spec.bench if b not in kept})
+    notes = []
+    if not any(kind(b) == "all-pairs" for b in kept):
+        builtin, _, _ = resolve_suite("allpairs")
+        kept = [*builtin.bench, *kept]
+    if left:
+        notes.append(
+            f"--all-pairs: the matrix{' and the per-node pass' if per_node else ''} only; "
+            f"not run: {', '.join(left)} (collectives and two-node figures: a run with "
+            "--nodes N of their own" + ("" if per_node else "; per-node benches: --per-node") + ")"
+        )
+    for bench in kept:
+        if kind(bench) == "all-pairs" and pairs_at_once:
+            bench.params["pairs_at_once"] = pairs_at_once
+            bench.sweep.pop("pairs_at_once", None)
+    spec.bench = kept
+    return spec, notes
+
+
 def plan_run(
     request: RunRequest,
     system: System,
@@ -125,6 +159,12 @@ def plan_run(
     overrides = request.overrides()
     multi_node = launcher.caps.max_nodes != 1
     spec, text, origin, notes = _suite(request, per_node=multi_node)
+    if launcher.all_pairs:
+        from assay.suite.writer import suite_toml
+
+        spec, more = all_pairs_suite(spec, launcher.per_node, launcher.pairs_at_once)
+        notes += more
+        text = suite_toml(spec, [f"assay run {origin} --all-pairs: the suite as it ran", *more])
     ctx = PlanContext(system=system, mpis=mpis, facts=collect_plan_facts())
     jobs = launcher.place(plan(spec, ctx, overrides), mpis)
     if not jobs:

@@ -47,6 +47,8 @@ class SlurmLauncher(BatchLauncher):
         self.nodes = opts.nodes
         self.poll_s, self.max_wait = opts.poll_s, opts.max_wait
         self.heartbeat_timeout, self.detach = opts.heartbeat_timeout, opts.detach
+        self.all_pairs, self.pairs_at_once = opts.all_pairs, opts.pairs_at_once
+        self.per_node = opts.per_node
         self.launch = dict(launch or {})  # per MPI name, as the front end resolved it
         self.cpus_per_node: int | None = None  # known inside the allocation
 
@@ -55,7 +57,8 @@ class SlurmLauncher(BatchLauncher):
         given = {
             "nodes": options.nodes, "detach": options.detach or None,
             "all_pairs": options.all_pairs or None, "intra_node": options.intra_node or None,
-            "pairs_at_once": options.pairs_at_once, **options.own,
+            "pairs_at_once": options.pairs_at_once, "per_node": options.per_node or None,
+            **options.own,
         }  # fmt: skip
         return cls(options_from_config(config, **given))
 
@@ -65,9 +68,7 @@ class SlurmLauncher(BatchLauncher):
     def place(self, jobs: list[Job], mpis: list[MpiInfo]) -> list[Job]:
         o = self.opts
         servers_at = {"port": o.fio_port, "network": o.fio_network}
-        placed = place(
-            jobs, NodeOptions(o.nodes, o.all_pairs, o.pairs_at_once, o.intra_node, servers_at)
-        )
+        placed = place(jobs, NodeOptions(o.nodes, o.intra_node, servers_at))
         by_name = {m.name: m for m in mpis}
         for job in placed:  # an MPI's environment inside the allocation (UCX_TLS, say)
             mpi = by_name.get(job.mpi or "")
