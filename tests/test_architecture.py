@@ -27,6 +27,7 @@ STAGE: dict[str, int] = {
     "config": 0,
     "textutil": 0,
     "vocab": 0,
+    "condensed": 0,  # the all-pairs matrix's layout (the probe file's reader and the analysis)
     # what the machine is (every read of /sys, /proc, PATH)
     "system": 1,
     # inputs: suites, the pure fio model, Vdbench files as an input adapter

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from assay.analysis.outliers import OutlierRule
 from assay.errors import AssayError
+from assay.figures.allpairs import file_matrices
 from assay.figures.folded import folded_of
 from assay.report.build import Built, build, merge_runs, merge_samples
 from assay.report.table import Table
@@ -241,8 +242,10 @@ def _render_text(
         return render_csv(merge_samples(runs))
     each = [(r, folded_of(r)) for r in runs]
     head = [line for r, folded in each for line in _header(r, folded.n_samples)]
+    # the all-pairs probe's matrices, read from each run's files (not samples)
+    from_files = [m for r, folded in each for m in file_matrices(r, folded, rule or OutlierRule())]
     run, folded = merge_runs(each)
-    built = build(run, folded, rule)
+    built = build(run, folded, rule, from_files)
     tables = built.tables
     if plots_dir is not None:
         from assay.report.plots import charts_of, write_plots

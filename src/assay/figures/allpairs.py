@@ -1,0 +1,135 @@
+"""A run's all-pairs matrices for its report: read from the probe's files in the job
+directories (one ``allpairs.bin`` per MPI and sweep), one metric at a time, each analysed
+(``assay.analysis.allpairs.analyse``) and dropped before the next is read, so a 10,000-node
+run's report holds one 200 MB link array at a time.
+
+The samples say where the files are: the all-pairs probe's per-node samples carry ``matrix``
+(the file, relative to the run directory) and ``node``; several files of one MPI (``--repeat``)
+are folded into one matrix (each link the median of its sweeps, the sweeps its retests when
+the files hold no retest round). The run's switch tree, when the run recorded one, is
+``slurm/topology.txt`` (``scontrol show topology``) or ``slurm/topology.conf``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from assay.analysis.allpairs import METRICS, PairMatrix, analyse
+from assay.analysis.linkmatrix import LinkMatrix, Retests, fold_sweeps
+from assay.analysis.outliers import OutlierRule
+from assay.analysis.stats import Folded
+from assay.errors import StoreError
+from assay.store import LoadedRun
+from assay.store.allpairs_file import Column, read_column
+from assay.system.topology import (
+    Topology,
+    TopologyError,
+    parse_show_topology,
+    parse_topology_conf,
+)
+
+TOPOLOGY_FILES = ("slurm/topology.txt", "slurm/topology.conf")
+
+
+def matrix_files(folded: Folded) -> dict[str, list[str]]:
+    """The matrix files the run's samples name (``params.matrix``, relative to the run
+    directory), by MPI label, in the order first seen."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for f in [*folded.figures, *folded.by_host]:
+        p = f.sample.params
+        rel = p.get("matrix")
+        if isinstance(rel, str) and rel:
+            mpi = str(p.get("mpi_label") or p.get("mpi") or "MPI")
+            if rel not in out[mpi]:
+                out[mpi].append(rel)
+    return dict(out)
+
+
+def run_topology(run_dir: Path) -> Topology | None:
+    """The switch tree the run recorded, or None; a file that cannot be read is an error
+    naming it (exit status 2)."""
+    for name in TOPOLOGY_FILES:
+        path = run_dir / name
+        if not path.exists():
+            continue
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TopologyError(f"cannot read the run's topology {path}: {exc}") from None
+        if name.endswith(".txt"):
+            return parse_show_topology(text, str(path))
+        return parse_topology_conf(text, str(path))
+    return None
+
+
+def link_matrix(col: Column, metric: str, mpi: str) -> LinkMatrix:
+    """A file's column as the analysis's matrix."""
+    info = col.info
+    lat = metric == "p2p.latency"
+    retests = Retests(col.retest_links, col.retest_values, col.retest_rounds)
+    return LinkMatrix(
+        info.hosts,
+        metric,
+        "lower" if lat else "higher",
+        info.lat_size if lat else info.bw_size,
+        mpi,
+        col.values,
+        (1, 1),
+        None,
+        col.largest_round,
+        retests,
+        col.notes,
+    )
+
+
+def _one(
+    run_dir: Path, files: list[str], metric: str, mpi: str
+) -> tuple[LinkMatrix, list[np.ndarray] | None]:
+    """The metric of one MPI's files as one matrix (several: folded, see the module), and
+    the sweeps it was folded from."""
+    read = []
+    for rel in files:
+        path = run_dir / rel
+        if not path.is_file():
+            raise StoreError(
+                f"the run's samples name the all-pairs file {rel}, which is not in {run_dir}",
+                hint="was the run directory copied without its jobs/ folder?",
+            )
+        read.append(link_matrix(read_column(path, metric), metric, mpi))
+    if len(read) == 1:
+        return read[0], None
+    hosts = read[0].hosts
+    if any(lm.hosts != hosts for lm in read):
+        raise StoreError(f"the all-pairs files of {mpi} ({', '.join(files)}) name different nodes")
+    sweeps = [lm.values for lm in read]
+    values, reps, spread = fold_sweeps(sweeps)
+    retests = [lm.retests for lm in read if len(lm.retests)]
+    notes = [n for lm in read for n in lm.notes]
+    folded = replace(read[0], values=values, repetitions=reps, spread=spread, notes=notes)
+    if retests:
+        folded.retests = Retests(
+            np.concatenate([r.links for r in retests]),
+            np.concatenate([r.values for r in retests]),
+            np.concatenate([r.rounds for r in retests]),
+        )
+        return folded, None
+    return folded, sweeps  # no retest rounds: the sweeps confirm (analyse)
+
+
+def file_matrices(run: LoadedRun, folded: Folded, rule: OutlierRule) -> list[PairMatrix]:
+    """Every all-pairs matrix of the run's probe files, analysed, one at a time."""
+    files = matrix_files(folded)
+    if not files:
+        return []
+    topology = run_topology(run.path)
+    out = []
+    for mpi, rels in files.items():
+        for metric in METRICS:
+            lm, sweeps = _one(run.path, rels, metric, mpi)
+            out.append(analyse(lm, rule, topology, sweeps=sweeps))
+            del lm, sweeps  # the next matrix is read only once this one's links are freed
+    return out
