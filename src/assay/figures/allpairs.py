@@ -61,8 +61,8 @@ def run_topology(run_dir: Path) -> Topology | None:
         except (OSError, UnicodeDecodeError) as exc:
             raise TopologyError(f"cannot read the run's topology {path}: {exc}") from None
         if name.endswith(".txt"):
-            return parse_show_topology(text, str(path))
-        return parse_topology_conf(text, str(path))
+            return parse_show_topology(text, f"the run's {name}")
+        return parse_topology_conf(text, f"the run's {name}")
     return None
 
 
@@ -120,16 +120,33 @@ def _one(
     return folded, sweeps  # no retest rounds: the sweeps confirm (analyse)
 
 
-def file_matrices(run: LoadedRun, folded: Folded, rule: OutlierRule) -> list[PairMatrix]:
-    """Every all-pairs matrix of the run's probe files, analysed, one at a time."""
+def file_matrices(
+    run: LoadedRun, folded: Folded, rule: OutlierRule
+) -> tuple[list[PairMatrix], list[str]]:
+    """Every all-pairs matrix of the run's probe files, analysed one at a time; and what could
+    not be shown (a file missing or damaged, a topology that cannot be read or does not fit
+    the run), each said in words: the rest of the report stands."""
     files = matrix_files(folded)
     if not files:
-        return []
-    topology = run_topology(run.path)
+        return [], []
+    problems = []
+    try:
+        topology = run_topology(run.path)
+    except TopologyError as exc:
+        topology = None
+        problems.append(f"No per-switch figures: {exc}")
     out = []
     for mpi, rels in files.items():
         for metric in METRICS:
-            lm, sweeps = _one(run.path, rels, metric, mpi)
-            out.append(analyse(lm, rule, topology, sweeps=sweeps))
+            try:
+                lm, sweeps = _one(run.path, rels, metric, mpi)
+            except StoreError as exc:
+                problems.append(f"{metric} ({mpi}) not shown: {exc}")
+                continue
+            try:
+                out.append(analyse(lm, rule, topology, sweeps=sweeps))
+            except TopologyError as exc:
+                problems.append(f"No per-switch figures for {metric} ({mpi}): {exc}")
+                out.append(analyse(lm, rule, None, sweeps=sweeps))
             del lm, sweeps  # the next matrix is read only once this one's links are freed
-    return out
+    return out, problems

@@ -9,6 +9,8 @@ known, and a heatmap of block medians.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from assay.analysis.allpairs import FULL, PairMatrix
 from assay.analysis.outliers import OutlierRule
 from assay.analysis.pernode import per_node
@@ -36,10 +38,14 @@ def matrix_table(m: PairMatrix) -> Table:
     return Table(matrix_key(m), title, ["node", *m.hosts], rows, notes)
 
 
-def allpairs_tables(pair_matrices: list[PairMatrix]) -> list[Table]:
+def allpairs_tables(pair_matrices: list[PairMatrix], problems: Sequence[str] = ()) -> list[Table]:
     """Each matrix (``assay.analysis.allpairs``) as tables: whole up to FULL nodes, else its
-    distribution, worst links and nodes; its switches when the topology is known."""
+    distribution, worst links and nodes; its switches when the topology is known. What could
+    not be shown (``problems``) comes first, in words."""
     out = []
+    if problems:
+        rows = [[p] for p in problems]
+        out.append(Table("allpairs-problems", "All-pairs: not shown", ["what and why"], rows))
     for m in pair_matrices:
         out += [matrix_table(m)] if m.n <= FULL else large_tables(m)
         if m.switches is not None:

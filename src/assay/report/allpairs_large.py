@@ -195,7 +195,7 @@ def switch_tables(m: PairMatrix) -> list[Table]:
                 str(len(sw.members[g])),
                 "–" if math.isnan(within) else fmt(m, within),
                 "–" if math.isnan(sw.outward[g]) else fmt(m, float(sw.outward[g])),
-                str(int(sw.flagged[g].sum() + sw.flagged[g, g])),
+                str(int(sw.flagged[g].sum())),
             ]
         )
     notes = [

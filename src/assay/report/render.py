@@ -243,9 +243,11 @@ def _render_text(
     each = [(r, folded_of(r)) for r in runs]
     head = [line for r, folded in each for line in _header(r, folded.n_samples)]
     # the all-pairs probe's matrices, read from each run's files (not samples)
-    from_files = [m for r, folded in each for m in file_matrices(r, folded, rule or OutlierRule())]
+    read = [file_matrices(r, folded, rule or OutlierRule()) for r, folded in each]
     run, folded = merge_runs(each)
-    built = build(run, folded, rule, from_files)
+    built = build(
+        run, folded, rule, [m for ms, _ in read for m in ms], [p for _, ps in read for p in ps]
+    )
     tables = built.tables
     if plots_dir is not None:
         from assay.report.plots import charts_of, write_plots

@@ -82,15 +82,18 @@ class Topology:
 
 
 def _lines(text: str) -> list[tuple[int, str]]:
-    """The logical lines (number of the first physical line, text): comments cut, a trailing
-    backslash joined to the next line, blank lines left out."""
+    """The logical lines (number of the first physical line, text): comments cut, a line
+    ending in a backslash joined to the next (its leading blanks dropped), blank lines left
+    out."""
     out, pending, first = [], "", 0
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].rstrip()
-        if not pending:
+        line = raw.split("#", 1)[0]
+        if pending:
+            line = line.lstrip()  # "Nodes=n1,\\" + "  n2": one list, n1,n2
+        else:
             first = number
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1]
             continue
         line = (pending + line).strip()
         pending = ""

@@ -1,0 +1,161 @@
+"""The all-pairs probe's file (``allpairs.bin``) read into matrices, and the report of a run
+whose samples name it: retests confirm, a file cut short keeps its whole rounds and says so, a
+missing file or a broken topology is a clear error (exit 2).
+
+The files are written by the stand-in writer ``assay.store.allpairs_file.write_allpairs`` in
+the probe's format (docs/cluster.md); the probe's own files are read by the same reader.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assay.analysis.linkmatrix import link_index
+from assay.errors import StoreError
+from assay.model import Job, JobResult, Sample, System
+from assay.store import RunStore
+from assay.store.allpairs_file import read_column, read_header, write_allpairs
+from conftest import run_cli
+from matrixgen import circle_rounds, synthetic
+
+N = 12
+
+
+def _rounds(lat, bw, retest: dict[tuple[int, int], tuple[float, float]] | None = None):
+    n = lat.n
+    for a, b in circle_rounds(n):
+        k = link_index(n, a, b)
+        yield 0, a, b, lat.values[k], bw.values[k]
+    for _ in range(2 if retest else 0):
+        pairs = sorted(retest or {})
+        a = np.array([p[0] for p in pairs])
+        b = np.array([p[1] for p in pairs])
+        yield 1, a, b, *(np.array([retest[p][i] for p in pairs], np.float32) for i in (0, 1))  # type: ignore[index]
+
+
+def _matrices(**faults):
+    return synthetic(N, "p2p.latency", seed=1, **faults), synthetic(N, "p2p.bandwidth", seed=2,
+                                                                     **faults)  # fmt: skip
+
+
+def test_a_file_reads_back_link_for_link(tmp_path: Path) -> None:
+    lat, bw = _matrices(lost_nodes=[5])
+    path = tmp_path / "allpairs.bin"
+    write_allpairs(path, lat.hosts, _rounds(lat, bw), lat_size=8, bw_size=1 << 20)
+    info = read_header(path)
+    assert info.hosts == lat.hosts and (info.lat_size, info.bw_size) == (8, 1 << 20)
+    for metric, want in (("p2p.latency", lat), ("p2p.bandwidth", bw)):
+        col = read_column(path, metric)
+        assert np.array_equal(col.values, want.values, equal_nan=True)
+        assert col.info.complete and col.notes == [] and len(col.info.rounds) == N - 1
+        assert col.largest_round == N // 2 and col.retest_links.size == 0
+
+
+def test_a_file_cut_short_keeps_its_whole_rounds(tmp_path: Path) -> None:
+    lat, bw = _matrices()
+    path = tmp_path / "allpairs.bin"
+    write_allpairs(path, lat.hosts, _rounds(lat, bw), end=False)
+    col = read_column(path, "p2p.bandwidth")
+    assert not col.info.complete
+    assert col.notes == ["allpairs.bin was cut short after round 11 (no end block): the rounds "
+                         "measured before are kept."]  # fmt: skip
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 20])  # into the last round's records
+    col = read_column(path, "p2p.bandwidth")
+    assert "cut short in round 11 (kept: round 10)" in col.notes[0]
+    assert np.count_nonzero(~np.isnan(col.values)) == 10 * N // 2  # ten whole rounds
+    path.write_bytes(b"not a matrix")
+    with pytest.raises(StoreError, match="not an all-pairs file"):
+        read_column(path, "p2p.bandwidth")
+
+
+def _run(home: Path, faults: dict, retest=None, topology: str | None = None) -> Path:
+    """A run as the all-pairs job leaves it: the file in the job directory, one sample per
+    node naming it (``matrix``, ``node``)."""
+    writer = RunStore(home).create(suite="network", suite_text="", system=System(), argv=[])
+    job = Job(job_id="001-allpairs-openmpi", probe="allpairs", argv=["x"])
+    directory = writer.job_dir(job)
+    directory.mkdir(parents=True, exist_ok=True)
+    lat, bw = _matrices(**faults)
+    write_allpairs(directory / "allpairs.bin", lat.hosts, _rounds(lat, bw, retest))
+    rel = f"jobs/{job.job_id}/allpairs.bin"
+    samples = [
+        Sample.make("allpairs", "p2p.bandwidth", 1e10, {"matrix": rel, "node": h,
+                    "mpi": "openmpi", "placement": "all-pairs", "hosts": [h]})
+        for h in lat.hosts
+    ]  # fmt: skip
+    for s in samples:
+        s.job_id = job.job_id
+    writer.record(JobResult(job.job_id, "ok", 0, 1.0, ["x"], hosts=lat.hosts), samples)
+    if topology is not None:
+        (writer.path / "slurm").mkdir(exist_ok=True)
+        (writer.path / "slurm" / "topology.txt").write_text(topology)
+    writer.finish("complete")
+    return writer.path
+
+
+def test_the_report_reads_the_matrix_a_runs_samples_name(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    k34 = (3, 4)
+    lat, bw = _matrices(slow_links=[(1, 2, 6.0), k34 and (3, 4, 6.0)])
+    retest = {(1, 2): (lat.values[link_index(N, 1, 2)], bw.values[link_index(N, 1, 2)]),
+              k34: (2e-6, 10e9)}  # fmt: skip
+    hosts = lat.hosts
+    topo = (
+        f"SwitchName=s1 Level=0 LinkSpeed=1 Nodes={','.join(hosts[:6])}\n"
+        f"SwitchName=s2 Level=0 LinkSpeed=1 Nodes={','.join(hosts[6:])}\n"
+        "SwitchName=top Level=1 LinkSpeed=1 Nodes=x Switches=s[1-2]\n"
+    )
+    _run(home, {"slow_links": [(1, 2, 6.0), (3, 4, 6.0)]}, retest, topo)
+    proc = run_cli("report", "-f", "md", home=home)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.count(f"OUTLIER LINK {hosts[1]}–{hosts[2]}") == 2  # latency and bandwidth
+    assert "confirmed 2 of 2 on retest" in out
+    assert f"Not reproduced on retest: link {hosts[3]}–{hosts[4]}" in out
+    assert f"OUTLIER LINK {hosts[3]}" not in out
+    assert "## All-pairs bandwidth [MB/s] (openmpi)" in out  # N ≤ 64: the whole matrix
+    assert "All-pairs bandwidth (openmpi): per switch" in out
+    assert "Other measurements" not in out  # the per-node samples are the matrix's
+    html = run_cli("report", "-f", "html", home=home)
+    assert html.returncode == 0, html.stderr
+    assert html.stdout.count("<svg") >= 2
+
+
+def test_a_missing_file_or_a_broken_topology_is_said_and_the_rest_shown(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    run = _run(home, {"slow_links": [(1, 2, 6.0)]}, topology="SwitchName=s1 Nodes=n[3-1]\n")
+    proc = run_cli("report", "-f", "md", home=home)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert "## All-pairs: not shown" in proc.stdout
+    assert (
+        "No per-switch figures: " in proc.stdout and "topology.txt:1: invalid range" in proc.stdout
+    )
+    assert "OUTLIER LINK" in proc.stdout  # the matrix itself is shown
+    other = "SwitchName=s1 Level=0 Nodes=gpu[1-4]\n"
+    (run / "slurm" / "topology.txt").write_text(other)
+    proc = run_cli("report", "-f", "md", home=home)
+    assert "names none of the run's 12 nodes: it names gpu1, gpu2, gpu3…" in proc.stdout
+    (run / "jobs" / "001-allpairs-openmpi" / "allpairs.bin").unlink()
+    proc = run_cli("report", "-f", "md", home=home)
+    assert proc.returncode == 0, proc.stderr
+    assert "p2p.bandwidth (openmpi) not shown: the run's samples name the all-pairs file " \
+        "jobs/001-allpairs-openmpi/allpairs.bin, which is not in" in proc.stdout  # fmt: skip
+
+
+def test_the_index_keeps_per_node_rows_never_the_links(tmp_path: Path) -> None:
+    import sqlite3
+
+    home = tmp_path / "home"
+    _run(home, {})
+    assert run_cli("runs", home=home).returncode == 0
+    db = sqlite3.connect(home / "assay.db")
+    rows = db.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+    assert rows == N  # one per node; the 66 links stay in allpairs.bin
+    assert run_cli("report", "-f", "md", home=home).returncode == 0  # writes the cache
+    cache = json.loads(next(home.glob("runs/*/figures.cache.json")).read_text())
+    assert len(cache["by_host"]) + len(cache["figures"]) <= 2 * N
