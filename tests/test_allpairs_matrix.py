@@ -288,7 +288,7 @@ def test_the_heatmap_of_a_large_matrix_is_drawn_from_its_blocks() -> None:
 
     pm = analyse(_bw(100, slow_links=[(1, 99, 8.0)]))
     (chart,) = allpairs_charts([pm])
-    assert "median of each block of up to 2×2 links" in chart.title
+    assert "100 nodes in 64 cells a side (consecutive nodes in host order" in chart.title
     assert "<svg" in svg_of(chart)
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from assay.analysis.confirm import Confirmation, confirm_links, confirm_nodes, sweep_retests
+from assay.analysis.heat import HEAT_BLOCKS, Heat, heat_of
 from assay.analysis.linkmatrix import (
     LinkMatrix,
     Retests,
@@ -40,9 +41,8 @@ from assay.analysis.linkmatrix import (
     node_links,
 )
 from assay.analysis.matrixstats import (
-    Blocks,
     Distribution,
-    block_counts,
+    Rows,
     distribution,
     even_groups,
     link_ranks,
@@ -60,26 +60,13 @@ from assay.analysis.outliers import (
     z_scores,
 )
 from assay.analysis.stats import Figure
-from assay.analysis.topology import Switches, by_switch
+from assay.analysis.topology import Placement, Switches, by_switch, place
 from assay.model import Sample
 from assay.system.topology import Topology
 
 METRICS = ("p2p.latency", "p2p.bandwidth")
 FULL = 64  # up to this many nodes the report prints the whole matrix
 TOP = 20  # links and nodes listed worst first beyond that (with a count of the rest)
-HEAT_BLOCKS = 64  # a larger matrix's heatmap: at most this many blocks a side
-
-
-@dataclass
-class Heat:
-    """A matrix downsampled for its heatmap: node groups (consecutive hosts), the median
-    link of each block, and the blocks holding a named outlier link or a named node."""
-
-    labels: list[str]  # "first–last" host of each group
-    sizes: list[int]
-    blocks: Blocks
-    flagged: list[tuple[int, int]]  # blocks with a named link
-    nodes: list[int]  # groups with a named node
 
 
 @dataclass
@@ -134,29 +121,19 @@ class PairMatrix:
 def _outlier(
     key: object, value: float, z: float, c: Centre, rule: OutlierRule, better: str
 ) -> Outlier:
-    return Outlier(key, value, z, c.median, rule.threshold, worse_factor(value, c.median, better))  # type: ignore[arg-type]
+    factor = worse_factor(value, c.median, better)  # type: ignore[arg-type]
+    return Outlier(key, value, z, c.median, rule.threshold, factor)  # type: ignore[arg-type]
 
 
-def _heat(
-    lm: LinkMatrix,
-    rows_blocks: Blocks,
-    groups: list[np.ndarray],
-    named: np.ndarray,
-    nodes: list[int],
-) -> Heat:
-    i, j = link_nodes(lm.n, named)
-    counts = block_counts(named, lm.n, groups, i, j)
-    flagged = [(int(a), int(b)) for a, b in zip(*np.nonzero(counts), strict=True)]
-    of = np.zeros(lm.n, np.int64)
-    for g, members in enumerate(groups):
-        of[members] = g
-    labels = [
-        lm.hosts[int(m[0])] if len(m) == 1 else f"{lm.hosts[int(m[0])]}–{lm.hosts[int(m[-1])]}"
-        for m in groups
-    ]
-    return Heat(
-        labels, [len(m) for m in groups], rows_blocks, flagged, sorted({int(of[x]) for x in nodes})
-    )
+def _row_pass(lm: LinkMatrix, topology: Topology | None) -> tuple[Rows, Placement | None, list]:
+    """The matrix's one pass over its rows: node medians and, grouped by leaf switch (a
+    topology) or in consecutive blocks (beyond FULL nodes), the block medians."""
+    if topology is not None:
+        where = place(lm.hosts, topology)
+        groups = where.groups()
+        return row_pass(lm.values, lm.n, groups), where, groups
+    groups = even_groups(lm.n, HEAT_BLOCKS) if lm.n > FULL else None
+    return row_pass(lm.values, lm.n, groups), None, groups or []
 
 
 def analyse(
@@ -166,32 +143,24 @@ def analyse(
     top: int = TOP,
     sweeps: list[np.ndarray] | None = None,
 ) -> PairMatrix:
-    """Everything the report shows of one matrix (see the module), from its condensed array.
+    """Everything the report shows of one matrix (see the module), from its condensed array
+    in one copy (the links' centre) and one pass over its rows.
 
     Named links: flagged by the rule, confirmed by their retests when the matrix has retests
-    (else flagged alone), not part of a slow uplink or switch pair. Named nodes the same, by
-    their median link. ``sweeps``: the sweeps a ``--repeat`` matrix was folded from, which
-    confirm its flagged links and nodes when it has no retest rounds."""
+    (else flagged alone), not part of a slow uplink or switch pair, and beyond FULL nodes not
+    a link of a named node. Named nodes the same, by their median link. ``sweeps``: the sweeps
+    a ``--repeat`` matrix was folded from, which confirm when it has no retest rounds."""
     rule = rule or OutlierRule()
     n, values, better = lm.n, lm.values, lm.better
+    factor = rule.link_factor
     m = measured(values)
-    c, flagged, z = outliers_of(
-        values,
-        better,
-        rule.threshold,
-        min_factor=rule.link_factor,  # type: ignore[arg-type]
-        c=_centre(values, better, m, top),
-    )
+    c = robust_centre(values, True, link_ranks(m, better, top))
+    c, flagged, z = outliers_of(values, better, rule.threshold, min_factor=factor, c=c)  # type: ignore[arg-type]
     fi, fj = link_nodes(n, flagged)
-    groups = even_groups(n, HEAT_BLOCKS) if n > FULL else None
-    rows = row_pass(values, n, groups)
-    assert rows.medians is not None and rows.counts is not None
-    nc, node_idx, node_z = outliers_of(
-        rows.medians,
-        better,
-        rule.threshold,
-        min_factor=rule.link_factor,  # type: ignore[arg-type]
-    )
+    rows, where, groups = _row_pass(lm, topology)
+    medians, counts = rows.medians, rows.counts
+    assert medians is not None and counts is not None
+    nc, node_idx, node_z = outliers_of(medians, better, rule.threshold, min_factor=factor)  # type: ignore[arg-type]
     pm = PairMatrix(
         lm.metric,
         lm.mpi,
@@ -207,11 +176,9 @@ def analyse(
         rule,
         lm.concurrent,
         lm.repetitions,
-        None,
-        None,
-        rows.medians,
-        rows.counts,
-        nc,
+        node_medians=medians,
+        node_counts=counts,
+        node_centre=nc,
         notes=list(lm.notes),
     )
     if lm.spread is not None:
@@ -220,12 +187,11 @@ def analyse(
 
     keep = np.ones(flagged.size, bool)
     keep_nodes = np.ones(node_idx.size, bool)
-    if not len(lm.retests) and sweeps is not None and len(sweeps) > 1:
+    retests = lm.retests
+    if not len(retests) and sweeps is not None and len(sweeps) > 1:
         # --repeat without retest rounds: each sweep's own value is a retest
         needed = [flagged, *(node_links(n, k) for k in node_idx.tolist())]
         retests = sweep_retests(sweeps, np.unique(np.concatenate(needed)))
-    else:
-        retests = lm.retests
     if len(retests):
         pm.retested = True
         links = confirm_links(flagged, retests, c, better, rule)
@@ -235,74 +201,59 @@ def analyse(
         keep = np.array([links[k].status == "confirmed" for k in flagged.tolist()], bool)
         keep_nodes = np.array([nodes[k].status == "confirmed" for k in node_idx.tolist()], bool)
         pm.not_reproduced = [
-            _outlier(lm.pair(k), float(values[k]), float(zk), c, rule, better)
-            for k, zk, ok in zip(flagged.tolist(), z.tolist(), keep.tolist(), strict=True)
-            if not ok
+            _outlier(lm.pair(k), float(values[k]), zk, c, rule, better)
+            for k, zk in zip(flagged[~keep].tolist(), z[~keep].tolist(), strict=True)
         ] + [
-            _outlier(lm.hosts[k], float(rows.medians[k]), float(zk), nc, rule, better)
-            for k, zk, ok in zip(
-                node_idx.tolist(), node_z.tolist(), keep_nodes.tolist(), strict=True
+            _outlier(lm.hosts[k], float(medians[k]), zk, nc, rule, better)
+            for k, zk in zip(
+                node_idx[~keep_nodes].tolist(), node_z[~keep_nodes].tolist(), strict=True
             )
-            if not ok
         ]
-    if topology is not None:
-        pm.switches = by_switch(values, lm.hosts, topology, flagged[keep], fi[keep], fj[keep])
+    if where is not None and topology is not None and rows.blocks is not None:
+        pm.switches = by_switch(lm.hosts, topology, where, rows.blocks, fi[keep], fj[keep])
         inside = pm.switches.explained(fi, fj) & keep
         pm.explained = int(inside.sum())
         keep &= ~inside
-        slow_leaves = {
-            leaf
-            for part in pm.switches.slow
-            if part.kind != "pair"
-            for leaf in pm.switches.below.get(part.switch, [])
-        } | {
-            s
-            for part in pm.switches.slow
-            if part.kind == "path" and part.other
-            for s in pm.switches.below.get(part.other, [])
-        }
+        slow = pm.switches.slow_leaves()
         leaf_of = {
             int(x): s
-            for s, mem in zip(pm.switches.names, pm.switches.members, strict=True)
-            for x in mem
+            for s, mem in zip(where.names, where.members, strict=True)
+            for x in mem.tolist()
         }
-        on_slow = np.array([leaf_of.get(k) in slow_leaves for k in node_idx.tolist()], bool)
+        on_slow = np.array([leaf_of.get(k) in slow for k in node_idx.tolist()], bool)
         pm.explained_nodes = [lm.hosts[k] for k in node_idx[on_slow & keep_nodes].tolist()]
         keep_nodes &= ~on_slow
-
     if n > FULL and keep_nodes.any():
         # beyond the whole table, a named node's links are the node, not N−1 slow links
         on_node = np.isin(fi, node_idx[keep_nodes]) | np.isin(fj, node_idx[keep_nodes])
         pm.node_links = int((keep & on_node).sum())
         keep &= ~on_node
+
     named, named_z = flagged[keep], z[keep]
     pm.n_link_outliers = int(named.size)
     limit = named.size if n <= FULL else top
     pm.link_outliers = [
-        _outlier(lm.pair(k), float(values[k]), float(zk), c, rule, better)
+        _outlier(lm.pair(k), float(values[k]), zk, c, rule, better)
         for k, zk in zip(named[:limit].tolist(), named_z[:limit].tolist(), strict=True)
     ]
     pm.node_outliers = [
-        _outlier(lm.hosts[k], float(rows.medians[k]), float(zk), nc, rule, better)
+        _outlier(lm.hosts[k], float(medians[k]), zk, nc, rule, better)
         for k, zk in zip(node_idx[keep_nodes].tolist(), node_z[keep_nodes].tolist(), strict=True)
     ]
     worst = worst_links(values, better, top, c)
-    wz = z_scores(values[worst], c)
     pm.worst = [
-        _outlier(lm.pair(k), float(values[k]), float(zk), c, rule, better)
-        for k, zk in zip(worst.tolist(), wz.tolist(), strict=True)
+        _outlier(lm.pair(k), float(values[k]), zk, c, rule, better)
+        for k, zk in zip(worst.tolist(), z_scores(values[worst], c).tolist(), strict=True)
     ]
     pm.distribution = distribution(values, c)
-    if groups is not None and rows.blocks is not None:
-        pm.heat = _heat(lm, rows.blocks, groups, named, node_idx[keep_nodes].tolist())
-    else:
+    if n <= FULL:
         pm.values = values
+    elif rows.blocks is not None:
+        names = where.names + (["no switch"] if where.unplaced.size else []) if where else None
+        pm.heat = heat_of(
+            lm.hosts, groups, names, rows.blocks, fi[keep], fj[keep], node_idx[keep_nodes].tolist()
+        )
     return pm
-
-
-def _centre(values: np.ndarray, better: str, m: int, top: int) -> Centre:
-    """The links' centre, reading on the way the order statistics the summary needs."""
-    return robust_centre(values, True, link_ranks(m, better, top))
 
 
 # ---- runs made before the all-pairs probe: one sample (or figure) per pair ----

@@ -150,12 +150,10 @@ def worst_links(values: np.ndarray, better: str, k: int, c: Centre) -> np.ndarra
 @dataclass
 class Blocks:
     """The links between node groups g and h (g == h: within a group): their median and how
-    many were measured, each a G×G symmetric array; with ``outward``, each group's median link
-    to the nodes of every other group."""
+    many were measured, each a G×G symmetric array."""
 
     median: np.ndarray
     count: np.ndarray
-    outward: np.ndarray | None = None
 
 
 @dataclass
@@ -196,12 +194,11 @@ def row_pass(
     n: int,
     groups: Sequence[np.ndarray] | None = None,
     medians: bool = True,
-    outward: bool = False,
 ) -> Rows:
     """Each node's median over its measured links (a node whose every link is slow stands out
     even when its links are too many of the total to be outliers one by one) and, with
     ``groups`` (arrays of node indices; a node in none is left out of the blocks), the median
-    of the links between every two groups (and, ``outward``, from each group to the rest).
+    of the links between every two groups.
     Rows are gathered a block at a time (a group's rows, or ``ROW_BLOCK`` links' worth)."""
     if n_links(n) != values.size:
         raise ValueError("the matrix and its node count disagree")
@@ -219,7 +216,6 @@ def row_pass(
     g = len(chunks)
     med = np.full((g, g), np.nan)
     count = np.zeros((g, g), np.int64)
-    out = np.full(g, np.nan) if outward else None
     bounds = np.cumsum([0, *(len(x) for x in chunks)])
     for a, rows in enumerate(chunks):
         block = rows_of(values, n, rows, cols, diagonal=math.inf)
@@ -227,21 +223,16 @@ def row_pass(
             node_med[rows], node_count[rows] = _row_medians(block)  # type: ignore[index]
         if groups is None:
             continue
-        gaps = bool(np.isnan(block).any())
         seg_med, seg_count = _segment_medians(block, bounds, a)
         # within a group each link is there twice ((i, j) and (j, i)): the median of the
         # doubled values is the median of the links; the count is halved
         seg_count[0] //= 2
         med[a, a:] = med[a:, a] = seg_med
         count[a, a:] = count[a:, a] = seg_count
-        if out is not None:
-            rest = np.concatenate([block[:, : bounds[a]], block[:, bounds[a + 1] :]], axis=1)
-            rest = rest[~np.isnan(rest)] if gaps else rest.ravel()
-            out[a] = float(np.median(rest)) if rest.size else np.nan
     if medians and not whole_rows:
         alone = row_pass(values, n)
         node_med, node_count = alone.medians, alone.counts
-    blocks = Blocks(med, count, out) if groups is not None else None
+    blocks = Blocks(med, count) if groups is not None else None
     return Rows(node_med, node_count, blocks)
 
 
@@ -253,9 +244,7 @@ def group_of(n: int, groups: Sequence[np.ndarray]) -> np.ndarray:
     return out
 
 
-def block_counts(
-    links: np.ndarray, n: int, groups: Sequence[np.ndarray], i: np.ndarray, j: np.ndarray
-) -> np.ndarray:
+def block_counts(n: int, groups: Sequence[np.ndarray], i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """How many of the given links (their nodes i, j) fall in each block (G×G, symmetric)."""
     g = len(groups)
     of = group_of(n, groups)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from assay.analysis.matrixstats import Blocks, block_counts, row_pass
+from assay.analysis.matrixstats import Blocks, block_counts
 from assay.system.topology import Topology, TopologyError
 
 SLOW_SHARE = 0.9
@@ -49,12 +49,22 @@ class Switches:
     names: list[str]  # leaf switches with nodes in the run
     members: list[np.ndarray]  # each switch's nodes (indices into the matrix's hosts)
     blocks: Blocks  # switch × switch: median and links measured
-    outward: np.ndarray  # each switch's median link to nodes of other switches
     flagged: np.ndarray  # switch × switch: links flagged by the rule
     below: dict[str, list[str]] = field(default_factory=dict)  # switch -> its leaves here
     slow: list[SlowPart] = field(default_factory=list)
     unplaced: list[str] = field(default_factory=list)  # run hosts the topology does not name
     outside: int = 0  # topology nodes not in the run
+
+    def slow_leaves(self) -> set[str]:
+        """The leaves below a named slow uplink or on either side of a slow path: their
+        nodes' median links are slow through it."""
+        out: set[str] = set()
+        for part in self.slow:
+            if part.kind != "pair":
+                out |= set(self.below.get(part.switch, []))
+            if part.kind == "path" and part.other:
+                out |= set(self.below.get(part.other, []))
+        return out
 
     def explained(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """Which links (nodes i, j) lie in a block a named slow part covers."""
@@ -86,9 +96,23 @@ def _blocks_of(part: SlowPart, sw: Switches, index: dict[str, int]) -> list[tupl
     ]
 
 
-def place(hosts: list[str], topo: Topology) -> tuple[list[str], list[np.ndarray], list[str], int]:
-    """The run's hosts by leaf switch: (switch names, their node indices, hosts in no switch,
-    topology nodes outside the run). A topology that names none of the run's hosts is the
+@dataclass
+class Placement:
+    """The run's hosts by leaf switch: the switches (in the topology's order) and their
+    nodes, the hosts in no switch, and how many topology nodes are not in the run."""
+
+    names: list[str]
+    members: list[np.ndarray]  # node indices into the run's hosts
+    unplaced: np.ndarray  # node indices in no switch
+    outside: int
+
+    def groups(self) -> list[np.ndarray]:
+        """The node groups of the matrix's row pass: each switch, then the unplaced nodes."""
+        return [*self.members, *([self.unplaced] if self.unplaced.size else [])]
+
+
+def place(hosts: list[str], topo: Topology) -> Placement:
+    """The run's hosts by leaf switch. A topology that names none of the run's hosts is the
     wrong one: a TopologyError says so, with a few names of each."""
     leaf_of = topo.leaf_of()
     names, members = [], []
@@ -98,8 +122,7 @@ def place(hosts: list[str], topo: Topology) -> tuple[list[str], list[np.ndarray]
         if mine:
             names.append(leaf.name)
             members.append(np.asarray(sorted(set(mine)), np.int64))
-    unplaced = [h for h in hosts if h not in leaf_of]
-    outside = len(set(leaf_of) - set(hosts))
+    unplaced = np.asarray([i for i, h in enumerate(hosts) if h not in leaf_of], np.int64)
     if not names:
         raise TopologyError(
             f"the topology ({topo.source}) names none of the run's {len(hosts)} nodes: it "
@@ -107,28 +130,35 @@ def place(hosts: list[str], topo: Topology) -> tuple[list[str], list[np.ndarray]
             hint="give the topology of the cluster the run was on (scontrol show topology "
             "there), or none",
         )
-    return names, members, unplaced, outside
+    return Placement(names, members, unplaced, len(set(leaf_of) - set(hosts)))
 
 
 def by_switch(
-    values: np.ndarray,
     hosts: list[str],
     topo: Topology,
-    flagged_links: np.ndarray,
+    where: Placement,
+    blocks: Blocks,
     link_i: np.ndarray,
     link_j: np.ndarray,
 ) -> Switches:
     """The matrix by leaf switch, and its slow uplinks, paths and switch pairs (see the
-    module). ``flagged_links`` (condensed indices, with their nodes ``link_i``/``link_j``)
-    are the links the rule flagged."""
-    n = len(hosts)
-    names, members, unplaced, outside = place(hosts, topo)
-    blocks = row_pass(values, n, members, medians=False, outward=True).blocks
-    assert blocks is not None and blocks.outward is not None
-    flagged = block_counts(flagged_links, n, members, link_i, link_j)
-    below = {s: [x for x in topo.below(s) if x in names] for s in topo.switches}
+    module): ``blocks`` from the row pass over ``where.groups()``, ``link_i``/``link_j`` the
+    nodes of the links the rule flagged."""
+    s = len(where.names)
+    sub = Blocks(blocks.median[:s, :s], blocks.count[:s, :s])
+    flagged = block_counts(len(hosts), where.members, link_i, link_j)
+    below = {x: [y for y in topo.below(x) if y in where.names] for x in topo.switches}
+    unplaced = [hosts[i] for i in where.unplaced.tolist()]
     sw = Switches(
-        topo.source, names, members, blocks, blocks.outward, flagged, below, [], unplaced, outside
+        topo.source,
+        where.names,
+        where.members,
+        sub,
+        flagged,
+        below,
+        [],
+        unplaced,
+        where.outside,
     )
     sw.slow = _slow_parts(sw, topo)
     return sw
@@ -186,4 +216,4 @@ def _slow_parts(sw: Switches, topo: Topology) -> list[SlowPart]:
     return parts
 
 
-__all__ = ["SLOW_SHARE", "SlowPart", "Switches", "TopologyError", "by_switch", "place"]
+__all__ = ["SLOW_SHARE", "Placement", "SlowPart", "Switches", "TopologyError", "by_switch", "place"]

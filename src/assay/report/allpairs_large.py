@@ -64,10 +64,9 @@ def distribution_table(m: PairMatrix) -> Table:
     if heat is not None:
         side = max(heat.sizes)
         notes.append(
-            f"The heatmap: {len(heat.sizes)} × {len(heat.sizes)} blocks of up to {side} × {side} "
-            "links (consecutive nodes in host order), each the median of its block; a block "
-            "holding a named outlier link is boxed, a group holding a named node marked on "
-            "both axes."
+            f"The heatmap: {len(heat.sizes)} × {len(heat.sizes)} cells of up to {side} nodes a "
+            f"side ({heat.cells}); a cell holding a named outlier link is boxed, one holding a "
+            "named node marked on both axes."
         )
     title = f"All-pairs {what(m)} [{unit}] ({m.mpi}): {m.n} nodes"
     return Table(matrix_key(m), title, cols, [row], notes)
@@ -180,21 +179,24 @@ def large_tables(m: PairMatrix, top: int = 20) -> list[Table]:
 
 
 def switch_tables(m: PairMatrix) -> list[Table]:
-    """Per switch: its nodes, the median link within it and to the rest; and the switch ×
-    switch medians when there are few enough switches to print them."""
+    """Per switch: its nodes, the median link within it and to the switch it reaches worst;
+    and the switch × switch medians when there are few enough switches to print them."""
     sw = m.switches
     assert sw is not None
     unit = metric_info(m.metric).display
     b = sw.blocks
     rows = []
+    sign = 1.0 if m.better == "higher" else -1.0
     for g, name in enumerate(sw.names):
         within = b.median[g, g]
+        others = np.where(np.arange(len(sw.names)) == g, np.nan, sign * b.median[g])
+        worst = int(np.nanargmin(others)) if np.isfinite(others).any() else -1
         rows.append(
             [
                 name,
                 str(len(sw.members[g])),
                 "–" if math.isnan(within) else fmt(m, within),
-                "–" if math.isnan(sw.outward[g]) else fmt(m, float(sw.outward[g])),
+                "–" if worst < 0 else f"{fmt(m, b.median[g, worst])} ({sw.names[worst]})",
                 str(int(sw.flagged[g].sum())),
             ]
         )
@@ -214,7 +216,7 @@ def switch_tables(m: PairMatrix) -> list[Table]:
         Table(
             f"{matrix_key(m)}-switches",
             f"All-pairs {what(m)} ({m.mpi}): per switch",
-            ["switch", "nodes", f"within [{unit}]", f"to other switches [{unit}]", "links flagged"],
+            ["switch", "nodes", f"within [{unit}]", f"worst switch pair [{unit}]", "links flagged"],
             rows,
             notes,
         )

@@ -323,8 +323,8 @@ def gpu_charts(figures: list[Figure]) -> list[Chart]:
 def allpairs_charts(pair_matrices: list[PairMatrix]) -> list[Chart]:
     """One heatmap per all-pairs matrix (metric, MPI), in the matrix's display unit, its
     outlier links boxed: the same matrix as the table it sits after. Beyond 64 nodes, blocks of
-    links (``PairMatrix.heat``: each the median of its block), a block holding a named link
-    boxed and a group holding a named node marked."""
+    links (``PairMatrix.heat``: each cell a median, ``assay.analysis.heat``), a cell holding a
+    named link boxed and one holding a named node marked."""
     charts = []
     for m in pair_matrices:
         unit = metric_info(m.metric).display
@@ -335,14 +335,13 @@ def allpairs_charts(pair_matrices: list[PairMatrix]) -> list[Chart]:
             heat = m.heat
             values = [
                 [None if math.isnan(v) else to_display(v, unit) for v in row]
-                for row in heat.blocks.median.tolist()
+                for row in heat.median.tolist()
             ]
             flagged = {(a, b) for a, b in heat.flagged} | {(b, a) for a, b in heat.flagged}
             h = draw.Heatmap(heat.labels, values, unit, flagged, set(heat.nodes), blocks=True)
-            side = max(heat.sizes)
             title = (
-                f"All-pairs {what} at {m.size} B ({m.mpi}), {m.n} nodes: median of each block "
-                f"of up to {side}×{side} links, {n} a link; blocks with an outlier link boxed"
+                f"All-pairs {what} at {m.size} B ({m.mpi}), {m.n} nodes in {len(heat.labels)} "
+                f"cells a side ({heat.cells}), {n} a link; cells with an outlier link boxed"
             )
         else:
             index = {h: i for i, h in enumerate(m.hosts)}
