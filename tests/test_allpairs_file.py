@@ -9,6 +9,7 @@ the probe's format (docs/cluster.md); the probe's own files are read by the same
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -159,3 +160,66 @@ def test_the_index_keeps_per_node_rows_never_the_links(tmp_path: Path) -> None:
     assert run_cli("report", "-f", "md", home=home).returncode == 0  # writes the cache
     cache = json.loads(next(home.glob("runs/*/figures.cache.json")).read_text())
     assert len(cache["by_host"]) + len(cache["figures"]) <= 2 * N
+
+
+def test_the_scale_models_file_size_is_the_writers(tmp_path: Path) -> None:
+    """bench/scale_model.py's bytes formula against a file written in the probe's format,
+    and its fit recovering the constants of walls it made itself."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
+    from scale_model import Constants, Measured, calibrate, file_bytes, model
+
+    lat, bw = _matrices()
+    path = tmp_path / "allpairs.bin"
+    write_allpairs(path, lat.hosts, _rounds(lat, bw))
+    name = len(lat.hosts[0])
+    assert path.stat().st_size == file_bytes(N, N - 1, name)
+    truth = Constants(launch_s=7.0, launch_per_node_s=0.003, barrier_s=0.02,
+                      barrier_per_doubling_s=0.001)  # fmt: skip
+    points = [
+        Measured(n, 7.0 + 0.003 * n, truth.pair_budget_s + 0.02 + 0.001 * math.log2(n))
+        for n in (4, 8, 16)
+    ]
+    fitted = calibrate(points)
+    assert model(1000, 1, fitted).wall_s == pytest.approx(model(1000, 1, truth).wall_s)
+
+
+def test_the_analysed_matrices_are_cached_beside_the_run(tmp_path: Path) -> None:
+    """Only the first report reads the links: the cache gives the same tables (here a matrix
+    past 64 nodes, with retests and a topology), holds no link array, and is remade when a
+    matrix file or the rule changes."""
+    from assay.analysis.allpairs import analyse
+    from assay.analysis.linkmatrix import Retests
+    from assay.analysis.outliers import OutlierRule
+    from assay.figures.allpairs_cache import cached, decode, encode, save
+    from assay.report.allpairs import allpairs_tables
+    from assay.system.topology import parse_topology_conf
+    from matrixgen import hosts_of
+
+    n = 80
+    hosts = hosts_of(n)
+    topo = parse_topology_conf(
+        "\n".join(f"SwitchName=s{k} Nodes={','.join(hosts[8 * k : 8 * k + 8])}" for k in range(10))
+    )
+    k = link_index(n, 1, 2)
+    lm = synthetic(n, sigma=0.03, slow_links=[(1, 2, 5.0), (3, 4, 5.0)],
+                   retests=Retests(np.array([k]), np.array([1e9], np.float32),
+                                   np.array([80], np.int32)))  # fmt: skip
+    pm = analyse(lm, topology=topo)
+    back = decode(json.loads(json.dumps(encode([pm]))))
+    assert [t.__dict__ for t in allpairs_tables(back)] == [
+        t.__dict__ for t in allpairs_tables([pm])
+    ]
+    assert back[0].values is None  # past 64 nodes no link array, in memory or cached
+    run = tmp_path / "run"
+    (run / "jobs").mkdir(parents=True)
+    (run / "jobs" / "m.bin").write_bytes(b"x")
+    rule = OutlierRule()
+    assert save(run, ["jobs/m.bin"], rule, [pm], ["a problem"])
+    assert (run / "allpairs.cache.json").stat().st_size < 100_000
+    hit = cached(run, ["jobs/m.bin"], rule)
+    assert hit is not None and hit[1] == ["a problem"]
+    assert cached(run, ["jobs/m.bin"], OutlierRule(link_factor=2)) is None
+    (run / "jobs" / "m.bin").write_bytes(b"xy")
+    assert cached(run, ["jobs/m.bin"], rule) is None

@@ -23,6 +23,7 @@ from assay.analysis.linkmatrix import LinkMatrix, Retests, fold_sweeps
 from assay.analysis.outliers import OutlierRule
 from assay.analysis.stats import Folded
 from assay.errors import StoreError
+from assay.figures.allpairs_cache import cached, save
 from assay.store import LoadedRun
 from assay.store.allpairs_file import Column, read_column
 from assay.system.topology import (
@@ -125,10 +126,24 @@ def file_matrices(
 ) -> tuple[list[PairMatrix], list[str]]:
     """Every all-pairs matrix of the run's probe files, analysed one at a time; and what could
     not be shown (a file missing or damaged, a topology that cannot be read or does not fit
-    the run), each said in words: the rest of the report stands."""
+    the run), each said in words: the rest of the report stands. Cached beside the run
+    (``assay.figures.allpairs_cache``): only the first report reads the links."""
     files = matrix_files(folded)
     if not files:
         return [], []
+    sources = [rel for rels in files.values() for rel in rels]
+    sources += [t for t in TOPOLOGY_FILES if (run.path / t).exists()]
+    hit = cached(run.path, sources, rule)
+    if hit is not None:
+        return hit
+    matrices, problems = _analysed(run, files, rule)
+    save(run.path, sources, rule, matrices, problems)
+    return matrices, problems
+
+
+def _analysed(
+    run: LoadedRun, files: dict[str, list[str]], rule: OutlierRule
+) -> tuple[list[PairMatrix], list[str]]:
     problems = []
     try:
         topology = run_topology(run.path)
