@@ -82,7 +82,7 @@ def test_node_medians_and_blocks_match_brute_force(n: int) -> None:
     values[rng.random(values.size) < 0.2] = np.nan  # not measured
     links = brute(values, n)
     for groups in (None, even_groups(n, 3), [np.array([0, n - 1])]):
-        rows = row_pass(values, n, groups, outward=groups is not None)
+        rows = row_pass(values, n, groups)
         for a in range(n):
             mine = [v for p, v in links.items() if a in p and not math.isnan(v)]
             assert rows.counts[a] == len(mine)
