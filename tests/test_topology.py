@@ -208,3 +208,21 @@ def test_a_topology_of_another_cluster_is_refused_and_missing_nodes_said() -> No
     notes = "\n".join(next(t for t in allpairs_tables([pm]) if "switches" in t.key).notes)
     assert f"2 node(s) of the run are in no switch of the topology: {lm.hosts[8]}" in notes
     assert "2 node(s) of the topology are not in this run (left out)." in notes
+
+
+@pytest.mark.slow
+def test_the_collector_reads_a_real_controllers_topology(tmp_path: Path) -> None:
+    """capture.sh starts a private slurmctld (its own munged and port) per topology: Slurm's
+    output today is the committed fixture's, and the collector returns it (None without a
+    topology plugin)."""
+    import sys
+
+    for tool in ("slurmctld", "munged", "mungekey"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} is not installed: scripts/install-system-deps installs it")
+    env = {**os.environ, "ASSAY_PYTHON": sys.executable}
+    subprocess.run([str(FIX / "capture.sh"), str(tmp_path)], env=env, check=True, timeout=120)
+    for name in ("two_level.txt", "three_level.txt", "none.txt"):
+        assert (tmp_path / name).read_text() == (FIX / name).read_text()
+    assert (tmp_path / "collected_two_level.txt").read_text() == (FIX / "two_level.txt").read_text()
+    assert (tmp_path / "collected_none.txt").read_text() == "None"
