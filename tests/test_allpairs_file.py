@@ -122,30 +122,31 @@ def test_the_report_reads_the_matrix_a_runs_samples_name(tmp_path: Path) -> None
     assert "## All-pairs bandwidth [MB/s] (openmpi)" in out  # N ≤ 64: the whole matrix
     assert "All-pairs bandwidth (openmpi): per switch" in out
     assert "Other measurements" not in out  # the per-node samples are the matrix's
-    html = run_cli("report", "-f", "html", home=home)
-    assert html.returncode == 0, html.stderr
-    assert html.stdout.count("<svg") >= 2
+    html = _report(home, "html")
+    assert html.count("<svg") >= 2
+
+
+def _report(home: Path, fmt: str = "md") -> str:
+    """The latest run's report, in this process (what ``assay report`` renders)."""
+    from assay.report.render import render
+
+    return render(RunStore(home).load(None, samples=False), fmt)
 
 
 def test_a_missing_file_or_a_broken_topology_is_said_and_the_rest_shown(tmp_path: Path) -> None:
     home = tmp_path / "home"
     run = _run(home, {"slow_links": [(1, 2, 6.0)]}, topology="SwitchName=s1 Nodes=n[3-1]\n")
-    proc = run_cli("report", "-f", "md", home=home)
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr
-    assert "## All-pairs: not shown" in proc.stdout
-    assert (
-        "No per-switch figures: " in proc.stdout and "topology.txt:1: invalid range" in proc.stdout
-    )
-    assert "OUTLIER LINK" in proc.stdout  # the matrix itself is shown
-    other = "SwitchName=s1 Level=0 Nodes=gpu[1-4]\n"
-    (run / "slurm" / "topology.txt").write_text(other)
-    proc = run_cli("report", "-f", "md", home=home)
-    assert "names none of the run's 12 nodes: it names gpu1, gpu2, gpu3…" in proc.stdout
+    out = _report(home)
+    assert "## All-pairs: not shown" in out
+    assert "No per-switch figures: the run's slurm/topology.txt:1: invalid range" in out
+    assert "OUTLIER LINK" in out  # the matrix itself is shown
+    (run / "slurm" / "topology.txt").write_text("SwitchName=s1 Level=0 Nodes=gpu[1-4]\n")
+    out = _report(home)
+    assert "names none of the run's 12 nodes: it names gpu1, gpu2, gpu3…" in out
     (run / "jobs" / "001-allpairs-openmpi" / "allpairs.bin").unlink()
-    proc = run_cli("report", "-f", "md", home=home)
-    assert proc.returncode == 0, proc.stderr
+    out = _report(home)
     assert "p2p.bandwidth (openmpi) not shown: the run's samples name the all-pairs file " \
-        "jobs/001-allpairs-openmpi/allpairs.bin, which is not in" in proc.stdout  # fmt: skip
+        "jobs/001-allpairs-openmpi/allpairs.bin, which is not in" in out  # fmt: skip
 
 
 def test_the_index_keeps_per_node_rows_never_the_links(tmp_path: Path) -> None:
@@ -153,11 +154,13 @@ def test_the_index_keeps_per_node_rows_never_the_links(tmp_path: Path) -> None:
 
     home = tmp_path / "home"
     _run(home, {})
-    assert run_cli("runs", home=home).returncode == 0
+    from assay.store import Index
+
+    Index(home / "assay.db").sync(RunStore(home))
     db = sqlite3.connect(home / "assay.db")
     rows = db.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
     assert rows == N  # one per node; the 66 links stay in allpairs.bin
-    assert run_cli("report", "-f", "md", home=home).returncode == 0  # writes the cache
+    _report(home)  # writes the caches
     cache = json.loads(next(home.glob("runs/*/figures.cache.json")).read_text())
     assert len(cache["by_host"]) + len(cache["figures"]) <= 2 * N
 

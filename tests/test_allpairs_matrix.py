@@ -38,9 +38,12 @@ from assay.analysis.matrixstats import (
 from assay.analysis.outliers import (
     LINK_MIN_FACTOR,
     OutlierRule,
+    flagged,
     outliers,
     outliers_of,
     robust_centre,
+    worse_factors,
+    z_scores,
 )
 from assay.analysis.stats import nearest_rank
 from assay.report.allpairs import allpairs_tables
@@ -114,6 +117,9 @@ def test_distribution_quantiles_are_nearest_rank_and_nan_is_counted() -> None:
     for p, v in d.quantiles.items():
         assert v == nearest_rank(data, p)
     assert sum(d.counts) == 4948 and len(d.edges) == len(d.counts) + 1
+    logs = np.log10(data.astype(float))
+    expect = np.histogram(logs, bins=len(d.counts), range=(logs[0], logs[-1]))[0]
+    assert d.counts == expect.tolist()
 
 
 @pytest.mark.parametrize("better", ["higher", "lower"])
@@ -146,6 +152,46 @@ def test_the_array_rule_is_the_dict_rule() -> None:
             assert [o.key for o in named] == idx.tolist()
             assert [o.z for o in named] == pytest.approx(z.tolist())
             assert all(o.median == c.median == statistics.median(vals.values()) for o in named)
+
+
+def test_flagging_by_a_cut_first_is_flagging_every_z_score() -> None:
+    """``flagged`` scores only the values past a cut the threshold implies; it must name
+    exactly the values the z-score of every value names, at the threshold's edge too."""
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        values = rng.lognormal(0, rng.choice([0.01, 0.2]), 3000)
+        values[rng.integers(0, 3000, 30)] *= rng.choice([0.2, 5.0], 30)
+        better = ("higher", "lower")[trial % 2]
+        log = trial % 3 != 0
+        c = robust_centre(values, log)
+        z = z_scores(values, c)
+        if trial % 5 == 0:  # values whose z is the threshold itself
+            edge = np.exp(c.centre + (-1 if better == "higher" else 1) * 3.5 * c.spread / 0.6745)
+            values[:5] = edge if log else c.centre
+            z = z_scores(values, c)
+        sign = -1.0 if better == "higher" else 1.0
+        for factor in (1.0, 1.25):
+            want = np.flatnonzero(
+                (sign * z > 3.5) & (worse_factors(values, c.median, better) >= factor)
+            )
+            assert flagged(values, c, better, 3.5, factor).tolist() == want.tolist()
+
+
+def test_order_statistics_without_a_copy_are_the_partitions(monkeypatch) -> None:
+    """Past 4·10⁶ float32 values the centre is taken by radix buckets (no copy): the same
+    median, centre, MAD and ranks as the partition of a copy."""
+    import assay.analysis.outliers as mod
+
+    rng = np.random.default_rng(12)
+    values = (rng.lognormal(0, 0.05, 4_500_001) * 1e10).astype(np.float32)
+    values[rng.random(values.size) < 0.01] = np.nan
+    ranks = [0, 7, 123_456, 4_000_000]
+    bucketed = robust_centre(values, True, ranks)
+    monkeypatch.setattr(mod, "BUCKETED", 1 << 40)
+    assert robust_centre(values, True, ranks) == bucketed
+    assert robust_centre(values, False, ranks) != bucketed  # the linear score differs …
+    monkeypatch.setattr(mod, "BUCKETED", 1 << 22)
+    assert robust_centre(values, False, ranks).median == bucketed.median  # … not the median
 
 
 def test_not_measured_is_left_out_never_flagged() -> None:

@@ -159,7 +159,6 @@ def analyse(
     fi, fj = link_nodes(n, flagged)
     rows, where, groups = _row_pass(lm, topology)
     medians, counts = rows.medians, rows.counts
-    assert medians is not None and counts is not None
     nc, node_idx, node_z = outliers_of(medians, better, rule.threshold, min_factor=factor)  # type: ignore[arg-type]
     pm = PairMatrix(
         lm.metric,

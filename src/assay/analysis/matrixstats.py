@@ -120,10 +120,13 @@ def distribution(values: np.ndarray, c: Centre, bins: int = HISTOGRAM_BINS) -> D
     if lo > 0 and hi > lo:
         span = (math.log10(lo), math.log10(hi))
         edges = np.logspace(*span, bins + 1).tolist()
+        width = (span[1] - span[0]) / bins
         for start in range(0, values.size, CHUNK):
             part = values[start : start + CHUNK]
             part = np.log10(part[~np.isnan(part)].astype(float))
-            counts += np.histogram(part, bins=bins, range=span)[0]
+            # np.histogram's bins for a range: [lo, lo + w), …, the last one closed
+            idx = np.minimum(((part - span[0]) / width).astype(np.int64), bins - 1)
+            counts += np.bincount(np.maximum(idx, 0), minlength=bins)
     else:
         edges, counts = [lo, hi], np.array([m])
     return Distribution(m, missing, lo, c.median, hi, quantiles, edges, counts.tolist())
@@ -161,8 +164,8 @@ class Rows:
     """What one pass over the matrix's rows gives: each node's median link and how many of its
     N−1 links were measured; with node groups, the blocks between them."""
 
-    medians: np.ndarray | None  # float64; NaN: a node with no link measured
-    counts: np.ndarray | None
+    medians: np.ndarray  # float64; NaN: a node with no link measured
+    counts: np.ndarray
     blocks: Blocks | None = None
 
 
@@ -211,16 +214,16 @@ def row_pass(
         cols = np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
     # a node's median from its group's rows only when the groups hold every node once
     whole_rows = cols is None or (cols.size == n and np.unique(cols).size == n)
-    node_med = np.full(n, np.nan) if medians else None
-    node_count = np.zeros(n, np.int64) if medians else None
+    node_med = np.full(n, np.nan)
+    node_count = np.zeros(n, np.int64)
     g = len(chunks)
     med = np.full((g, g), np.nan)
     count = np.zeros((g, g), np.int64)
     bounds = np.cumsum([0, *(len(x) for x in chunks)])
     for a, rows in enumerate(chunks):
         block = rows_of(values, n, rows, cols, diagonal=math.inf)
-        if medians and whole_rows:
-            node_med[rows], node_count[rows] = _row_medians(block)  # type: ignore[index]
+        if whole_rows:
+            node_med[rows], node_count[rows] = _row_medians(block)
         if groups is None:
             continue
         seg_med, seg_count = _segment_medians(block, bounds, a)
@@ -229,7 +232,7 @@ def row_pass(
         seg_count[0] //= 2
         med[a, a:] = med[a:, a] = seg_med
         count[a, a:] = count[a:, a] = seg_count
-    if medians and not whole_rows:
+    if not whole_rows:
         alone = row_pass(values, n)
         node_med, node_count = alone.medians, alone.counts
     blocks = Blocks(med, count) if groups is not None else None

@@ -12,8 +12,11 @@ the files hold no retest round). The run's switch tree, when the run recorded on
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
+from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -141,27 +144,51 @@ def file_matrices(
     return matrices, problems
 
 
+WORKERS = 2  # matrices analysed at once (each holds its links: 200 MB at 10,000 nodes)
+
+
 def _analysed(
     run: LoadedRun, files: dict[str, list[str]], rule: OutlierRule
 ) -> tuple[list[PairMatrix], list[str]]:
+    """Each matrix (MPI × metric) read and analysed; with several and more than one usable
+    core, in forked worker processes, ``WORKERS`` at a time (from the report command only,
+    which is single-threaded, as ``assay.figures.folded.fold_file`` forks)."""
     problems = []
     try:
         topology = run_topology(run.path)
     except TopologyError as exc:
         topology = None
         problems.append(f"No per-switch figures: {exc}")
-    out = []
-    for mpi, rels in files.items():
-        for metric in METRICS:
-            try:
-                lm, sweeps = _one(run.path, rels, metric, mpi)
-            except StoreError as exc:
-                problems.append(f"{metric} ({mpi}) not shown: {exc}")
-                continue
-            try:
-                out.append(analyse(lm, rule, topology, sweeps=sweeps))
-            except TopologyError as exc:
-                problems.append(f"No per-switch figures for {metric} ({mpi}): {exc}")
-                out.append(analyse(lm, rule, None, sweeps=sweeps))
-            del lm, sweeps  # the next matrix is read only once this one's links are freed
-    return out, problems
+    tasks = [
+        (run.path, rels, metric, mpi, rule, topology)
+        for mpi, rels in files.items()
+        for metric in METRICS
+    ]
+    workers = min(len(tasks), len(os.sched_getaffinity(0)), WORKERS)
+    if workers > 1:
+        with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+            done = list(pool.map(_analyse_one, *zip(*tasks, strict=True)))
+    else:
+        done = [_analyse_one(*task) for task in tasks]
+    out = [m for m, _ in done if m is not None]
+    return out, problems + [p for _, said in done for p in said]
+
+
+def _analyse_one(
+    run_dir: Path,
+    rels: list[str],
+    metric: str,
+    mpi: str,
+    rule: OutlierRule,
+    topology: Topology | None,
+) -> tuple[PairMatrix | None, list[str]]:
+    """One matrix read and analysed (its links freed on return); what could not be shown."""
+    try:
+        lm, sweeps = _one(run_dir, rels, metric, mpi)
+    except StoreError as exc:
+        return None, [f"{metric} ({mpi}) not shown: {exc}"]
+    try:
+        return analyse(lm, rule, topology, sweeps=sweeps), []
+    except TopologyError as exc:
+        said = f"No per-switch figures for {metric} ({mpi}): {exc}"
+        return analyse(lm, rule, None, sweeps=sweeps), [said]

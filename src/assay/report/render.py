@@ -244,6 +244,10 @@ def _render_text(
     head = [line for r, folded in each for line in _header(r, folded.n_samples)]
     # the all-pairs probe's matrices, read from each run's files (not samples)
     read = [file_matrices(r, folded, rule or OutlierRule()) for r, folded in each]
+    if len(each) > 1:  # several runs: each matrix says whose it is (as merge_runs relabels)
+        for (r, _), (matrices, _) in zip(each, read, strict=True):
+            for m in matrices:
+                m.mpi = f"{m.mpi} ({r.info.label or r.info.run_id})"
     run, folded = merge_runs(each)
     built = build(
         run, folded, rule, [m for ms, _ in read for m in ms], [p for _, ps in read for p in ps]
