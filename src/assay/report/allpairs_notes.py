@@ -50,8 +50,12 @@ def method_notes(m: PairMatrix) -> list[str]:
 
 
 def _confirmed(m: PairMatrix, key: object) -> str:
+    """", confirmed 2 of 2 on retest (1.52, 1.49)": the retests' own figures beside."""
     c = m.confirmations.get(key)
-    return f", {c.words()}" if c is not None else ""
+    if c is None:
+        return ""
+    shown = ", ".join(fmt(m, v) for v in c.values[:5]) + (", …" if len(c.values) > 5 else "")
+    return f", {c.words()}" + (f" ({shown})" if shown else "")
 
 
 def finding_notes(m: PairMatrix) -> list[str]:
