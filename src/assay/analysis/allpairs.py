@@ -250,7 +250,14 @@ def analyse(
     elif rows.blocks is not None:
         names = where.names + (["no switch"] if where.unplaced.size else []) if where else None
         pm.heat = heat_of(
-            lm.hosts, groups, names, rows.blocks, fi[keep], fj[keep], node_idx[keep_nodes].tolist()
+            lm.hosts,
+            groups,
+            names,
+            rows.blocks,
+            fi[keep],
+            fj[keep],
+            node_idx[keep_nodes].tolist(),
+            better,
         )
     return pm
 

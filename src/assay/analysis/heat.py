@@ -5,9 +5,10 @@ link of a block, so a block reads as healthy or not; a single slow link is invis
 outlier link are boxed and the cells holding a named node marked instead.
 
 The cells follow the node groups of the matrix's one row pass: the leaf switches when the
-topology is known (switches joined, a few per cell, when there are more than 64: then a cell is
-the median of the switch-pair medians it covers, and the heatmap says so), else consecutive
-nodes in host order.
+topology is known, else consecutive nodes in host order. Past 64 switches a few are joined a
+cell, and a cell is the *worst* of the switch-pair medians it covers: each of those is already
+the median of some thousand links (no noise to pick), and a median of them would hide a slow
+uplink (one switch of four) that the worst shows as a stripe.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def heat_of(
     named_i: np.ndarray,
     named_j: np.ndarray,
     named_nodes: list[int],
+    better: str = "higher",
 ) -> Heat:
     """The heatmap from the row pass's node ``groups`` and their ``blocks``: ``names`` the
     groups' names (switches; None: consecutive hosts), ``named_i``/``named_j`` the nodes of
@@ -64,7 +66,8 @@ def heat_of(
                 covered = blocks.median[np.ix_(ga, gb)]
                 covered = covered[~np.isnan(covered)]
                 if covered.size:
-                    median[a, b] = median[b, a] = float(np.median(covered))
+                    worst = covered.min() if better == "higher" else covered.max()
+                    median[a, b] = median[b, a] = float(worst)
     cell_of = np.full(len(hosts), -1, np.int64)
     for c, members in enumerate(cells):
         for gi in members:

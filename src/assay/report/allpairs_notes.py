@@ -50,7 +50,7 @@ def method_notes(m: PairMatrix) -> list[str]:
 
 
 def _confirmed(m: PairMatrix, key: object) -> str:
-    """", confirmed 2 of 2 on retest (1.52, 1.49)": the retests' own figures beside."""
+    """ ", confirmed 2 of 2 on retest (1.52, 1.49)": the retests' own figures beside."""
     c = m.confirmations.get(key)
     if c is None:
         return ""

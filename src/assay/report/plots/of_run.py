@@ -343,6 +343,7 @@ def allpairs_charts(pair_matrices: list[PairMatrix]) -> list[Chart]:
                 f"All-pairs {what} at {m.size} B ({m.mpi}), {m.n} nodes in {len(heat.labels)} "
                 f"cells a side ({heat.cells}), {n} a link; cells with an outlier link boxed"
             )
+            short = f"All-pairs {what} at {m.size} B ({m.mpi}), {m.n} nodes"
         else:
             index = {h: i for i, h in enumerate(m.hosts)}
 
@@ -357,9 +358,10 @@ def allpairs_charts(pair_matrices: list[PairMatrix]) -> list[Chart]:
                 flagged |= {(index[a], index[b]), (index[b], index[a])}
             h = draw.Heatmap(m.hosts, grid, unit, flagged)
             title = f"All-pairs {what} at {m.size} B ({m.mpi}), {n} a link, outlier links boxed"
+            short = title
         key = matrix_key(m)
         charts.append(
-            Chart(f"plot-{key}", title, key, lambda h=h, title=title: draw.heatmap(h, title))
+            Chart(f"plot-{key}", title, key, lambda h=h, short=short: draw.heatmap(h, short))
         )
     return charts
 
