@@ -226,3 +226,14 @@ def test_the_collector_reads_a_real_controllers_topology(tmp_path: Path) -> None
         assert (tmp_path / name).read_text() == (FIX / name).read_text()
     assert (tmp_path / "collected_two_level.txt").read_text() == (FIX / "two_level.txt").read_text()
     assert (tmp_path / "collected_none.txt").read_text() == "None"
+
+
+def test_past_64_switches_a_heatmap_cell_shows_its_worst_switch_pair() -> None:
+    n, per = 160, 2  # 80 leaf switches: two a cell
+    lm = synthetic(n, sigma=0.03, slow_groups=[(range(4, 6), 3.0)])  # s3's uplink
+    pm = analyse(lm, topology=_tree(n, per))
+    assert pm.heat is not None and len(pm.heat.labels) == 40
+    assert pm.heat.labels[1] == "s3–s4" and "the worst of the switch-pair medians" in pm.heat.cells
+    row = pm.heat.median[1]
+    healthy = np.delete(pm.heat.median, 1, axis=0)[:, 2:]
+    assert np.nanmax(row[2:]) < 0.4 * np.nanmin(healthy)  # the slow uplink: a stripe

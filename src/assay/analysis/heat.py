@@ -85,7 +85,7 @@ def heat_of(
     else:
         labels = [_range([names[gi] for gi in cell]) for cell in cells]
         what = (
-            f"{per} leaf switches a cell; each cell the median of the switch-pair medians it covers"
+            f"{per} leaf switches a cell; each cell the worst of the switch-pair medians it covers"
         )
     sizes = [int(sum(len(groups[gi]) for gi in cell)) for cell in cells]
     nodes = sorted({int(cell_of[x]) for x in named_nodes if cell_of[x] >= 0})
