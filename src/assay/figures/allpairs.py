@@ -39,17 +39,19 @@ from assay.system.topology import (
 TOPOLOGY_FILES = ("slurm/topology.txt", "slurm/topology.conf")
 
 
-def matrix_files(folded: Folded) -> dict[str, list[str]]:
+def matrix_files(folded: Folded) -> dict[str, list[tuple[str, str]]]:
     """The matrix files the run's samples name (``params.matrix``, relative to the run
-    directory), by MPI label, in the order first seen."""
-    out: dict[str, list[str]] = defaultdict(list)
+    directory) with their job's kind (``params.kind``: sweep, retest or resume), by MPI label,
+    in the order first seen."""
+    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for f in [*folded.figures, *folded.by_host]:
         p = f.sample.params
         rel = p.get("matrix")
         if isinstance(rel, str) and rel:
             mpi = str(p.get("mpi_label") or p.get("mpi") or "MPI")
-            if rel not in out[mpi]:
-                out[mpi].append(rel)
+            entry = (rel, str(p.get("kind") or "sweep"))
+            if entry not in out[mpi]:
+                out[mpi].append(entry)
     return dict(out)
 
 
@@ -90,38 +92,69 @@ def link_matrix(col: Column, metric: str, mpi: str) -> LinkMatrix:
     )
 
 
+def _distinct(hosts: list[str]) -> list[str]:
+    """Host names as the report's labels: ranks on one machine share a host name (test runs),
+    so a name found twice gets its rank (``host#3``)."""
+    if len(set(hosts)) == len(hosts):
+        return hosts
+    return [f"{h}#{i}" for i, h in enumerate(hosts)]
+
+
+def _read(run_dir: Path, rel: str, metric: str, mpi: str) -> LinkMatrix:
+    path = run_dir / rel
+    if not path.is_file():
+        raise StoreError(
+            f"the run's samples name the all-pairs file {rel}, which is not in {run_dir}",
+            hint="was the run directory copied without its jobs/ folder?",
+        )
+    return link_matrix(read_column(path, metric), metric, mpi)
+
+
 def _one(
-    run_dir: Path, files: list[str], metric: str, mpi: str
+    run_dir: Path, files: list[tuple[str, str]], metric: str, mpi: str
 ) -> tuple[LinkMatrix, list[np.ndarray] | None]:
-    """The metric of one MPI's files as one matrix (several: folded, see the module), and
-    the sweeps it was folded from."""
-    read = []
-    for rel in files:
-        path = run_dir / rel
-        if not path.is_file():
+    """The metric of one MPI's files as one matrix, and the sweeps it was folded from (None:
+    one). Each sweep file (``--repeat``: several, each link the median of its sweeps) takes the
+    resume files that follow it (the pairs left after a lost node: filling its gaps); the
+    retest files (and retest rounds in any file) give the retests."""
+    sweeps: list[LinkMatrix] = []
+    retests: list[Retests] = []
+    for rel, kind in files:
+        lm = _read(run_dir, rel, metric, mpi)
+        if sweeps and lm.hosts != sweeps[0].hosts:
             raise StoreError(
-                f"the run's samples name the all-pairs file {rel}, which is not in {run_dir}",
-                hint="was the run directory copied without its jobs/ folder?",
+                f"the all-pairs files of {mpi} ({rel} and others) name different nodes"
             )
-        read.append(link_matrix(read_column(path, metric), metric, mpi))
-    if len(read) == 1:
-        return read[0], None
-    hosts = read[0].hosts
-    if any(lm.hosts != hosts for lm in read):
-        raise StoreError(f"the all-pairs files of {mpi} ({', '.join(files)}) name different nodes")
-    sweeps = [lm.values for lm in read]
-    values, reps, spread = fold_sweeps(sweeps)
-    retests = [lm.retests for lm in read if len(lm.retests)]
-    notes = [n for lm in read for n in lm.notes]
-    folded = replace(read[0], values=values, repetitions=reps, spread=spread, notes=notes)
+        if len(lm.retests):
+            retests.append(lm.retests)
+        if kind == "retest":
+            continue
+        if kind == "resume" and sweeps:
+            last = sweeps[-1]
+            gaps = np.isnan(last.values)
+            last.values[gaps] = lm.values[gaps]
+            last.notes += lm.notes
+            continue
+        sweeps.append(lm)
+    if not sweeps:
+        raise StoreError(f"the all-pairs files of {mpi} hold retests but no sweep")
+    first = sweeps[0]
+    if len(sweeps) == 1:
+        out, folded_from = first, None
+    else:
+        values, reps, spread = fold_sweeps([lm.values for lm in sweeps])
+        notes = [n for lm in sweeps for n in lm.notes]
+        out = replace(first, values=values, repetitions=reps, spread=spread, notes=notes)
+        folded_from = [lm.values for lm in sweeps]
+    out.hosts = _distinct(out.hosts)
     if retests:
-        folded.retests = Retests(
+        out.retests = Retests(
             np.concatenate([r.links for r in retests]),
             np.concatenate([r.values for r in retests]),
             np.concatenate([r.rounds for r in retests]),
         )
-        return folded, None
-    return folded, sweeps  # no retest rounds: the sweeps confirm (analyse)
+        return out, None
+    return out, folded_from  # no retest rounds: the sweeps confirm (analyse)
 
 
 def file_matrices(
@@ -134,7 +167,7 @@ def file_matrices(
     files = matrix_files(folded)
     if not files:
         return [], []
-    sources = [rel for rels in files.values() for rel in rels]
+    sources = [rel for entries in files.values() for rel, _ in entries]
     sources += [t for t in TOPOLOGY_FILES if (run.path / t).exists()]
     hit = cached(run.path, sources, rule)
     if hit is not None:
@@ -148,7 +181,7 @@ WORKERS = 2  # matrices analysed at once (each holds its links: 200 MB at 10,000
 
 
 def _analysed(
-    run: LoadedRun, files: dict[str, list[str]], rule: OutlierRule
+    run: LoadedRun, files: dict[str, list[tuple[str, str]]], rule: OutlierRule
 ) -> tuple[list[PairMatrix], list[str]]:
     """Each matrix (MPI × metric) read and analysed; with several and more than one usable
     core, in forked worker processes, ``WORKERS`` at a time (from the report command only,
@@ -176,7 +209,7 @@ def _analysed(
 
 def _analyse_one(
     run_dir: Path,
-    rels: list[str],
+    rels: list[tuple[str, str]],
     metric: str,
     mpi: str,
     rule: OutlierRule,

@@ -74,29 +74,70 @@ def test_a_file_cut_short_keeps_its_whole_rounds(tmp_path: Path) -> None:
         read_column(path, "p2p.bandwidth")
 
 
-def _run(home: Path, faults: dict, retest=None, topology: str | None = None) -> Path:
-    """A run as the all-pairs job leaves it: the file in the job directory, one sample per
-    node naming it (``matrix``, ``node``)."""
-    writer = RunStore(home).create(suite="network", suite_text="", system=System(), argv=[])
-    job = Job(job_id="001-allpairs-openmpi", probe="allpairs", argv=["x"])
+def _job(writer, job_id: str, hosts: list[str], rounds, kind: str = "sweep") -> None:
+    """One all-pairs job as the probe leaves it: its file, one sample per node naming it
+    (``matrix``, ``node``, ``kind``)."""
+    job = Job(job_id=job_id, probe="allpairs", argv=["x"])
     directory = writer.job_dir(job)
     directory.mkdir(parents=True, exist_ok=True)
-    lat, bw = _matrices(**faults)
-    write_allpairs(directory / "allpairs.bin", lat.hosts, _rounds(lat, bw, retest))
-    rel = f"jobs/{job.job_id}/allpairs.bin"
+    write_allpairs(directory / "allpairs.bin", hosts, rounds)
+    rel = f"jobs/{job_id}/allpairs.bin"
     samples = [
-        Sample.make("allpairs", "p2p.bandwidth", 1e10, {"matrix": rel, "node": h,
-                    "mpi": "openmpi", "placement": "all-pairs", "hosts": [h]})
-        for h in lat.hosts
+        Sample.make("allpairs", "p2p.bandwidth", 1e10, {"matrix": rel, "node": h, "kind": kind,
+                    "summary": "node", "mpi": "openmpi", "hosts": [h]})
+        for h in hosts
     ]  # fmt: skip
     for s in samples:
-        s.job_id = job.job_id
-    writer.record(JobResult(job.job_id, "ok", 0, 1.0, ["x"], hosts=lat.hosts), samples)
+        s.job_id = job_id
+    writer.record(JobResult(job_id, "ok", 0, 1.0, ["x"], hosts=hosts), samples)
+
+
+def _run(home: Path, faults: dict, retest=None, topology: str | None = None) -> Path:
+    """A run of one all-pairs job (its retest rounds in the same file)."""
+    writer = RunStore(home).create(suite="network", suite_text="", system=System(), argv=[])
+    lat, bw = _matrices(**faults)
+    _job(writer, "001-allpairs-openmpi", lat.hosts, _rounds(lat, bw, retest))
     if topology is not None:
         (writer.path / "slurm").mkdir(exist_ok=True)
         (writer.path / "slurm" / "topology.txt").write_text(topology)
     writer.finish("complete")
     return writer.path
+
+
+def test_sweep_resume_and_retest_jobs_make_one_matrix(tmp_path: Path) -> None:
+    """A sweep that lost node 5, a resume job measuring its pairs, a retest job of the two
+    flagged links (kind = retest, rounds of kind 1): one matrix, gaps filled, one link
+    confirmed and one not reproduced."""
+    home = tmp_path / "home"
+    writer = RunStore(home).create(suite="network", suite_text="", system=System(), argv=[])
+    lat, bw = _matrices(slow_links=[(1, 2, 6.0), (3, 4, 6.0)])
+    hosts = lat.hosts
+    lost = [(a, b) for a, b in zip(*link_nodes_of(N), strict=True) if 5 in (a, b)]
+    sweep = [(0, a[keep], b[keep], la[keep], bwv[keep])
+             for _, a, b, la, bwv in _rounds(lat, bw)
+             for keep in [(a != 5) & (b != 5)]]  # fmt: skip
+    _job(writer, "001-allpairs-openmpi", hosts, sweep)
+    ra, rb = (np.array([p[i] for p in lost]) for i in (0, 1))
+    k = link_index(N, ra, rb)
+    _job(writer, "002-allpairs-openmpi", hosts, [(2, ra, rb, lat.values[k], bw.values[k])],
+         "resume")  # fmt: skip
+    k12 = link_index(N, 1, 2)
+    retest = [(1, np.array([1, 3]), np.array([2, 4]), np.array([lat.values[k12], 2e-6],
+               np.float32), np.array([bw.values[k12], 1e10], np.float32))]  # fmt: skip
+    _job(writer, "003-allpairs-openmpi", hosts, retest, "retest")
+    writer.finish("complete")
+    out = _report(home)
+    assert "Not measured" not in out  # the resume filled node 5's links
+    assert out.count(f"OUTLIER LINK {hosts[1]}–{hosts[2]}") == 2
+    assert out.count("confirmed 1 of 1 on retest") == 2
+    assert out.count(f"Not reproduced on retest: link {hosts[3]}–{hosts[4]}") == 2
+
+
+def link_nodes_of(n: int) -> tuple[list[int], list[int]]:
+    from itertools import combinations
+
+    pairs = list(combinations(range(n), 2))
+    return [a for a, _ in pairs], [b for _, b in pairs]
 
 
 def test_the_report_reads_the_matrix_a_runs_samples_name(tmp_path: Path) -> None:
