@@ -12,14 +12,15 @@ a barrier. Then ``retest_rounds`` rounds re-measure the flagged links.
     barrier  = barrier_s + barrier_per_doubling_s · log2 N
     bytes    = 32 + Σ(2 + len(host)) (padded to 8) + R_blocks · 40 + N(N−1)/2 · 12 + 16
                (allpairs.bin: header, one 40-byte head per round block, 12 bytes a pair, end)
-    report   = report_start_s + matrices · (links · report_s_per_link)    (both metrics read)
-    memory   = report_base_mib + 2 · links · 4 B   (one float32 matrix and one working copy)
+    report   = report_start_s + matrices · links · report_s_per_link    (CPU, the first report)
+    memory   = report_base_mib + links · 4 B    (a worker: one float32 matrix; two at once)
 
-The defaults are estimates, not measurements (marked so in docs/cluster.md): a pair budget of
-50 ms (1,000 round trips at 8 B and 20 windows of 64 × 1 MiB at 25 GB/s fit in it), 5 ms +
-0.5 ms per doubling of N of barrier and skew per round (12 ms at 10,000), a launch of 2 s + 5 ms
-a node; the report's constants are this machine's (docs/benchmarks.md,
-bench/allpairs_report.py). :func:`calibrate` refits them to measured sweeps.
+The defaults are estimates, not measurements (marked so in docs/cluster.md), except the pair
+budget, the probe's default (0.1 s: latency a quarter of it, bandwidth three quarters): 5 ms +
+0.5 ms per doubling of N of barriers (two a round: after latency, after bandwidth) and skew per
+round (12 ms at 10,000), a launch of 2 s + 5 ms a node; the report's constants are this
+machine's (docs/benchmarks.md, bench/allpairs_report.py). :func:`calibrate` refits them to
+measured sweeps.
 
     python bench/scale_model.py            # the table for 4, 16, 1,000 and 10,000 nodes
 """
@@ -32,7 +33,7 @@ from dataclasses import asdict, dataclass
 
 @dataclass(frozen=True)
 class Constants:
-    pair_budget_s: float = 0.05
+    pair_budget_s: float = 0.1  # the probe's default
     barrier_s: float = 0.005  # a round's cost beyond the pair budget: barrier, skew …
     barrier_per_doubling_s: float = 0.0005  # … growing with log2 N (dissemination barrier)
     launch_s: float = 2.0
@@ -41,8 +42,8 @@ class Constants:
     retest_rounds: int = 2
     host_name_bytes: int = 12
     report_start_s: float = 1.0
-    report_s_per_link: float = 1.6e-7  # read + analyse + tables, one metric (measured here)
-    report_base_mib: float = 120.0
+    report_s_per_link: float = 1.3e-7  # CPU: read + analyse, one metric (measured here)
+    report_base_mib: float = 130.0  # a report worker beyond its matrix (measured: 326 MiB)
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def model(n: int, mpis: int = 1, c: Constants = Constants()) -> Sweep:
         file_bytes=mpis * file_bytes(n, steps, c.host_name_bytes),
         index_rows=matrices * n,
         report_s=c.report_start_s + matrices * links * c.report_s_per_link,
-        report_mib=c.report_base_mib + 2 * links * 4 / 2**20,
+        report_mib=c.report_base_mib + links * 4 / 2**20,
     )
 
 
@@ -133,7 +134,7 @@ def table(nodes: tuple[int, ...] = (4, 16, 1_000, 10_000), mpis: int = 1,
     """The model as a Markdown table (docs/cluster.md)."""
     out = [
         "| N | rounds | steps | pairs | launches | wall | allpairs.bin | index rows | "
-        "report | report memory |",
+        "first report, CPU | memory a worker |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for n in nodes:
