@@ -69,6 +69,11 @@ def test_a_file_cut_short_keeps_its_whole_rounds(tmp_path: Path) -> None:
     col = read_column(path, "p2p.bandwidth")
     assert "cut short in round 11 (kept: round 10)" in col.notes[0]
     assert np.count_nonzero(~np.isnan(col.values)) == 10 * N // 2  # ten whole rounds
+    home = tmp_path / "home"
+    run = _run(home, {})
+    job_file = run / "jobs" / "001-allpairs-openmpi" / "allpairs.bin"
+    job_file.write_bytes(data[: len(data) - 20])
+    assert "allpairs.bin was cut short in round 11 (kept: round 10)" in _report(home)
     path.write_bytes(b"not a matrix")
     with pytest.raises(StoreError, match="not an all-pairs file"):
         read_column(path, "p2p.bandwidth")

@@ -3,7 +3,7 @@ found (named links and nodes, retests, slow uplinks, links not measured)."""
 
 from __future__ import annotations
 
-from assay.analysis.allpairs import PairMatrix
+from assay.analysis.allpairs import FULL, PairMatrix
 from assay.units import format_value, metric_info
 
 
@@ -29,6 +29,8 @@ def _repetitions_note(m: PairMatrix) -> list[str]:
     if m.widest:
         (a, b), ratio = m.widest
         note += f"; the widest spread, max/min, {ratio:.3g}× ({a}–{b})"
+    if m.spread_median is not None and m.n > FULL:  # among 5·10⁷ links the widest is one
+        note += f"; the median link's spread {m.spread_median:.3g}×"
     return [note + "."]
 
 
@@ -62,7 +64,7 @@ def finding_notes(m: PairMatrix) -> list[str]:
     """The named links and nodes, what the retests did not reproduce, the slow uplinks, and
     the links not measured."""
     unit = metric_info(m.metric).display
-    notes = []
+    notes = list(m.notes)  # the file's own: cut short, a rank that stopped answering
     if m.missing:
         notes.append(missing_note(m))
     if m.retested:
