@@ -151,6 +151,10 @@ def test_a_slow_uplink_is_named_as_one_not_as_many_slow_links() -> None:
     notes = "\n".join(tables[0].notes)
     assert "SLOW UPLINK of switch s4: every link from below it to the rest is slow" in notes
     assert "576 flagged links lie on these and are not named one by one" in notes
+    nodes = next(t for t in tables if t.key.endswith("-nodes"))
+    assert nodes.rows[0][-1] == "slow through its switch's uplink"
+    worst = next(t for t in tables if t.key.endswith("-worst"))
+    assert {r[-1] for r in worst.rows} <= {"on a slow uplink", "OUTLIER"}
     switches = next(t for t in tables if t.key.endswith("-switches"))
     assert [r[0] for r in switches.rows] == [f"s{k}" for k in range(1, 11)]
     assert switches.rows[3][-1] == "576"

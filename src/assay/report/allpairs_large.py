@@ -26,12 +26,23 @@ HISTOGRAM_ROWS = 12  # the distribution's bins, shown as rows (the heatmap has t
 
 
 def _status(m: PairMatrix, key: object) -> str:
+    """The rule's verdict on a link (a pair of hosts) or a node, in words."""
     named = {o.key for o in m.link_outliers} | {o.key for o in m.node_outliers}
     if key in named:
         c = m.confirmations.get(key)
         return "OUTLIER" + (f" ({c.words()})" if c else "")
     if any(o.key == key for o in m.not_reproduced):
         return "not reproduced on retest"
+    if not isinstance(key, tuple):
+        return "slow through its switch's uplink" if key in m.explained_nodes else ""
+    a, b = key
+    nodes = {o.key for o in m.node_outliers}
+    if m.n > FULL and (a in nodes or b in nodes):
+        return "named as its node"
+    if m.switches is not None and m.switches.slow:
+        i, j = np.array([m.hosts.index(a)]), np.array([m.hosts.index(b)])
+        if m.switches.explained(i, j)[0]:
+            return "on a slow uplink"
     return ""
 
 
