@@ -27,6 +27,7 @@ STAGE: dict[str, int] = {
     "config": 0,
     "textutil": 0,
     "vocab": 0,
+    "condensed": 0,  # the all-pairs matrix's layout (the probe file's reader and the analysis)
     # what the machine is (every read of /sys, /proc, PATH)
     "system": 1,
     # inputs: suites, the pure fio model, Vdbench files as an input adapter
@@ -160,13 +161,13 @@ def test_no_module_over_500_lines_outside_parsers() -> None:
 
 
 # The package root holds the ground floor (stage 0) and the entry points, nothing that belongs
-# in a stage's folder.
+# in a stage's folder: at most 8 modules besides the package's own __init__.
 ENTRY_POINTS = {"__init__", "__main__"}
 ROOT_LIMIT = 8
 
 
 def test_the_package_root_holds_the_ground_floor_and_entry_points_only() -> None:
-    root = sorted(p.stem for p in SRC.glob("*.py"))
+    root = sorted(p.stem for p in SRC.glob("*.py") if p.stem != "__init__")
     misplaced = [m for m in root if m not in ENTRY_POINTS and STAGE.get(m) != 0]
     assert not misplaced, (
         f"modules at the package root that belong in a stage's folder: {misplaced} "

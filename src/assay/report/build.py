@@ -163,9 +163,18 @@ def build_tables(run: LoadedRun) -> list[Table]:
     return build(run).tables
 
 
-def build(run: LoadedRun, folded: Folded | None = None, rule: OutlierRule | None = None) -> Built:
+def build(
+    run: LoadedRun,
+    folded: Folded | None = None,
+    rule: OutlierRule | None = None,
+    file_matrices: list[PairMatrix] | None = None,
+    matrix_problems: list[str] | None = None,
+) -> Built:
     """The report's tables; ``folded`` defaults to the run's samples folded in memory;
-    ``rule`` says which links and nodes are outliers (the default rule when None)."""
+    ``rule`` says which links and nodes are outliers (the default rule when None);
+    ``file_matrices``: the all-pairs matrices read from the probe's files
+    (``assay.figures.allpairs``), beside those of per-pair samples; ``matrix_problems``: what
+    of them could not be shown, and why."""
     folded = folded or fold_samples(run.samples)
     figures = folded.figures
     # All-pairs figures have their own tables (below); no per-pair Hockney fits.
@@ -207,10 +216,15 @@ def build(run: LoadedRun, folded: Folded | None = None, rule: OutlierRule | None
 
     # All-pairs (Slurm): N x N matrices from the figures folded per host (folding by the
     # measurement alone merges pairs that differ only in their hosts), not the two-node tables.
-    all_pairs = [f for f in figures if f.sample.params.get("placement") == "all-pairs"]
+    all_pairs = [
+        f
+        for f in figures
+        if f.sample.params.get("placement") == "all-pairs" or "matrix" in f.sample.params
+    ]
     rule = rule or OutlierRule()
-    pair_matrices = matrices(folded.by_host, rule)
-    tables += allpairs_tables(pair_matrices) + pernode_tables(folded.by_host, rule)
+    pair_matrices = matrices(folded.by_host, rule) + (file_matrices or [])
+    tables += allpairs_tables(pair_matrices, matrix_problems or [])
+    tables += pernode_tables(folded.by_host, rule)
     shown |= {id(f) for f in all_pairs}
     p2p_figs = [f for f in p2p_method(figures) if id(f) not in shown]
     p2p = p2p_tables(p2p_figs)

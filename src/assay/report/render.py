@@ -16,6 +16,7 @@ from rich.text import Text
 
 from assay.analysis.outliers import OutlierRule
 from assay.errors import AssayError
+from assay.figures.allpairs import file_matrices
 from assay.figures.folded import folded_of
 from assay.report.build import Built, build, merge_runs, merge_samples
 from assay.report.table import Table
@@ -245,8 +246,16 @@ def _render_text(
         return render_csv(merge_samples(runs))
     each = [(r, folded_of(r)) for r in runs]
     head = [line for r, folded in each for line in _header(r, folded.n_samples)]
+    # the all-pairs probe's matrices, read from each run's files (not samples)
+    read = [file_matrices(r, folded, rule or OutlierRule()) for r, folded in each]
+    if len(each) > 1:  # several runs: each matrix says whose it is (as merge_runs relabels)
+        for (r, _), (matrices, _) in zip(each, read, strict=True):
+            for m in matrices:
+                m.mpi = f"{m.mpi} ({r.info.label or r.info.run_id})"
     run, folded = merge_runs(each)
-    built = build(run, folded, rule)
+    built = build(
+        run, folded, rule, [m for ms, _ in read for m in ms], [p for _, ps in read for p in ps]
+    )
     tables = built.tables
     if plots_dir is not None:
         from assay.report.plots import charts_of, write_plots

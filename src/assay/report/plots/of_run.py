@@ -7,6 +7,7 @@ it. Only families with data get a plot.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -307,29 +308,46 @@ def gpu_charts(figures: list[Figure]) -> list[Chart]:
 
 def allpairs_charts(pair_matrices: list[PairMatrix]) -> list[Chart]:
     """One heatmap per all-pairs matrix (metric, MPI), in the matrix's display unit, its
-    outlier links boxed: the same matrix as the table it sits after."""
+    outlier links boxed: the same matrix as the table it sits after. Beyond 64 nodes, blocks of
+    links (``PairMatrix.heat``: each cell a median, ``assay.analysis.heat``), a cell holding a
+    named link boxed and one holding a named node marked."""
     charts = []
     for m in pair_matrices:
         unit = metric_info(m.metric).display
-        index = {h: i for i, h in enumerate(m.hosts)}
-
-        def shown(a: str, b: str, m: PairMatrix = m, unit: str = unit) -> float | None:
-            v = None if a == b else m.value(a, b)
-            return None if v is None else to_display(v, unit)
-
-        values = [[shown(a, b) for b in m.hosts] for a in m.hosts]
-        flagged = set()
-        for o in m.link_outliers:
-            a, b = o.key  # type: ignore[misc]
-            flagged |= {(index[a], index[b]), (index[b], index[a])}
-        h = draw.Heatmap(m.hosts, values, unit, flagged)
         what = "latency" if m.metric == "p2p.latency" else "bandwidth"
         fewest, most = m.repetitions
         n = f"n = {fewest}" if fewest == most else f"n = {fewest}–{most}"
-        title = f"All-pairs {what} at {m.size} B ({m.mpi}), {n} a link, outlier links boxed"
+        if m.heat is not None:
+            heat = m.heat
+            values = [
+                [None if math.isnan(v) else to_display(v, unit) for v in row]
+                for row in heat.median.tolist()
+            ]
+            flagged = {(a, b) for a, b in heat.flagged} | {(b, a) for a, b in heat.flagged}
+            h = draw.Heatmap(heat.labels, values, unit, flagged, set(heat.nodes), blocks=True)
+            title = (
+                f"All-pairs {what} at {m.size} B ({m.mpi}), {m.n} nodes in {len(heat.labels)} "
+                f"cells a side ({heat.cells}), {n} a link; cells with an outlier link boxed"
+            )
+            short = f"All-pairs {what} at {m.size} B ({m.mpi}), {m.n} nodes"
+        else:
+            index = {h: i for i, h in enumerate(m.hosts)}
+
+            def shown(a: str, b: str, m: PairMatrix = m, unit: str = unit) -> float | None:
+                v = None if a == b else m.value(a, b)
+                return None if v is None else to_display(v, unit)
+
+            grid = [[shown(a, b) for b in m.hosts] for a in m.hosts]
+            flagged = set()
+            for o in m.link_outliers:
+                a, b = o.key  # type: ignore[misc]
+                flagged |= {(index[a], index[b]), (index[b], index[a])}
+            h = draw.Heatmap(m.hosts, grid, unit, flagged)
+            title = f"All-pairs {what} at {m.size} B ({m.mpi}), {n} a link, outlier links boxed"
+            short = title
         key = matrix_key(m)
         charts.append(
-            Chart(f"plot-{key}", title, key, lambda h=h, title=title: draw.heatmap(h, title))
+            Chart(f"plot-{key}", title, key, lambda h=h, short=short: draw.heatmap(h, short))
         )
     return charts
 
