@@ -197,6 +197,17 @@ class BatchLauncher(Launcher):
     def from_plan(cls, data: dict[str, Any]) -> BatchLauncher:
         """The launcher :meth:`to_plan` described."""
 
+    def responsive(self, hosts: list[str]) -> list[str]:
+        """Inside the allocation: which of ``hosts`` still run a step (after a launch died:
+        the lost node is the one that does not answer). By default all of them."""
+        return list(hosts)
+
+    def boot_ids(self, hosts: list[str]) -> dict[str, str]:
+        """Inside the allocation: each host's kernel boot id (hosts with the same one are
+        namespaces or containers of one machine: ``assay.launch.transports``). Empty when the
+        launcher cannot tell."""
+        return {}
+
     def require(self) -> None:
         """Fail before anything is built or stored when the scheduler cannot be reached."""
         return None

@@ -896,7 +896,8 @@ static void usage(void)
            "  --output FILE          the matrix file (default allpairs.bin)\n"
            "  --stall-factor F       a partner that completes nothing for F x pair budget\n"
            "                         seconds (at least %g s) stopped answering (default %g)\n"
-           "  --yield                sched_yield() while polling (more ranks than cores)\n"
+           "  --yield                sched_yield() while polling (more ranks than cores;\n"
+           "                         also when ASSAY_SHARED_KERNEL is set)\n"
            "  --test-hang-rank R --test-hang-round K   (tests) rank R stops answering at\n"
            "                         its pair in round K or later\n"
            "  --test-die-rank R --test-die-round K     (tests) rank R kills itself there\n"
@@ -1005,6 +1006,10 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return PROBE_USAGE;
     }
+    /* "Nodes" that share one kernel (namespaces, containers: the launcher found it and says
+     * so) share its CPUs too: a busy-polling rank would starve the ranks measuring. */
+    if (getenv("ASSAY_SHARED_KERNEL"))
+        opt.yield = 1;
     if (nprocs < 2 || nprocs > MAX_NODES) {
         probe_error("needs 2 to %d MPI ranks (one per node), got %d", MAX_NODES, nprocs);
         MPI_Finalize();

@@ -18,6 +18,7 @@ given), ``pair_budget``, ``concurrent_pairs`` and ``matrix`` (the file, relative
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any, Literal
@@ -151,6 +152,39 @@ class AllPairsProbe(Probe):
             )
             for mpi in mpis
         ]
+
+    def pairs_job(
+        self, job: Job, pairs: list[tuple[int, int]], kind: str, first_round: int,
+        iterations: tuple[int, int], suffix: str,
+    ) -> Job:  # fmt: skip
+        """The sweep's job measuring ``pairs`` only (a retest, a resume): its options kept, the
+        list, kind, first round and iterations replaced."""
+        fixed = ("--pairs", "--kind", "--first-round", "--lat-iterations", "--bw-iterations")
+        argv, skip = [], False
+        for a in job.argv:
+            if skip:
+                skip = False
+            elif a in fixed:
+                skip = True
+            else:
+                argv.append(a)
+        lat, bw = iterations
+        argv += ["--lat-iterations", str(lat), "--bw-iterations", str(bw), "--pairs",
+                 PAIRS_FILE, "--kind", kind, "--first-round", str(first_round)]  # fmt: skip
+        params = AllPairsParams.model_construct(
+            pair_budget=float(argv[argv.index("--pair-budget") + 1]),
+            pairs_at_once=int(argv[argv.index("--pairs-at-once") + 1]), pairs=pairs,
+        )  # fmt: skip
+        nodes = 1 + max(max(p) for p in pairs) if pairs else 2
+        return dataclasses.replace(
+            job,
+            job_id=f"{job.job_id}-{suffix}",
+            argv=argv,
+            params={**job.params, "kind": kind, "sweep_job": job.job_id},
+            env=dict(job.env),
+            inputs={**job.inputs, PAIRS_FILE: "".join(f"{a} {b}\n" for a, b in pairs)},
+            timeout=120.0 + 5.0 * estimate_seconds(nodes, params),
+        )
 
     def expected_seconds(self, job: Job) -> float | None:
         """From the job's command line and its pairs file, as the probe will run it."""

@@ -90,6 +90,15 @@ class Probe(ABC):
         in node order), once the launcher started them."""
         raise ProbeError(f"{self.name}: no server for the clients spread")
 
+    def pairs_job(
+        self, job: Job, pairs: list[tuple[int, int]], kind: str, first_round: int,
+        iterations: tuple[int, int], suffix: str,
+    ) -> Job:  # fmt: skip
+        """The "all-pairs" spread: a job like ``job`` that measures only ``pairs`` (ranks of
+        the new job), as ``kind`` (retest, resume), its rounds numbered from ``first_round``,
+        with the sweep's (latency, bandwidth) iterations so the figures compare."""
+        raise ProbeError(f"{self.name}: measures no list of pairs")
+
     def preflight(self, job: Job) -> None:
         """Check, just before the run starts, what planning may not look at (a target's files,
         devices, free space): raise an AssayError (exit code 2) for a job that cannot run.

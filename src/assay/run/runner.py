@@ -27,12 +27,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from assay.analysis.outliers import OutlierRule, outlier_rule
+from assay.config import load_config
 from assay.errors import AssayError
 from assay.launch import BatchLauncher
 from assay.launch.place import groups
-from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
+from assay.launch.transports import SHARED_KERNEL_ENV, network_only, shared_kernels
+from assay.model import Job, JobResult, MpiInfo, Placement, RunInfo, Sample
+from assay.parsers.allpairs_file import read_matrix_file
 from assay.probes import get_probe
 from assay.run.execute import run_job
+from assay.run.followup import Sweep, lost_ranks, plan_follow_up
 from assay.run.front import batch_dir, read_plan
 from assay.store import RunWriter
 from assay.store.rundir import read_jsonl
@@ -55,6 +60,7 @@ class _Writer(RunWriter):
         self.who = who  # the launcher's name, for the reason of a stopped job
         self.lock = threading.Lock()
         self.stopped = False  # a job was interrupted: the allocation is ending
+        self.stored: dict[str, list[Sample]] = {}  # job id -> its samples (follow-ups read them)
 
     def record(self, result: JobResult, samples: list[Sample]) -> None:
         result.hosts = self.hosts.get(result.job_id, result.hosts)
@@ -68,6 +74,7 @@ class _Writer(RunWriter):
             self.stopped = True
         with self.lock:
             super().record(result, samples)
+            self.stored[result.job_id] = samples
 
 
 def run_served(
@@ -95,6 +102,70 @@ def run_served(
         )  # fmt: skip
 
 
+def run_all_pairs(
+    writer: _Writer,
+    job: Job,
+    mpis: list[MpiInfo],
+    launcher: BatchLauncher,
+    hosts_of: list[str],
+    cores: int | None,
+    resolve,
+    rule: OutlierRule,
+) -> None:
+    """An all-pairs sweep, then what it leaves inside this allocation (``assay.run.followup``):
+    a resume without a lost node, a retest of what the rule flags."""
+    run_job(writer, job, mpis, cores, resolve=resolve)
+    probe = get_probe(job.probe)
+    current, n = job, 0
+    try:
+        sweep = Sweep.of(read_matrix_file(writer.job_dir(job) / probe_matrix_file(job)))
+    except (AssayError, OSError):
+        return  # no matrix to continue: the job's record says why
+    while not writer.stopped:
+        lost: list[str] = []
+        result = writer.recorded.get(current.job_id)
+        if result is not None and result.status not in ("ok", "skipped"):
+            now = writer.hosts[current.job_id]
+            lost = [now[r] for r in lost_ranks(_summaries(writer, current)) if r < len(now)]
+            if not lost:  # a launch that died: ask which nodes still answer
+                answering = set(launcher.responsive(now))
+                lost = [h for h in now if h not in answering]
+            if not lost:
+                return  # not a lost node: nothing a resume would fix
+        follow = plan_follow_up(sweep, lost, rule)
+        if follow is None:
+            return
+        n += 1
+        nxt = probe.pairs_job(job, follow.pairs, follow.kind, follow.first_round,
+                              follow.iterations, f"{follow.kind}{n}")  # fmt: skip
+        nxt.ranks, nxt.nodes = len(follow.hosts), len(follow.hosts)
+        index = {h: i for i, h in enumerate(hosts_of)}
+        nxt.placement = Placement([index[h] for h in follow.hosts], "", None)
+        writer.hosts[nxt.job_id] = list(follow.hosts)
+        nxt.params["hosts"] = list(follow.hosts)
+        if sweep.lost:
+            nxt.params["lost_nodes"] = list(sweep.lost)
+        writer.note(f"{job.job_id}: {follow.why} ({nxt.job_id})")
+        run_job(writer, nxt, mpis, cores, resolve=resolve)
+        current = nxt
+        if follow.kind == "retest":
+            return
+        try:
+            sweep.add(read_matrix_file(writer.job_dir(nxt) / probe_matrix_file(nxt)))
+        except (AssayError, OSError):
+            return
+
+
+def _summaries(writer: _Writer, job: Job) -> list[dict]:
+    """The params of the samples a job stored (its summary names the ranks that stopped)."""
+    return [s.params for s in writer.stored.get(job.job_id, [])]
+
+
+def probe_matrix_file(job: Job) -> str:
+    """The matrix file an all-pairs job writes in its directory (its ``--output``)."""
+    return job.argv[job.argv.index("--output") + 1] if "--output" in job.argv else "allpairs.bin"
+
+
 def _watchdog(where: Path, launcher: BatchLauncher, handle: str | None, timeout: float,
               stop: threading.Event) -> None:  # fmt: skip
     beat = where / "heartbeat"
@@ -109,6 +180,36 @@ def _watchdog(where: Path, launcher: BatchLauncher, handle: str | None, timeout:
             if handle:
                 launcher.cancel(handle)
             os._exit(3)  # the cancel ends the steps; this process must not start another
+
+
+def off_shared_memory(
+    writer: _Writer, jobs: list[Job], mpis: dict[str, MpiInfo], boot_ids: dict[str, str]
+) -> None:
+    """Nodes of one kernel (namespaces, containers): every MPI job kept on the network
+    (``assay.launch.transports``; a user's own setting wins), every job told so, and the run
+    notes it; each figure records ``shared_kernel``."""
+    shared = shared_kernels(boot_ids)
+    if not shared:
+        return
+    groups = "; ".join(", ".join(g) for g in shared)
+    writer.note(
+        f"nodes share a kernel ({groups}): MPI between them was kept on its network transport "
+        "(TCP), never shared memory; they share CPUs too"
+    )
+    for job in jobs:
+        mpi = mpis.get(job.mpi or "")
+        auto = {**(network_only(mpi) if mpi is not None else {}), SHARED_KERNEL_ENV: "1"}
+        job.env = {**auto, **job.env}
+        job.params["shared_kernel"] = True
+
+
+def _rule() -> OutlierRule:
+    """The outlier rule of the user's config (``[outliers]``), the default when it is bad:
+    inside the allocation a config error must not stop the run (the front end checked it)."""
+    try:
+        return outlier_rule(load_config())
+    except AssayError:
+        return OutlierRule()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         job.params["hosts"] = hosts[job.job_id]
     writer = _Writer(run_dir, info, hosts, launcher.caps.name.capitalize())
     mpi_by_name = {m.name: m for m in mpis}
+    if len(allocation.hosts) > 1:
+        off_shared_memory(writer, jobs, mpi_by_name, launcher.boot_ids(allocation.hosts))
 
     def resolve(job: Job, exe: str | None) -> list[str]:
         argv = [exe if a == "{exe}" and exe else a for a in job.argv]
@@ -156,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             daemon=True,
         ).start()
     cores = allocation.cpus_per_node
+    rule = _rule()
     try:
         for group in groups([j for j in jobs if j.job_id not in done]):
             if writer.stopped:  # like Ctrl-C locally: start nothing more
@@ -163,6 +267,10 @@ def main(argv: list[str] | None = None) -> int:
             first = group[0]
             if len(group) == 1 and first.spread.kind == "clients" and not first.skip_reason:
                 run_served(writer, first, mpis, launcher, cores, resolve, where)
+                continue
+            if len(group) == 1 and first.spread.kind == "all-pairs" and not first.skip_reason:
+                run_all_pairs(writer, first, mpis, launcher, allocation.hosts, cores, resolve,
+                              rule)  # fmt: skip
                 continue
             if len(group) == 1:
                 run_job(writer, first, mpis, cores, resolve=resolve)

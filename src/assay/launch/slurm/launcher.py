@@ -148,6 +148,12 @@ class SlurmLauncher(BatchLauncher):
         hosts = slurm.expand_nodes(os.environ.get("SLURM_JOB_NODELIST", ""))
         return Allocation(os.environ.get("SLURM_JOB_ID"), hosts, self.cpus_per_node)
 
+    def responsive(self, hosts: list[str]) -> list[str]:
+        return slurm.answering(hosts)
+
+    def boot_ids(self, hosts: list[str]) -> dict[str, str]:
+        return slurm.boot_ids(hosts)
+
     @contextlib.contextmanager
     def serve(
         self, job: Job, hosts: list[str], work_dir: Path, server: list[str]

@@ -30,6 +30,10 @@ def sbatch_argv(opts: SlurmOptions, run_dir: Path, run_id: str, ppn: int = 1) ->
     ):
         if value:
             argv.append(f"{flag}={value}")
+    if opts.all_pairs:
+        # A node lost mid-sweep must not end the allocation: the sweep goes on without it
+        # (assay.run.followup), and the report names it.
+        argv.append("--no-kill")
     argv += list(opts.sbatch_args)
     argv.append(str(run_dir / "slurm" / "batch.sh"))
     return argv
