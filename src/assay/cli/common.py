@@ -16,7 +16,7 @@ from assay.config import assay_home
 from assay.errors import AssayError
 
 if TYPE_CHECKING:  # imported when used: the store (sqlite3) would slow every 'assay --help'
-    from assay.store import Index, RunStore
+    from assay.store import Index, LoadedRun, RunStore
 
 console = Console(stderr=True)  # messages and progress
 out = Console(highlight=False)  # what the user asked for
@@ -49,12 +49,40 @@ def open_store() -> RunStore:
     return store
 
 
-def open_index(store: RunStore) -> Index:
+def open_index(store: RunStore, *, rebuild: bool = False) -> Index:
+    """The index, synced with the run directories (made again if it had to be: said once)."""
     from assay.store import Index
 
     index = Index(store.home / "assay.db")
-    index.sync(store)
+    index.sync(store, rebuild=rebuild)
+    index_notes(index)
     return index
+
+
+def index_notes(index: Index) -> None:
+    """What a sync of the index found: the index made again (and why), runs it skipped."""
+    if index.rebuilt:
+        console.print(
+            Text(f"note: the index {index.path} was rebuilt from the run directories: "
+                 f"{index.rebuilt}", style="yellow")
+        )  # fmt: skip
+    for skipped in index.skipped:
+        console.print(Text(f"skipped a damaged run: {skipped}", style="yellow"))
+
+
+_SAID: set[str] = set()  # damage notes already printed by this command
+
+
+def say_damage(notes: Iterable[str]) -> None:
+    """Damaged record lines skipped (``assay.store.records``): each note once per command."""
+    for note in notes:
+        if note not in _SAID:
+            _SAID.add(note)
+            console.print(Text(f"note: {note}", style="yellow"))
+
+
+def say_run_damage(*runs: LoadedRun) -> None:
+    say_damage(note for run in runs for note in run.damage_notes())
 
 
 def discover():

@@ -6,7 +6,6 @@ prints the summary they return.
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -18,9 +17,17 @@ from assay.errors import AssayError, LaunchError
 from assay.launch.slurm.options import SlurmOptions
 from assay.launch.slurm.place import place
 from assay.launch.slurm.state import JobState, require_slurm
-from assay.model import Job, JobResult, RunInfo
+from assay.model import Job, JobResult
 from assay.run.execute import RunOutcome
-from assay.run.slurm_front import Prepared, finish, follow, prepare, slurm_job_of, submit_run
+from assay.run.slurm_front import (
+    Prepared,
+    finish,
+    follow,
+    planned_jobs,
+    prepare,
+    slurm_job_of,
+    submit_run,
+)
 from assay.store import RunStore, RunWriter
 
 COLOURS = {"ok": "green", "skipped": "yellow"}
@@ -149,15 +156,35 @@ def _outcome(writer: RunWriter) -> RunOutcome:
 
 
 def collect(console: Console, store: RunStore, ref: str | None, opts: SlurmOptions) -> RunOutcome:
-    """``assay collect``: follow a detached run to its end (or close one that ended)."""
-    run_id = store.resolve(ref)
+    """``assay collect``: follow a detached run to its end (or close one that ended). A run
+    whose run.json or slurm/plan.json is damaged is an error (exit 2) that first shows the
+    job results already recorded: they are kept, and reportable."""
+    from assay.store.records import read_run_info
+
+    run_id = store.resolve(ref)  # exit 3: no such run
     path = store.runs_dir / run_id
-    info = RunInfo.from_dict(json.loads((path / "run.json").read_text()))
+    try:
+        info = read_run_info(path)
+    except AssayError:
+        _print_recorded(console, path)
+        raise
     slurm_job_of(info.slurm)
     writer = RunWriter(path, info)
-    plan_file = path / "slurm" / "plan.json"
-    jobs = [Job.from_dict(j) for j in json.loads(plan_file.read_text())["jobs"]]
     if info.status != "running":
         console.print(f"run {run_id} already collected ({info.status})")
         return _outcome(writer)
+    try:
+        jobs = planned_jobs(path)
+    except AssayError:
+        _print_recorded(console, path)
+        raise
     return collect_writer(console, writer, jobs, opts)
+
+
+def _print_recorded(console: Console, path: Path) -> None:
+    from assay.store.rundir import read_jsonl
+
+    results = [JobResult.from_dict(d) for d in read_jsonl(path / "jobs.jsonl")]
+    console.print(f"run {path.name}: {len(results)} job result(s) recorded, kept:")
+    for r in results:
+        _print_result(console, r)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -18,58 +19,102 @@ from pathlib import Path
 from assay.analysis.stats import Folded, Folder, fold_samples
 from assay.store import LoadedRun
 from assay.store.cache import (
+    Stamp,
     line_starts,
     lines_at,
     lines_with_offsets,
     read_cache,
+    size_of,
     stamp,
     write_cache,
 )
+from assay.store.records import SAMPLES, Damage, scan
 
 CACHE_NAME = "figures.cache.json"
 # Bump when the fold or a figure's stored form changes: a cache of another version is remade.
-CACHE_VERSION = 1
+# 2: the cache names its source by content digest, carries a checksum and the damaged lines.
+CACHE_VERSION = 2
 
 
 def folded_of(run: LoadedRun) -> Folded:
-    """The run's folded figures. A run loaded with its samples folds those (in memory)."""
+    """The run's folded figures. A run loaded with its samples folds those (in memory).
+    Damaged sample lines (skipped, by the rule of ``assay.store.records``) are noted in
+    ``run.damage``, whether found now or by the fold the cache was made from."""
     if run.samples:
         return fold_samples(run.samples)
-    samples = run.path / "samples.jsonl"
-    made_from = stamp(samples)
-    cached = read_cache(run.path / CACHE_NAME, CACHE_VERSION, made_from)
-    if cached is not None:
+    samples = run.path / SAMPLES
+    cached = read_cache(run.path / CACHE_NAME, CACHE_VERSION, samples)
+    if cached is not None and cached.payload is not None:
         try:
-            return Folded.from_dict(cached)
-        except (KeyError, TypeError, ValueError):
+            folded = Folded.from_dict(cached.payload)
+            damage = Damage.from_dict(cached.extra["damage"])
+        except (KeyError, TypeError, ValueError, AttributeError):
             pass  # damaged: fold again below, and rewrite it
-    folded = fold_file(samples, workers=len(os.sched_getaffinity(0)))  # the CPUs we may use
-    if made_from is not None and stamp(samples) == made_from:  # not appended to meanwhile
-        write_cache(run.path / CACHE_NAME, CACHE_VERSION, made_from, folded.to_dict())
+        else:
+            run.saw(damage)
+            return folded
+    made_from = stamp(samples)
+    damage = Damage(SAMPLES)
+    folded = fold_file(samples, workers=len(os.sched_getaffinity(0)), damage=damage)  # our CPUs
+    run.saw(damage)
+    _keep(run.path, made_from, folded, damage)
     return folded
+
+
+def _keep(run_dir: Path, made_from: Stamp | None, folded: Folded, damage: Damage) -> None:
+    """Cache what was folded, unless the file was appended to meanwhile."""
+    if made_from is not None and size_of(run_dir / SAMPLES) == made_from.size:
+        extra = {"damage": damage.to_dict()}
+        write_cache(run_dir / CACHE_NAME, CACHE_VERSION, made_from, folded.to_dict(), extra)
 
 
 def cache_figures(run_dir: Path) -> None:
     """Fold a finished run's samples and cache them, so its first report is fast too. Never
     an error: a run's records are complete without it, and a report remakes it."""
-    samples = run_dir / "samples.jsonl"
+    samples = run_dir / SAMPLES
     made_from = stamp(samples)
-    if made_from is None or read_cache(run_dir / CACHE_NAME, CACHE_VERSION, made_from):
+    if made_from is None or read_cache(run_dir / CACHE_NAME, CACHE_VERSION, samples, payload=False):
         return
+    damage = Damage(SAMPLES)
     try:
-        folded = fold_file(samples)
+        folded = fold_file(samples, damage=damage)
     except (OSError, ValueError):
         return
-    if stamp(samples) == made_from:
-        write_cache(run_dir / CACHE_NAME, CACHE_VERSION, made_from, folded.to_dict())
+    _keep(run_dir, made_from, folded, damage)
+
+
+def sample_lines(run: LoadedRun) -> Iterator[str]:
+    """The run's good sample lines as stored (text, no newline), for passing through without
+    re-encoding; damaged lines skipped and noted in ``run.damage``. With a cache that still
+    holds, the damaged lines it names are skipped by position and no line is decoded."""
+    samples = run.path / SAMPLES
+    cached = read_cache(run.path / CACHE_NAME, CACHE_VERSION, samples, payload=False)
+    known = None
+    if cached is not None:
+        try:
+            known = Damage.from_dict(cached.extra["damage"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            known = None
+    if known is not None and known.offsets is not None:
+        skip = set(known.offsets)
+        for offset, line in lines_with_offsets(samples):
+            if offset not in skip:
+                yield line.decode().strip()
+        run.saw(known)
+        return
+    damage = Damage(SAMPLES)
+    for _, line, _ in scan(samples, damage):
+        yield line.decode().strip()
+    run.saw(damage)
 
 
 PART_BYTES = 16 * 2**20  # a part at least this big (~0.25 s of decoding): a fork costs more
 
 
-def fold_file(path: Path, workers: int = 1) -> Folded:
-    """Fold a ``samples.jsonl`` read line by line. Lines that are not sample records (damaged
-    JSON, a missing field) are skipped, as loading the run skips a line it cannot parse.
+def fold_file(path: Path, workers: int = 1, damage: Damage | None = None) -> Folded:
+    """Fold a ``samples.jsonl`` read line by line. Lines that are not sample records (not
+    UTF-8 or JSON, a missing field, a value that is not a finite number) are skipped and
+    counted in ``damage``, as every reader of the run skips them (``assay.store.records``).
 
     ``workers`` > 1 folds a large file in that many parts at once, each in a forked process
     (the decoding is the cost, and it is per line), then merges them in file order: the same
@@ -77,29 +122,29 @@ def fold_file(path: Path, workers: int = 1) -> Folded:
     copies one thread, and a lock another one held would stay locked in the child."""
     parts = min(workers, max(1, path.stat().st_size // PART_BYTES)) if path.exists() else 1
     if parts <= 1:
-        folder = fold_part(path, 0, None)
+        folder, found = fold_part(path, 0, None)
+        results = [(folder, found)]
     else:
         cuts = line_starts(path, parts)
         with ProcessPoolExecutor(len(cuts) - 1, mp_context=get_context("fork")) as pool:
-            folders = list(pool.map(fold_part, itertools.repeat(path), cuts[:-1], cuts[1:]))
-        folder = folders[0]
-        for later in folders[1:]:
-            folder.merge(later)
+            results = list(pool.map(fold_part, itertools.repeat(path), cuts[:-1], cuts[1:]))
+    folder, found = results[0]
+    lines = folder.n + found.count
+    for later, later_found in results[1:]:
+        folder.merge(later)
+        found.extend(later_found, lines)
+        lines += later.n + later_found.count
+    if damage is not None:
+        damage.extend(found, 0)
     medians = {o: json.loads(line) for o, line in lines_at(path, folder.median_refs()).items()}
     return folder.finish(medians)
 
 
-def fold_part(path: Path, start: int, end: int | None) -> Folder:
-    """One pass over the lines from ``start`` to ``end``: each sample's value and place."""
+def fold_part(path: Path, start: int, end: int | None) -> tuple[Folder, Damage]:
+    """One pass over the lines from ``start`` to ``end``: each good sample's value and place,
+    and the damaged lines (numbered from the part's first line)."""
     folder = Folder()
-    decode = json.JSONDecoder().raw_decode  # json.loads less its per-call checks: ~30 % faster
-    for offset, line in lines_with_offsets(path, start, end):
-        try:
-            text = line.decode().strip()
-            record, stop = decode(text)
-            if stop != len(text):  # more after the object: not one record (json.loads says so)
-                raise ValueError("extra data")
-            folder.add(offset, record)
-        except (ValueError, KeyError, TypeError, AttributeError):
-            continue
-    return folder
+    damage = Damage(path.name)
+    for offset, _, record in scan(path, damage, start, end):
+        folder.add(offset, record)
+    return folder, damage

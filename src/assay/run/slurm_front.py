@@ -222,6 +222,31 @@ def cancel_run(writer: RunWriter) -> None:
         cancel(str(job_id))
 
 
+def planned_jobs(run_dir: Path) -> list[Job]:
+    """The jobs a Slurm run planned (``slurm/plan.json``, written before submitting); an
+    AssayError saying what is wrong when the file is missing or damaged."""
+    plan_file = run_dir / "slurm" / "plan.json"
+    try:
+        plan = json.loads(plan_file.read_bytes())
+        jobs = [Job.from_dict(j) for j in plan["jobs"]]
+        if not all(isinstance(j.job_id, str) and isinstance(j.argv, list) for j in jobs):
+            raise ValueError("a job without its id or command")
+    except FileNotFoundError:
+        why = "it is missing"
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        why = f"it is damaged ({type(exc).__name__}: {exc})"
+    else:
+        return jobs
+    raise AssayError(
+        f"run {run_dir.name}: {plan_file} cannot be read: {why}; without it the jobs the "
+        "allocation was to run cannot be told from those it never reached",
+        hint=f"the job results recorded are kept: 'assay report {run_dir.name}'; restore "
+        "the file to collect the run",
+    )
+
+
 def slurm_job_of(info_slurm: dict) -> str:
     job_id = info_slurm.get("job_id")
     if not job_id:

@@ -35,6 +35,7 @@ from assay.launch.slurm.state import expand_nodes
 from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
 from assay.run.execute import run_job
 from assay.store import RunWriter
+from assay.store.records import read_run_info
 from assay.store.rundir import read_jsonl
 
 STATE_OF_STATUS = {
@@ -150,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     # scancel sends SIGTERM first: end the job in flight like Ctrl-C, keep what is recorded.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     jobs, mpis, launch = load_plan(run_dir)
-    info = RunInfo.from_dict(json.loads((run_dir / "run.json").read_text()))
+    info = read_run_info(run_dir)  # the one reader of run.json (assay.store.records)
     allocation = expand_nodes(os.environ.get("SLURM_JOB_NODELIST", ""))
     cpus = os.environ.get("SLURM_CPUS_ON_NODE", "")
     cpus_per_node = int(cpus) if cpus.isdigit() else None
