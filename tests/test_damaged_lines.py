@@ -184,3 +184,25 @@ def test_read_run_info_reads_a_good_run_json(tmp_path: Path):
     w = store.create(suite="t", suite_text="", system=System(), argv=["assay", "run"])
     info = read_run_info(w.path)
     assert info.run_id == w.info.run_id and info.argv == ["assay", "run"]
+
+
+def test_the_json_stream_without_a_cache_checks_in_parts(tmp_path: Path, monkeypatch):
+    """No cache to say which lines are damaged: they are found (in parts) before streaming."""
+    from assay.figures import folded
+    from assay.figures.folded import sample_lines
+
+    store = RunStore(tmp_path)
+    w = store.create(suite="t", suite_text="", system=System(hostname="h"), argv=[])
+    samples = [Sample.make("p2p", "p2p.latency", 1e-6 * (i + 1), {"size": i}) for i in range(30)]
+    w.record(JobResult(job_id="1", status="ok", exit_code=0, wall_time=1, argv=[]), samples)
+    w.finish("complete")
+    _damage(w.path / "samples.jsonl", [b"{}", b"[]"])
+    monkeypatch.setattr(folded, "PART_BYTES", 1)
+    run = store.load(samples=False)
+    assert not (w.path / folded.CACHE_NAME).exists()
+    lines = list(sample_lines(run))
+    assert [json.loads(line)["value"] for line in lines] == [s.value for s in samples]
+    assert run.damage_notes() == [
+        f"run {w.info.run_id}: 2 damaged lines in samples.jsonl skipped (line 2: no 'probe'; "
+        "line 3: not a JSON object)"
+    ]

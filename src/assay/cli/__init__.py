@@ -415,7 +415,7 @@ def runs_cmd(
     ] = 20,
 ) -> None:
     """List stored runs, newest last: the newest 20 unless --all or --limit N."""
-    from assay.cli.common import say_damage
+    from assay.cli.common import index_notes, say_damage
     from assay.report.runs_list import more_line, runs_table
 
     store = open_store()
@@ -423,6 +423,7 @@ def runs_cmd(
     rows = index.runs(limit=None if all_runs else limit)
     total = len(rows) if all_runs else index.count()
     index.close()
+    index_notes(index)  # a damaged page met by a query: the index was made again
     if not rows:
         out.print("no runs yet: start one with 'assay run quick'")
         return

@@ -59,18 +59,20 @@ def open_index(store: RunStore, *, rebuild: bool = False) -> Index:
     return index
 
 
+_SAID: set[str] = set()  # notes already printed by this command
+
+
 def index_notes(index: Index) -> None:
-    """What a sync of the index found: the index made again (and why), runs it skipped."""
+    """What the index found (each once per command): that it was made again, and why (in a
+    sync, or when a query met a damaged page), and the runs it skipped."""
+    notes = [f"skipped a damaged run: {skipped}" for skipped in index.skipped]
     if index.rebuilt:
-        console.print(
-            Text(f"note: the index {index.path} was rebuilt from the run directories: "
-                 f"{index.rebuilt}", style="yellow")
-        )  # fmt: skip
-    for skipped in index.skipped:
-        console.print(Text(f"skipped a damaged run: {skipped}", style="yellow"))
-
-
-_SAID: set[str] = set()  # damage notes already printed by this command
+        why = f"the index {index.path} was rebuilt from the run directories: {index.rebuilt}"
+        notes.insert(0, f"note: {why}")
+    for note in notes:
+        if note not in _SAID:
+            _SAID.add(note)
+            console.print(Text(note, style="yellow"))
 
 
 def say_damage(notes: Iterable[str]) -> None:

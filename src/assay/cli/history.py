@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from assay.cli.common import open_index, say_damage
+from assay.cli.common import index_notes, open_index, say_damage
 from assay.cli.compare import emit, err, run_store
 from assay.errors import AssayError, NotFoundError
 
@@ -52,6 +52,7 @@ def history(
         runs = index.runs()
     finally:
         index.close()
+    index_notes(index)  # a damaged page met by a query: the index was made again
     labels = {r["run_id"]: r["label"] or "" for r in runs}
     if system:
         rows = [

@@ -11,10 +11,11 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
+from typing import TypeVar
 
 from assay.analysis.stats import Folded, Folder, fold_samples
 from assay.store import LoadedRun
@@ -29,6 +30,8 @@ from assay.store.cache import (
     write_cache,
 )
 from assay.store.records import SAMPLES, Damage, scan
+
+_T = TypeVar("_T")
 
 CACHE_NAME = "figures.cache.json"
 # Bump when the fold or a figure's stored form changes: a cache of another version is remade.
@@ -95,14 +98,17 @@ def sample_lines(run: LoadedRun) -> Iterator[str]:
             known = Damage.from_dict(cached.extra["damage"])
         except (KeyError, TypeError, ValueError, AttributeError):
             known = None
-    if known is not None and known.offsets is not None:
+    if known is None:  # no cache to tell: the lines are checked first, on every usable core
+        known = Damage(SAMPLES)
+        find_damage(samples, workers=len(os.sched_getaffinity(0)), damage=known)
+    if known.offsets is not None:
         skip = set(known.offsets)
         for offset, line in lines_with_offsets(samples):
             if offset not in skip:
                 yield line.decode().strip()
         run.saw(known)
         return
-    damage = Damage(SAMPLES)
+    damage = Damage(SAMPLES)  # too many damaged lines to keep where: checked again, here
     for _, line, _ in scan(samples, damage):
         yield line.decode().strip()
     run.saw(damage)
@@ -111,31 +117,43 @@ def sample_lines(run: LoadedRun) -> Iterator[str]:
 PART_BYTES = 16 * 2**20  # a part at least this big (~0.25 s of decoding): a fork costs more
 
 
+def _in_parts(path: Path, workers: int, part: Callable[[Path, int, int | None], _T]) -> list[_T]:
+    """``part(path, start, end)`` over line-aligned parts of the file, in file order: one
+    part, or (for a large file and ``workers`` > 1) one per worker, each in a forked process.
+    Only from a single-threaded process (the report command): a fork copies one thread, and a
+    lock another one held would stay locked in the child."""
+    parts = min(workers, max(1, path.stat().st_size // PART_BYTES)) if path.exists() else 1
+    if parts <= 1:
+        return [part(path, 0, None)]
+    cuts = line_starts(path, parts)
+    with ProcessPoolExecutor(len(cuts) - 1, mp_context=get_context("fork")) as pool:
+        return list(pool.map(part, itertools.repeat(path), cuts[:-1], cuts[1:]))
+
+
+def _joined(parts: list[tuple[int, Damage]], damage: Damage | None) -> None:
+    """The damage of each part (after its count of good lines), numbered from the file's
+    first line, added to ``damage``."""
+    if damage is None:
+        return
+    lines = 0
+    for good, found in parts:
+        damage.extend(found, lines)
+        lines += good + found.count
+
+
 def fold_file(path: Path, workers: int = 1, damage: Damage | None = None) -> Folded:
     """Fold a ``samples.jsonl`` read line by line. Lines that are not sample records (not
     UTF-8 or JSON, a missing field, a value that is not a finite number) are skipped and
     counted in ``damage``, as every reader of the run skips them (``assay.store.records``).
 
-    ``workers`` > 1 folds a large file in that many parts at once, each in a forked process
-    (the decoding is the cost, and it is per line), then merges them in file order: the same
-    figures as one pass. Only from a single-threaded process (the report command): a fork
-    copies one thread, and a lock another one held would stay locked in the child."""
-    parts = min(workers, max(1, path.stat().st_size // PART_BYTES)) if path.exists() else 1
-    if parts <= 1:
-        folder, found = fold_part(path, 0, None)
-        results = [(folder, found)]
-    else:
-        cuts = line_starts(path, parts)
-        with ProcessPoolExecutor(len(cuts) - 1, mp_context=get_context("fork")) as pool:
-            results = list(pool.map(fold_part, itertools.repeat(path), cuts[:-1], cuts[1:]))
-    folder, found = results[0]
-    lines = folder.n + found.count
-    for later, later_found in results[1:]:
+    ``workers`` > 1 folds a large file in that many parts at once (``_in_parts``: the
+    decoding is the cost, and it is per line), then merges them in file order: the same
+    figures as one pass."""
+    results = _in_parts(path, workers, fold_part)
+    _joined([(f.n, found) for f, found in results], damage)  # before merge counts them in
+    folder = results[0][0]
+    for later, _ in results[1:]:
         folder.merge(later)
-        found.extend(later_found, lines)
-        lines += later.n + later_found.count
-    if damage is not None:
-        damage.extend(found, 0)
     medians = {o: json.loads(line) for o, line in lines_at(path, folder.median_refs()).items()}
     return folder.finish(medians)
 
@@ -148,3 +166,15 @@ def fold_part(path: Path, start: int, end: int | None) -> tuple[Folder, Damage]:
     for offset, _, record in scan(path, damage, start, end):
         folder.add(offset, record)
     return folder, damage
+
+
+def find_damage(path: Path, workers: int = 1, damage: Damage | None = None) -> None:
+    """Check every line of a record file (in parts, as ``fold_file`` does) and add the
+    damaged ones to ``damage``."""
+    _joined(_in_parts(path, workers, check_part), damage)
+
+
+def check_part(path: Path, start: int, end: int | None) -> tuple[int, Damage]:
+    """The good lines from ``start`` to ``end``, counted, and the damaged ones."""
+    damage = Damage(path.name)
+    return sum(1 for _ in scan(path, damage, start, end)), damage
