@@ -206,3 +206,15 @@ def test_the_json_stream_without_a_cache_checks_in_parts(tmp_path: Path, monkeyp
         f"run {w.info.run_id}: 2 damaged lines in samples.jsonl skipped (line 2: no 'probe'; "
         "line 3: not a JSON object)"
     ]
+
+
+def test_text_lines_split_blocks_at_lines_and_stop_at_the_checked_size(tmp_path: Path):
+    from assay.store.records import text_lines
+
+    path = tmp_path / "s.jsonl"
+    lines = [f'{{"k": {i}, "pad": "{"é" * (i % 9)}"}}' for i in range(200)]
+    data = "".join(f"{line}\n" for line in lines).encode()
+    path.write_bytes(data + b'{"cut')  # a last line cut by a kill
+    for block in (1, 7, 64, 4096, 1 << 20):
+        assert list(text_lines(path, path.stat().st_size, block)) == lines
+    assert list(text_lines(path, len(data) - 3, 16)) == lines[:-1]  # grown since: not read

@@ -29,7 +29,7 @@ from assay.store.cache import (
     stamp,
     write_cache,
 )
-from assay.store.records import SAMPLES, Damage, scan
+from assay.store.records import SAMPLES, Damage, scan, text_lines
 
 _T = TypeVar("_T")
 
@@ -88,30 +88,34 @@ def cache_figures(run_dir: Path) -> None:
 
 def sample_lines(run: LoadedRun) -> Iterator[str]:
     """The run's good sample lines as stored (text, no newline), for passing through without
-    re-encoding; damaged lines skipped and noted in ``run.damage``. With a cache that still
-    holds, the damaged lines it names are skipped by position and no line is decoded."""
+    re-encoding; damaged lines skipped and noted in ``run.damage``. Which lines are damaged
+    comes from the cache while it holds, else from checking every line first (on every usable
+    core); then no line is decoded as JSON. The lines are those of the file as it was checked
+    (a run still being written gains lines after)."""
     samples = run.path / SAMPLES
     cached = read_cache(run.path / CACHE_NAME, CACHE_VERSION, samples, payload=False)
-    known = None
+    known, end = None, 0
     if cached is not None:
         try:
             known = Damage.from_dict(cached.extra["damage"])
+            end = cached.made_from_size
         except (KeyError, TypeError, ValueError, AttributeError):
             known = None
-    if known is None:  # no cache to tell: the lines are checked first, on every usable core
+    if known is None:
+        end = size_of(samples) or 0
         known = Damage(SAMPLES)
         find_damage(samples, workers=len(os.sched_getaffinity(0)), damage=known)
-    if known.offsets is not None:
+    run.saw(known)
+    if not known:
+        yield from text_lines(samples, end)
+    elif known.offsets is not None:
         skip = set(known.offsets)
-        for offset, line in lines_with_offsets(samples):
+        for offset, line in lines_with_offsets(samples, 0, end):
             if offset not in skip:
-                yield line.decode().strip()
-        run.saw(known)
-        return
-    damage = Damage(SAMPLES)  # too many damaged lines to keep where: checked again, here
-    for _, line, _ in scan(samples, damage):
-        yield line.decode().strip()
-    run.saw(damage)
+                yield line.decode().rstrip("\r\n")
+    else:  # too many damaged lines to have kept where: checked again, here
+        for _, line, _ in scan(samples, Damage(SAMPLES), 0, end):
+            yield line.decode().rstrip("\r\n")
 
 
 PART_BYTES = 16 * 2**20  # a part at least this big (~0.25 s of decoding): a fork costs more

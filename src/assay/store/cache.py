@@ -136,10 +136,12 @@ def lines_at(path: Path, offsets: Collection[int]) -> dict[int, bytes]:
 
 @dataclass
 class Cached:
-    """A cache that still holds: its ``extra`` facts, and its payload (None when not asked)."""
+    """A cache that still holds: its ``extra`` facts, its payload (None when not asked), and
+    the size of the source it was made from (the lines a reader may trust; it may grow)."""
 
     extra: dict[str, Any]
     payload: dict[str, Any] | None
+    made_from_size: int
 
 
 def _checksum(extra_line: bytes, payload_line: bytes) -> str:
@@ -177,7 +179,7 @@ def read_cache(path: Path, version: int, source: Path, *, payload: bool = True) 
         return None
     if payload and not isinstance(data, dict):
         return None
-    return Cached(extra, data)
+    return Cached(extra, data, made_from["size"])
 
 
 def write_cache(

@@ -253,6 +253,24 @@ def lines_with_offsets(
             offset += len(line)
 
 
+def text_lines(path: Path, end: int, block: int = 8 * 2**20) -> Iterator[str]:
+    """The complete lines of the first ``end`` bytes of a file known to be UTF-8, as text
+    without their newline, decoded and split a block at a time (a million lines pass through
+    without a Python step per byte range)."""
+    with open(path, "rb") as f:
+        left, rest = end, b""
+        while left > 0:
+            data = f.read(min(block, left))
+            if not data:
+                break
+            left -= len(data)
+            data = rest + data
+            cut = data.rfind(b"\n") + 1
+            rest = data[cut:]
+            if cut:
+                yield from data[: cut - 1].decode().split("\n")
+
+
 def scan(
     path: Path,
     damage: Damage | None = None,
