@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -86,12 +86,12 @@ def cache_figures(run_dir: Path) -> None:
     _keep(run_dir, made_from, folded, damage)
 
 
-def sample_lines(run: LoadedRun) -> Iterator[str]:
-    """The run's good sample lines as stored (text, no newline), for passing through without
-    re-encoding; damaged lines skipped and noted in ``run.damage``. Which lines are damaged
-    comes from the cache while it holds, else from checking every line first (on every usable
-    core); then no line is decoded as JSON. The lines are those of the file as it was checked
-    (a run still being written gains lines after)."""
+def sample_lines(run: LoadedRun) -> Iterator[list[str]]:
+    """The run's good sample lines as stored (text, no newline), in batches, for passing
+    through without re-encoding; damaged lines skipped and noted in ``run.damage``. Which
+    lines are damaged comes from the cache while it holds, else from checking every line
+    first (on every usable core); then no line is decoded as JSON. The lines are those of the
+    file as it was checked (a run still being written gains lines after)."""
     samples = run.path / SAMPLES
     cached = read_cache(run.path / CACHE_NAME, CACHE_VERSION, samples, payload=False)
     known, end = None, 0
@@ -108,14 +108,25 @@ def sample_lines(run: LoadedRun) -> Iterator[str]:
     run.saw(known)
     if not known:
         yield from text_lines(samples, end)
-    elif known.offsets is not None:
+        return
+    if known.offsets is not None:
         skip = set(known.offsets)
-        for offset, line in lines_with_offsets(samples, 0, end):
-            if offset not in skip:
-                yield line.decode().rstrip("\r\n")
+        lines = (line for offset, line in lines_with_offsets(samples, 0, end) if offset not in skip)
     else:  # too many damaged lines to have kept where: checked again, here
-        for _, line, _ in scan(samples, Damage(SAMPLES), 0, end):
-            yield line.decode().rstrip("\r\n")
+        lines = (line for _, line, _ in scan(samples, Damage(SAMPLES), 0, end))
+    for batch in _batched(lines, 10_000):
+        yield [line.decode().rstrip("\r\n") for line in batch]
+
+
+def _batched(items: Iterable[bytes], n: int) -> Iterator[list[bytes]]:
+    batch: list[bytes] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == n:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 PART_BYTES = 16 * 2**20  # a part at least this big (~0.25 s of decoding): a fork costs more

@@ -148,15 +148,17 @@ def json_chunks(run: LoadedRun) -> Iterator[str]:
         "jobs": [r.to_dict() for r in run.results],
     }
     if run.samples:
-        rows: Iterable[str] = (json.dumps(s.to_dict(), sort_keys=True) for s in run.samples)
+        batches: Iterable[list[str]] = [[json.dumps(s.to_dict(), sort_keys=True)
+                                         for s in run.samples]]  # fmt: skip
     else:
-        rows = sample_lines(run)  # damaged lines skipped, and noted in run.damage
+        batches = sample_lines(run)  # damaged lines skipped, and noted in run.damage
     yield json.dumps(head, indent=2)[:-2]  # reopen the object to append "samples"
     yield ',\n  "samples": ['
     sep = "\n    "
-    for row in rows:
-        yield sep + row
-        sep = ",\n    "
+    for batch in batches:
+        if batch:
+            yield sep + ",\n    ".join(batch)
+            sep = ",\n    "
     yield "\n  ]"
     if run.damage:  # known only now, after the samples: the run's lines skipped as damaged
         yield ',\n  "damaged_lines": ' + json.dumps(run.damage_notes())
