@@ -222,3 +222,60 @@ def test_text_lines_split_blocks_at_lines_and_stop_at_the_checked_size(tmp_path:
     for block in (1, 7, 64, 4096, 1 << 20):
         assert read(path.stat().st_size, block) == lines
     assert read(len(data) - 3, 16) == lines[:-1]  # grown since: not read
+
+
+def test_an_overlong_line_is_damaged_and_never_held_whole(tmp_path: Path, monkeypatch):
+    from assay.store import records
+
+    monkeypatch.setattr(records, "MAX_LINE", 1024)
+    store = RunStore(tmp_path)
+    w = store.create(suite="t", suite_text="", system=System(hostname="h"), argv=[])
+    samples = [Sample.make("p2p", "p2p.latency", 1e-6 * (i + 1), {"size": i}) for i in range(3)]
+    w.record(JobResult(job_id="1", status="ok", exit_code=0, wall_time=1, argv=[]), samples)
+    w.finish("complete")
+    _damage(w.path / "samples.jsonl", [b'{"pad": "' + b"x" * 5000 + b'"}'])
+    run = store.load()
+    assert [s.value for s in run.samples] == [s.value for s in samples]
+    assert "line 2: longer than 0 MiB" in run.damage_notes()[0]
+    assert fold_file(w.path / "samples.jsonl").n_samples == 3
+
+
+LIMITED = """
+import resource, subprocess, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+sys.exit(subprocess.run([sys.executable, "-m", "assay", *sys.argv[1:]]).returncode)
+"""
+
+
+def test_record_files_that_are_devices_are_not_read(assay_home: Path):
+    """samples.jsonl, jobs.jsonl or run.json a link to /dev/zero (no end, no newline): never
+    read until memory runs out (each command runs here within 2 GiB of address space)."""
+    import subprocess
+    import sys
+
+    store = RunStore(assay_home)
+    ids = []
+    for name in ("samples.jsonl", "jobs.jsonl", "run.json"):
+        w = store.create(suite="t", suite_text="", system=System(hostname="h"), argv=[])
+        s = Sample.make("p2p", "p2p.latency", 1e-6, {"size": 8})
+        w.record(JobResult(job_id="1", status="ok", exit_code=0, wall_time=1, argv=[]), [s])
+        w.finish("complete")
+        (w.path / name).unlink()
+        (w.path / name).symlink_to("/dev/zero")
+        ids.append(w.info.run_id)
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        env = {**__import__("os").environ, "ASSAY_HOME": str(assay_home), "COLUMNS": "200"}
+        return subprocess.run([sys.executable, "-c", LIMITED, *args], capture_output=True,
+                              text=True, timeout=120, env=env)  # fmt: skip
+
+    for run_id, name in zip(ids[:2], ("samples.jsonl", "jobs.jsonl"), strict=True):
+        proc = cli("report", run_id, "-f", "json")
+        assert proc.returncode == 0, proc.stderr
+        assert f"run {run_id}: {name} skipped: not a regular file" in " ".join(proc.stderr.split())
+    proc = cli("report", ids[2])
+    assert proc.returncode == 2 and "run.json cannot be read: it is not a regular file" in (
+        " ".join(proc.stderr.split())
+    )
+    runs = cli("runs")
+    assert runs.returncode == 0 and ids[0] in runs.stdout and ids[1] in runs.stdout

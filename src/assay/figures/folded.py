@@ -75,8 +75,10 @@ def cache_figures(run_dir: Path) -> None:
     """Fold a finished run's samples and cache them, so its first report is fast too. Never
     an error: a run's records are complete without it, and a report remakes it."""
     samples = run_dir / SAMPLES
+    if read_cache(run_dir / CACHE_NAME, CACHE_VERSION, samples, payload=False):
+        return  # still holds
     made_from = stamp(samples)
-    if made_from is None or read_cache(run_dir / CACHE_NAME, CACHE_VERSION, samples, payload=False):
+    if made_from is None:
         return
     damage = Damage(SAMPLES)
     try:
@@ -106,6 +108,8 @@ def sample_lines(run: LoadedRun) -> Iterator[list[str]]:
         known = Damage(SAMPLES)
         find_damage(samples, workers=len(os.sched_getaffinity(0)), damage=known)
     run.saw(known)
+    if known.whole:
+        return  # not a file to read (a device): nothing to pass through
     if not known:
         yield from text_lines(samples, end)
         return

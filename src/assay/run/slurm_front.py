@@ -31,6 +31,7 @@ from assay.launch.slurm.script import batch_script, sbatch_argv
 from assay.launch.slurm.state import JobState, cancel, expand_nodes, query, submit
 from assay.model import Job, JobResult, MpiInfo
 from assay.store import RunWriter
+from assay.store.records import read_small
 from assay.store.rundir import read_jsonl, utc_now
 from assay.toolchain import build_probe
 
@@ -222,12 +223,15 @@ def cancel_run(writer: RunWriter) -> None:
         cancel(str(job_id))
 
 
+PLAN_LIMIT = 1 << 30  # an all-pairs plan of thousands of nodes is tens of MB, never a GiB
+
+
 def planned_jobs(run_dir: Path) -> list[Job]:
     """The jobs a Slurm run planned (``slurm/plan.json``, written before submitting); an
     AssayError saying what is wrong when the file is missing or damaged."""
     plan_file = run_dir / "slurm" / "plan.json"
     try:
-        plan = json.loads(plan_file.read_bytes())
+        plan = json.loads(read_small(plan_file, PLAN_LIMIT))
         jobs = [Job.from_dict(j) for j in plan["jobs"]]
         if not all(isinstance(j.job_id, str) and isinstance(j.argv, list) for j in jobs):
             raise ValueError("a job without its id or command")

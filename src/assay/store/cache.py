@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import StoreError
-from assay.store.records import lines_with_offsets
+from assay.store.records import lines_with_offsets, skip_line
 from assay.store.rundir import write_atomic
 
 __all__ = [
@@ -116,7 +116,7 @@ def line_starts(path: Path, parts: int) -> list[int]:
     with open(path, "rb") as f:
         for k in range(1, parts):
             f.seek(max(cuts[-1], size * k // parts))
-            f.readline()  # to the start of the next line
+            skip_line(f)  # to the start of the next line
             if cuts[-1] < f.tell() < size:
                 cuts.append(f.tell())
     return [*cuts, size]

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, BinaryIO, get_args
 
 from assay.errors import StoreError
 from assay.model import JobStatus, RunInfo, RunStatus
@@ -75,7 +77,14 @@ class Damage:
         else:
             self.offsets = None
 
+    @property
+    def whole(self) -> bool:
+        """The whole file was not read (not a regular file): named as line 0."""
+        return bool(self.named) and self.named[0][0] == 0
+
     def note(self, run_id: str) -> str:
+        if self.whole:
+            return f"run {run_id}: {self.file} skipped: {self.named[0][1]}"
         where = "; ".join(f"line {n}: {why}" for n, why in self.named)
         more = self.count - len(self.named)
         if more:
@@ -235,22 +244,72 @@ def rule_of(path: Path) -> Rule:
 # -- a file ---------------------------------------------------------------------------------------
 
 
+MAX_LINE = 16 * 2**20  # a record line longer than this is damaged (a sample line is < 1 KiB)
+_SKIP_BLOCK = 2**20
+
+
+class NotRegular(OSError):
+    """A record file that is a device, a pipe or a directory: never read (/dev/zero has no
+    end and no newline)."""
+
+
 def lines_with_offsets(
     path: Path, start: int = 0, end: int | None = None
 ) -> Iterator[tuple[int, bytes]]:
     """Every complete line of a JSONL file with the byte offset it starts at (a last line cut
     short by a kill is left out); with ``start`` and ``end`` (line starts, from
-    ``line_starts``) the lines of that part only."""
-    if not path.exists():
+    ``line_starts``) the lines of that part only. Reads stop at the file's size when it was
+    opened, and hold at most ``MAX_LINE`` bytes of a line: a longer one is yielded cut, without
+    its newline (``scan`` calls it damaged). A file that is not a regular one: ``NotRegular``."""
+    try:
+        with open(path, "rb") as f:
+            yield from _lines(f, path, start, end)
+    except FileNotFoundError:
         return
+
+
+def _lines(f: BinaryIO, path: Path, start: int, end: int | None) -> Iterator[tuple[int, bytes]]:
+    st = os.fstat(f.fileno())
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegular(f"{path} is not a regular file")
+    limit = st.st_size if end is None else min(end, st.st_size)
     offset = start
+    f.seek(start)
+    while offset < limit:
+        line = f.readline(MAX_LINE + 1)
+        if not line.endswith(b"\n"):
+            if len(line) <= MAX_LINE:
+                return  # the last line, cut short by a kill (or beyond the size read)
+            yield offset, line[:MAX_LINE]  # too long: skipped to its end, never held whole
+            line, skipped = b"", len(line)
+            while offset + skipped < limit and not line.endswith(b"\n"):
+                line = f.readline(_SKIP_BLOCK)
+                if not line:
+                    return
+                skipped += len(line)
+            offset += skipped
+            continue
+        yield offset, line
+        offset += len(line)
+
+
+def read_small(path: Path, limit: int = MAX_LINE) -> bytes:
+    """A whole small file (run.json, system.json, a plan); ValueError saying why not when it
+    is not a regular file or holds more than ``limit`` bytes (a symlink to /dev/zero would
+    otherwise be read until memory runs out). FileNotFoundError as ``open`` raises it."""
     with open(path, "rb") as f:
-        f.seek(start)
-        for line in f:
-            if (end is not None and offset >= end) or not line.endswith(b"\n"):
-                break
-            yield offset, line
-            offset += len(line)
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ValueError("not a regular file (a device, a pipe?)")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"larger than {limit // 2**20} MiB")
+    return data
+
+
+def skip_line(f: BinaryIO) -> None:
+    """Read on to the start of the next line, holding at most a block of it."""
+    while (chunk := f.readline(_SKIP_BLOCK)) and not chunk.endswith(b"\n"):
+        pass
 
 
 def text_lines(path: Path, end: int, block: int = 8 * 2**20) -> Iterator[list[str]]:
@@ -282,19 +341,25 @@ def scan(
     ``start`` to ``end``); a damaged line is skipped and added to ``damage``, numbered from
     the part's first line."""
     check = rule or rule_of(path)
-    for n, (offset, line) in enumerate(lines_with_offsets(path, start, end), 1):
-        try:
-            record = decode(line)
-        except ValueError as exc:
-            if damage is not None:
-                damage.add(n, offset, str(exc))
-            continue
-        why = check(record)
-        if why is not None:
-            if damage is not None:
-                damage.add(n, offset, why)
-            continue
-        yield offset, line, record
+    try:
+        for n, (offset, line) in enumerate(lines_with_offsets(path, start, end), 1):
+            try:
+                if not line.endswith(b"\n"):
+                    raise ValueError(f"longer than {MAX_LINE // 2**20} MiB")
+                record = decode(line)
+            except ValueError as exc:
+                if damage is not None:
+                    damage.add(n, offset, str(exc))
+                continue
+            why = check(record)
+            if why is not None:
+                if damage is not None:
+                    damage.add(n, offset, why)
+                continue
+            yield offset, line, record
+    except NotRegular:
+        if damage is not None:
+            damage.add(0, 0, "not a regular file (a device, a pipe?): not read")
 
 
 def read_records(path: Path, damage: Damage | None = None) -> Iterator[dict[str, Any]]:
@@ -337,9 +402,11 @@ def read_run_info(run_dir: Path) -> RunInfo:
     """A run's ``run.json``; a StoreError naming the file and what is wrong with it."""
     path = run_dir / "run.json"
     try:
-        raw = path.read_bytes()
+        raw = read_small(path)
     except OSError as exc:
         raise _damaged_run_json(path, exc.strerror or str(exc)) from None
+    except ValueError as exc:
+        raise _damaged_run_json(path, f"it is {exc}") from None
     if not raw.strip():
         raise _damaged_run_json(path, "it is empty")
     try:

@@ -30,7 +30,14 @@ from assay import __version__
 from assay.errors import NotFoundError, StoreError
 from assay.model import Job, JobResult, RunInfo, Sample, System
 from assay.store.owner import Owner, others_running, register, unregister
-from assay.store.records import JOBS, SAMPLES, Damage, read_records, read_run_info
+from assay.store.records import (
+    JOBS,
+    SAMPLES,
+    Damage,
+    read_records,
+    read_run_info,
+    read_small,
+)
 
 RESERVE_BYTES = 256 * 1024
 FULL_BELOW_BYTES = 64 * 1024
@@ -342,7 +349,7 @@ class RunStore:
         try:
             system_file = path / "system.json"
             system = (
-                System.from_dict(json.loads(system_file.read_text()))
+                System.from_dict(json.loads(read_small(system_file)))
                 if system_file.exists()
                 else System()
             )
@@ -361,7 +368,7 @@ class RunStore:
             run.saw(samples_damage)
         run.saw(jobs_damage)
         try:
-            run.suite_text = suite_file.read_text() if suite_file.exists() else ""
-        except (OSError, UnicodeDecodeError):
+            run.suite_text = read_small(suite_file).decode() if suite_file.exists() else ""
+        except (OSError, ValueError):
             run.suite_text = ""
         return run
