@@ -209,7 +209,7 @@ def test_the_json_stream_without_a_cache_checks_in_parts(tmp_path: Path, monkeyp
 
 
 def test_text_lines_split_blocks_at_lines_and_stop_at_the_checked_size(tmp_path: Path):
-    from assay.store.records import text_lines
+    from assay.store.lines import text_lines
 
     path = tmp_path / "s.jsonl"
     lines = [f'{{"k": {i}, "pad": "{"é" * (i % 9)}"}}' for i in range(200)]
@@ -225,9 +225,9 @@ def test_text_lines_split_blocks_at_lines_and_stop_at_the_checked_size(tmp_path:
 
 
 def test_an_overlong_line_is_damaged_and_never_held_whole(tmp_path: Path, monkeypatch):
-    from assay.store import records
+    from assay.store import lines
 
-    monkeypatch.setattr(records, "MAX_LINE", 1024)
+    monkeypatch.setattr(lines, "MAX_LINE", 1024)
     store = RunStore(tmp_path)
     w = store.create(suite="t", suite_text="", system=System(hostname="h"), argv=[])
     samples = [Sample.make("p2p", "p2p.latency", 1e-6 * (i + 1), {"size": i}) for i in range(3)]
@@ -236,7 +236,7 @@ def test_an_overlong_line_is_damaged_and_never_held_whole(tmp_path: Path, monkey
     _damage(w.path / "samples.jsonl", [b'{"pad": "' + b"x" * 5000 + b'"}'])
     run = store.load()
     assert [s.value for s in run.samples] == [s.value for s in samples]
-    assert "line 2: longer than 0 MiB" in run.damage_notes()[0]
+    assert "line 2: longer than 1,024 bytes" in run.damage_notes()[0]
     assert fold_file(w.path / "samples.jsonl").n_samples == 3
 
 

@@ -29,7 +29,8 @@ from assay.store.cache import (
     stamp,
     write_cache,
 )
-from assay.store.records import SAMPLES, Damage, scan, text_lines
+from assay.store.lines import text_lines
+from assay.store.records import SAMPLES, Damage, scan
 
 _T = TypeVar("_T")
 

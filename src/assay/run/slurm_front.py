@@ -31,7 +31,7 @@ from assay.launch.slurm.script import batch_script, sbatch_argv
 from assay.launch.slurm.state import JobState, cancel, expand_nodes, query, submit
 from assay.model import Job, JobResult, MpiInfo
 from assay.store import RunWriter
-from assay.store.records import read_small
+from assay.store.lines import read_small
 from assay.store.rundir import read_jsonl, utc_now
 from assay.toolchain import build_probe
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import StoreError
-from assay.store.records import lines_with_offsets, skip_line
+from assay.store.lines import lines_with_offsets, skip_line
 from assay.store.rundir import write_atomic
 
 __all__ = [

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import StoreError
-from assay.store.records import JOBS, SAMPLES, Damage, read_records, read_run_info, read_small
+from assay.store.lines import read_small
+from assay.store.records import JOBS, SAMPLES, Damage, read_records, read_run_info
 from assay.store.rundir import RunStore
 
 # Bump on any change to the tables below: an index of another version is rebuilt.

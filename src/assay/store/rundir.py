@@ -29,6 +29,7 @@ from typing import Any
 from assay import __version__
 from assay.errors import NotFoundError, StoreError
 from assay.model import Job, JobResult, RunInfo, Sample, System
+from assay.store.lines import read_small
 from assay.store.owner import Owner, others_running, register, unregister
 from assay.store.records import (
     JOBS,
@@ -36,7 +37,6 @@ from assay.store.records import (
     Damage,
     read_records,
     read_run_info,
-    read_small,
 )
 
 RESERVE_BYTES = 256 * 1024
