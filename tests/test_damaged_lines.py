@@ -279,3 +279,15 @@ def test_record_files_that_are_devices_are_not_read(assay_home: Path):
     )
     runs = cli("runs")
     assert runs.returncode == 0 and ids[0] in runs.stdout and ids[1] in runs.stdout
+
+
+def test_the_json_report_of_a_run_without_samples(tmp_path: Path):
+    from assay.report import render
+
+    store = RunStore(tmp_path)
+    w = store.create(suite="t", suite_text="", system=System(hostname="h"), argv=[])
+    w.record(JobResult(job_id="1", status="failed", exit_code=1, wall_time=1, argv=[]), [])
+    w.finish("failed")
+    assert not (w.path / "samples.jsonl").exists()
+    doc = json.loads(render(store.load(samples=False), "json"))
+    assert doc["samples"] == [] and doc["jobs"][0]["status"] == "failed"

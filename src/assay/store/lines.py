@@ -85,6 +85,8 @@ def text_lines(path: Path, end: int, block: int = 8 * 2**20) -> Iterator[list[st
     """The complete lines of the first ``end`` bytes of a file known to be UTF-8, as text
     without their newline, in lists of a block's lines (decoded and split a block at a time:
     a million lines pass through without a Python step each)."""
+    if end <= 0:
+        return  # nothing read: also no file (a run whose jobs all failed has no samples)
     with open(path, "rb") as f:
         left, rest = end, b""
         while left > 0:
