@@ -11,11 +11,10 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from assay import __version__
-from assay.cli.common import console, open_store, out
+from assay.cli.common import console, open_index, open_store, out
 from assay.errors import AssayError
 from assay.textutil import terminal
 
@@ -77,32 +76,28 @@ def runs_cmd(
     rebuild: Annotated[
         bool, typer.Option("--rebuild", help="Rebuild the index from the run directories.")
     ] = False,
+    all_runs: Annotated[bool, typer.Option("--all", help="List every stored run.")] = False,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", metavar="N", min=1, help="List the newest N runs.")
+    ] = 20,
 ) -> None:
-    """List stored runs (newest last)."""
-    from assay.store import Index
+    """List stored runs, newest last: the newest 20 unless --all or --limit N."""
+    from assay.cli.common import index_notes, say_damage
+    from assay.report.runs_list import more_line, runs_table
 
     store = open_store()
-    index = Index(store.home / "assay.db")
-    index.sync(store, rebuild=rebuild)
-    rows = index.runs()
+    index = open_index(store, rebuild=rebuild)
+    rows = index.runs(limit=None if all_runs else limit)
+    total = len(rows) if all_runs else index.count()
     index.close()
-    for skipped in index.skipped:
-        console.print(Text(f"skipped a damaged run: {terminal(skipped)}", style="yellow"))
+    index_notes(index)  # a damaged page met by a query: the index was made again
     if not rows:
         out.print("no runs yet: start one with 'assay run quick'")
         return
-    t = Table(title=f"Runs in {store.runs_dir}", title_justify="left")
-    t.add_column("run", no_wrap=True, min_width=21)  # ids are what users copy: never cut
-    for col in ("suite", "status", "host", "jobs", "failed", "samples", "label"):
-        t.add_column(col)
-    for r in rows:
-        status = r["status"]  # a run whose assay died was closed when the store was opened
-        # Text, not str: a suite name or label such as "[/]" is data, never rich markup; an
-        # escape sequence in one is shown, never sent to the terminal.
-        cells = (r["run_id"], r["suite"], status, r["hostname"], r["n_jobs"], r["n_failed"])
-        cells += (r["n_samples"], r["label"])
-        t.add_row(*(Text(terminal(c)) for c in cells))
-    out.print(t)
+    out.print(runs_table(rows, store.runs_dir))
+    if more := more_line(len(rows), total):
+        out.print(Text(more))
+    say_damage(note for r in rows for note in r["damage"])  # damaged lines skipped, per run
 
 
 # The other commands, one module per topic: report; doctor and plan-io; import; compare (runs or

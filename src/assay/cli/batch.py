@@ -7,7 +7,6 @@ prints the summary they return.
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from rich.text import Text
 
 from assay.errors import AssayError, LaunchError
 from assay.launch import BatchLauncher, BatchState
-from assay.model import Job, JobResult, RunInfo
+from assay.model import Job, JobResult
 from assay.run.execute import RunOutcome
 from assay.run.front import batch_job_of, finish, follow, prepare, read_plan, submit_run
 from assay.store import RunStore, RunWriter
@@ -145,14 +144,35 @@ def _outcome(writer: RunWriter) -> RunOutcome:
 
 
 def collect(console: Console, store: RunStore, ref: str | None) -> RunOutcome:
-    """``assay collect``: follow a detached run to its end (or close one that ended)."""
-    run_id = store.resolve(ref)
+    """``assay collect``: follow a detached run to its end (or close one that ended). A run
+    whose run.json or plan is damaged is an error (exit 2) that first shows the job results
+    already recorded: they are kept, and reportable."""
+    from assay.store.records import read_run_info
+
+    run_id = store.resolve(ref)  # exit 3: no such run
     path = store.runs_dir / run_id
-    info = RunInfo.from_dict(json.loads((path / "run.json").read_text()))
+    try:
+        info = read_run_info(path)
+    except AssayError:
+        _print_recorded(console, path)
+        raise
     name, _ = batch_job_of(info)
     writer = RunWriter(path, info)
-    jobs, _, launcher = read_plan(path, name)
     if info.status != "running":
         console.print(f"run {run_id} already collected ({info.status})")
         return _outcome(writer)
+    try:
+        jobs, _, launcher = read_plan(path, name)
+    except AssayError:
+        _print_recorded(console, path)
+        raise
     return collect_writer(console, writer, jobs, launcher)
+
+
+def _print_recorded(console: Console, path: Path) -> None:
+    from assay.store.rundir import read_jsonl
+
+    results = [JobResult.from_dict(d) for d in read_jsonl(path / "jobs.jsonl")]
+    console.print(f"run {path.name}: {len(results)} job result(s) recorded, kept:")
+    for r in results:
+        _print_result(console, r)

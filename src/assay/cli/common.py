@@ -17,7 +17,7 @@ from assay.errors import AssayError
 from assay.textutil import terminal
 
 if TYPE_CHECKING:  # imported when used: the store (sqlite3) would slow every 'assay --help'
-    from assay.store import Index, RunStore
+    from assay.store import Index, LoadedRun, RunStore
 
 console = Console(stderr=True)  # messages and progress
 out = Console(highlight=False)  # what the user asked for
@@ -50,12 +50,42 @@ def open_store() -> RunStore:
     return store
 
 
-def open_index(store: RunStore) -> Index:
+def open_index(store: RunStore, *, rebuild: bool = False) -> Index:
+    """The index, synced with the run directories (made again if it had to be: said once)."""
     from assay.store import Index
 
     index = Index(store.home / "assay.db")
-    index.sync(store)
+    index.sync(store, rebuild=rebuild)
+    index_notes(index)
     return index
+
+
+_SAID: set[str] = set()  # notes already printed by this command
+
+
+def index_notes(index: Index) -> None:
+    """What the index found (each once per command): that it was made again, and why (in a
+    sync, or when a query met a damaged page), and the runs it skipped."""
+    notes = [f"skipped a damaged run: {skipped}" for skipped in index.skipped]
+    if index.rebuilt:
+        why = f"the index {index.path} was rebuilt from the run directories: {index.rebuilt}"
+        notes.insert(0, f"note: {why}")
+    for note in notes:
+        if note not in _SAID:
+            _SAID.add(note)
+            console.print(Text(note, style="yellow"))
+
+
+def say_damage(notes: Iterable[str]) -> None:
+    """Damaged record lines skipped (``assay.store.records``): each note once per command."""
+    for note in notes:
+        if note not in _SAID:
+            _SAID.add(note)
+            console.print(Text(f"note: {note}", style="yellow"))
+
+
+def say_run_damage(*runs: LoadedRun) -> None:
+    say_damage(note for run in runs for note in run.damage_notes())
 
 
 def discover():

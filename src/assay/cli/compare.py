@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from assay.cli.common import open_store as run_store
+from assay.cli.common import say_run_damage
 from assay.errors import AssayError, NotFoundError
 
 if TYPE_CHECKING:  # imported when used: pydantic models would slow every 'assay --help'
@@ -77,7 +78,9 @@ def _measured(store: RunStore, ref: str | None) -> tuple[LoadedRun, list[Measure
     from assay.figures.folded import folded_of
 
     run = store.load(ref, samples=False)
-    return run, measured_figures(folded_of(run).figures)
+    figures = measured_figures(folded_of(run).figures)
+    say_run_damage(run)  # damaged lines skipped: said once
+    return run, figures
 
 
 def _flavors(run: LoadedRun) -> dict[str, str]:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from assay.analysis.outliers import outlier_rule
-from assay.cli.common import open_store, write_output
+from assay.cli.common import open_store, say_run_damage, write_output
 from assay.config import load_config
 
 
@@ -49,6 +49,7 @@ def report(
     rule = outlier_rule(load_config())  # a config mistake first, before reading any run
     loaded = [store.load(ref, samples=raw) for ref in refs]
     write_output(render_chunks(loaded, fmt, plots_dir=plots_dir, rule=rule), output)
+    say_run_damage(*loaded)  # damaged lines skipped, found while reading (the report says too)
 
 
 def register(app: typer.Typer) -> None:

@@ -127,7 +127,9 @@ def merge_samples(runs: list[LoadedRun]) -> LoadedRun:
     samples = [
         replace(s, params={**s.params, **more}) for (s, _), more in zip(pairs, extra, strict=True)
     ]
-    return replace(runs[0], samples=samples, results=[r for run in runs for r in run.results])
+    damage = {k: d for run in runs for k, d in run.damage.items()}
+    results = [r for run in runs for r in run.results]
+    return replace(runs[0], samples=samples, results=results, damage=damage)
 
 
 def merge_runs(runs: list[tuple[LoadedRun, Folded]]) -> tuple[LoadedRun, Folded]:

@@ -17,11 +17,10 @@ from rich.text import Text
 from assay.analysis.outliers import OutlierRule
 from assay.errors import AssayError
 from assay.figures.allpairs import file_matrices
-from assay.figures.folded import folded_of
+from assay.figures.folded import folded_of, sample_lines
 from assay.report.build import Built, build, merge_runs, merge_samples
 from assay.report.table import Table
 from assay.store import LoadedRun
-from assay.store.rundir import complete_lines
 from assay.textutil import csv_text, markdown, markdown_code, terminal
 
 # Without a terminal (a pipe, a file, CI) and without COLUMNS, tables are drawn this wide.
@@ -52,6 +51,7 @@ def _header(run: LoadedRun, n_samples: int) -> list[str]:
             "every job that finished is shown."
         )
     lines += [f"Note: {n}" for n in info.notes]  # cut short, shared node, full disk
+    lines += [f"Note: {n}" for n in run.damage_notes()]  # damaged record lines skipped
     return lines
 
 
@@ -153,16 +153,21 @@ def json_chunks(run: LoadedRun) -> Iterator[str]:
         "jobs": [r.to_dict() for r in run.results],
     }
     if run.samples:
-        rows: Iterable[str] = (json.dumps(s.to_dict(), sort_keys=True) for s in run.samples)
+        batches: Iterable[list[str]] = [[json.dumps(s.to_dict(), sort_keys=True)
+                                         for s in run.samples]]  # fmt: skip
     else:
-        rows = (line.rstrip("\n") for line in complete_lines(run.path / "samples.jsonl"))
+        batches = sample_lines(run)  # damaged lines skipped, and noted in run.damage
     yield json.dumps(head, indent=2)[:-2]  # reopen the object to append "samples"
     yield ',\n  "samples": ['
     sep = "\n    "
-    for row in rows:
-        yield sep + row
-        sep = ",\n    "
-    yield "\n  ]\n}\n"
+    for batch in batches:
+        if batch:
+            yield sep + ",\n    ".join(batch)
+            sep = ",\n    "
+    yield "\n  ]"
+    if run.damage:  # known only now, after the samples: the run's lines skipped as damaged
+        yield ',\n  "damaged_lines": ' + json.dumps(run.damage_notes())
+    yield "\n}\n"
 
 
 def render_csv(run: LoadedRun) -> str:

@@ -33,6 +33,7 @@ from assay.figures.folded import cache_figures
 from assay.launch import BatchLauncher, BatchState, Submission, batch_launcher
 from assay.model import Job, JobResult, MpiInfo, RunInfo
 from assay.store import RunWriter
+from assay.store.lines import read_small
 from assay.store.rundir import read_jsonl, utc_now
 from assay.toolchain import build_probe
 
@@ -86,12 +87,34 @@ def prepare(
     return submission
 
 
+PLAN_LIMIT = 1 << 30  # an all-pairs plan of thousands of nodes is tens of MB, never a GiB
+
+
 def read_plan(run_dir: Path, name: str) -> tuple[list[Job], list[MpiInfo], BatchLauncher]:
-    """The jobs, MPIs and launcher a batch run was submitted with (``prepare``)."""
-    data: dict[str, Any] = json.loads((batch_dir(run_dir, name) / PLAN).read_text())
-    jobs = [Job.from_dict(j) for j in data["jobs"]]
-    mpis = [MpiInfo(**m) for m in data["mpis"]]
-    return jobs, mpis, batch_launcher(data.get("launcher", name), data)
+    """The jobs, MPIs and launcher a batch run was submitted with (``prepare``); an
+    AssayError saying what is wrong when the plan is missing or damaged."""
+    plan_file = batch_dir(run_dir, name) / PLAN
+    try:
+        data: dict[str, Any] = json.loads(read_small(plan_file, PLAN_LIMIT))
+        jobs = [Job.from_dict(j) for j in data["jobs"]]
+        mpis = [MpiInfo(**m) for m in data["mpis"]]
+        if not all(isinstance(j.job_id, str) and isinstance(j.argv, list) for j in jobs):
+            raise ValueError("a job without its id or command")
+        launcher = batch_launcher(data.get("launcher", name), data)
+    except FileNotFoundError:
+        why = "it is missing"
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        why = f"it is damaged ({type(exc).__name__}: {exc})"
+    else:
+        return jobs, mpis, launcher
+    raise AssayError(
+        f"run {run_dir.name}: {plan_file} cannot be read: {why}; without it the jobs the "
+        "allocation was to run cannot be told from those it never reached",
+        hint=f"the job results recorded are kept: 'assay report {run_dir.name}'; restore "
+        "the file to collect the run",
+    )
 
 
 def submit_run(writer: RunWriter, submission: Submission, launcher: BatchLauncher) -> str:

@@ -40,6 +40,7 @@ from assay.run.execute import run_job
 from assay.run.followup import Sweep, lost_ranks, plan_follow_up
 from assay.run.front import batch_dir, read_plan
 from assay.store import RunWriter
+from assay.store.records import read_run_info
 from assay.store.rundir import read_jsonl
 
 STATE_OF_STATUS = {
@@ -223,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     jobs, mpis, launcher = read_plan(run_dir, args.launcher)
     where = batch_dir(run_dir, launcher.caps.name)
-    info = RunInfo.from_dict(json.loads((run_dir / "run.json").read_text()))
+    info = read_run_info(run_dir)  # the one reader of run.json (assay.store.records)
     allocation = launcher.allocation()
     (where / "runner.json").write_text(
         json.dumps({"hosts": allocation.hosts, "started": time.time(), "pid": os.getpid()}) + "\n"
