@@ -131,7 +131,7 @@ class ToyProbe(Probe):
         return [JobDraft(argv=[sys.executable, "-c", f"print({line!r})"], params={},
                          label="toy")]
 
-    def parse(self, stdout, job):
+    def parse(self, stdout, job, *, job_dir=None):
         return parse_jsonl(stdout, self.name, job.params)
 '''
 
