@@ -29,7 +29,17 @@ from assay.analysis.robust import InsufficientDataError
 from assay.analysis.series import by_series_and_size
 from assay.analysis.stats import Figure
 from assay.analysis.storage_points import Point, points_of, storage_figures
-from assay.model import Sample
+from assay.analysis.whylow import (
+    Kernel,
+    Why,
+    compute_why,
+    kernel_of,
+    memory_why,
+    needed_clock,
+    p2p_why,
+    rate_name,
+)
+from assay.model import Sample, System
 from assay.system.peak import rpeak_flag
 from assay.vocab import IMB_PINGPONG, P2P_METHOD
 
@@ -114,6 +124,8 @@ def rpeak_fraction(sample: Sample) -> RpeakFraction:
         clock = p.get("rpeak_clock") or p.get("clock_kind")
         if flag and clock and "GHz (" not in how:
             flag = flag.replace("clock source not stated", f"clock source {clock}", 1)
+        if flag and (needs := needed_clock(fraction, how)):
+            flag += f"; {needs}"
     return RpeakFraction(fraction, peak, scope, flag=flag)
 
 
@@ -202,9 +214,21 @@ class Derived:
     hockney: list[HockneyRow] = field(default_factory=list)
     storage_points: list[Point] = field(default_factory=list)  # each with .littles()
     _sources: dict[int, Figure] = field(default_factory=dict, repr=False)
+    kernels: dict[int, Kernel] = field(default_factory=dict)  # id(figure) → its BLAS kernels
+    why: dict[int, Why] = field(default_factory=dict)  # id(figure) → why it is far below peak
 
     def fraction_of(self, fig: Figure) -> RpeakFraction | None:
         return self.fractions.get(id(fig))
+
+    def kernel_of(self, fig: Figure) -> Kernel | None:
+        return self.kernels.get(id(fig))
+
+    def why_of(self, fig: Figure) -> Why | None:
+        return self.why.get(id(fig))
+
+    def why_lines(self, figures: list[Figure]) -> list[str]:
+        """The why-lines of these figures (a report table's), in their order."""
+        return [w.text() for f in figures if (w := self.why.get(id(f)))]
 
     def figures(self) -> list[Figure]:
         """The derived figures as samples (units from :mod:`assay.units`), for comparisons."""
@@ -232,16 +256,51 @@ class Derived:
         return [Figure(s, 1, None, (s.value,)) for s in out]
 
 
-def derive(figures: list[Figure]) -> Derived:
+def is_node_triad(sample: Sample) -> bool:
+    """STREAM's node-wide Triad (not a domain's): the figure held to the DRAM bandwidth."""
+    p = sample.params
+    return (
+        sample.probe == "stream"
+        and sample.metric == "memory.triad"
+        and (p.get("scope", "node") == "node")
+    )
+
+
+def _why(
+    figures: list[Figure], fractions: dict[int, RpeakFraction], system: System | None
+) -> tuple[dict[int, Kernel], dict[int, Why]]:
+    """The BLAS kernels of each rate, and why a figure is far below its peak
+    (:mod:`assay.analysis.whylow`)."""
+    kernels: dict[int, Kernel] = {}
+    why: dict[int, Why] = {}
+    for f in figures:
+        s = f.sample
+        if s.metric in RATE_METRICS:
+            kernel = kernel_of(s, system)
+            if kernel:
+                kernels[id(f)] = kernel
+            frac = fractions.get(id(f))
+            share = frac.fraction if frac else None
+            if w := compute_why(s, rate_name(s), share, kernel, system):
+                why[id(f)] = w
+        elif is_node_triad(s) and (w := memory_why(f, system)):
+            why[id(f)] = w
+    for f, w in p2p_why(p2p_method(figures), system):
+        why[id(f)] = w
+    return kernels, why
+
+
+def derive(figures: list[Figure], system: System | None = None) -> Derived:
     """Rpeak, Rpeak fractions, Hockney fits and fio points (with Little's law) from one run's
-    folded figures."""
+    folded figures; with the run's ``system``, the BLAS kernels and why figures are low."""
     fractions, sources = {}, {}
     for f in figures:
         if f.sample.metric in RATE_METRICS:
             fractions[id(f)] = rpeak_fraction(f.sample)
             sources[id(f)] = f
     points = points_of(storage_figures(figures))
-    return Derived(_rpeaks(figures), fractions, _hockney(figures), points, sources)
+    kernels, why = _why(figures, fractions, system)
+    return Derived(_rpeaks(figures), fractions, _hockney(figures), points, sources, kernels, why)
 
 
 def with_derived(figures: list[Figure]) -> list[Figure]:

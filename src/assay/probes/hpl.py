@@ -248,8 +248,8 @@ def _lu_samples(stdout: str, job: Job) -> list[Sample]:
     if p.get("residual_passed") != 1 or not p.get("residual", 99.0) < p.get("threshold", 16.0):
         raise ProbeError(f"HPL residual check not passed: {p.get('residual')}: no rate")
     p["residual_passed"] = True
-    threshold = p.get("threshold", 16.0)
-    verify(p, f"HPL's residual check ({p.get('residual'):.3g} < {threshold:g}) passed")
+    # a constant text: a string param that differed between repetitions would split them
+    verify(p, "HPL's residual check passed")
     planned = tuple(job.params.get(k) for k in ("NB", "P", "Q"))
     ran = tuple(p.get(k) for k in ("NB", "P", "Q"))
     n_plan = job.params.get("N")
