@@ -76,13 +76,11 @@ def kernel_of(sample: Sample, system: System | None) -> Kernel | None:
             label = f"BLAS not identified ({p.get('blas_path') or 'no dgemm_ found'})"
     else:
         label = f"OpenBLAS, {ran} kernels (the plan's; this tool cannot report its own)"
-    choice = p.get("blas_kernel_choice")
+    choice = str(p.get("blas_kernel_choice") or "")
     reason = str(p.get("blas_kernel_reason") or "")
-    how = {
-        "assay": f"chosen by assay: {reason}",
-        "user": f"chosen by the user: {reason}",
-        "OpenBLAS": f"OpenBLAS's own pick: {reason}",
-    }.get(str(choice), reason or "OpenBLAS's own pick")
+    how = f"chosen by assay: {reason}" if choice == "assay" else reason or "OpenBLAS's own pick"
+    if choice == "OpenBLAS":
+        how = f"OpenBLAS's own pick: {reason}"
     if p.get("blas_fallback_simulated"):
         how += f"; OpenBLAS's own pick was simulated ({p['blas_fallback_simulated']})"
     if p.get("blas_kernel_verified"):
@@ -90,7 +88,12 @@ def kernel_of(sample: Sample, system: System | None) -> Kernel | None:
     if p.get("blas_kernel_mismatch"):
         how += f"; {p['blas_kernel_mismatch']}"
     below = below_isa(ran, system.isa if system else None)
-    fallback = f"{FALLBACK} ({below}; {how})" if below else None
+    origin = {"user": "the user's setting", "assay": "assay's choice"}.get(
+        choice,
+        "OpenBLAS's own pick"
+        + ("; no better core computed right" if "no better" in reason else ""),
+    )
+    fallback = f"{FALLBACK} ({below}: {origin})" if below else None
     return Kernel(label, how, fallback)
 
 
@@ -99,7 +102,7 @@ def rate_name(sample: Sample) -> str:
     p = sample.params
     if sample.metric == "compute.hpl":
         where = "inside HPCC" if sample.probe == "hpcc" else p.get("mpi_label") or p.get("mpi")
-        return f"Rmax ({where})" if where else "Rmax"
+        return f"HPL Rmax ({where})" if where else "HPL Rmax"
     name = sample.metric.split(".")[1].upper()
     if sample.probe == "hpcc":
         return f"{name} (inside HPCC, {p.get('variant', 'per process')})"
