@@ -81,3 +81,10 @@ def dram_peak(ctx: Context) -> dict[str, Any]:
     if not text or "Memory Device" not in text:
         return {"reason": "dmidecode -t 17 listed no memory device (it needs root and SMBIOS)"}
     return peak_of(dimms_from_dmidecode(text), "dmidecode -t 17")
+
+
+def describe_dram(dram: dict[str, Any]) -> str:
+    """One line for the system tables: the derivation, or 'unknown: <reason>'."""
+    if dram.get("derivation"):
+        return f"{dram['derivation']} ({dram.get('source', '')})"
+    return f"unknown: {dram.get('reason') or 'not collected'}"
