@@ -121,7 +121,9 @@ def needed_clock(fraction: float, derivation: str) -> str | None:
     )
 
 
-def _threads_causes(used: int | None, system: System | None) -> list[str]:
+def _threads_causes(used: int | None, system: System | None, scoped: bool) -> list[str]:
+    """SMT siblings, or fewer cores than the node's (not a cause when the share is already of
+    the cores used: ``scoped``, DGEMM's)."""
     if not system or not used or not system.cores:
         return []
     out = []
@@ -130,7 +132,7 @@ def _threads_causes(used: int | None, system: System | None) -> list[str]:
             f"{used} threads on {system.cores} cores: SMT siblings share each core's FMA units "
             "(the peak is one thread a core)"
         )
-    elif used < system.cores:
+    elif used < system.cores and not scoped:
         out.append(f"it ran on {used} of {system.cores} cores")
     return out
 
@@ -168,9 +170,14 @@ def compute_why(
     threads = p.get("threads") if isinstance(p.get("threads"), int) else None
     ranks = p.get("ranks") if isinstance(p.get("ranks"), int) else 1
     used = threads * ranks if sample.metric == "compute.hpl" and threads else threads
-    if sample.metric != "compute.hpl" and p.get("rpeak_cores"):
-        used = None  # DGEMM's share is already of the cores it used
-    causes += _threads_causes(used, system)
+    scoped = sample.metric != "compute.hpl" and bool(p.get("rpeak_cores"))
+    causes += _threads_causes(used, system, scoped)
+    placement = str(p.get("memory_placement") or "")
+    if placement.startswith("first touch") and system and len(system.numa_nodes or []) > 1:
+        causes.append(
+            f"memory by {placement} over {len(system.numa_nodes or [])} NUMA nodes: one "
+            "thread wrote the matrix, so one node's memory serves every core"
+        )
     causes += _clock_causes(p, system)
     n, memory = p.get("N"), system.memory_bytes if system else None
     nodes = p.get("sized_for_nodes") if isinstance(p.get("sized_for_nodes"), int) else 1

@@ -4,8 +4,8 @@ run (DGEMM, SGEMM, HPL, HPCC share this).
 Not a probe (the registry skips ``_`` modules). The decision is the plan's, from the facts
 ``assay.system.blas`` read (``PlanFacts.openblas``):
 
-- the user set a kernel variable (``OPENBLAS_CORETYPE``, ``MKL_ENABLE_INSTRUCTIONS``, ...):
-  nothing is changed, and the params say it was the user's choice;
+- the user set ``OPENBLAS_CORETYPE``: nothing is changed, and the params say it was the user's
+  choice (MKL's and BLIS's own variables are recorded; they do not bind OpenBLAS);
 - OpenBLAS's own pick is below what the CPU's flags allow and a better core passed its check:
   the job gets ``OPENBLAS_CORETYPE=<that core>``, and the params say what OpenBLAS picked,
   what was set and why; the job's own result check (DGEMM's exact check, HPL's residual)
@@ -50,7 +50,7 @@ def kernel_plan(ctx: PlanContext) -> tuple[dict[str, str], dict[str, Any]]:
     if simulated:
         params[SIMULATED] = simulated
     picked = f"OpenBLAS picked {facts.detected}" + (f" (simulated: {simulated})" * bool(simulated))
-    if facts.user:
+    if "OPENBLAS_CORETYPE" in facts.user:  # MKL's or BLIS's own variables do not bind OpenBLAS
         given = ", ".join(f"{k}={v}" for k, v in facts.user.items())
         params[CHOICE] = "user"
         params[REASON] = f"set by the user ({given}): never overridden; {picked} by itself"
