@@ -144,7 +144,8 @@ Memory Device
 def test_a_threaded_rmax_on_first_touch_memory_over_numa_nodes_says_so():
     hpl = Sample.make("hpl", "compute.hpl", 10 * GB, {
         "engine": "lu", "mpi": "openmpi", "N": 40000, "NB": 192, "P": 1, "Q": 1, "ranks": 1,
-        "threads": 2, "rpeak": 83.2 * GB, "memory_placement": "first touch (numactl not found)"})  # fmt: skip
+        "threads": 2, "rpeak": 83.2 * GB,
+        "memory_placement": "first touch (numactl not found)"})  # fmt: skip
     numa = [{"id": 0, "cpus": [0]}, {"id": 1, "cpus": [1]}]
     run = run_of([hpl], smt_system(threads=2, numa_nodes=numa))
     [why] = [n for n in tables_of(run)["compute"].notes if n.startswith("why HPL Rmax")]
