@@ -30,9 +30,9 @@
  * (OpenBLAS's core, MKL's code path, BLIS's arch) are params of every line.
  *
  * Build (OpenBLAS): cc -O2 -DASSAY_OPENBLAS -DASSAY_BLAS=openblas dgemm.c -o dgemm \
- *                   -lopenblas -lm
+ *                   -lopenblas -lm -ldl
  * Another CBLAS:    cc -O2 -DASSAY_BLAS=mkl ['-DASSAY_CBLAS_HEADER=<mkl_cblas.h>'] \
- *                   dgemm.c -o dgemm -lmkl_rt -lm
+ *                   dgemm.c -o dgemm -lmkl_rt -lm -ldl
  *
  * Output: JSON Lines on stdout (see jsonl.h), one line per precision, rates in flop/s.
  * Exit codes: 0 ok, 1 runtime failure (memory), 2 bad arguments, 3 wrong result.
@@ -57,9 +57,7 @@
 #include "probe.h"
 
 #ifdef ASSAY_OPENBLAS
-/* OpenBLAS's own queries (also declared by its cblas.h; redeclaring them is harmless). */
-extern char *openblas_get_config(void);
-extern char *openblas_get_corename(void);
+/* OpenBLAS's own thread count (also declared by its cblas.h; redeclaring it is harmless). */
 extern int openblas_get_num_threads(void);
 #endif
 

@@ -28,8 +28,8 @@
  * its panels unblocked and has no lookahead (0.81 of hpcc's HPL on 2 cores), where a threaded
  * LAPACK getrf (OpenBLAS's is recursive, its update parallel) reached 1.07 of it.
  *
- * Build: mpicc.openmpi -O2 hpl_lu.c -o hpl_lu -lscalapack-openmpi -llapack -lm   (Debian)
- *        mpicc.mpich   -O2 hpl_lu.c -o hpl_lu -lscalapack-mpich -llapack -lm
+ * Build: mpicc.openmpi -O2 hpl_lu.c -o hpl_lu -lscalapack-openmpi -llapack -lm -ldl   (Debian)
+ *        mpicc.mpich   -O2 hpl_lu.c -o hpl_lu -lscalapack-mpich -llapack -lm -ldl
  * Run:   mpirun -np 4 ./hpl_lu --n 8000 --nb 192 --p 2 --q 2
  *
  * Output: one JSON Line (see jsonl.h) from rank 0: compute.hpl in flop/s, with the BLAS that

@@ -106,7 +106,8 @@ def build_for(params: DgemmParams) -> Build:
         flags.append(f"-I{params.blas_include}")
     if params.blas_header:
         flags.append(f"-DASSAY_CBLAS_HEADER=<{params.blas_header}>")
-    return Build("dgemm.c", "cc", tuple(flags), (*libs, "-lm"))
+    # -ldl: blasinfo.h's dlopen/dladdr (in libc itself from glibc 2.34, in libdl before)
+    return Build("dgemm.c", "cc", tuple(flags), (*libs, "-lm", "-ldl"))
 
 
 def rpeak_summary(peak: PeakResult) -> dict[str, Any]:

@@ -185,7 +185,7 @@ class HplProbe(Probe):
                     mpi=mpi.name,
                     ranks=n_ranks,
                     threads=threads,
-                    build=Build("hpl_lu.c", mpi.name, ("-O2",), (*libs, "-llapack", "-lm")),
+                    build=Build("hpl_lu.c", mpi.name, ("-O2",), (*libs, "-llapack", "-lm", "-ldl")),
                     timeout=timeout,
                     label=f"lu N{size.n} {size.p}x{size.q}"
                     + (f" {threads} threads" if threads > 1 else "")

@@ -27,6 +27,7 @@ says the fallback was simulated.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -126,8 +127,6 @@ def _child(env: Mapping[str, str], *args: str) -> tuple[dict[str, Any] | None, s
         tail = (proc.stderr.strip().splitlines() or ["no message"])[-1]
         return None, f"exit {proc.returncode}: {tail[:200]}"
     try:
-        import json
-
         return json.loads(proc.stdout.strip().splitlines()[-1]), ""
     except (ValueError, IndexError):
         return None, f"unreadable answer {proc.stdout[:120]!r}"
