@@ -98,7 +98,7 @@ def kernel_of(sample: Sample, system: System | None) -> Kernel | None:
 
 
 def rate_name(sample: Sample) -> str:
-    """What a why-line calls a rate: 'DGEMM', 'HPL Rmax (OpenMPI 4.1.4)', 'Rmax (inside HPCC)'."""
+    """What a why-line calls a rate: 'DGEMM', 'HPL Rmax (OpenMPI 4.1.4)', 'SGEMM (inside HPCC, …)'."""
     p = sample.params
     if sample.metric == "compute.hpl":
         where = "inside HPCC" if sample.probe == "hpcc" else p.get("mpi_label") or p.get("mpi")
@@ -166,7 +166,10 @@ def compute_why(
     if kernel and kernel.fallback:
         causes.append(kernel.fallback)
     elif kernel and p.get("blas_lib") == "unknown":
-        causes.append(kernel.label + ": a reference BLAS reaches a few % of peak")
+        causes.append(
+            f"{kernel.label}: not OpenBLAS, MKL or BLIS; a reference (netlib) BLAS reaches a few "
+            "% of peak"
+        )
     threads = p.get("threads") if isinstance(p.get("threads"), int) else None
     ranks = p.get("ranks") if isinstance(p.get("ranks"), int) else 1
     used = threads * ranks if sample.metric == "compute.hpl" and threads else threads
