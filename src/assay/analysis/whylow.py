@@ -98,7 +98,8 @@ def kernel_of(sample: Sample, system: System | None) -> Kernel | None:
 
 
 def rate_name(sample: Sample) -> str:
-    """What a why-line calls a rate: 'DGEMM', 'HPL Rmax (OpenMPI 4.1.4)', 'SGEMM (inside HPCC, …)'."""
+    """What a why-line calls a rate: 'DGEMM', 'HPL Rmax (OpenMPI 4.1.4)', 'HPL Rmax (inside
+    HPCC)', 'DGEMM (inside HPCC, star)'."""
     p = sample.params
     if sample.metric == "compute.hpl":
         where = "inside HPCC" if sample.probe == "hpcc" else p.get("mpi_label") or p.get("mpi")
