@@ -13,6 +13,10 @@ not know. Four conditions, alternated in rounds so that drift in the machine's l
   HPL inside HPCC at the same N/NB (one rank per core, its method), SingleDGEMM.
 
     python bench/blas_kernel.py [--n 2048] [--hpl-n 6000] [--nb 128] [--rounds 2]
+    python bench/blas_kernel.py --dgemm-only --rounds 6   # after against by hand, ABBA order
+
+``--dgemm-only`` runs DGEMM alone, "after" and "by hand" only, in ABBA order (after, by hand,
+by hand, after, ...) so that a drift in the machine's load cancels out of the ratio.
 """
 
 from __future__ import annotations
@@ -30,9 +34,12 @@ def suite(args: argparse.Namespace, hpcc: bool) -> str:
     text = (
         'name = "bench-blas"\n[[bench]]\nprobe = "dgemm"\n'
         f'params = {{ n = {args.n}, precision = "d", min_time = 1.0 }}\n'
-        '[[bench]]\nprobe = "hpl"\nmpi = "openmpi"\ntimeout = 3600\n'
-        f"params = {{ n = {args.hpl_n}, nb = {args.nb} }}\n"
     )
+    if not args.dgemm_only:
+        text += (
+            '[[bench]]\nprobe = "hpl"\nmpi = "openmpi"\ntimeout = 3600\n'
+            f"params = {{ n = {args.hpl_n}, nb = {args.nb} }}\n"
+        )
     if hpcc:
         text += (
             '[[bench]]\nprobe = "hpcc"\ntimeout = 3600\n'
@@ -80,7 +87,11 @@ def main() -> None:
     ap.add_argument("--hpl-n", type=int, default=6000)
     ap.add_argument("--nb", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--dgemm-only", action="store_true")
     args = ap.parse_args()
+    if args.dgemm_only:
+        abba(args)
+        return
     runs: dict[str, list[dict[str, dict]]] = {"before": [], "after": [], "by hand": [], "hpcc": []}
     picked = None
     for _ in range(args.rounds):
@@ -122,6 +133,28 @@ def main() -> None:
     a, hp = med("after", "Rmax"), med("hpcc", "HPL in hpcc")
     if a and hp:
         print(f"Rmax after / HPL in hpcc (same kernel) {a / hp:.3f}")
+
+
+def abba(args: argparse.Namespace) -> None:
+    """DGEMM after (assay's pick) against by hand (the same core set by the user), ABBA."""
+    after_env = {"ASSAY_SIMULATE_OPENBLAS_CORE": "Prescott"}
+    first = measure(args, after_env, False)["DGEMM"]
+    core = first["core"]
+    values: dict[str, list[float]] = {"after": [], "by hand": []}
+    for r in range(args.rounds):
+        order = ("after", "by hand") if r % 2 == 0 else ("by hand", "after")
+        for cond in order:
+            env = after_env if cond == "after" else {"OPENBLAS_CORETYPE": core}
+            fig = measure(args, env, False)["DGEMM"]
+            assert fig["core"] == core, fig  # both ran the same kernels, as the probe read them
+            values[cond].append(fig["value"])
+    for cond, vs in values.items():
+        each = ", ".join(f"{v / 1e9:.1f}" for v in vs)
+        print(f"DGEMM {cond:8s} ({core}): median {statistics.median(vs) / 1e9:7.2f} [{each}]")
+    ratios = [a / b for a, b in zip(values["after"], values["by hand"], strict=True)]
+    of_medians = statistics.median(values["after"]) / statistics.median(values["by hand"])
+    print(f"after / by hand, per round: {', '.join(f'{x:.3f}' for x in ratios)}; median "
+          f"{statistics.median(ratios):.3f}; ratio of medians {of_medians:.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":
