@@ -145,8 +145,8 @@ def test_one_rpeak_row_per_precision_whatever_the_probe_wrote():
     table = tables_of(run)["compute"]
     labels = [r[0] for r in table.rows]
     assert labels.count("Rpeak (DP)") == 1 and not [x for x in labels if x == "Rpeak (D)"]
-    assert labels == ["Rpeak (DP)", "DGEMM", "HPL"]  # no MPI recorded: none named
-    assert table.rows[2][2] == "63.8%"
+    assert labels == ["Rpeak (DP)", "DGEMM", "HPL Rmax"]  # no MPI recorded: none named
+    assert table.rows[2][2] == "efficiency 63.8%"  # Rmax / Rpeak
 
 
 def test_a_share_above_rpeak_is_flagged_with_the_clock_source():

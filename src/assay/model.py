@@ -344,6 +344,8 @@ class System:
     freq_base_hz: float | None = None
     # every clock the node states, with its source (assay.system.clock); Rpeak picks one
     clocks: list[dict[str, Any]] = field(default_factory=list)
+    # theoretical DRAM bandwidth (assay.system.dram): bytes_per_s + derivation, or a reason
+    dram: dict[str, Any] = field(default_factory=dict)
     os: str | None = None
     kernel: str | None = None
     compilers: dict[str, str] = field(default_factory=dict)  # name -> version

@@ -41,7 +41,17 @@ from assay.analysis.storage_points import (
     points_of,
     storage_figures,
 )
-from assay.model import Sample
+from assay.analysis.whylow import (
+    Kernel,
+    Why,
+    compute_why,
+    kernel_of,
+    memory_why,
+    needed_clock,
+    p2p_why,
+    rate_name,
+)
+from assay.model import Sample, System
 from assay.system.peak import rpeak_flag
 from assay.vocab import IMB_PINGPONG, P2P_METHOD
 
@@ -126,6 +136,8 @@ def rpeak_fraction(sample: Sample) -> RpeakFraction:
         clock = p.get("rpeak_clock") or p.get("clock_kind")
         if flag and clock and "GHz (" not in how:
             flag = flag.replace("clock source not stated", f"clock source {clock}", 1)
+        if flag and (needs := needed_clock(fraction, how)):
+            flag += f"; {needs}"
     return RpeakFraction(fraction, peak, scope, flag=flag)
 
 
@@ -216,9 +228,21 @@ class Derived:
     knees: dict[CurveKey, CurveKnee] = field(default_factory=dict)  # per response-time curve
     domains: StreamDomains | None = None  # STREAM per L3 domain / NUMA node, slow ones flagged
     _sources: dict[int, Figure] = field(default_factory=dict, repr=False)
+    kernels: dict[int, Kernel] = field(default_factory=dict)  # id(figure) → its BLAS kernels
+    why: dict[int, Why] = field(default_factory=dict)  # id(figure) → why it is far below peak
 
     def fraction_of(self, fig: Figure) -> RpeakFraction | None:
         return self.fractions.get(id(fig))
+
+    def kernel_of(self, fig: Figure) -> Kernel | None:
+        return self.kernels.get(id(fig))
+
+    def why_of(self, fig: Figure) -> Why | None:
+        return self.why.get(id(fig))
+
+    def why_lines(self, figures: list[Figure]) -> list[str]:
+        """The why-lines of these figures (a report table's), in their order."""
+        return [w.text() for f in figures if (w := self.why.get(id(f)))]
 
     def figures(self) -> list[Figure]:
         """The derived figures as samples (units from :mod:`assay.units`), for comparisons."""
@@ -246,9 +270,44 @@ class Derived:
         return [Figure(s, 1, None, (s.value,)) for s in out]
 
 
-def derive(figures: list[Figure]) -> Derived:
+def is_node_triad(sample: Sample) -> bool:
+    """STREAM's node-wide Triad (not a domain's): the figure held to the DRAM bandwidth."""
+    p = sample.params
+    return (
+        sample.probe == "stream"
+        and sample.metric == "memory.triad"
+        and (p.get("scope", "node") == "node")
+    )
+
+
+def _why(
+    figures: list[Figure], fractions: dict[int, RpeakFraction], system: System | None
+) -> tuple[dict[int, Kernel], dict[int, Why]]:
+    """The BLAS kernels of each rate, and why a figure is far below its peak
+    (:mod:`assay.analysis.whylow`)."""
+    kernels: dict[int, Kernel] = {}
+    why: dict[int, Why] = {}
+    for f in figures:
+        s = f.sample
+        if s.metric in RATE_METRICS:
+            kernel = kernel_of(s, system)
+            if kernel:
+                kernels[id(f)] = kernel
+            frac = fractions.get(id(f))
+            share = frac.fraction if frac else None
+            if w := compute_why(s, rate_name(s), share, kernel, system):
+                why[id(f)] = w
+        elif is_node_triad(s) and (w := memory_why(f, system)):
+            why[id(f)] = w
+    for f, w in p2p_why(p2p_method(figures), system):
+        why[id(f)] = w
+    return kernels, why
+
+
+def derive(figures: list[Figure], system: System | None = None) -> Derived:
     """Rpeak, Rpeak fractions, Hockney fits, fio points (with Little's law) and the knees of
-    their curves, and STREAM per domain, from one run's folded figures."""
+    their curves, and STREAM per domain, from one run's folded figures; with the run's
+    ``system``, the BLAS kernels and why figures are low."""
     fractions, sources = {}, {}
     for f in figures:
         if f.sample.metric in RATE_METRICS:
@@ -256,9 +315,10 @@ def derive(figures: list[Figure]) -> Derived:
             sources[id(f)] = f
     storage = storage_figures(figures)
     points = points_of(storage)
+    kernels, why = _why(figures, fractions, system)
     return Derived(
         _rpeaks(figures), fractions, _hockney(figures), points, curve_knees(points, storage),
-        stream_domains(figures), sources,
+        stream_domains(figures), sources, kernels, why,
     )  # fmt: skip
 
 

@@ -180,7 +180,9 @@ def build(
     folded = folded or fold_samples(run.samples)
     figures = folded.figures
     # All-pairs figures have their own tables (below); no per-pair Hockney fits.
-    derived = derive([f for f in figures if f.sample.params.get("placement") != "all-pairs"])
+    derived = derive(
+        [f for f in figures if f.sample.params.get("placement") != "all-pairs"], run.system
+    )
     hosts = sorted({h for r in run.results for h in r.hosts})
     tables = [system_table(run.system, hosts)]
     shown: set[int] = set()
@@ -197,6 +199,7 @@ def build(
         stream.commands = [
             c for c in commands_of(run.results, "stream") if not c.startswith("numactl ")
         ]
+        stream.notes += derived.why_lines(stream_figs)  # % of the DRAM bandwidth, or why not
         tables.append(stream)
         shown |= {id(f) for f in stream_figs}
     # The node-wide STREAM figures go in too: the domain summary quotes the node's Triad
@@ -231,6 +234,10 @@ def build(
     p2p_figs = [f for f in p2p_method(figures) if id(f) not in shown]
     p2p = p2p_tables(p2p_figs)
     for t in p2p:
+        if t.key == "p2p-bandwidth":  # % of the link rate between hosts, shared memory
+            t.notes += derived.why_lines(
+                [f for f in p2p_figs if f.sample.metric == "p2p.bandwidth"]
+            )
         metrics = {"p2p-latency": "p2p.latency"}
         if t.key in metrics:
             jobs = {f.sample.job_id for f in p2p_figs if f.sample.metric == metrics[t.key]}

@@ -140,7 +140,7 @@ def render_term(tables: list[Table], width: int | None, head: list[str]) -> str:
     return term_tables(tables, width, head)
 
 
-def json_chunks(run: LoadedRun) -> Iterator[str]:
+def json_chunks(run: LoadedRun, findings: dict | None = None) -> Iterator[str]:
     """The whole run as one JSON document, schema ``docs/report-json.md`` (version
     ``JSON_SCHEMA_VERSION``; ``assay import --format assay-json`` reads it back), in pieces:
     samples are passed through as stored (each is already a JSON object on its own line), so
@@ -151,6 +151,7 @@ def json_chunks(run: LoadedRun) -> Iterator[str]:
         "run": run.info.to_dict(),
         "system": run.system.to_dict(),
         "jobs": [r.to_dict() for r in run.results],
+        **(findings or {}),  # blas_kernels, why_low (report.findings)
     }
     if run.samples:
         batches: Iterable[list[str]] = [[json.dumps(s.to_dict(), sort_keys=True)
@@ -236,7 +237,9 @@ def render_chunks(
         raise AssayError(f"unknown report format {fmt!r}", hint=f"formats: {', '.join(FORMATS)}")
     runs = run if isinstance(run, list) else [run]
     if fmt == "json":
-        return json_chunks(merge_samples(runs))
+        from assay.report.findings import findings_of
+
+        return json_chunks(merge_samples(runs), findings_of(runs))
     return iter([_render_text(runs, fmt, width, plots_dir, rule)])
 
 
