@@ -193,9 +193,8 @@ def test_place_all_pairs_one_job_over_every_node_and_per_node_jobs() -> None:
     (m,) = [j for j in jobs if j.probe == "allpairs"]
     assert m.placement.indices == [0, 1, 2, 3, 4] and (m.ranks, m.ppn) == (5, 1)
     assert m.params["placement"] == "all-pairs"
-    per_node = [j for j in jobs if j.probe == "stream"]
-    assert [j.placement.indices for j in per_node] == [[0], [1], [2], [3], [4]]
-    assert len({j.placement.group for j in per_node}) == 1  # all at once
+    (per_node,) = [j for j in jobs if j.probe == "stream"]  # one step, each node at once
+    assert per_node.placement.indices == [0, 1, 2, 3, 4] and per_node.placement.each
     (c,) = [j for j in jobs if j.probe == "coll"]
     assert c.placement.indices == [0, 1, 2, 3, 4] and c.ranks == 10 and c.ppn == 2
     assert len({j.job_id for j in jobs}) == len(jobs)
@@ -501,3 +500,35 @@ def test_fio_servers_without_srun_is_a_launch_error(tmp_path: Path, monkeypatch)
     started = servers("001-fio", ["n1"], tmp_path / "servers", ["fio", "--server"])
     with pytest.raises(LaunchError, match="fio servers: cannot run srun"), started:
         pass
+
+
+def test_a_per_node_pass_of_an_output_only_probe_is_one_step(tmp_path: Path) -> None:
+    """STREAM on every node: one job, one step over every node, each node's output in its own
+    file; a probe that writes more (fio) or an MPI job (HPL) stays one step per node."""
+    from assay.run.outputs import parse_each_node
+
+    stream = Job(job_id="001-stream", probe="stream", argv=["{exe}"])
+    fio = Job(job_id="002-fio", probe="fio", argv=["x"])
+    hpl = Job(job_id="003-hpl", probe="hpl", argv=["{exe}"], spawn="mpi", mpi="mpich")
+    jobs = place([stream, fio, hpl], SlurmOptions(nodes=3), [MPICH])
+    (one,) = [j for j in jobs if j.probe == "stream"]
+    assert one.placement.each and one.placement.indices == [0, 1, 2] and one.nodes == 3
+    assert len([j for j in jobs if j.probe == "fio"]) == 3
+    assert len([j for j in jobs if j.probe == "hpl"]) == 3
+    argv = step_argv(one, ["/c/stream"], ["a1", "a2", "a3"], None, None, 4)
+    assert "--ntasks=3" in argv and "--ntasks-per-node=1" in argv
+    assert "--output=node-%N.stdout" in argv and "--kill-on-bad-exit=0" in argv
+    assert argv[-1] == "/c/stream"
+    # each node's output read on its own; a node that printed nothing is named
+    line = '{"metric": "memory.triad", "value": 5e10, "params": {"kernel": "triad"}}\n'
+    (tmp_path / "node-a1.stdout").write_text(line)
+    (tmp_path / "node-a2.stdout").write_text(line.replace("5e10", "2e10"))
+    (tmp_path / "node-a3.stderr").write_text("stream: out of memory\n")
+    one.params["hosts"] = ["a1", "a2", "a3"]
+    samples, problem = parse_each_node(one, tmp_path)
+    assert [(s.params["node"], s.params["hosts"], s.value) for s in samples] == [
+        ("a1", ["a1"], 5e10),
+        ("a2", ["a2"], 2e10),
+    ]
+    assert problem.startswith("on 1 of 3 nodes: a3: printed no measurement")
+    assert "out of memory" in problem

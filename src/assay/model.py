@@ -146,11 +146,14 @@ class Spread:
     """How a probe's job spreads over nodes (the probe declares it; ``assay.launch`` places it).
 
     ``node``: for "on-node", the allocation node (0-based). ``group``: jobs of one group start
-    together ("on-node": the hosts of one Vdbench run)."""
+    together ("on-node": the hosts of one Vdbench run). ``shared_step``: for "per-node", the
+    nodes' runs may be one step sharing one job directory (the probe writes nothing but its
+    output), each node's output apart."""
 
     kind: SpreadKind = "per-node"
     node: int | None = None
     group: str = ""
+    shared_step: bool = False
 
 
 @dataclass
@@ -158,17 +161,25 @@ class Placement:
     """Where a launcher put a job: the allocation's node indices (host names are known only
     once the allocation starts: the runner maps them), and the group whose jobs start together
     (an all-pairs round, a per-node pass). ``servers``: for "clients", the servers' port and
-    network."""
+    network. ``each``: one step runs the job once on each of its nodes, each node's stdout and
+    stderr in its own file of the job directory (``node_output``)."""
 
     indices: list[int]
     group: str = ""
     servers: dict[str, Any] | None = None
+    each: bool = False
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Placement:
         indices = data.get("indices", data.get("nodes", [0]))  # "nodes": plans before 0.2
         servers = data.get("servers", data.get("fio_servers"))
-        return cls(list(indices), str(data.get("group", "")), servers)
+        return cls(list(indices), str(data.get("group", "")), servers, bool(data.get("each")))
+
+
+def node_output(host: str, stream: str = "stdout") -> str:
+    """The file, in a job directory, of one node's stdout or stderr when one step ran the job
+    on each of its nodes (``Placement.each``)."""
+    return f"node-{host}.{stream}"
 
 
 @dataclass

@@ -16,7 +16,8 @@ records them with every sample (params ``hosts``). The published method decides:
 - **clients** (multi-client fio): one job over every node: a server per node, the job their
   client (``servers``: the launcher's port and network for them).
 - **per-node** (STREAM, DGEMM, HPL, fio, ...): once per node, all nodes at the same time, so
-  a slow node shows up beside its peers.
+  a slow node shows up beside its peers: one step over every node when the probe writes only
+  its output (``shared_step``: STREAM, DGEMM, the latency ladder), else one step per node.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ class NodeOptions:
 
 def _with(
     job: Job, suffix: str, idx: list[int], group: str = "", *, ranks: int | None = None,
-    ppn: int | None = None, servers: dict[str, Any] | None = None, **params: Any,
+    ppn: int | None = None, servers: dict[str, Any] | None = None, each: bool = False,
+    **params: Any,
 ) -> Job:  # fmt: skip
     """A copy of ``job`` on allocation nodes ``idx``; ``params`` (and the ranks and ppn set
     here) recorded with its samples."""
@@ -51,7 +53,7 @@ def _with(
         job_id=f"{job.job_id}-{suffix}" if suffix else job.job_id,
         params={**job.params, **params},
         env=dict(job.env),
-        placement=Placement(list(idx), group, servers),
+        placement=Placement(list(idx), group, servers, each),
     )
     new.nodes = len(idx)
     if ranks is not None:
@@ -100,6 +102,9 @@ def _one(job: Job, opts: NodeOptions) -> list[Job]:
     if spread.kind == "all-pairs":
         idx = list(range(n))
         return [_with(job, "", idx, ranks=n, ppn=1, placement="all-pairs", nodes=n)]
+    if spread.shared_step and job.spawn == "exec" and n > 1:
+        # one step over every node, each node's output apart: a launch per pass, not per node
+        return [_with(job, "", list(range(n)), each=True, placement="per-node")]
     return [
         _with(job, f"n{i}" if n > 1 else "", [i], job.job_id, placement="per-node")
         for i in range(n)

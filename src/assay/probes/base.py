@@ -69,10 +69,13 @@ class Probe(ABC):
     # launcher places jobs by this, never by a probe's name. Probes whose spread depends on
     # the job's params override ``spread``.
     spread_kind: ClassVar[SpreadKind] = "per-node"
+    # Its jobs write nothing but stdout and stderr: per node, one step may run them all, in
+    # one job directory (a launch per pass, not per node).
+    stdout_only: ClassVar[bool] = False
 
     def spread(self, job: Job) -> Spread:
         """How ``job`` spreads over the nodes of a cluster (read by the launcher)."""
-        return Spread(self.spread_kind)
+        return Spread(self.spread_kind, shared_step=self.stdout_only)
 
     @abstractmethod
     def drafts(

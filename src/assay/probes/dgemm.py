@@ -158,6 +158,7 @@ class DgemmProbe(Probe):
     summary = "compute: CBLAS DGEMM/SGEMM (OpenBLAS by default), checked, with % of Rpeak"
     Params = DgemmParams
     default_timeout = 900.0
+    stdout_only = True  # per node, one step runs it on every node
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None

@@ -98,6 +98,7 @@ class MemlatProbe(Probe):
     summary = "memory load latency ladder L1 -> DRAM (pointer chasing, MLC idle-latency method)"
     Params = MemlatParams
     default_timeout = 1800.0
+    stdout_only = True  # per node, one step runs it on every node
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None

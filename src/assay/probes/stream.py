@@ -202,6 +202,7 @@ class StreamProbe(Probe):
     summary = "memory bandwidth: STREAM Copy/Scale/Add/Triad (OpenMP, validated), per domain"
     Params = StreamParams
     default_timeout = 600.0
+    stdout_only = True  # per node, one step runs it on every node
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None

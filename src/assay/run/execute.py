@@ -24,11 +24,11 @@ from assay.launch import run_process
 from assay.launch.local.launcher import LocalLauncher
 from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
 from assay.probes import get_probe
+from assay.run.outputs import parse_each_node, stderr_tail
 from assay.store import RunWriter
 from assay.store.rundir import utc_now
 from assay.toolchain import build_probe
 
-STDERR_TAIL_LINES = 15
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 ENOSPC_TEXT = "No space left on device"
 
@@ -146,18 +146,6 @@ def expected_duration(job: Job) -> Expected:
     return Expected(float(job.timeout), "timeout")
 
 
-def stderr_tail(text: str, probe: str = "", lines: int = STDERR_TAIL_LINES) -> str:
-    """The end of stderr, without launcher rulers, and always the probe's own diagnostics.
-
-    Our probes prefix what they say with their name ("p2p: ..."); an MPI launcher may bury
-    that line under its own boilerplate, so it is brought forward.
-    """
-    kept = [ln for ln in text.splitlines() if ln.strip() and set(ln.strip()) != {"-"}]
-    own = [ln for ln in kept if probe and ln.startswith(f"{probe}:")]
-    tail = kept[-lines:]
-    return "\n".join([ln for ln in own if ln not in tail] + tail)
-
-
 StepArgv = Callable[[Job, list[str], list[str], MpiInfo | None], list[str]]
 Resolve = Callable[[Job, str | None], list[str]]
 
@@ -273,7 +261,9 @@ def run_job(
     tail = stderr_tail(stderr, job.probe)
     samples: list[Sample] = []
     parse_error = ""
-    if stdout.strip():
+    if job.placement is not None and job.placement.each:
+        samples, parse_error = parse_each_node(job, job_dir)
+    elif stdout.strip():
         try:
             samples = get_probe(job.probe).parse(stdout, job, job_dir=job_dir)
         except AssayError as exc:

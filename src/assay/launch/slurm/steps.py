@@ -10,7 +10,7 @@ import json
 import os
 
 from assay.launch.slurm.options import MpiLaunch
-from assay.model import Job, MpiInfo
+from assay.model import Job, MpiInfo, node_output
 
 
 def node_list(hosts: list[str]) -> str:
@@ -35,6 +35,17 @@ def step_argv(
         "srun", f"--job-name={job.job_id}", f"--nodes={len(hosts)}",
         f"--nodelist={node_list(hosts)}", "--kill-on-bad-exit=1",
     ]  # fmt: skip
+    if job.placement is not None and job.placement.each and job.spawn != "mpi":
+        # once on each node, in one step; one node's failure leaves the others running, and
+        # each node's output goes to its own file (%N: the node's name)
+        step = [
+            *srun[:-1], "--kill-on-bad-exit=0", f"--ntasks={len(hosts)}", "--ntasks-per-node=1",
+            "--mpi=none", f"--output={node_output('%N')}",
+            f"--error={node_output('%N', 'stderr')}",
+        ]  # fmt: skip
+        if cpus_per_node:
+            step.append(f"--cpus-per-task={cpus_per_node}")
+        return [*step, *argv]
     if job.spawn != "mpi" or mpi is None or launch is None:
         step = [*srun, "--ntasks=1", "--mpi=none"]
         if cpus_per_node:
