@@ -202,6 +202,12 @@ class BatchLauncher(Launcher):
         the lost node is the one that does not answer). By default all of them."""
         return list(hosts)
 
+    def topology(self) -> str | None:
+        """The cluster's switch tree as the scheduler tells it (Slurm: ``scontrol show
+        topology``), kept with the run as ``topology.txt`` for the all-pairs report's per-switch
+        figures; None when there is none."""
+        return None
+
     def boot_ids(self, hosts: list[str]) -> dict[str, str]:
         """Inside the allocation: each host's kernel boot id (hosts with the same one are
         namespaces or containers of one machine: ``assay.launch.transports``). Empty when the

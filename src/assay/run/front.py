@@ -84,6 +84,8 @@ def prepare(
         (where / PLAN).write_text(json.dumps(plan, indent=1) + "\n")
         (where / "batch.sh").write_text(submission.script)
         (where / "heartbeat").touch()
+        if any(j.spread.kind == "all-pairs" for j in jobs) and (tree := launcher.topology()):
+            (where / "topology.txt").write_text(tree)  # per-switch figures in the report
     return submission
 
 

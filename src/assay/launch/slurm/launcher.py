@@ -33,6 +33,7 @@ from assay.launch.slurm.script import batch_script, sbatch_argv
 from assay.launch.slurm.servers import servers
 from assay.launch.slurm.steps import step_argv
 from assay.model import Job, MpiInfo
+from assay.system.topology import collect_topology
 
 # The options only this launcher takes (``assay run --partition ...``), by SlurmOptions name.
 OWN_OPTIONS = frozenset({"partition", "account", "qos", "constraint", "time", "sbatch_args",
@@ -147,6 +148,10 @@ class SlurmLauncher(BatchLauncher):
         self.cpus_per_node = int(cpus) if cpus.isdigit() else None
         hosts = slurm.expand_nodes(os.environ.get("SLURM_JOB_NODELIST", ""))
         return Allocation(os.environ.get("SLURM_JOB_ID"), hosts, self.cpus_per_node)
+
+    def topology(self) -> str | None:
+        found = collect_topology()
+        return found[0] if found else None
 
     def responsive(self, hosts: list[str]) -> list[str]:
         return slurm.answering(hosts)
