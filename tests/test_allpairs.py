@@ -24,13 +24,12 @@ import pytest
 
 from assay.analysis.stats import fold_samples
 from assay.analysis.verdict import identity
+from assay.condensed import n_links, node_links
 from assay.model import Job, MpiInfo, System
 from assay.parsers.allpairs_file import (
     RECORD,
     ROUND_HEAD,
     MatrixFile,
-    n_links,
-    node_links,
     read_matrix_file,
     write_sweep,
 )
@@ -126,12 +125,12 @@ def test_every_pair_once_in_the_tournament_rounds(
     assert [r.number for r in m.rounds] == list(range(1, len(rounds(ranks)) + 1))
     assert {r.kind for r in m.rounds} == {"sweep"}
     assert {(r.lat_iterations, r.bw_iterations) for r in m.rounds} == {(20, 2)}
-    for values in (m.latency.values, m.bandwidth.values):
+    for values in (m.latency, m.bandwidth):
         assert values.shape == (n_links(ranks),) and bool(np.all(values > 0))
     assert (m.lat_size, m.bw_size, m.window) == (8, 16384, 8)
     lat, bw = run.lines
     assert (lat["metric"], bw["metric"]) == ("p2p.latency", "p2p.bandwidth")
-    for line, values in ((lat, m.latency.values), (bw, m.bandwidth.values)):
+    for line, values in ((lat, m.latency), (bw, m.bandwidth)):
         assert line["stats"]["n"] == n_links(ranks)
         assert line["value"] == pytest.approx(float(np.median(values)), rel=1e-6)
         assert line["params"]["summary"] == "matrix"
@@ -172,7 +171,7 @@ def test_pairs_at_once_one_measures_every_pair_once(mpi: Mpi, allpairs: Built, t
     m = run.matrix()
     assert file_pairs(m) == rounds(5)
     assert all(line["params"]["concurrent_pairs"] == 1 for line in run.lines)
-    assert not np.isnan(m.latency.values).any()
+    assert not np.isnan(m.latency).any()
 
 
 @pytest.mark.slow
@@ -191,7 +190,7 @@ def test_pairs_file_is_scheduled_greedily_as_a_retest(mpi: Mpi, allpairs: Built,
     assert file_pairs(m) == [[(0, 3), (1, 2)], [(0, 1), (2, 3)], [(0, 3)]]
     assert rounds_of(4, listed) == [2, 2, 1]  # the Python side's estimate agrees
     assert [(r.number, r.kind) for r in m.rounds] == [(4, "retest"), (5, "retest"), (6, "retest")]
-    assert len(m.retests) == 5 and np.isnan(m.latency.values).all()  # retests stay apart
+    assert len(m.retests) == 5 and np.isnan(m.latency).all()  # retests stay apart
     assert all(line["params"]["kind"] == "retest" for line in run.lines)
     assert run.lines[0]["params"]["links_planned"] == 5
 
@@ -218,7 +217,7 @@ def test_unresponsive_partner_ends_the_job_with_exit_4(
     assert [r.count for r in m.rounds] == [3] * (hang_round - 1) + [1]  # the failed pair only
     assert m.failed.tolist() == [sorted((hang_rank, partner))]
     assert file_pairs(m)[:-1] == rounds(6)[: hang_round - 1]
-    measured = int((~np.isnan(m.latency.values)).sum())
+    measured = int((~np.isnan(m.latency)).sum())
     assert measured == 3 * (hang_round - 1)
     for line in run.lines:  # what was measured, with who stopped
         assert line["stats"]["n"] == measured and line["params"]["unresponsive"] == [hang_rank]
@@ -236,7 +235,7 @@ def test_killed_rank_leaves_the_finished_rounds(mpi: Mpi, allpairs: Built, tmp_p
     assert not m.complete and "cut short" in m.note
     kept = len(m.rounds)
     assert kept in (2, 3) and file_pairs(m) == rounds(6)[:kept], run.proc.stderr
-    assert int((~np.isnan(m.bandwidth.values)).sum()) == 3 * kept
+    assert int((~np.isnan(m.bandwidth)).sum()) == 3 * kept
 
 
 @pytest.mark.parametrize(
@@ -349,8 +348,8 @@ def test_parse_gives_each_node_its_median_link(mpi: Mpi, allpairs: Built, tmp_pa
         assert s.params["mpi"] == "openmpi" and s.params["node_count"] == 5
     for s in nodes:
         i = s.params["rank"]
-        values = m.latency.values if s.metric == "p2p.latency" else m.bandwidth.values
-        links = node_links(values, 5, i).astype(np.float64)
+        values = m.latency if s.metric == "p2p.latency" else m.bandwidth
+        links = values[node_links(5, i)].astype(np.float64)
         assert s.value == pytest.approx(float(np.median(links)))
         assert s.stats is not None and s.stats.n == 4
         assert (s.stats.min, s.stats.max) == (float(links.min()), float(links.max()))

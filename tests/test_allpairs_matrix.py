@@ -17,16 +17,7 @@ import pytest
 
 from assay.analysis.allpairs import FULL, analyse
 from assay.analysis.confirm import Confirmation, confirm_links, confirm_nodes, sweep_retests
-from assay.analysis.linkmatrix import (
-    LinkMatrix,
-    Retests,
-    fold_sweeps,
-    link_index,
-    link_nodes,
-    n_links,
-    n_nodes,
-    node_links,
-)
+from assay.analysis.linkmatrix import LinkMatrix, Retests, fold_sweeps
 from assay.analysis.matrixstats import (
     distribution,
     even_groups,
@@ -46,6 +37,7 @@ from assay.analysis.outliers import (
     z_scores,
 )
 from assay.analysis.stats import nearest_rank
+from assay.condensed import link_index, link_nodes, n_links, n_nodes, node_links
 from assay.report.allpairs import allpairs_tables
 from matrixgen import hosts_of, synthetic
 

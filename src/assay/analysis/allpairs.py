@@ -31,15 +31,7 @@ import numpy as np
 
 from assay.analysis.confirm import Confirmation, confirm_links, confirm_nodes, sweep_retests
 from assay.analysis.heat import HEAT_BLOCKS, Heat, heat_of
-from assay.analysis.linkmatrix import (
-    LinkMatrix,
-    Retests,
-    Spread,
-    from_pairs,
-    link_index,
-    link_nodes,
-    node_links,
-)
+from assay.analysis.linkmatrix import LinkMatrix, Retests, Spread, from_pairs
 from assay.analysis.matrixstats import (
     Distribution,
     Rows,
@@ -59,14 +51,26 @@ from assay.analysis.outliers import (
     worse_factor,
     z_scores,
 )
+from assay.analysis.shared_memory import shared_links
 from assay.analysis.stats import Figure
 from assay.analysis.topology import Placement, Switches, by_switch, place
+from assay.condensed import link_index, link_nodes, node_links
 from assay.model import Sample
 from assay.system.topology import Topology
 
 METRICS = ("p2p.latency", "p2p.bandwidth")
 FULL = 64  # up to this many nodes the report prints the whole matrix
 TOP = 20  # links and nodes listed worst first beyond that (with a count of the rest)
+
+
+@dataclass
+class LostNode:
+    """A node the sweep lost, and the pairs it was never measured in."""
+
+    host: str
+    never: int  # of its links, how many were never measured
+    partners: list[str]  # the first few of the nodes it was never measured with
+    resumed_in: str  # the job that measured the pairs left without it
 
 
 @dataclass
@@ -106,6 +110,10 @@ class PairMatrix:
     node_links: int = 0  # flagged links of a named node, named as the node (beyond FULL)
     notes: list[str] = field(default_factory=list)
     values: np.ndarray | None = None  # condensed; kept up to FULL nodes
+    shared: int = 0  # links measured through shared memory: not link figures, not in `links`
+    shared_pairs: list[tuple[str, str]] = field(default_factory=list)  # all up to FULL, else TOP
+    lost: list[LostNode] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # the probe's files it was read from
 
     def value(self, a: str, b: str) -> float | None:
         if self.values is None or a == b:
@@ -125,15 +133,45 @@ def _outlier(
     return Outlier(key, value, z, c.median, rule.threshold, factor)  # type: ignore[arg-type]
 
 
-def _row_pass(lm: LinkMatrix, topology: Topology | None) -> tuple[Rows, Placement | None, list]:
+def _row_pass(
+    values: np.ndarray, lm: LinkMatrix, topology: Topology | None
+) -> tuple[Rows, Placement | None, list]:
     """The matrix's one pass over its rows: node medians and, grouped by leaf switch (a
     topology) or in consecutive blocks (beyond FULL nodes), the block medians."""
     if topology is not None:
         where = place(lm.hosts, topology)
         groups = where.groups()
-        return row_pass(lm.values, lm.n, groups), where, groups
+        return row_pass(values, lm.n, groups), where, groups
     groups = even_groups(lm.n, HEAT_BLOCKS) if lm.n > FULL else None
-    return row_pass(lm.values, lm.n, groups), None, groups or []
+    return row_pass(values, lm.n, groups), None, groups or []
+
+
+def _links_only(lm: LinkMatrix, top: int) -> tuple[np.ndarray, int, list[tuple[str, str]]]:
+    """The matrix's link figures: the links measured through shared memory (given, and for a
+    latency matrix those below the network floor) taken out (a copy, only when there are
+    any); how many there were, and their pairs (all up to FULL nodes, else the first ``top``)."""
+    shared = lm.shared
+    if lm.metric == "p2p.latency":
+        shared = np.union1d(shared, shared_links(lm.values))
+    if not shared.size:
+        return lm.values, 0, []
+    values = lm.values.copy()
+    count = int(np.count_nonzero(~np.isnan(values[shared])))
+    values[shared] = np.nan
+    pairs = shared if lm.n <= FULL else shared[:top]
+    return values, count, [lm.pair(k) for k in pairs.tolist()]
+
+
+def _lost(lm: LinkMatrix) -> list[LostNode]:
+    """Each node the sweep lost, with the links of it never measured (sweep and resume)."""
+    out = []
+    for lost in lm.lost:
+        k = node_links(lm.n, lost.node)
+        never = np.flatnonzero(np.isnan(lm.values[k]))
+        others = np.delete(np.arange(lm.n), lost.node)[never[:10]]
+        partners = [lm.hosts[i] for i in others.tolist()]
+        out.append(LostNode(lm.hosts[lost.node], int(never.size), partners, lost.resumed_in))
+    return out
 
 
 def analyse(
@@ -151,13 +189,14 @@ def analyse(
     a link of a named node. Named nodes the same, by their median link. ``sweeps``: the sweeps
     a ``--repeat`` matrix was folded from, which confirm when it has no retest rounds."""
     rule = rule or OutlierRule()
-    n, values, better = lm.n, lm.values, lm.better
+    n, better = lm.n, lm.better
+    values, n_shared, shared_pairs = _links_only(lm, top)
     factor = rule.link_factor
     m = measured(values)
     c = robust_centre(values, True, link_ranks(m, better, top))
     c, flagged, z = outliers_of(values, better, rule.threshold, min_factor=factor, c=c)  # type: ignore[arg-type]
     fi, fj = link_nodes(n, flagged)
-    rows, where, groups = _row_pass(lm, topology)
+    rows, where, groups = _row_pass(values, lm, topology)
     medians, counts = rows.medians, rows.counts
     nc, node_idx, node_z = outliers_of(medians, better, rule.threshold, min_factor=factor)  # type: ignore[arg-type]
     pm = PairMatrix(
@@ -167,7 +206,7 @@ def analyse(
         better,
         lm.hosts,
         m,
-        int(values.size - m),
+        int(values.size - m - n_shared),
         c,
         [],
         0,
@@ -179,6 +218,9 @@ def analyse(
         node_counts=counts,
         node_centre=nc,
         notes=list(lm.notes),
+        shared=n_shared,
+        shared_pairs=shared_pairs,
+        lost=_lost(lm),
     )
     if lm.spread is not None:
         pm.widest = (lm.pair(lm.spread.widest), lm.spread.widest_ratio)
@@ -338,6 +380,12 @@ def link_matrices(figures: list[Figure]) -> list[LinkMatrix]:
                 Retests.none(),
             )
         )
+    # a pair whose latency was shared memory carried its bandwidth through it too
+    latency = {lm.mpi: lm for lm in out if lm.metric == "p2p.latency"}
+    for lm in out:
+        lat = latency.get(lm.mpi)
+        if lm.metric == "p2p.bandwidth" and lat is not None and lat.hosts == lm.hosts:
+            lm.shared = shared_links(lat.values)
     return out
 
 

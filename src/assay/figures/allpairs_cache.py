@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from assay.analysis.allpairs import PairMatrix
+from assay.analysis.allpairs import LostNode, PairMatrix
 from assay.analysis.confirm import Confirmation
 from assay.analysis.heat import Heat
 from assay.analysis.matrixstats import Blocks, Distribution
@@ -29,11 +29,12 @@ from assay.analysis.topology import SlowPart, Switches
 from assay.store.cache import read_cache, stamp, write_cache
 
 CACHE_NAME = "allpairs.cache.json"
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: shared-memory links and lost nodes
 CLASSES = {
     c.__name__: c
     for c in (
         PairMatrix,
+        LostNode,
         Confirmation,
         Heat,
         Blocks,

@@ -3,11 +3,13 @@ stored sample lines in one pass (``assay.analysis.stats.Folder``) and cached.
 
 A million stored samples fold in seconds without becoming a million objects; the cache (a few
 thousand figures) makes every later report of the run a fraction of a second. The run's end
-writes it (``assay.run.execute``), so a report right after a run finds it.
+writes it (``assay.run.execute``, ``run.front``, ``run.importer``: :func:`cache_figures`), and
+the analysed all-pairs matrices' cache beside it, so a report right after a run finds both.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -15,7 +17,10 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
+from assay.analysis.outliers import outlier_rule
 from assay.analysis.stats import Folded, Folder, fold_samples
+from assay.config import load_config
+from assay.errors import AssayError
 from assay.store import LoadedRun
 from assay.store.cache import (
     line_starts,
@@ -28,7 +33,7 @@ from assay.store.cache import (
 
 CACHE_NAME = "figures.cache.json"
 # Bump when the fold or a figure's stored form changes: a cache of another version is remade.
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: the all-pairs matrix files (Folded.matrices)
 
 
 def folded_of(run: LoadedRun) -> Folded:
@@ -50,18 +55,37 @@ def folded_of(run: LoadedRun) -> Folded:
 
 
 def cache_figures(run_dir: Path) -> None:
-    """Fold a finished run's samples and cache them, so its first report is fast too. Never
-    an error: a run's records are complete without it, and a report remakes it."""
+    """Fold a finished run's samples and cache them, and analyse its all-pairs matrices into
+    their cache (``assay.figures.allpairs``), so its first report is fast too. Never an
+    error: a run's records are complete without them, and a report remakes them (and says
+    what stopped them)."""
     samples = run_dir / "samples.jsonl"
     made_from = stamp(samples)
-    if made_from is None or read_cache(run_dir / CACHE_NAME, CACHE_VERSION, made_from):
+    if made_from is None:
         return
+    data = read_cache(run_dir / CACHE_NAME, CACHE_VERSION, made_from)
     try:
-        folded = fold_file(samples)
-    except (OSError, ValueError):
+        folded = Folded.from_dict(data) if data is not None else fold_file(samples)
+    except (OSError, ValueError, KeyError, TypeError):
         return
-    if stamp(samples) == made_from:
+    if data is None and stamp(samples) == made_from:
         write_cache(run_dir / CACHE_NAME, CACHE_VERSION, made_from, folded.to_dict())
+    if folded.matrices:
+        _cache_matrices(run_dir, folded)
+
+
+def _cache_matrices(run_dir: Path, folded: Folded) -> None:
+    """The all-pairs matrices analysed with the rule the report will use (the config's
+    ``[outliers]``), one at a time in this process: the run's end may have threads (no fork),
+    and one 10,000-node matrix at a time holds a few hundred MB."""
+    from assay.figures.allpairs import file_matrices  # the numpy analysis: only when needed
+
+    try:
+        rule = outlier_rule(load_config())
+    except AssayError:
+        return  # the report says what is wrong with the config
+    with contextlib.suppress(AssayError, OSError, ValueError, MemoryError):
+        file_matrices(run_dir, folded, rule, workers=1)
 
 
 PART_BYTES = 16 * 2**20  # a part at least this big (~0.25 s of decoding): a fork costs more
