@@ -241,6 +241,31 @@ def test_follow_ups_that_do_not_name_their_sweep_continue_the_last_one(tmp_path:
     assert out.count(f"Not reproduced on retest: link {hosts[3]}–{hosts[4]}") == 2
 
 
+def test_repeated_sweeps_are_each_read_though_their_samples_fold(tmp_path: Path) -> None:
+    """--repeat 3: three sweep jobs of one MPI, each its own file; their samples fold into one
+    figure per node (keeping the first's ``matrix``), yet the report reads all three files: each
+    link the median of three, a link slow in one sweep only not named."""
+    home = tmp_path / "home"
+    writer = RunStore(home).create(suite="network", suite_text="", system=System(), argv=[])
+    hosts = hosts_of(N)
+    for rep in (1, 2, 3):
+        lat, bw = synthetic(N, "p2p.latency", seed=rep), synthetic(N, "p2p.bandwidth", seed=rep)
+        if rep == 2:  # a disturbed sweep: link 6-7 slow this once
+            for m in (lat, bw):
+                m.values[link_index(N, 6, 7)] = m.values[link_index(N, 6, 7)] * (
+                    6.0 if m is lat else 1 / 6.0
+                )
+        _job(writer, f"001-allpairs-openmpi-r{rep}", hosts, sweep_rounds(lat, bw))
+    writer.finish("complete")
+    from assay.figures.folded import folded_of
+
+    folded = folded_of(RunStore(home).load(None))
+    assert len(folded.matrices) == 3 and len(folded.figures) == 2 * (N + 1)
+    out = _report(home)
+    assert out.count("Each link: the median of its repetitions (n = 3)") == 2
+    assert "OUTLIER LINK" not in out
+
+
 def test_a_follow_up_whose_sweep_is_not_in_the_run_is_said(tmp_path: Path) -> None:
     home = tmp_path / "home"
     writer = RunStore(home).create(suite="network", suite_text="", system=System(), argv=[])
@@ -359,8 +384,9 @@ def test_the_index_keeps_per_node_rows_never_the_links(tmp_path: Path) -> None:
     assert rows == 2 * N + 2  # a node's median link and the matrix's, per metric: no link
     _report(home)  # writes the caches
     cache = json.loads(next(home.glob("runs/*/figures.cache.json")).read_text())
-    # per metric N nodes and the matrix, folded and per host: N-sized, never the 66 links
-    assert len(cache["figures"]) == len(cache["by_host"]) + 2 == 2 * (N + 1)
+    # per metric N nodes and the matrix: N-sized, never the 66 links; not again per host (a
+    # node's figure names its node; an all-pairs job's hosts are all N: N² names)
+    assert len(cache["figures"]) == 2 * (N + 1) and cache["by_host"] == []
 
 
 def test_the_runs_end_leaves_the_matrices_analysed(tmp_path: Path) -> None:

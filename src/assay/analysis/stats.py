@@ -215,11 +215,12 @@ class Folder:
         key = (probe, metric, param_key(params))
         self.n += 1
         _append(self._groups, key, member, value, ref)
-        if params.get("placement") in HOST_PLACEMENTS:
+        matrix = params.get("matrix")
+        # the all-pairs probe's figures name their node already (``node``): not per host again
+        if params.get("placement") in HOST_PLACEMENTS and matrix is None:
             hosts = params.get("hosts")
             if isinstance(hosts, list):
                 _append(self._hosts, (*key, _frozen(hosts)), member, value, ref)
-        matrix = params.get("matrix")
         if matrix is not None and str(matrix) not in self._matrices:
             job = member.job_id if isinstance(member, Sample) else member.get("job_id")
             found = {k: str(params[k]) for k in MATRIX_PARAMS if params.get(k) is not None}
