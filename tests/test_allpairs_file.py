@@ -225,3 +225,25 @@ def test_node_stats_are_each_nodes_links(n: int, monkeypatch: pytest.MonkeyPatch
         assert st.mean[i] == pytest.approx(x.mean())
         assert (st.min[i], st.max[i]) == (x.min(), x.max())
         assert st.stddev[i] == pytest.approx(x.std(ddof=1) if len(x) > 1 else 0.0)
+
+
+def test_links_below_a_latency_are_found_whatever_metrics_are_read(tmp_path: Path):
+    """``latency_below``: the links a sweep or resume record measured below it (the report's
+    shared-memory floor), found in the records even when no matrix is built (``metrics=[]``:
+    a retest job's file, its retest records only)."""
+    n = 4
+    path = tmp_path / "allpairs.bin"
+    with open(path, "wb") as f:
+        w = MatrixWriter(f, hosts_of(n))
+        w.round(1, np.array([0, 1]), np.array([1, 2]), np.array([0.3e-6, 14e-6]),
+                np.array([1.7e9, 1e8]))  # fmt: skip
+        w.round(2, np.array([2]), np.array([3]), np.array([np.nan]), np.array([np.nan]),
+                kind="resume")  # fmt: skip
+        w.round(3, np.array([0]), np.array([3]), np.array([0.2e-6]), np.array([2e9]),
+                kind="retest")  # fmt: skip
+        w.end()
+    m = read_matrix_file(path, metrics=["p2p.bandwidth"], latency_below=0.8e-6)
+    assert m.below.tolist() == [link_index(n, 0, 1)]  # the retest's 0.2 µs is a retest's
+    none = read_matrix_file(path, metrics=[], latency_below=0.8e-6)
+    assert none.values == {} and none.below.tolist() == [link_index(n, 0, 1)]
+    assert none.retests["a"].tolist() == [0] and none.failed.tolist() == [[2, 3]]

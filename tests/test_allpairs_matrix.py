@@ -351,3 +351,18 @@ def test_a_ten_thousand_node_matrix_is_analysed_in_seconds() -> None:
     print(f"10,000 nodes: {cpu:.1f} s CPU, {grown:.0f} MiB beyond the matrix")
     assert cpu < 20, f"{cpu:.1f} s of CPU"
     assert grown < 150, f"{grown:.0f} MiB beyond the matrix"  # no copy of the links
+
+
+def test_the_probes_node_medians_are_the_reports() -> None:
+    """One node median: the probe's per-node samples (``node_stats``) and the report's node
+    medians (``row_pass``, with switch groups too) give the same figures, links missing."""
+    from assay.parsers.allpairs_file import node_stats
+
+    n = 37
+    lm = _bw(n, lost_nodes=[4], seed=8)
+    lm.values[np.random.default_rng(1).random(lm.values.size) < 0.1] = np.nan
+    probe = node_stats(lm.values, n)
+    for groups in (None, even_groups(n, 5)):
+        rows = row_pass(lm.values, n, groups)
+        assert np.array_equal(rows.medians, probe.median, equal_nan=True)
+        assert np.array_equal(rows.counts, probe.count)

@@ -105,17 +105,16 @@ def row_medians(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     from :func:`rows_of`) left out, an even count the mean of the middle two (jsonl.h's and
     numpy's convention) — and how many there were; NaN where none. One np.partition of the
     whole block at the ranks the rows' counts need (a handful: rows differ only where links
-    were not measured), never a Python step per row. This is a node's median link wherever
-    one is computed: the probe's per-node samples and the report's node medians agree."""
-    finite = ~np.isnan(block)
-    counts = finite.sum(axis=1)
-    filled = np.where(finite, block, np.inf)
+    were not measured; NaN sorts last, as in np.sort), never a Python step per row. This is a
+    node's median link wherever one is computed: the probe's per-node samples and the report's
+    node medians agree."""
+    counts = block.shape[1] - np.count_nonzero(np.isnan(block), axis=1)
     low, high = np.maximum((counts - 1) // 2, 0), counts // 2
     width = block.shape[1]
     ranks = np.unique(np.minimum(np.concatenate([low, high]), max(width - 1, 0)))
     if width == 0:
         return np.full(block.shape[0], np.nan), counts
-    part = np.partition(filled, ranks, axis=1)
+    part = np.partition(block, ranks, axis=1)  # NaN sorts last, past every count's ranks
     lo = np.take_along_axis(part, np.minimum(low, width - 1)[:, None], 1)[:, 0]
     hi = np.take_along_axis(part, np.minimum(high, width - 1)[:, None], 1)[:, 0]
     mid = 0.5 * (lo.astype(np.float64) + hi.astype(np.float64))

@@ -71,7 +71,9 @@ def _distinct(hosts: list[str]) -> list[str]:
     return [f"{h}#{i}" for i, h in enumerate(hosts)]
 
 
-def _read(run_dir: Path, job: MatrixJob, metric: str) -> MatrixFile:
+def _read(run_dir: Path, job: MatrixJob, metric: str | None) -> MatrixFile:
+    """A job's file: ``metric``'s matrix and the links below the network floor; None: its
+    retest records only (a retest job's file holds no sweep: no 200 MB array of NaN)."""
     path = run_dir / job.rel
     if not path.is_file():
         raise StoreError(
@@ -79,6 +81,8 @@ def _read(run_dir: Path, job: MatrixJob, metric: str) -> MatrixFile:
             hint="was the run directory copied without its jobs/ folder?",
         )
     try:
+        if metric is None:
+            return read_matrix_file(path, metrics=[])
         return read_matrix_file(path, metrics=[metric], latency_below=NETWORK_FLOOR_S)
     except ProbeError as exc:
         raise StoreError(str(exc)) from None
@@ -161,7 +165,7 @@ def _sweep(run_dir: Path, s: Sweep, metric: str, mpi: str, retests: _Retests) ->
         retests.add(r, metric, n, to)
         del r
     for job in s.retests:
-        t = _read(run_dir, job, metric)
+        t = _read(run_dir, job, None)
         retests.add(t, metric, n, _onto(f, t, job))
         notes += [t.note] if t.note else []
     lm = LinkMatrix(f.hosts, metric, "lower" if metric == "p2p.latency" else "higher",

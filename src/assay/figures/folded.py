@@ -17,9 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
-from assay.analysis.outliers import outlier_rule
 from assay.analysis.stats import Folded, Folder, fold_samples
-from assay.config import load_config
 from assay.errors import AssayError
 from assay.store import LoadedRun
 from assay.store.cache import (
@@ -78,7 +76,10 @@ def _cache_matrices(run_dir: Path, folded: Folded) -> None:
     """The all-pairs matrices analysed with the rule the report will use (the config's
     ``[outliers]``), one at a time in this process: the run's end may have threads (no fork),
     and one 10,000-node matrix at a time holds a few hundred MB."""
-    from assay.figures.allpairs import file_matrices  # the numpy analysis: only when needed
+    # the matrices' analysis and the config: only for a run that has matrices
+    from assay.analysis.outliers import outlier_rule
+    from assay.config import load_config
+    from assay.figures.allpairs import file_matrices
 
     try:
         rule = outlier_rule(load_config())
