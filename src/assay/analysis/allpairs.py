@@ -5,11 +5,12 @@ message size measured (OSU's 0 or 1 byte; what a small MPI message costs), and p
 at the largest size (what a link carries when it is full). Samples of one pair measured with
 several MPIs are kept apart (one matrix per MPI).
 
-A matrix comes either from the all-pairs probe's file (``allpairs.bin``, one per MPI and
-sweep, read into a ``LinkMatrix``) or, for runs made before it, from per-pair samples
-(:func:`matrices`); both are analysed by :func:`analyse`, on the condensed array of
-``assay.analysis.linkmatrix`` — 10,000 nodes are 5·10⁷ links and nothing here is a Python
-object per link.
+A matrix comes either from the all-pairs probe's files (``allpairs.bin``: a sweep and the jobs
+that continue it, ``assay.figures.allpairs``) or, for runs made before it, from per-pair
+samples (``assay.analysis.perpair``); both are analysed by :func:`analyse`, on the condensed
+array of ``assay.analysis.linkmatrix`` — 10,000 nodes are 5·10⁷ links and nothing here is a
+Python object per link. Links measured through shared memory are not links
+(``assay.analysis.shared_memory``): left out of every figure, and said.
 
 Outliers: robust z-score (``assay.analysis.outliers``) over every link, and over every node's
 median link, on the bad side only (low bandwidth, high latency), and at least
@@ -23,15 +24,13 @@ uplink (``assay.analysis.topology``).
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from assay.analysis.confirm import Confirmation, confirm_links, confirm_nodes, sweep_retests
 from assay.analysis.heat import HEAT_BLOCKS, Heat, heat_of
-from assay.analysis.linkmatrix import LinkMatrix, Retests, Spread, from_pairs
+from assay.analysis.linkmatrix import LinkMatrix
 from assay.analysis.matrixstats import (
     Distribution,
     Rows,
@@ -52,10 +51,8 @@ from assay.analysis.outliers import (
     z_scores,
 )
 from assay.analysis.shared_memory import shared_links
-from assay.analysis.stats import Figure
 from assay.analysis.topology import Placement, Switches, by_switch, place
-from assay.condensed import link_index, link_nodes, node_links
-from assay.model import Sample
+from assay.condensed import link_nodes, node_links
 from assay.system.topology import Topology
 
 METRICS = ("p2p.latency", "p2p.bandwidth")
@@ -302,94 +299,3 @@ def analyse(
             better,
         )
     return pm
-
-
-# ---- runs made before the all-pairs probe: one sample (or figure) per pair ----
-
-
-def _pair(sample: Sample) -> tuple[str, str] | None:
-    hosts = sample.params.get("hosts")
-    if not isinstance(hosts, list) or len(hosts) != 2 or hosts[0] == hosts[1]:
-        return None
-    a, b = sorted(str(h) for h in hosts)
-    return a, b
-
-
-def _concurrent(group: list[Figure]) -> int:
-    """Most pairs measured at once: recorded per sample (``concurrent_pairs``); runs stored
-    before it was recorded measured a whole round at once, so their rounds' sizes tell."""
-    params = [f.sample.params for f in group]
-    recorded = [int(p["concurrent_pairs"]) for p in params if "concurrent_pairs" in p]
-    if recorded:
-        return max(recorded)
-    per_round: dict[object, set[tuple[str, str]]] = defaultdict(set)
-    for f in group:
-        pair = _pair(f.sample)
-        if pair:
-            per_round[f.sample.params.get("round")].add(pair)
-    return max((len(p) for p in per_round.values()), default=1)
-
-
-def link_matrices(figures: list[Figure]) -> list[LinkMatrix]:
-    """One LinkMatrix per (metric, MPI) from the per-pair figures of an all-pairs run made
-    before the probe, folded per pair (``Folded.by_host``: each figure holds the values of one
-    pair's repetitions). Hosts in sorted order, float64 values."""
-    chosen = [
-        f
-        for f in figures
-        if f.sample.params.get("placement") == "all-pairs"
-        and f.sample.metric in METRICS
-        and "size" in f.sample.params
-        and "matrix" not in f.sample.params
-    ]
-    by_key: dict[tuple[str, str], list[Figure]] = defaultdict(list)
-    for f in chosen:
-        p = f.sample.params
-        by_key[(f.sample.metric, str(p.get("mpi_label") or p.get("mpi") or "MPI"))].append(f)
-    out = []
-    for (metric, mpi), group in sorted(by_key.items()):
-        sizes = {int(f.sample.params["size"]) for f in group}
-        size = min(sizes) if metric == "p2p.latency" else max(sizes)
-        per_pair: dict[tuple[str, str], list[float]] = defaultdict(list)
-        for f in group:
-            pair = _pair(f.sample)
-            if pair and int(f.sample.params["size"]) == size:
-                per_pair[pair].extend(f.values or (f.sample.value,))
-        # Repetitions of a pair: their median, as the report folds repetitions.
-        links = {p: statistics.median(v) for p, v in per_pair.items()}
-        if not links:
-            continue
-        hosts = sorted({h for p in links for h in p})
-        spreads = {p: max(v) / min(v) for p, v in per_pair.items() if len(v) > 1 and min(v) > 0}
-        spread = None
-        if spreads:
-            (wa, wb), ratio = max(spreads.items(), key=lambda kv: kv[1])
-            k = link_index(len(hosts), hosts.index(wa), hosts.index(wb))
-            spread = Spread(int(k), ratio, statistics.median(spreads.values()))
-        out.append(
-            LinkMatrix(
-                hosts,
-                metric,
-                group[0].sample.better,
-                size,
-                mpi,
-                from_pairs(hosts, links),
-                (min(len(v) for v in per_pair.values()), max(len(v) for v in per_pair.values())),
-                spread,
-                _concurrent(group),
-                Retests.none(),
-            )
-        )
-    # a pair whose latency was shared memory carried its bandwidth through it too
-    latency = {lm.mpi: lm for lm in out if lm.metric == "p2p.latency"}
-    for lm in out:
-        lat = latency.get(lm.mpi)
-        if lm.metric == "p2p.bandwidth" and lat is not None and lat.hosts == lm.hosts:
-            lm.shared = shared_links(lat.values)
-    return out
-
-
-def matrices(figures: list[Figure], rule: OutlierRule | None = None) -> list[PairMatrix]:
-    """One analysed matrix per (metric, MPI) from the per-pair figures of an all-pairs run
-    made before the probe (:func:`link_matrices`, then :func:`analyse`)."""
-    return [analyse(lm, rule) for lm in link_matrices(figures)]

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from assay.analysis.allpairs import PairMatrix, matrices
+from assay.analysis.allpairs import PairMatrix
 from assay.analysis.derive import Derived, derive, p2p_method
 from assay.analysis.outliers import OutlierRule
+from assay.analysis.perpair import matrices
 from assay.analysis.shared_memory import not_links
 from assay.analysis.stats import Figure, Folded, fold_samples
 from assay.model import JobResult, Sample
