@@ -2,12 +2,19 @@
 
 A synthetic run directory as the all-pairs probe leaves it: one ``allpairs.bin`` (the probe's
 format: 9,999 sweep rounds of 5,000 pairs, latency and bandwidth per pair, written here by the
-stand-in writer ``assay.store.allpairs_file.write_allpairs``), one sample per node naming it
-(``matrix``, ``node``), and a Slurm tree (``slurm/topology.txt``, 40 nodes a leaf switch, as
-``scontrol show topology`` prints it). Planted: one slow link, one slow node, one leaf switch
-whose uplink is slow. Then ``assay report -f md`` and ``-f html``, each first (reading and
-analysing the file, writing ``allpairs.cache.json``) and again (from that cache), each timed
-with its CPU time and peak resident memory (``wait4``), and what it named.
+format's one writer, ``assay.parsers.allpairs_file.write_sweep``), one sample per node and
+metric naming it (``matrix``, ``node``, ``kind``), and a Slurm tree (``slurm/topology.txt``, 40
+nodes a leaf switch, as ``scontrol show topology`` prints it). Planted: one slow link, one slow
+node, one leaf switch whose uplink is slow. Then, each timed with its CPU time and peak
+resident memory (``wait4``):
+
+- the run's end (``assay.figures.folded.cache_figures``, what ``assay run`` calls last): the
+  samples folded and the matrices analysed into their caches, one matrix at a time;
+- ``assay report -f md`` and ``-f html`` right after it (from the caches: what a user gets);
+- the same with ``allpairs.cache.json`` removed first (reading and analysing the file in the
+  report, two matrices at once), for comparison;
+
+and what the report named.
 
     python bench/allpairs_report.py [--nodes 10000] [--keep]
 """
@@ -28,9 +35,8 @@ from _common import ROOT, scratch_home
 
 sys.path.insert(0, str(ROOT / "tests"))  # the synthetic matrices of the tests
 
-from assay.condensed import link_index
-from assay.store.allpairs_file import write_allpairs
-from matrixgen import circle_rounds, hosts_of, synthetic
+from assay.parsers.allpairs_file import write_sweep
+from matrixgen import BASE, hosts_of, synthetic
 
 PER_SWITCH = 40
 
@@ -65,34 +71,21 @@ def write_run(home: Path, n: int) -> Path:
     lat = synthetic(n, "p2p.latency", seed=1, **faults)
     bw = synthetic(n, "p2p.bandwidth", seed=2, **faults)
 
-    def rounds():
-        for a, b in circle_rounds(n):
-            k = link_index(n, a, b)
-            yield 0, a, b, lat.values[k], bw.values[k]
-
-    write_allpairs(job / "allpairs.bin", hosts, rounds())
+    write_sweep(job / "allpairs.bin", hosts, lat.values, bw.values, bw_size=1 << 20)
+    del lat, bw
     with open(run / "samples.jsonl", "w") as f:
-        for h in hosts:
-            f.write(
-                json.dumps(
-                    {
-                        "run_id": run.name,
-                        "job_id": job.name,
-                        "probe": "allpairs",
-                        "metric": "p2p.bandwidth",
-                        "value": 1e10,
-                        "unit": "B/s",
-                        "better": "higher",
-                        "params": {
-                            "matrix": f"jobs/{job.name}/allpairs.bin",
-                            "node": h,
-                            "mpi": "openmpi",
-                            "placement": "all-pairs",
-                        },
-                    }
-                )
-                + "\n"
-            )
+        for metric, unit, better, size in (
+            ("p2p.latency", "s", "lower", 8),
+            ("p2p.bandwidth", "B/s", "higher", 1 << 20),
+        ):
+            for rank, h in enumerate(hosts):
+                params = {"matrix": f"jobs/{job.name}/allpairs.bin", "summary": "node",
+                          "node": h, "rank": rank, "hosts": [h], "kind": "sweep", "size": size,
+                          "mpi": "openmpi", "placement": "all-pairs"}  # fmt: skip
+                record = {"run_id": run.name, "job_id": job.name, "probe": "allpairs",
+                          "metric": metric, "value": BASE[metric], "unit": unit, "better": better,
+                          "params": params}  # fmt: skip
+                f.write(json.dumps(record) + "\n")
     (run / "jobs.jsonl").write_text(
         json.dumps(
             {
@@ -101,7 +94,7 @@ def write_run(home: Path, n: int) -> Path:
                 "exit_code": 0,
                 "wall_time": 1.0,
                 "argv": [],
-                "n_samples": n,
+                "n_samples": 2 * n,
             }
         )
         + "\n"
@@ -156,7 +149,15 @@ def main() -> None:
     cli = [sys.executable, "-m", "assay", "report"]
     cache = run / "allpairs.cache.json"
     print(f"load average before: {os.getloadavg()[0]:.1f} (2-vCPU VM shared with other work)")
-    for fmt, when in (("md", "first"), ("md", "cached"), ("html", "first"), ("html", "cached")):
+    end = [sys.executable, "-c", "import sys; from pathlib import Path; from assay.figures."
+           "folded import cache_figures; cache_figures(Path(sys.argv[1]))", str(run)]  # fmt: skip
+    secs, mib, cpu = timed_rss(end, env, home / "stdout")
+    if not cache.exists():
+        raise SystemExit("the run's end left no allpairs.cache.json")
+    print(
+        f"the run's end (cache_figures): {secs:6.1f} s wall, {cpu:5.1f} s CPU, peak {mib:,.0f} MiB"
+    )
+    for fmt, when in (("md", "cached"), ("html", "cached"), ("md", "first"), ("html", "first")):
         if when == "first" and cache.exists():
             cache.unlink()
         out = home / f"report.{fmt}"

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from assay.parsers.allpairs_file import n_links, node_stats, read_matrix_file, write_sweep
+from assay.condensed import n_links
+from assay.parsers.allpairs_file import node_stats, read_matrix_file, write_sweep
 
 NATIVE = Path(__file__).resolve().parent.parent / "src" / "assay" / "native"
 
@@ -83,7 +84,7 @@ def file(args: argparse.Namespace) -> None:
         m = read_matrix_file(path)
         t_read, c_read = time.perf_counter() - t0, time.process_time() - c0
         t0, c0 = time.perf_counter(), time.process_time()
-        node_stats(m.latency.values, n)
+        node_stats(m.latency, n)
         times.append((t_read, time.perf_counter() - t0))
         cpu.append((c_read, time.process_time() - c0))
         assert m.complete and len(m.rounds) == n - 1 + n % 2

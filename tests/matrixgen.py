@@ -2,15 +2,19 @@
 log-normal around a base (a fabric whose links repeat within ``sigma``), then planted faults —
 slow links, slow nodes (every link), slow switch uplinks (every link from a group of nodes to
 the rest), lost nodes (NaN). Generated a chunk at a time in float32: 10,000 nodes (5·10⁷ links)
-in a few seconds and 200 MB."""
+in a few seconds and 200 MB. Files are written by the format's one writer
+(``assay.parsers.allpairs_file``: ``write_sweep``, ``MatrixWriter``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 
-from assay.analysis.linkmatrix import LinkMatrix, Retests, link_index, n_links, node_links
+from assay.analysis.linkmatrix import LinkMatrix, Retests
+from assay.condensed import link_index, n_links, node_links
+from assay.parsers.allpairs_file import MatrixWriter, tournament_round
 
 BASE = {"p2p.bandwidth": 10e9, "p2p.latency": 2e-6}  # B/s, s
 CHUNK = 1 << 22
@@ -64,24 +68,33 @@ def synthetic(
                       retests=retests or Retests.none())  # fmt: skip
 
 
-def circle_rounds(n: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """The round-robin tournament (circle method) as arrays: each round's pairs (a < b),
-    vectorised, so 10,000 nodes' 9,999 rounds cost no Python tuple per pair."""
-    m = n + (n % 2)
-    others = np.arange(1, m)
-    for r in range(m - 1):
-        ring = np.concatenate([[0], np.roll(others, r)])
-        a, b = ring[: m // 2], ring[::-1][: m // 2]
-        keep = (a < n) & (b < n)
-        a, b = a[keep], b[keep]
-        yield np.minimum(a, b), np.maximum(a, b)
+# a round as the probe writes it: kind (sweep, retest, resume), pairs (a < b), their figures
+Round = tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def sweep_rounds(
-    lat: LinkMatrix, bw: LinkMatrix
-) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """The two matrices as the probe's sweep rounds (kind 0) for ``write_allpairs``."""
+    lat: LinkMatrix, bw: LinkMatrix, keep: Sequence[int] | None = None
+) -> Iterable[Round]:
+    """The two matrices as the probe's sweep rounds, in the tournament's order; ``keep``: only
+    the pairs between these nodes (a sweep that lost the others)."""
     n = lat.n
-    for a, b in circle_rounds(n):
+    for r in range(n - 1 + n % 2):
+        a, b = tournament_round(n, r)
+        if keep is not None:
+            inside = np.isin(a, keep) & np.isin(b, keep)
+            a, b = a[inside], b[inside]
         k = link_index(n, a, b)
-        yield 0, a, b, lat.values[k], bw.values[k]
+        yield "sweep", a, b, lat.values[k], bw.values[k]
+
+
+def write_rounds(
+    path: Path, hosts: list[str], rounds: Iterable[Round], end: bool = True, flags: int = 0
+) -> None:
+    """A file in the probe's format, round by round (numbered from 1); ``end=False`` leaves
+    the end block off, as a job that died does."""
+    with open(path, "wb") as f:
+        w = MatrixWriter(f, hosts, bw_size=1 << 20)
+        for number, (kind, a, b, lat, bw) in enumerate(rounds, start=1):
+            w.round(number, a, b, lat, bw, kind=kind, lat_iterations=10, bw_iterations=10)
+        if end:
+            w.end(flags)

@@ -13,15 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from assay.condensed import link_index, n_links, node_links
 from assay.errors import ProbeError
 from assay.parsers import allpairs_file
 from assay.parsers.allpairs_file import (
     END_MARK,
     MAGIC,
     MatrixWriter,
-    link_index,
-    n_links,
-    node_links,
     read_matrix_file,
     tournament_round,
     write_sweep,
@@ -61,7 +59,7 @@ def test_link_index_is_squareform_order_and_node_links_a_row():
     values = np.arange(n_links(n), dtype=np.float32)
     for i in range(n):
         row = np.delete(square[i], i)
-        assert node_links(values, n, i).tolist() == row.tolist()
+        assert values[node_links(n, i)].tolist() == row.tolist()
 
 
 @pytest.mark.parametrize("n", [5, 10])
@@ -69,18 +67,22 @@ def test_sweep_round_trip(tmp_path: Path, n: int):
     lat, bw = random_matrices(n)
     path = tmp_path / "allpairs.bin"
     write_sweep(path, hosts_of(n), lat, bw, lat_size=8, bw_size=65536, window=32)
-    m = read_matrix_file(path, mpi="openmpi", mpi_label="OpenMPI 4.1.4")
+    m = read_matrix_file(path)
     assert m.complete and not m.timed_out and m.note == ""
     assert m.hosts == hosts_of(n)
     assert (m.lat_size, m.bw_size, m.window) == (8, 65536, 32)
     assert m.pair_budget_s == pytest.approx(0.1)
     assert [r.number for r in m.rounds] == list(range(1, n - 1 + n % 2 + 1))
     assert m.pairs == n_links(n)
-    assert np.array_equal(m.latency.values, lat) and np.array_equal(m.bandwidth.values, bw)
-    assert m.latency.values.dtype == np.float32
-    assert (m.latency.metric, m.latency.size, m.bandwidth.size) == ("p2p.latency", 8, 65536)
-    assert m.latency.mpi == "openmpi" and m.bandwidth.mpi_label == "OpenMPI 4.1.4"
-    assert m.latency.value(3, 1) == pytest.approx(float(lat[link_index(n, 1, 3)]))
+    assert np.array_equal(m.latency, lat) and np.array_equal(m.bandwidth, bw)
+    assert m.latency.dtype == np.float32
+    assert (m.size("p2p.latency"), m.size("p2p.bandwidth")) == (8, 65536)
+    assert m.concurrent == n // 2
+    # one metric read: the other is not there (half the memory), and says so when asked for
+    one = read_matrix_file(path, metrics=["p2p.bandwidth"])
+    assert np.array_equal(one.bandwidth, bw) and list(one.values) == ["p2p.bandwidth"]
+    with pytest.raises(KeyError, match=r"p2p\.latency was not read"):
+        one.latency  # noqa: B018
 
 
 def test_every_cut_keeps_the_whole_rounds_and_says_so(tmp_path: Path):
@@ -102,9 +104,9 @@ def test_every_cut_keeps_the_whole_rounds_and_says_so(tmp_path: Path):
         assert not m.complete
         assert "cut short" in m.note
         assert (f"to round {whole_rounds}" if whole_rounds else "no round") in m.note
-        measured = ~np.isnan(m.latency.values)
+        measured = ~np.isnan(m.latency)
         assert measured.sum() == 2 * whole_rounds
-        assert np.array_equal(m.latency.values[measured], full.latency.values[measured])
+        assert np.array_equal(m.latency[measured], full.latency[measured])
 
 
 def test_header_cut_or_foreign_file_is_a_clear_error(tmp_path: Path):
@@ -171,11 +173,12 @@ def test_retests_stay_apart_and_failed_pairs_and_flags_are_read(tmp_path: Path):
     assert (m.rounds[0].lat_iterations, m.rounds[0].bw_iterations) == (100, 7)
     assert m.failed.tolist() == [[1, 3]]
     # the retest does not overwrite the sweep's figure of 0-3 (round 1)
-    assert m.latency.value(0, 3) == pytest.approx(float(lat[link_index(n, 0, 3)]))
+    assert m.latency[link_index(n, 0, 3)] == pytest.approx(float(lat[link_index(n, 0, 3)]))
     assert m.retests["round"].tolist() == [3]
     assert m.retests["latency"][0] == pytest.approx(9e-6)
-    assert np.isnan(m.latency.value(1, 3)) and m.latency.value(0, 2) == pytest.approx(2e-6)
-    assert int(np.isnan(m.latency.values).sum()) == 3  # 1-3 failed, 0-1 and 2-3 not reached
+    assert np.isnan(m.latency[link_index(n, 1, 3)])
+    assert m.latency[link_index(n, 0, 2)] == pytest.approx(2e-6)
+    assert int(np.isnan(m.latency).sum()) == 3  # 1-3 failed, 0-1 and 2-3 not reached
 
 
 def test_bytes_after_the_end_block_are_said(tmp_path: Path):
@@ -198,7 +201,7 @@ def test_a_thousand_nodes_read_back(tmp_path: Path):
     assert path.stat().st_size > 12 * n_links(n)
     m = read_matrix_file(path)
     assert m.complete and len(m.rounds) == n - 1
-    assert np.array_equal(m.latency.values, lat) and np.array_equal(m.bandwidth.values, bw)
+    assert np.array_equal(m.latency, lat) and np.array_equal(m.bandwidth, bw)
 
 
 @pytest.mark.parametrize("n", [2, 3, 8, 51])
@@ -212,7 +215,7 @@ def test_node_stats_are_each_nodes_links(n: int, monkeypatch: pytest.MonkeyPatch
     values[link_index(n, 0, np.arange(1, n))] = np.nan  # node 0 measured nothing
     st = allpairs_file.node_stats(values, n)
     for i in range(n):
-        x = node_links(values, n, i).astype(np.float64)
+        x = values[node_links(n, i)].astype(np.float64)
         x = x[np.isfinite(x)]
         assert st.count[i] == len(x)
         if not len(x):
@@ -222,3 +225,25 @@ def test_node_stats_are_each_nodes_links(n: int, monkeypatch: pytest.MonkeyPatch
         assert st.mean[i] == pytest.approx(x.mean())
         assert (st.min[i], st.max[i]) == (x.min(), x.max())
         assert st.stddev[i] == pytest.approx(x.std(ddof=1) if len(x) > 1 else 0.0)
+
+
+def test_links_below_a_latency_are_found_whatever_metrics_are_read(tmp_path: Path):
+    """``latency_below``: the links a sweep or resume record measured below it (the report's
+    shared-memory floor), found in the records even when no matrix is built (``metrics=[]``:
+    a retest job's file, its retest records only)."""
+    n = 4
+    path = tmp_path / "allpairs.bin"
+    with open(path, "wb") as f:
+        w = MatrixWriter(f, hosts_of(n))
+        w.round(1, np.array([0, 1]), np.array([1, 2]), np.array([0.3e-6, 14e-6]),
+                np.array([1.7e9, 1e8]))  # fmt: skip
+        w.round(2, np.array([2]), np.array([3]), np.array([np.nan]), np.array([np.nan]),
+                kind="resume")  # fmt: skip
+        w.round(3, np.array([0]), np.array([3]), np.array([0.2e-6]), np.array([2e9]),
+                kind="retest")  # fmt: skip
+        w.end()
+    m = read_matrix_file(path, metrics=["p2p.bandwidth"], latency_below=0.8e-6)
+    assert m.below.tolist() == [link_index(n, 0, 1)]  # the retest's 0.2 µs is a retest's
+    none = read_matrix_file(path, metrics=[], latency_below=0.8e-6)
+    assert none.values == {} and none.below.tolist() == [link_index(n, 0, 1)]
+    assert none.retests["a"].tolist() == [0] and none.failed.tolist() == [[2, 3]]

@@ -17,16 +17,7 @@ import pytest
 
 from assay.analysis.allpairs import FULL, analyse
 from assay.analysis.confirm import Confirmation, confirm_links, confirm_nodes, sweep_retests
-from assay.analysis.linkmatrix import (
-    LinkMatrix,
-    Retests,
-    fold_sweeps,
-    link_index,
-    link_nodes,
-    n_links,
-    n_nodes,
-    node_links,
-)
+from assay.analysis.linkmatrix import LinkMatrix, Retests, fold_sweeps
 from assay.analysis.matrixstats import (
     distribution,
     even_groups,
@@ -46,6 +37,7 @@ from assay.analysis.outliers import (
     z_scores,
 )
 from assay.analysis.stats import nearest_rank
+from assay.condensed import link_index, link_nodes, n_links, n_nodes, node_links
 from assay.report.allpairs import allpairs_tables
 from matrixgen import hosts_of, synthetic
 
@@ -359,3 +351,18 @@ def test_a_ten_thousand_node_matrix_is_analysed_in_seconds() -> None:
     print(f"10,000 nodes: {cpu:.1f} s CPU, {grown:.0f} MiB beyond the matrix")
     assert cpu < 20, f"{cpu:.1f} s of CPU"
     assert grown < 150, f"{grown:.0f} MiB beyond the matrix"  # no copy of the links
+
+
+def test_the_probes_node_medians_are_the_reports() -> None:
+    """One node median: the probe's per-node samples (``node_stats``) and the report's node
+    medians (``row_pass``, with switch groups too) give the same figures, links missing."""
+    from assay.parsers.allpairs_file import node_stats
+
+    n = 37
+    lm = _bw(n, lost_nodes=[4], seed=8)
+    lm.values[np.random.default_rng(1).random(lm.values.size) < 0.1] = np.nan
+    probe = node_stats(lm.values, n)
+    for groups in (None, even_groups(n, 5)):
+        rows = row_pass(lm.values, n, groups)
+        assert np.array_equal(rows.medians, probe.median, equal_nan=True)
+        assert np.array_equal(rows.counts, probe.count)

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.allpairs import matrices
 from assay.analysis.outliers import (
     LINK_MIN_FACTOR,
     OutlierRule,
@@ -26,6 +25,7 @@ from assay.analysis.outliers import (
     robust_z,
     worse_factor,
 )
+from assay.analysis.perpair import matrices
 from assay.analysis.stats import fold_samples
 from assay.errors import ConfigError, LaunchError, SuiteError
 from assay.launch.slurm.launcher import SlurmLauncher

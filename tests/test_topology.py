@@ -186,7 +186,7 @@ def test_a_slow_pair_of_switches_no_uplink_explains() -> None:
     topo = _tree(n, per)
     lm = synthetic(n, sigma=0.03)
     inside, other = np.arange(8, 16), np.arange(32, 40)  # s2 against s5 only
-    from assay.analysis.linkmatrix import link_index
+    from assay.condensed import link_index
 
     k = link_index(n, inside[:, None], other[None, :]).ravel()
     lm.values[k] /= 3

@@ -5,11 +5,12 @@ message size measured (OSU's 0 or 1 byte; what a small MPI message costs), and p
 at the largest size (what a link carries when it is full). Samples of one pair measured with
 several MPIs are kept apart (one matrix per MPI).
 
-A matrix comes either from the all-pairs probe's file (``allpairs.bin``, one per MPI and
-sweep, read into a ``LinkMatrix``) or, for runs made before it, from per-pair samples
-(:func:`matrices`); both are analysed by :func:`analyse`, on the condensed array of
-``assay.analysis.linkmatrix`` — 10,000 nodes are 5·10⁷ links and nothing here is a Python
-object per link.
+A matrix comes either from the all-pairs probe's files (``allpairs.bin``: a sweep and the jobs
+that continue it, ``assay.figures.allpairs``) or, for runs made before it, from per-pair
+samples (``assay.analysis.perpair``); both are analysed by :func:`analyse`, on the condensed
+array of ``assay.analysis.linkmatrix`` — 10,000 nodes are 5·10⁷ links and nothing here is a
+Python object per link. Links measured through shared memory are not links
+(``assay.analysis.shared_memory``): left out of every figure, and said.
 
 Outliers: robust z-score (``assay.analysis.outliers``) over every link, and over every node's
 median link, on the bad side only (low bandwidth, high latency), and at least
@@ -23,23 +24,13 @@ uplink (``assay.analysis.topology``).
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from assay.analysis.confirm import Confirmation, confirm_links, confirm_nodes, sweep_retests
 from assay.analysis.heat import HEAT_BLOCKS, Heat, heat_of
-from assay.analysis.linkmatrix import (
-    LinkMatrix,
-    Retests,
-    Spread,
-    from_pairs,
-    link_index,
-    link_nodes,
-    node_links,
-)
+from assay.analysis.linkmatrix import LinkMatrix
 from assay.analysis.matrixstats import (
     Distribution,
     Rows,
@@ -59,14 +50,24 @@ from assay.analysis.outliers import (
     worse_factor,
     z_scores,
 )
-from assay.analysis.stats import Figure
+from assay.analysis.shared_memory import shared_links
 from assay.analysis.topology import Placement, Switches, by_switch, place
-from assay.model import Sample
+from assay.condensed import link_nodes, node_links
 from assay.system.topology import Topology
 
 METRICS = ("p2p.latency", "p2p.bandwidth")
 FULL = 64  # up to this many nodes the report prints the whole matrix
 TOP = 20  # links and nodes listed worst first beyond that (with a count of the rest)
+
+
+@dataclass
+class LostNode:
+    """A node the sweep lost, and the pairs it was never measured in."""
+
+    host: str
+    never: int  # of its links, how many were never measured
+    partners: list[str]  # the first few of the nodes it was never measured with
+    resumed_in: str  # the job that measured the pairs left without it
 
 
 @dataclass
@@ -106,6 +107,10 @@ class PairMatrix:
     node_links: int = 0  # flagged links of a named node, named as the node (beyond FULL)
     notes: list[str] = field(default_factory=list)
     values: np.ndarray | None = None  # condensed; kept up to FULL nodes
+    shared: int = 0  # links measured through shared memory: not link figures, not in `links`
+    shared_pairs: list[tuple[str, str]] = field(default_factory=list)  # all up to FULL, else TOP
+    lost: list[LostNode] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # the probe's files it was read from
 
     def value(self, a: str, b: str) -> float | None:
         if self.values is None or a == b:
@@ -125,15 +130,45 @@ def _outlier(
     return Outlier(key, value, z, c.median, rule.threshold, factor)  # type: ignore[arg-type]
 
 
-def _row_pass(lm: LinkMatrix, topology: Topology | None) -> tuple[Rows, Placement | None, list]:
+def _row_pass(
+    values: np.ndarray, lm: LinkMatrix, topology: Topology | None
+) -> tuple[Rows, Placement | None, list]:
     """The matrix's one pass over its rows: node medians and, grouped by leaf switch (a
     topology) or in consecutive blocks (beyond FULL nodes), the block medians."""
     if topology is not None:
         where = place(lm.hosts, topology)
         groups = where.groups()
-        return row_pass(lm.values, lm.n, groups), where, groups
+        return row_pass(values, lm.n, groups), where, groups
     groups = even_groups(lm.n, HEAT_BLOCKS) if lm.n > FULL else None
-    return row_pass(lm.values, lm.n, groups), None, groups or []
+    return row_pass(values, lm.n, groups), None, groups or []
+
+
+def _links_only(lm: LinkMatrix, top: int) -> tuple[np.ndarray, int, list[tuple[str, str]]]:
+    """The matrix's link figures: the links measured through shared memory (given, and for a
+    latency matrix those below the network floor) taken out (a copy, only when there are
+    any); how many there were, and their pairs (all up to FULL nodes, else the first ``top``)."""
+    shared = lm.shared
+    if lm.metric == "p2p.latency":
+        shared = np.union1d(shared, shared_links(lm.values))
+    if not shared.size:
+        return lm.values, 0, []
+    values = lm.values.copy()
+    count = int(np.count_nonzero(~np.isnan(values[shared])))
+    values[shared] = np.nan
+    pairs = shared if lm.n <= FULL else shared[:top]
+    return values, count, [lm.pair(k) for k in pairs.tolist()]
+
+
+def _lost(lm: LinkMatrix) -> list[LostNode]:
+    """Each node the sweep lost, with the links of it never measured (sweep and resume)."""
+    out = []
+    for lost in lm.lost:
+        k = node_links(lm.n, lost.node)
+        never = np.flatnonzero(np.isnan(lm.values[k]))
+        others = np.delete(np.arange(lm.n), lost.node)[never[:10]]
+        partners = [lm.hosts[i] for i in others.tolist()]
+        out.append(LostNode(lm.hosts[lost.node], int(never.size), partners, lost.resumed_in))
+    return out
 
 
 def analyse(
@@ -151,13 +186,14 @@ def analyse(
     a link of a named node. Named nodes the same, by their median link. ``sweeps``: the sweeps
     a ``--repeat`` matrix was folded from, which confirm when it has no retest rounds."""
     rule = rule or OutlierRule()
-    n, values, better = lm.n, lm.values, lm.better
+    n, better = lm.n, lm.better
+    values, n_shared, shared_pairs = _links_only(lm, top)
     factor = rule.link_factor
     m = measured(values)
     c = robust_centre(values, True, link_ranks(m, better, top))
     c, flagged, z = outliers_of(values, better, rule.threshold, min_factor=factor, c=c)  # type: ignore[arg-type]
     fi, fj = link_nodes(n, flagged)
-    rows, where, groups = _row_pass(lm, topology)
+    rows, where, groups = _row_pass(values, lm, topology)
     medians, counts = rows.medians, rows.counts
     nc, node_idx, node_z = outliers_of(medians, better, rule.threshold, min_factor=factor)  # type: ignore[arg-type]
     pm = PairMatrix(
@@ -167,7 +203,7 @@ def analyse(
         better,
         lm.hosts,
         m,
-        int(values.size - m),
+        int(values.size - m - n_shared),
         c,
         [],
         0,
@@ -179,6 +215,9 @@ def analyse(
         node_counts=counts,
         node_centre=nc,
         notes=list(lm.notes),
+        shared=n_shared,
+        shared_pairs=shared_pairs,
+        lost=_lost(lm),
     )
     if lm.spread is not None:
         pm.widest = (lm.pair(lm.spread.widest), lm.spread.widest_ratio)
@@ -260,88 +299,3 @@ def analyse(
             better,
         )
     return pm
-
-
-# ---- runs made before the all-pairs probe: one sample (or figure) per pair ----
-
-
-def _pair(sample: Sample) -> tuple[str, str] | None:
-    hosts = sample.params.get("hosts")
-    if not isinstance(hosts, list) or len(hosts) != 2 or hosts[0] == hosts[1]:
-        return None
-    a, b = sorted(str(h) for h in hosts)
-    return a, b
-
-
-def _concurrent(group: list[Figure]) -> int:
-    """Most pairs measured at once: recorded per sample (``concurrent_pairs``); runs stored
-    before it was recorded measured a whole round at once, so their rounds' sizes tell."""
-    params = [f.sample.params for f in group]
-    recorded = [int(p["concurrent_pairs"]) for p in params if "concurrent_pairs" in p]
-    if recorded:
-        return max(recorded)
-    per_round: dict[object, set[tuple[str, str]]] = defaultdict(set)
-    for f in group:
-        pair = _pair(f.sample)
-        if pair:
-            per_round[f.sample.params.get("round")].add(pair)
-    return max((len(p) for p in per_round.values()), default=1)
-
-
-def link_matrices(figures: list[Figure]) -> list[LinkMatrix]:
-    """One LinkMatrix per (metric, MPI) from the per-pair figures of an all-pairs run made
-    before the probe, folded per pair (``Folded.by_host``: each figure holds the values of one
-    pair's repetitions). Hosts in sorted order, float64 values."""
-    chosen = [
-        f
-        for f in figures
-        if f.sample.params.get("placement") == "all-pairs"
-        and f.sample.metric in METRICS
-        and "size" in f.sample.params
-        and "matrix" not in f.sample.params
-    ]
-    by_key: dict[tuple[str, str], list[Figure]] = defaultdict(list)
-    for f in chosen:
-        p = f.sample.params
-        by_key[(f.sample.metric, str(p.get("mpi_label") or p.get("mpi") or "MPI"))].append(f)
-    out = []
-    for (metric, mpi), group in sorted(by_key.items()):
-        sizes = {int(f.sample.params["size"]) for f in group}
-        size = min(sizes) if metric == "p2p.latency" else max(sizes)
-        per_pair: dict[tuple[str, str], list[float]] = defaultdict(list)
-        for f in group:
-            pair = _pair(f.sample)
-            if pair and int(f.sample.params["size"]) == size:
-                per_pair[pair].extend(f.values or (f.sample.value,))
-        # Repetitions of a pair: their median, as the report folds repetitions.
-        links = {p: statistics.median(v) for p, v in per_pair.items()}
-        if not links:
-            continue
-        hosts = sorted({h for p in links for h in p})
-        spreads = {p: max(v) / min(v) for p, v in per_pair.items() if len(v) > 1 and min(v) > 0}
-        spread = None
-        if spreads:
-            (wa, wb), ratio = max(spreads.items(), key=lambda kv: kv[1])
-            k = link_index(len(hosts), hosts.index(wa), hosts.index(wb))
-            spread = Spread(int(k), ratio, statistics.median(spreads.values()))
-        out.append(
-            LinkMatrix(
-                hosts,
-                metric,
-                group[0].sample.better,
-                size,
-                mpi,
-                from_pairs(hosts, links),
-                (min(len(v) for v in per_pair.values()), max(len(v) for v in per_pair.values())),
-                spread,
-                _concurrent(group),
-                Retests.none(),
-            )
-        )
-    return out
-
-
-def matrices(figures: list[Figure], rule: OutlierRule | None = None) -> list[PairMatrix]:
-    """One analysed matrix per (metric, MPI) from the per-pair figures of an all-pairs run
-    made before the probe (:func:`link_matrices`, then :func:`analyse`)."""
-    return [analyse(lm, rule) for lm in link_matrices(figures)]

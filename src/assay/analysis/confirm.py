@@ -31,8 +31,9 @@ from typing import Literal
 
 import numpy as np
 
-from assay.analysis.linkmatrix import Retests, link_nodes
+from assay.analysis.linkmatrix import Retests
 from assay.analysis.outliers import Centre, OutlierRule, flagged
+from assay.condensed import link_nodes
 
 Status = Literal["confirmed", "not reproduced", "not retested"]
 

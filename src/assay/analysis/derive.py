@@ -14,7 +14,10 @@ Probes store what they measured and the plan-time facts it is judged against (a 
   from the folded curve points. The fio driver only measures: it stores each point with the
   concurrency it is judged against, never a derived figure;
 - STREAM **per domain** (:func:`assay.analysis.domains.stream_domains`): each L3 domain's or
-  NUMA node's kernels and the slow domains, flagged against the median of their peers.
+  NUMA node's kernels and the slow domains, flagged against the median of their peers;
+- **shared memory, not a link** (:func:`assay.analysis.shared_memory.shared_memory_series`):
+  the two-node inter-node series whose latency is below what any network gives; they are left
+  out of the Hockney fits (and of the report's link tables and plots).
 
 Tables and plots read these; none computes a derived figure itself.
 
@@ -32,6 +35,7 @@ from assay.analysis.domains import StreamDomains, stream_domains
 from assay.analysis.hockney import HockneyFit, fit_hockney, fit_hockney_bandwidth
 from assay.analysis.robust import InsufficientDataError
 from assay.analysis.series import by_series_and_size
+from assay.analysis.shared_memory import SharedMemory, not_links, shared_memory_series
 from assay.analysis.stats import Figure
 from assay.analysis.storage_points import (
     CurveKey,
@@ -227,6 +231,8 @@ class Derived:
     storage_points: list[Point] = field(default_factory=list)  # each with .littles()
     knees: dict[CurveKey, CurveKnee] = field(default_factory=dict)  # per response-time curve
     domains: StreamDomains | None = None  # STREAM per L3 domain / NUMA node, slow ones flagged
+    # two-node series measured through shared memory, not a link (their figures: not_links)
+    shared_memory: list[SharedMemory] = field(default_factory=list)
     _sources: dict[int, Figure] = field(default_factory=dict, repr=False)
     kernels: dict[int, Kernel] = field(default_factory=dict)  # id(figure) → its BLAS kernels
     why: dict[int, Why] = field(default_factory=dict)  # id(figure) → why it is far below peak
@@ -306,8 +312,8 @@ def _why(
 
 def derive(figures: list[Figure], system: System | None = None) -> Derived:
     """Rpeak, Rpeak fractions, Hockney fits, fio points (with Little's law) and the knees of
-    their curves, and STREAM per domain, from one run's folded figures; with the run's
-    ``system``, the BLAS kernels and why figures are low."""
+    their curves, STREAM per domain, and the two-node series that are shared memory, from one
+    run's folded figures; with the run's ``system``, the BLAS kernels and why figures are low."""
     fractions, sources = {}, {}
     for f in figures:
         if f.sample.metric in RATE_METRICS:
@@ -316,9 +322,12 @@ def derive(figures: list[Figure], system: System | None = None) -> Derived:
     storage = storage_figures(figures)
     points = points_of(storage)
     kernels, why = _why(figures, fractions, system)
+    shared = shared_memory_series(figures)
+    off = not_links(figures, shared)
+    links = [f for f in figures if id(f) not in off] if off else figures
     return Derived(
-        _rpeaks(figures), fractions, _hockney(figures), points, curve_knees(points, storage),
-        stream_domains(figures), sources, kernels, why,
+        _rpeaks(figures), fractions, _hockney(links), points, curve_knees(points, storage),
+        stream_domains(figures), shared, sources, kernels, why,
     )  # fmt: skip
 
 

@@ -7,8 +7,10 @@ scipy's ``squareform`` order::
 
 NaN = not measured (a lost node, a pair never reached). 10,000 nodes are 5·10⁷ links, 200 MB
 of float32: never a dict per link, never an N×N array. Latency in seconds (half the round
-trip), bandwidth in bytes/s. The contract is docs/cluster.md's (the probe's ``allpairs.bin``
-reads into this).
+trip), bandwidth in bytes/s. The layout's arithmetic is ``assay.condensed``'s; a
+``LinkMatrix`` is what the analysis takes: one metric of one MPI's sweep, made from the probe's
+files (``assay.figures.allpairs``, through ``assay.parsers.allpairs_file``) or from the
+per-pair samples of runs made before the probe (``assay.analysis.allpairs.link_matrices``).
 """
 
 from __future__ import annotations
@@ -19,21 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from assay.condensed import link_index, link_nodes, n_links, n_nodes, node_links
-
-__all__ = [
-    "CHUNK",
-    "LinkMatrix",
-    "Retests",
-    "Spread",
-    "fold_sweeps",
-    "from_pairs",
-    "link_index",
-    "link_nodes",
-    "n_links",
-    "n_nodes",
-    "node_links",
-]
+from assay.condensed import link_index, link_nodes, n_links
 
 CHUNK = 1 << 20  # links folded at a time: bounded temporaries at any N
 
@@ -66,6 +54,15 @@ class Retests:
         return int(self.links.size)
 
 
+@dataclass(frozen=True)
+class Lost:
+    """A node the sweep lost (its rank died, or stopped answering): the pairs left were
+    measured without it by a resume job."""
+
+    node: int  # its index in the matrix
+    resumed_in: str  # the resume job's id
+
+
 @dataclass
 class LinkMatrix:
     """One all-pairs figure (a metric, at one message size, with one MPI) over N nodes."""
@@ -81,6 +78,11 @@ class LinkMatrix:
     concurrent: int = 1  # most pairs measured at the same time
     retests: Retests = field(default_factory=Retests.none)
     notes: list[str] = field(default_factory=list)  # what the reader must know (cut short, …)
+    # links measured through shared memory, not the network (condensed indices: the latency
+    # below the network floor, ``assay.analysis.shared_memory``; a bandwidth matrix is given
+    # its latency's): not link figures. A latency matrix's own are found by the analysis too.
+    shared: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    lost: list[Lost] = field(default_factory=list)  # nodes the sweep went on without
 
     def __post_init__(self) -> None:
         if self.values.ndim != 1 or self.values.size != n_links(len(self.hosts)):

@@ -16,61 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assay.analysis.linkmatrix import CHUNK, n_links
+from assay.analysis.linkmatrix import CHUNK
 from assay.analysis.outliers import Centre
+from assay.condensed import n_links, row_medians, rows_of
 
 ROW_BLOCK = 1 << 22  # links gathered per block of rows (32 MB of indices, 16 MB of float32)
 QUANTILES = (1, 5, 25, 75, 95, 99)  # percent; besides min, median and max
 HISTOGRAM_BINS = 24
-
-
-def _bases(n: int) -> np.ndarray:
-    """base[i] = k(i, i+1) − (i+1): then k(i, j) = base[i] + j for i < j (a row's links are
-    consecutive), and k(j, i) = base[j] + i for j < i."""
-    i = np.arange(n, dtype=np.int64)
-    return n * i - i * (i + 1) // 2 - i - 1
-
-
-def rows_of(
-    values: np.ndarray,
-    n: int,
-    rows: np.ndarray,
-    cols: np.ndarray | None = None,
-    diagonal: float = math.nan,
-) -> np.ndarray:
-    """The dense block ``rows`` × ``cols`` (default: every node, in order) of the symmetric
-    matrix; ``diagonal`` where a row meets itself."""
-    base = _bases(n)
-    cols = np.arange(n, dtype=np.int64) if cols is None else np.asarray(cols, np.int64)
-    r = np.asarray(rows, np.int64)[:, None]
-    c = cols[None, :]
-    k = np.where(c < r, base[c] + r, base[r] + c)
-    own = c == r
-    out = values[np.where(own, 0, k)]
-    out[np.broadcast_to(own, out.shape)] = diagonal
-    return out
-
-
-def _row_medians(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Median of each row of a block whose rows each hold one +inf (the node's own place,
-    larger than any link): the median of the other entries, NaN (not measured) left out; and
-    how many were measured. np.partition of the whole block at the same two ranks; a row with
-    a NaN is sorted on its own. An even count: the mean of the middle two."""
-    rows, width = block.shape
-    m = width - 1  # the links of each row
-    counts = np.full(rows, m, np.int64)
-    medians = np.full(rows, np.nan)
-    if m > 0:
-        mid = sorted({(m - 1) // 2, m // 2})
-        part = np.partition(block, mid, axis=1)
-        medians = (part[:, mid[0]].astype(float) + part[:, mid[-1]].astype(float)) / 2
-    for r in np.flatnonzero(np.isnan(block).any(axis=1)).tolist():
-        row = block[r]
-        row = np.sort(row[~np.isnan(row) & ~np.isinf(row)])
-        counts[r] = row.size
-        mid_sum = float(row[(row.size - 1) // 2]) + float(row[row.size // 2]) if row.size else 0
-        medians[r] = mid_sum / 2 if row.size else np.nan
-    return medians, counts
 
 
 def _rank(sorted_n: int, p: float) -> int:
@@ -170,10 +122,10 @@ class Rows:
 
 
 def _segment_medians(block: np.ndarray, bounds: np.ndarray, first: int):
-    """The median and count of the finite entries of each column segment ``bounds[b]`` to
+    """The median and count of the measured entries of each column segment ``bounds[b]`` to
     ``bounds[b+1]`` of ``block``, for b from ``first`` on: the segments side by side in one
     NaN-padded array, partitioned together wherever they hold as many values (NaN, not
-    measured, and +inf, a node's own place, left out)."""
+    measured or a node's own place, left out)."""
     g = len(bounds) - 1 - first
     rows = block.shape[0]
     sizes = np.diff(bounds)[first:] * rows
@@ -181,7 +133,6 @@ def _segment_medians(block: np.ndarray, bounds: np.ndarray, first: int):
     for s in range(g):
         b = first + s
         padded[s, : sizes[s]] = block[:, bounds[b] : bounds[b + 1]].ravel()
-    padded[np.isinf(padded)] = np.nan
     counts = padded.shape[1] - np.count_nonzero(np.isnan(padded), axis=1)
     medians = np.full(g, np.nan)
     for c in np.unique(counts[counts > 0]).tolist():
@@ -221,9 +172,9 @@ def row_pass(
     count = np.zeros((g, g), np.int64)
     bounds = np.cumsum([0, *(len(x) for x in chunks)])
     for a, rows in enumerate(chunks):
-        block = rows_of(values, n, rows, cols, diagonal=math.inf)
+        block = rows_of(values, n, rows, cols)  # a node's own place NaN: no link
         if whole_rows:
-            node_med[rows], node_count[rows] = _row_medians(block)
+            node_med[rows], node_count[rows] = row_medians(block)
         if groups is None:
             continue
         seg_med, seg_count = _segment_medians(block, bounds, a)

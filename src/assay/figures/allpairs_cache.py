@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from assay.analysis.allpairs import PairMatrix
+from assay.analysis.allpairs import LostNode, PairMatrix
 from assay.analysis.confirm import Confirmation
 from assay.analysis.heat import Heat
 from assay.analysis.matrixstats import Blocks, Distribution
@@ -29,11 +29,12 @@ from assay.analysis.topology import SlowPart, Switches
 from assay.store.cache import read_cache, stamp, write_cache
 
 CACHE_NAME = "allpairs.cache.json"
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: shared-memory links and lost nodes
 CLASSES = {
     c.__name__: c
     for c in (
         PairMatrix,
+        LostNode,
         Confirmation,
         Heat,
         Blocks,
@@ -88,27 +89,34 @@ def decode(x: Any) -> Any:
     return {k: decode(v) for k, v in x.items()}
 
 
-def _made_from(run_dir: Path, files: list[str], rule: OutlierRule) -> list[Any] | None:
+SAMPLES = "samples.jsonl"  # the samples name the matrix files: a change to them voids it
+
+
+def _made_from(run_dir: Path, files: list[str], rule: OutlierRule) -> dict[str, Any] | None:
+    """What the analysis was made from: each matrix file by size and content digest (a file
+    edited with its time kept is caught), and the rule it was judged by."""
     stamps = []
     for rel in files:
         s = stamp(run_dir / rel)
         if s is None:
             return None  # a file missing: nothing to cache (the report says so)
-        stamps.append([rel, *s])
-    return [stamps, dataclasses.asdict(rule)]
+        stamps.append([rel, s.size, s.digest])
+    return {"files": stamps, "rule": dataclasses.asdict(rule)}
 
 
 def cached(
     run_dir: Path, files: list[str], rule: OutlierRule
 ) -> tuple[list[PairMatrix], list[str]] | None:
-    """The run's analysed matrices from its cache, if made from exactly these files with this
-    rule; None otherwise."""
+    """The run's analysed matrices from its cache, if made from exactly these files (and the
+    run's samples as they are) with this rule; None otherwise."""
     made_from = _made_from(run_dir, files, rule)
-    data = read_cache(run_dir / CACHE_NAME, CACHE_VERSION, made_from)  # type: ignore[arg-type]
-    if data is None:
+    if made_from is None:
+        return None
+    hit = read_cache(run_dir / CACHE_NAME, CACHE_VERSION, run_dir / SAMPLES)
+    if hit is None or hit.payload is None or hit.extra.get("made_from") != made_from:
         return None
     try:
-        return decode(data["matrices"]), list(data["problems"])
+        return decode(hit.payload["matrices"]), list(hit.payload["problems"])
     except (KeyError, TypeError, ValueError):
         return None  # damaged: made again
 
@@ -122,7 +130,8 @@ def save(
 ) -> bool:
     """Cache the analysed matrices; False (and nothing left behind) when it cannot be."""
     made_from = _made_from(run_dir, files, rule)
-    if made_from is None:
+    samples = stamp(run_dir / SAMPLES)
+    if made_from is None or samples is None:
         return False
     data = {"matrices": encode(matrices), "problems": problems}
-    return write_cache(run_dir / CACHE_NAME, CACHE_VERSION, made_from, data)  # type: ignore[arg-type]
+    return write_cache(run_dir / CACHE_NAME, CACHE_VERSION, samples, data, {"made_from": made_from})

@@ -3,11 +3,13 @@ stored sample lines in one pass (``assay.analysis.stats.Folder``) and cached.
 
 A million stored samples fold in seconds without becoming a million objects; the cache (a few
 thousand figures) makes every later report of the run a fraction of a second. The run's end
-writes it (``assay.run.execute``), so a report right after a run finds it.
+writes it (``assay.run.execute``, ``run.front``, ``run.importer``: :func:`cache_figures`), and
+the analysed all-pairs matrices' cache beside it, so a report right after a run finds both.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from assay.analysis.stats import Folded, Folder, fold_samples
+from assay.errors import AssayError
 from assay.store import LoadedRun
 from assay.store.cache import (
     Stamp,
@@ -36,7 +39,8 @@ _T = TypeVar("_T")
 
 CACHE_NAME = "figures.cache.json"
 # Bump when the fold or a figure's stored form changes: a cache of another version is remade.
-# 2: the cache names its source by content digest, carries a checksum and the damaged lines.
+# 2: the cache names its source by content digest, carries a checksum and the damaged lines,
+# and the all-pairs matrix files the samples name (Folded.matrices).
 CACHE_VERSION = 2
 
 
@@ -73,20 +77,45 @@ def _keep(run_dir: Path, made_from: Stamp | None, folded: Folded, damage: Damage
 
 
 def cache_figures(run_dir: Path) -> None:
-    """Fold a finished run's samples and cache them, so its first report is fast too. Never
-    an error: a run's records are complete without it, and a report remakes it."""
+    """Fold a finished run's samples and cache them, and analyse its all-pairs matrices into
+    their cache (``assay.figures.allpairs``), so its first report is fast too. Never an
+    error: a run's records are complete without them, and a report remakes them (and says
+    what stopped them)."""
     samples = run_dir / SAMPLES
-    if read_cache(run_dir / CACHE_NAME, CACHE_VERSION, samples, payload=False):
-        return  # still holds
-    made_from = stamp(samples)
-    if made_from is None:
-        return
-    damage = Damage(SAMPLES)
+    cached = read_cache(run_dir / CACHE_NAME, CACHE_VERSION, samples)
+    folded = None
+    if cached is not None and cached.payload is not None:
+        with contextlib.suppress(KeyError, TypeError, ValueError, AttributeError):
+            folded = Folded.from_dict(cached.payload)
+    if folded is None:
+        made_from = stamp(samples)
+        if made_from is None:
+            return
+        damage = Damage(SAMPLES)
+        try:
+            folded = fold_file(samples, damage=damage)
+        except (OSError, ValueError):
+            return
+        _keep(run_dir, made_from, folded, damage)
+    if folded.matrices:
+        _cache_matrices(run_dir, folded)
+
+
+def _cache_matrices(run_dir: Path, folded: Folded) -> None:
+    """The all-pairs matrices analysed with the rule the report will use (the config's
+    ``[outliers]``), one at a time in this process: the run's end may have threads (no fork),
+    and one 10,000-node matrix at a time holds a few hundred MB."""
+    # the matrices' analysis and the config: only for a run that has matrices
+    from assay.analysis.outliers import outlier_rule
+    from assay.config import load_config
+    from assay.figures.allpairs import file_matrices
+
     try:
-        folded = fold_file(samples, damage=damage)
-    except (OSError, ValueError):
-        return
-    _keep(run_dir, made_from, folded, damage)
+        rule = outlier_rule(load_config())
+    except AssayError:
+        return  # the report says what is wrong with the config
+    with contextlib.suppress(AssayError, OSError, ValueError, MemoryError):
+        file_matrices(run_dir, folded, rule, workers=1)
 
 
 def sample_lines(run: LoadedRun) -> Iterator[list[str]]:

@@ -1,12 +1,13 @@
-"""The all-pairs matrix file (``allpairs.bin``, written by native/allpairs.c): read into condensed
-link matrices, and written (by tests and synthetic matrices) in the same format.
+"""The all-pairs matrix file (``allpairs.bin``, written by native/allpairs.c): its one reader,
+into condensed link arrays, and its one writer (tests, synthetic matrices, benchmarks).
 
-In memory a matrix is the upper triangle of N nodes, condensed as scipy's ``squareform``: a 1-D
-float32 array of N(N-1)/2 links, ``k(i, j) = N*i - i*(i+1)//2 + (j - i - 1)`` for i < j, NaN
-where a link was not measured. Latency in seconds (half the round trip), bandwidth in bytes/s.
-10,000 nodes: 5e7 links, 200 MB a metric; nothing here makes a Python object per link.
+In memory a matrix is the upper triangle of N nodes, condensed as scipy's ``squareform``
+(``assay.condensed``): a 1-D float32 array of N(N-1)/2 links, NaN where a link was not measured.
+Latency in seconds (half the round trip), bandwidth in bytes/s. 10,000 nodes: 5e7 links, 200 MB
+a metric; nothing here makes a Python object per link, and a caller that needs one metric
+(the report analyses one at a time) reads only that one.
 
-On disk, little-endian (docs/cluster.md, "The matrix file"):
+On disk, little-endian (docs/cluster.md, "The all-pairs file"):
 
     header   "ASSAYAP1", u32 header_len, u32 n_nodes, u32 lat_size, u32 bw_size,
              u32 bw_window, f32 pair_budget_s, n x (u16 len, host name), zero padding to
@@ -18,21 +19,25 @@ On disk, little-endian (docs/cluster.md, "The matrix file"):
 
 Rounds are appended as they end, so a job that died leaves a file without its end block, maybe
 with a last block cut in the middle: the reader keeps every whole round and says where the
-file stops (``MatrixFile.note``). Parsing here is a pure function of the bytes; the only side
-effect is reading (or, for the writer, writing) the one file named.
+file stops (``MatrixFile.note``). The file is read a round block at a time (never mapped or
+held whole: a 600 MB file costs the matrices and a batch of records, not its size again).
+Parsing is a pure function of the bytes; the only side effect is reading (or, for the writer,
+writing) the one file named.
 """
 
 from __future__ import annotations
 
 import mmap
+import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 
+from assay.condensed import link_index, n_links, row_medians, rows_of
 from assay.errors import ProbeError
 
 MAGIC = b"ASSAYAP1"
@@ -41,6 +46,7 @@ END_MARK = 0x21444E45  # "END!"
 FLAG_TIMED_OUT = 1
 KINDS = ("sweep", "retest", "resume")
 METRICS = ("p2p.latency", "p2p.bandwidth")
+COLUMN = {"p2p.latency": "latency", "p2p.bandwidth": "bandwidth"}  # metric -> record field
 
 HEAD = struct.Struct("<8sIIIIIf")  # 32 bytes, host names follow
 ROUND_HEAD = np.dtype(
@@ -50,27 +56,9 @@ ROUND_HEAD = np.dtype(
 RECORD = np.dtype([("a", "<u2"), ("b", "<u2"), ("latency", "<f4"), ("bandwidth", "<f4")])
 ROUND_STRUCT = struct.Struct("<IIIIIIdd")  # ROUND_HEAD, for one block's heading
 END = struct.Struct("<IIII")
-BATCH = 1 << 20  # records folded into the matrices at once (12 MB)
 # a retest's records, with the round each came from
 RETEST = np.dtype([("round", "<u4"), *[(k, RECORD[k]) for k in RECORD.names]])  # type: ignore[misc]
 assert ROUND_HEAD.itemsize == ROUND_STRUCT.size == 40 and RECORD.itemsize == 12
-
-
-def n_links(n: int) -> int:
-    return n * (n - 1) // 2
-
-
-def link_index(n: int, i: np.ndarray | int, j: np.ndarray | int) -> np.ndarray:
-    """Condensed index of the link i-j (i < j; arrays or ints), as int64:
-    n*i - i*(i+1)/2 + (j - i - 1), computed in place (two temporaries, not five)."""
-    i = np.asarray(i, dtype=np.int64)
-    k = (2 * n - 1) - i
-    k *= i
-    k //= 2
-    k += j
-    k -= i
-    k -= 1
-    return k
 
 
 def nan_array(size: int) -> np.ndarray:
@@ -80,14 +68,6 @@ def nan_array(size: int) -> np.ndarray:
     out = np.frombuffer(mmap.mmap(-1, max(4 * size, 1), flags=flags), np.float32, size)
     out.fill(np.nan)
     return out
-
-
-def node_links(values: np.ndarray, n: int, i: int) -> np.ndarray:
-    """Node i's N-1 links (to 0..i-1, then i+1..N-1) from a condensed matrix: a copy."""
-    before = np.arange(i, dtype=np.int64)
-    k_before = link_index(n, before, i)
-    start = int(link_index(n, i, i + 1)) if i < n - 1 else 0
-    return np.concatenate([values[k_before], values[start : start + n - 1 - i]])
 
 
 @dataclass(frozen=True)
@@ -108,55 +88,27 @@ ROW_BLOCK_LINKS = 1 << 21  # links gathered at once (rows x N): ~50 MB of tempor
 
 def node_stats(values: np.ndarray, n: int) -> NodeStats:
     """Each node's figures over its N-1 links, a block of nodes at a time (numpy across the
-    block: no Python step per link, nor per node)."""
+    block: no Python step per link, nor per node); the median is ``assay.condensed``'s, the
+    one the report's node medians use."""
     out = {f: np.full(n, np.nan) for f in ("min", "max", "mean", "median", "stddev")}
     count = np.zeros(n, np.int64)
     rows = max(1, ROW_BLOCK_LINKS // max(n, 1))
-    j = np.arange(n, dtype=np.int64)
     for start in range(0, n, rows):
-        i = np.arange(start, min(n, start + rows), dtype=np.int64)[:, None]
-        block = values[link_index(n, np.minimum(i, j), np.maximum(i, j))]
-        block[i == j] = np.nan  # the diagonal's index is meaningless
-        finite = ~np.isnan(block)
-        c = finite.sum(axis=1)
-        got = slice(start, start + len(i))
+        block = rows_of(values, n, np.arange(start, min(n, start + rows), dtype=np.int64))
+        got = slice(start, start + block.shape[0])
+        out["median"][got], c = row_medians(block)
         count[got] = c
+        finite = ~np.isnan(block)
         has = c > 0
-        filled = np.where(finite, block, np.inf)
-        low, high = np.maximum((c - 1) // 2, 0), c // 2
-        part = np.partition(filled, np.unique(np.concatenate([low, high])), axis=1)
-        mid = 0.5 * (np.take_along_axis(part, low[:, None], 1)[:, 0].astype(np.float64)
-                     + np.take_along_axis(part, high[:, None], 1)[:, 0])  # fmt: skip
         mean = np.where(finite, block, 0).sum(axis=1, dtype=np.float64) / np.maximum(c, 1)
         dev = np.where(finite, block - mean[:, None], 0)
         ss = np.square(dev, dtype=np.float64).sum(axis=1)
-        out["min"][got] = np.where(has, filled.min(axis=1), np.nan)
+        out["min"][got] = np.where(has, np.where(finite, block, np.inf).min(axis=1), np.nan)
         out["max"][got] = np.where(has, np.where(finite, block, -np.inf).max(axis=1), np.nan)
         out["mean"][got] = np.where(has, mean, np.nan)
-        out["median"][got] = np.where(has, mid, np.nan)
-        out["stddev"][got] = np.where(c > 1, np.sqrt(ss / np.maximum(c - 1, 1)), 0.0)
-        out["stddev"][got] = np.where(has, out["stddev"][got], np.nan)
+        stddev = np.where(c > 1, np.sqrt(ss / np.maximum(c - 1, 1)), 0.0)
+        out["stddev"][got] = np.where(has, stddev, np.nan)
     return NodeStats(count=count, **out)
-
-
-@dataclass
-class LinkMatrix:
-    """One metric over every link of N nodes (module docstring: the condensed layout)."""
-
-    metric: str  # "p2p.latency" | "p2p.bandwidth"
-    size: int  # message size of the figure, bytes
-    hosts: list[str]  # index = node = MPI rank
-    values: np.ndarray  # float32, N(N-1)/2, NaN = not measured
-    mpi: str = ""
-    mpi_label: str = ""
-
-    @property
-    def n(self) -> int:
-        return len(self.hosts)
-
-    def value(self, i: int, j: int) -> float:
-        a, b = min(i, j), max(i, j)
-        return float(self.values[int(link_index(self.n, a, b))])
 
 
 @dataclass(frozen=True)
@@ -172,20 +124,23 @@ class Round:
 
 @dataclass
 class MatrixFile:
-    """What one file holds. ``latency``/``bandwidth``: the sweep and resume rounds (a link's
-    last finite figure); ``retests``: the retest rounds' records, apart (they confirm or not)."""
+    """What one file holds. ``values``: per metric read, each link's figure from the sweep and
+    resume rounds (a link's last finite figure; condensed float32, NaN = not measured);
+    ``retests``: the retest rounds' records, apart (they confirm or not)."""
 
     path: Path
-    hosts: list[str]
+    hosts: list[str]  # index = node = MPI rank
     lat_size: int
     bw_size: int
     window: int
     pair_budget_s: float
-    latency: LinkMatrix
-    bandwidth: LinkMatrix
+    values: dict[str, np.ndarray]  # metric -> condensed links (the metrics read)
     rounds: list[Round] = field(default_factory=list)
     retests: np.ndarray = field(default_factory=lambda: np.zeros(0, RETEST))
     failed: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))  # (a, b) rows
+    # condensed indices of the links a sweep or resume record measured below the latency the
+    # reader was given (``latency_below``): found in the records, whichever metrics were read
+    below: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     complete: bool = False  # the end block was read
     timed_out: bool = False  # the end block says a rank stopped answering
     note: str = ""  # "" when complete and whole; else where and why the file stops
@@ -198,38 +153,63 @@ class MatrixFile:
     def pairs(self) -> int:
         return sum(r.count for r in self.rounds)
 
+    @property
+    def latency(self) -> np.ndarray:
+        return self.column("p2p.latency")
+
+    @property
+    def bandwidth(self) -> np.ndarray:
+        return self.column("p2p.bandwidth")
+
+    def column(self, metric: str) -> np.ndarray:
+        if metric not in self.values:
+            raise KeyError(f"{metric} was not read from {self.path} (read: {list(self.values)})")
+        return self.values[metric]
+
+    def size(self, metric: str) -> int:
+        """The message size (bytes) of the metric's figure."""
+        return self.lat_size if metric == "p2p.latency" else self.bw_size
+
+    @property
+    def concurrent(self) -> int:
+        """Most pairs measured at once: the largest sweep or resume round."""
+        return max((r.count for r in self.rounds if r.kind != "retest"), default=1) or 1
+
 
 def _error(path: Path, what: str) -> ProbeError:
     return ProbeError(f"{path}: {what}", hint="the all-pairs probe's matrix file (allpairs.bin)")
 
 
-def _header(buf: mmap.mmap, path: Path) -> tuple[int, list[str], tuple[int, int, int, float]]:
-    if len(buf) < HEAD.size:
-        raise _error(path, f"{len(buf)} bytes: shorter than the header (the job wrote nothing)")
-    magic, header_len, n, lat_size, bw_size, window, budget = HEAD.unpack_from(buf, 0)
+def _header(
+    f: BinaryIO, size: int, path: Path
+) -> tuple[int, list[str], tuple[int, int, int, float]]:
+    if size < HEAD.size:
+        raise _error(path, f"{size} bytes: shorter than the header (the job wrote nothing)")
+    first = f.read(HEAD.size)
+    magic, header_len, n, lat_size, bw_size, window, budget = HEAD.unpack_from(first, 0)
     if magic[:6] != MAGIC[:6]:
         raise _error(path, f"not an all-pairs matrix file (starts {bytes(magic)!r})")
     if magic != MAGIC:
         raise _error(path, f"format {magic[6:].decode(errors='replace')!r}; this assay reads "
                            f"{MAGIC[6:].decode()!r}: a newer assay wrote it")  # fmt: skip
-    if header_len % 8 or header_len < HEAD.size or header_len > len(buf) or n < 2:
-        raise _error(path, f"damaged header (length {header_len}, {n} nodes, file {len(buf)} B)")
+    if header_len % 8 or header_len < HEAD.size or header_len > size or n < 2:
+        raise _error(path, f"damaged header (length {header_len}, {n} nodes, file {size} B)")
+    buf = first + f.read(header_len - HEAD.size)
     hosts, pos = [], HEAD.size
     for i in range(n):  # one per node, not per link
         if pos + 2 > header_len:
             raise _error(path, f"damaged header: host name {i} of {n} runs past it")
-        (size,) = struct.unpack_from("<H", buf, pos)
-        if pos + 2 + size > header_len:
+        (length,) = struct.unpack_from("<H", buf, pos)
+        if pos + 2 + length > header_len:
             raise _error(path, f"damaged header: host name {i} of {n} runs past it")
-        hosts.append(bytes(buf[pos + 2 : pos + 2 + size]).decode(errors="replace"))
-        pos += 2 + size
+        hosts.append(buf[pos + 2 : pos + 2 + length].decode(errors="replace"))
+        pos += 2 + length
     return header_len, hosts, (lat_size, bw_size, window, float(budget))
 
 
-def _blocks(buf: mmap.mmap, pos: int, n: int) -> Iterator[tuple[str, object]]:
+def _blocks(f: BinaryIO, pos: int, size: int, n: int) -> Iterator[tuple[str, object]]:
     """("round", (head tuple, records)), ("end", (rounds, pairs, flags)), or ("stop", why)
-    last. A round's records are a view into ``buf``."""
-    size = len(buf)
+    last; ``f`` is at ``pos``, the first block, and ``size`` is the file's."""
     while True:
         if pos == size:
             yield "stop", "it ends without its end block (the job did not finish)"
@@ -237,12 +217,13 @@ def _blocks(buf: mmap.mmap, pos: int, n: int) -> Iterator[tuple[str, object]]:
         if pos + 4 > size:
             yield "stop", f"its last {size - pos} bytes are a block cut short"
             return
-        (marker,) = struct.unpack_from("<I", buf, pos)
+        head = f.read(min(ROUND_HEAD.itemsize, size - pos))
+        (marker,) = struct.unpack_from("<I", head)
         if marker == END_MARK:
             if pos + END.size > size:
                 yield "stop", "its end block is cut short"
                 return
-            yield "end", END.unpack_from(buf, pos)
+            yield "end", END.unpack_from(head)
             rest = size - pos - END.size
             if rest:
                 yield "stop", f"{rest} bytes after its end block are not read"
@@ -250,50 +231,85 @@ def _blocks(buf: mmap.mmap, pos: int, n: int) -> Iterator[tuple[str, object]]:
         if marker != ROUND_MARK:
             yield "stop", f"byte {pos} is not the start of a round (damaged)"
             return
-        if pos + ROUND_HEAD.itemsize > size:
+        if len(head) < ROUND_HEAD.itemsize:
             yield "stop", "its last round's heading is cut short"
             return
-        head = ROUND_STRUCT.unpack_from(buf, pos)
-        number, count = head[1], head[3]
+        heading = ROUND_STRUCT.unpack(head)
+        number, count = heading[1], heading[3]
         start = pos + ROUND_HEAD.itemsize
         if start + count * RECORD.itemsize > size:
             yield "stop", f"round {number} is cut short"
             return
-        records = np.frombuffer(buf, RECORD, count, start)
+        records = np.frombuffer(f.read(count * RECORD.itemsize), RECORD)
         if count and (int(records["b"].max()) >= n or bool((records["a"] >= records["b"]).any())):
             yield "stop", f"round {number} names a pair outside the {n} nodes (damaged)"
             return
-        yield "round", (head, records)
+        yield "round", (heading, records)
         pos = start + count * RECORD.itemsize
 
 
-def read_matrix_file(path: Path, *, mpi: str = "", mpi_label: str = "") -> MatrixFile:
-    """Every whole round of the file; raises ProbeError when it has no readable header."""
+def read_matrix_file(
+    path: Path, *, metrics: Sequence[str] = METRICS, latency_below: float | None = None
+) -> MatrixFile:
+    """Every whole round of the file, the ``metrics`` asked for as condensed arrays (both by
+    default; one costs half the memory); ``latency_below``: also find the links whose latency
+    was measured below it (``MatrixFile.below``). Raises ProbeError when the file has no
+    readable header."""
     path = Path(path)
+    unknown = [m for m in metrics if m not in COLUMN]
+    if unknown:
+        raise ValueError(f"an all-pairs file holds {', '.join(METRICS)}, not {unknown}")
     try:
         with open(path, "rb") as f:
-            size = f.seek(0, 2)
+            size = os.fstat(f.fileno()).st_size
             if size == 0:
                 raise _error(path, "empty (the job wrote nothing)")
-            # mapped, not read: a 600 MB file costs page faults, not a second copy; _read keeps
-            # no view into it once it returns (the map could not close)
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                return _read(mm, path, mpi, mpi_label)
+            return _read(f, size, path, list(metrics), latency_below)
     except OSError as exc:
         raise _error(path, f"cannot read: {exc.strerror or exc}") from None
 
 
-def _read(buf: mmap.mmap, path: Path, mpi: str, mpi_label: str) -> MatrixFile:
-    header_len, hosts, (lat_size, bw_size, window, budget) = _header(buf, path)
+@dataclass
+class _Folding:
+    """What the sweep and resume records fold into, a round at a time: a round's pairs come
+    sorted by their first node, so its writes run through the matrix in order (twice as fast
+    here as the same writes in batches of many rounds)."""
+
+    n: int
+    arrays: dict[str, np.ndarray]  # record field -> condensed links
+    latency_below: float | None
+    failed: list[np.ndarray] = field(default_factory=list)
+    below: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, rec: np.ndarray) -> None:
+        """Records in file order into the matrices: a link's last finite figure stays."""
+        k = link_index(self.n, rec["a"], rec["b"])
+        for column, values in self.arrays.items():
+            v = rec[column]
+            ok = ~np.isnan(v)
+            # numpy assigns repeated indices in order: the last one stays
+            if ok.all():
+                values[k] = v
+            else:
+                values[k[ok]] = v[ok]
+        if self.latency_below is not None:
+            hit = rec["latency"] < self.latency_below  # NaN compares False
+            if hit.any():
+                self.below.append(k[hit])
+        self.failed.append(_failed(rec))
+
+
+def _read(
+    f: BinaryIO, size: int, path: Path, metrics: list[str], latency_below: float | None
+) -> MatrixFile:
+    header_len, hosts, (lat_size, bw_size, window, budget) = _header(f, size, path)
     n = len(hosts)
-    lat, bw = nan_array(n_links(n)), nan_array(n_links(n))
+    arrays = {COLUMN[m]: nan_array(n_links(n)) for m in metrics}
+    folding = _Folding(n, arrays, latency_below)
     rounds: list[Round] = []
     retests: list[np.ndarray] = []
-    failed: list[np.ndarray] = []
-    pending: list[np.ndarray] = []  # sweep/resume records not yet in the matrices
-    waiting = 0
     complete, timed_out, stop = False, False, ""
-    for what, body in _blocks(buf, header_len, n):
+    for what, body in _blocks(f, header_len, size, n):
         if what == "stop":
             stop = str(body)
             break
@@ -312,54 +328,37 @@ def _read(buf: mmap.mmap, path: Path, mpi: str, mpi_label: str) -> MatrixFile:
             for name in RECORD.names or ():
                 out[name] = rec[name]
             retests.append(out)
-            failed.append(_failed(rec))
+            folding.failed.append(_failed(rec))
             continue
-        pending.append(rec)
-        waiting += count
-        if waiting >= BATCH:  # a round at a time costs numpy calls, not work: batch them
-            _fold(pending, n, lat, bw, failed)
-            pending, waiting = [], 0
-    if pending:
-        _fold(pending, n, lat, bw, failed)
+        folding.add(rec)
     note = ""
     if stop:
         last = f"round {rounds[-1].number}" if rounds else "no round"
         note = f"{path.name} was cut short: {stop}; {len(rounds)} whole rounds kept (to {last})"
     if timed_out:
         note = (note + "; " if note else "") + "a rank stopped answering (the job was ended)"
-    failed = [f for f in failed if len(f)]
+    failed = [x for x in folding.failed if len(x)]
     return MatrixFile(
         path=path, hosts=hosts, lat_size=lat_size, bw_size=bw_size, window=window,
         pair_budget_s=budget,
-        latency=LinkMatrix(METRICS[0], lat_size, hosts, lat, mpi, mpi_label),
-        bandwidth=LinkMatrix(METRICS[1], bw_size, hosts, bw, mpi, mpi_label),
+        values={m: arrays[COLUMN[m]] for m in metrics},
         rounds=rounds,
         retests=np.concatenate(retests) if retests else np.zeros(0, RETEST),
         failed=np.concatenate(failed) if failed else np.zeros((0, 2), np.int64),
+        below=np.unique(np.concatenate(folding.below)) if folding.below else np.zeros(0, np.int64),
         complete=complete and not stop, timed_out=timed_out, note=note,
     )  # fmt: skip
+
+
+NO_PAIRS = np.zeros((0, 2), np.int64)
 
 
 def _failed(rec: np.ndarray) -> np.ndarray:
     """(a, b) of the records with neither figure (the pair failed)."""
     bad = np.isnan(rec["latency"]) & np.isnan(rec["bandwidth"])
+    if not bad.any():
+        return NO_PAIRS
     return np.stack([rec["a"][bad], rec["b"][bad]], axis=1).astype(np.int64)
-
-
-def _fold(pending: list[np.ndarray], n: int, lat: np.ndarray, bw: np.ndarray,
-          failed: list[np.ndarray]) -> None:  # fmt: skip
-    """Records in file order into the matrices: a link's last finite figure stays."""
-    rec = np.concatenate(pending) if len(pending) > 1 else pending[0]
-    k = link_index(n, rec["a"], rec["b"])
-    for values, column in ((lat, "latency"), (bw, "bandwidth")):
-        v = rec[column]
-        ok = ~np.isnan(v)
-        # numpy assigns repeated indices in order: the last one stays
-        if ok.all():
-            values[k] = v
-        else:
-            values[k[ok]] = v[ok]
-    failed.append(_failed(rec))
 
 
 # ---- writing --------------------------------------------------------------------------------

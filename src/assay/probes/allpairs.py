@@ -6,14 +6,17 @@ directory (``allpairs.bin``, read by ``assay.parsers.allpairs_file``); the sampl
 N-sized, never N²:
 
 - per node (``summary = "node"``): the node's median link (value) over its links, stats over
-  them (n = links of the node measured). ``node`` is the node's host name, ``rank`` its index
-  in the matrix (= its MPI rank; test "nodes" on one machine share a host name);
+  them (n = links of the node measured). ``node`` is the node's host name (``hosts`` = [it],
+  not the job's N), ``rank`` its index in the matrix (= its MPI rank; test "nodes" on one
+  machine share a host name);
 - the whole matrix (``summary = "matrix"``): the median link, stats over every link measured
   (the probe's own summary line).
 
 Both carry ``size`` (the message size of the figure), ``kind`` (sweep, retest, resume),
 ``node_count``, ``timed_iterations`` and ``warmup`` (per pair; the pilot's choice unless
-given), ``pair_budget``, ``concurrent_pairs`` and ``matrix`` (the file, relative to the run).
+given), ``pair_budget``, ``concurrent_pairs`` and ``matrix`` (the file, relative to the run),
+and the job's params: a follow-up job (a retest, a resume) has ``sweep_job``, the sweep it
+continues, by which the report puts their files together (``assay.figures.allpairs_jobs``).
 """
 
 from __future__ import annotations
@@ -26,15 +29,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from assay.condensed import link_index, n_links
 from assay.errors import ProbeError
 from assay.model import Build, Job, MpiInfo, Sample, Stats
-from assay.parsers.allpairs_file import (
-    MatrixFile,
-    link_index,
-    n_links,
-    node_stats,
-    read_matrix_file,
-)
+from assay.parsers.allpairs_file import COLUMN, MatrixFile, nan_array, node_stats, read_matrix_file
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
 
 DEFAULT_RANKS = 2  # one machine: two ranks; on a cluster the launcher gives one per node
@@ -212,7 +210,7 @@ class AllPairsProbe(Probe):
         path = job_dir / MATRIX_FILE
         if not path.exists():
             raise ProbeError(f"allpairs: {path} is missing: the probe wrote no matrix")
-        matrix = read_matrix_file(path, mpi=str(job.params.get("mpi", "")))
+        matrix = read_matrix_file(path)
         # the run's layout is <run>/jobs/<job id>/: the path a report opens from the run
         rel = f"{job_dir.parent.name}/{job_dir.name}/{MATRIX_FILE}"
         for s in summary:
@@ -223,11 +221,10 @@ class AllPairsProbe(Probe):
 def _links(matrix: MatrixFile, metric: str, kind: str) -> np.ndarray:
     """The links this job measured: a retest's own records, else the sweep/resume matrix."""
     if kind != "retest":
-        return (matrix.latency if metric == "p2p.latency" else matrix.bandwidth).values
-    values = np.full(n_links(matrix.n), np.nan, np.float32)
+        return matrix.column(metric)
+    values = nan_array(n_links(matrix.n))
     rec = matrix.retests
-    column = "latency" if metric == "p2p.latency" else "bandwidth"
-    values[link_index(matrix.n, rec["a"], rec["b"])] = rec[column]  # a later retest wins
+    values[link_index(matrix.n, rec["a"], rec["b"])] = rec[COLUMN[metric]]  # a later retest wins
     return values
 
 
@@ -244,8 +241,10 @@ def per_node(matrix: MatrixFile, summary: list[Sample]) -> list[Sample]:
                 n=int(st.count[i]), min=float(st.min[i]), max=float(st.max[i]),
                 mean=float(st.mean[i]), median=float(st.median[i]), stddev=float(st.stddev[i]),
             )  # fmt: skip
+            # ``hosts``: the node's own, not the job's N (N samples of N names would be N²)
+            host = matrix.hosts[i]
             params: dict[str, Any] = {
-                **whole.params, "summary": "node", "node": matrix.hosts[i], "rank": i
+                **whole.params, "summary": "node", "node": host, "rank": i, "hosts": [host]
             }  # fmt: skip
             out.append(Sample.make(whole.probe, whole.metric, float(st.median[i]), params, stats,
                                    whole.unit))  # fmt: skip

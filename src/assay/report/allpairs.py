@@ -16,7 +16,15 @@ from assay.analysis.outliers import OutlierRule
 from assay.analysis.pernode import per_node
 from assay.analysis.stats import Figure
 from assay.report.allpairs_large import large_tables, switch_tables
-from assay.report.allpairs_notes import finding_notes, fmt, matrix_key, method_notes, times, what
+from assay.report.allpairs_notes import (
+    SHARED_CELL,
+    finding_notes,
+    fmt,
+    matrix_key,
+    method_notes,
+    times,
+    what,
+)
 from assay.report.table import Table
 from assay.units import format_value, metric_info
 
@@ -26,12 +34,14 @@ __all__ = ["allpairs_tables", "matrix_key", "matrix_table", "pernode_tables"]
 def matrix_table(m: PairMatrix) -> Table:
     """The whole N × N matrix (N ≤ FULL), with its notes."""
     unit = metric_info(m.metric).display
+    shared = {frozenset(p) for p in m.shared_pairs}  # shared memory: never a link's figure
     rows = []
     for a in m.hosts:
         row = [a]
         for b in m.hosts:
             v = None if a == b else m.value(a, b)
-            row.append("–" if v is None else fmt(m, v))
+            cell = SHARED_CELL if frozenset((a, b)) in shared else "–"
+            row.append(cell if v is None else fmt(m, v))
         rows.append(row)
     notes = [*method_notes(m), *finding_notes(m)]
     title = f"All-pairs {what(m)} [{unit}] ({m.mpi})"

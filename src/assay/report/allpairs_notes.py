@@ -3,8 +3,11 @@ found (named links and nodes, retests, slow uplinks, links not measured)."""
 
 from __future__ import annotations
 
-from assay.analysis.allpairs import FULL, PairMatrix
+from assay.analysis.allpairs import FULL, LostNode, PairMatrix
+from assay.analysis.shared_memory import NETWORK_FLOOR_S, WORDS
 from assay.units import format_value, metric_info
+
+SHARED_CELL = "shm"  # a link of the whole table measured through shared memory
 
 
 def fmt(m: PairMatrix, v: float) -> str:
@@ -65,6 +68,9 @@ def finding_notes(m: PairMatrix) -> list[str]:
     the links not measured."""
     unit = metric_info(m.metric).display
     notes = list(m.notes)  # the file's own: cut short, a rank that stopped answering
+    if m.shared:
+        notes.append(shared_note(m))
+    notes += [lost_note(m, lost) for lost in m.lost]
     if m.missing:
         notes.append(missing_note(m))
     if m.retested:
@@ -75,7 +81,9 @@ def finding_notes(m: PairMatrix) -> list[str]:
         )
     if m.switches is not None:
         notes += slow_part_notes(m)
-    if not m.link_outliers and not m.node_outliers:
+    if not m.links:
+        notes.append("No link figure to judge: no outlier named.")
+    elif not m.link_outliers and not m.node_outliers:
         notes.append("No outlier link or node.")
     for o in m.link_outliers:
         a, b = o.key  # type: ignore[misc]
@@ -109,6 +117,33 @@ def finding_notes(m: PairMatrix) -> list[str]:
             f"{c.still_bad if c else 0} of {c.retested if c else 0} retests still beyond the rule"
         )
     return notes
+
+
+def _pairs(pairs: list[tuple[str, str]], count: int) -> str:
+    shown = ", ".join(f"{a}–{b}" for a, b in pairs[:10])
+    return shown + (f" and {count - min(len(pairs), 10)} more" if count > 10 else "")
+
+
+def shared_note(m: PairMatrix) -> str:
+    """The links whose latency was below the network floor: named, never link figures."""
+    floor = format_value(NETWORK_FLOOR_S, "us")
+    total = m.links + m.missing + m.shared
+    cell = f" ({SHARED_CELL} in the table)" if m.n <= FULL else ""
+    return (
+        f"SHARED MEMORY: {m.shared} of {total} links measured a latency below {floor} us, "
+        f"less than any network takes: {WORDS}. Left out of every figure here{cell}: "
+        f"{_pairs(m.shared_pairs, m.shared)}."
+    )
+
+
+def lost_note(m: PairMatrix, lost: LostNode) -> str:
+    """A node the sweep lost, with the pairs it was never measured in."""
+    of = m.n - 1
+    said = f"LOST NODE {lost.host}: the sweep went on without it (resumed in job {lost.resumed_in})"
+    if not lost.never:
+        return said + f"; each of its {of} links was measured before it was lost."
+    shown = ", ".join(lost.partners) + (" …" if lost.never > len(lost.partners) else "")
+    return said + f"; {lost.never} of its {of} links never measured: with {shown}."
 
 
 def missing_note(m: PairMatrix) -> str:

@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from assay.analysis.allpairs import PairMatrix, matrices
+from assay.analysis.allpairs import PairMatrix
 from assay.analysis.derive import Derived, derive, p2p_method
 from assay.analysis.outliers import OutlierRule
+from assay.analysis.perpair import matrices
+from assay.analysis.shared_memory import not_links
 from assay.analysis.stats import Figure, Folded, fold_samples
 from assay.model import JobResult, Sample
 from assay.report.allpairs import allpairs_tables, pernode_tables
@@ -21,7 +23,12 @@ from assay.report.compute import compute_figures, compute_table
 from assay.report.distribution import latency_stats_tables
 from assay.report.gpu import gpu_tables
 from assay.report.memory import TABLE_METRICS, domain_tables, stream_table
-from assay.report.mpi import collective_tables, hockney_table, p2p_tables
+from assay.report.mpi import (
+    collective_tables,
+    hockney_table,
+    p2p_tables,
+    shared_memory_table,
+)
 from assay.report.rdma import rdma_figures, rdma_tables
 from assay.report.storage import storage_figures, storage_tables
 from assay.report.system import system_table
@@ -221,16 +228,23 @@ def build(
 
     # All-pairs (Slurm): N x N matrices from the figures folded per host (folding by the
     # measurement alone merges pairs that differ only in their hosts), not the two-node tables.
+    # The all-pairs probe's own figures (its matrix's median link, each node's) stand for their
+    # matrix: shown as figures only where the matrix itself could not be.
+    read = {rel for m in file_matrices or [] for rel in m.files}
     all_pairs = [
         f
         for f in figures
-        if f.sample.params.get("placement") == "all-pairs" or "matrix" in f.sample.params
+        if ("matrix" not in f.sample.params and f.sample.params.get("placement") == "all-pairs")
+        or f.sample.params.get("matrix") in read
     ]
     rule = rule or OutlierRule()
     pair_matrices = matrices(folded.by_host, rule) + (file_matrices or [])
     tables += allpairs_tables(pair_matrices, matrix_problems or [])
     tables += pernode_tables(folded.by_host, rule)
     shown |= {id(f) for f in all_pairs}
+    # a two-node series through shared memory is not a link: named apart, in no link table
+    not_a_link = not_links(figures, derived.shared_memory)
+    shown |= not_a_link
     p2p_figs = [f for f in p2p_method(figures) if id(f) not in shown]
     p2p = p2p_tables(p2p_figs)
     for t in p2p:
@@ -243,6 +257,8 @@ def build(
             jobs = {f.sample.job_id for f in p2p_figs if f.sample.metric == metrics[t.key]}
             t.commands = commands_of_jobs(run.results, jobs)
     tables += p2p
+    shm = shared_memory_table(derived.shared_memory)
+    tables += [shm] if shm else []
     shown |= {id(f) for f in p2p_figs if f.sample.metric in P2P_TABLE_METRICS}
 
     coll_figs = [

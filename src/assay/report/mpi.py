@@ -13,6 +13,7 @@ import math
 
 from assay.analysis.derive import Derived, is_pingpong_bandwidth
 from assay.analysis.series import by_series_and_size
+from assay.analysis.shared_memory import NETWORK_FLOOR_S, WORDS, SharedMemory
 from assay.analysis.stats import Figure
 from assay.model import JobResult
 from assay.report.table import Table, best_marks, commands_of_jobs, count, spread_span
@@ -229,3 +230,24 @@ def p2p_tables(figures: list[Figure]) -> list[Table]:
     if pingpong:
         tables.append(pingpong)
     return tables
+
+
+def shared_memory_table(flags: list[SharedMemory]) -> Table | None:
+    """The two-node series whose latency no network gives (``Derived.shared_memory``): named
+    here, and none of their figures in the link tables, plots or model above."""
+    if not flags:
+        return None
+    rows = [[f.series, format_value(f.latency_s, "us"), str(f.size), WORDS] for f in flags]
+    floor = format_value(NETWORK_FLOOR_S, "us")
+    notes = [
+        f"An inter-node latency below {floor} us is below what any network takes (NIC, PCIe "
+        "and a switch hop each way; the lowest published MPI latencies between two nodes are "
+        "about 1 us): the two ranks talked through shared memory, so the nodes are likely one "
+        "kernel (containers, namespaces). None of these series' figures (latency, bandwidth) "
+        "is shown above as the link's.",
+        "To measure the network: give the MPI network transports only (UCX: UCX_TLS=tcp,self, "
+        "or rc,self on InfiniBand; Open MPI: --mca btl tcp,self), or run on distinct machines.",
+    ]
+    cols = ["series", "lowest latency [us]", "at #bytes", "verdict"]
+    return Table("p2p-shared-memory", "MPI between two nodes: shared memory, not a link", cols,
+                 rows, notes)  # fmt: skip

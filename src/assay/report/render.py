@@ -255,7 +255,7 @@ def _render_text(
     each = [(r, folded_of(r)) for r in runs]
     head = [line for r, folded in each for line in _header(r, folded.n_samples)]
     # the all-pairs probe's matrices, read from each run's files (not samples)
-    read = [file_matrices(r, folded, rule or OutlierRule()) for r, folded in each]
+    read = [file_matrices(r.path, folded, rule or OutlierRule()) for r, folded in each]
     if len(each) > 1:  # several runs: each matrix says whose it is (as merge_runs relabels)
         for (r, _), (matrices, _) in zip(each, read, strict=True):
             for m in matrices:

@@ -95,6 +95,10 @@ def spread_span(by_size: dict[int, Figure]) -> str | None:
 def count(fig: Figure) -> str:
     if fig.repetitions > 1:
         return f"{fig.repetitions} reps"
+    if fig.sample.params.get("summary") in ("node", "matrix"):
+        # an all-pairs figure: a node's median link, or the matrix's; its stats are over links
+        links = fig.sample.stats.n if fig.sample.stats else None
+        return f"{links} links" if links else "1"
     # A tool's own iteration count wins: IMB's and OSU's stats.n count ranks, not iterations.
     n = fig.sample.params.get("iterations") or (fig.sample.stats.n if fig.sample.stats else None)
     return f"{n} it." if n else "1"

@@ -49,8 +49,8 @@ class Sweep:
         last = m.rounds[-1] if m.rounds else None
         iterations = (last.lat_iterations, last.bw_iterations) if last else (1, 1)
         return cls(
-            list(m.hosts), m.latency.values.astype(np.float32, copy=True),
-            m.bandwidth.values.astype(np.float32, copy=True), iterations,
+            list(m.hosts), m.latency.astype(np.float32, copy=True),
+            m.bandwidth.astype(np.float32, copy=True), iterations,
             (last.number + 1) if last else 1,
         )  # fmt: skip
 
@@ -62,8 +62,8 @@ class Sweep:
         target = link_index(len(self.hosts), np.array([index[m.hosts[i]] for i in a.tolist()]),
                             np.array([index[m.hosts[j]] for j in b.tolist()]))  # fmt: skip
         for mine, theirs in (
-            (self.latency, m.latency.values),
-            (self.bandwidth, m.bandwidth.values),
+            (self.latency, m.latency),
+            (self.bandwidth, m.bandwidth),
         ):
             got = ~np.isnan(theirs)
             mine[np.asarray(target)[got]] = theirs[got]

@@ -17,6 +17,7 @@ from assay.analysis.allpairs import PairMatrix
 from assay.analysis.derive import Derived, p2p_method
 from assay.analysis.domains import StreamDomains
 from assay.analysis.series import by_series_and_size
+from assay.analysis.shared_memory import not_links
 from assay.analysis.stats import Figure
 from assay.analysis.storage_points import CurveKey, CurveKnee, Point
 from assay.report.allpairs import matrix_key
@@ -79,7 +80,8 @@ def counts_note(figures: list[Figure], metric: str) -> str:
 
 
 def mpi_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
-    p2p = p2p_method(figures)
+    off = not_links(figures, derived.shared_memory)  # shared memory: not a link's curve
+    p2p = [f for f in p2p_method(figures) if id(f) not in off]
     charts = []
     lat = size_lines(p2p, "p2p.latency")
     if lat:
