@@ -20,6 +20,7 @@ from assay.model import Job, JobResult
 from assay.run.execute import RunOutcome
 from assay.run.front import batch_job_of, finish, follow, prepare, read_plan, submit_run
 from assay.store import RunStore, RunWriter
+from assay.system.hostlist import compress_hostlist
 from assay.textutil import terminal
 
 COLOURS = {"ok": "green", "skipped": "yellow"}
@@ -27,7 +28,7 @@ COLOURS = {"ok": "green", "skipped": "yellow"}
 
 def _print_result(console: Console, r: JobResult) -> None:
     colour = COLOURS.get(r.status, "red")
-    where = f" on {','.join(r.hosts)}" if r.hosts else ""
+    where = f" on {compress_hostlist(r.hosts)}" if r.hosts else ""
     console.print(
         Text("  ")
         + Text(r.status, style=colour)
