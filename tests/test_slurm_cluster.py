@@ -352,7 +352,7 @@ def test_a_node_killed_mid_sweep_leaves_its_rounds_and_the_sweep_goes_on(cluster
     assert resume["hosts"] == [f"anode{i}" for i in (1, 2, 3, 4, 6, 7, 8)]
     assert after_kill < 90, err  # the resume does not wait for Slurm to give up on anode5
     report = assay(cluster, "report", rid, "--format", "md").stdout
-    assert "anode5 lost" in report, report
+    assert "anode5 lost" in report and "LOST NODE anode5" in report, report
     bandwidth = report.split("## All-pairs bandwidth")[1].split("\n## ")[0]
     # anode5's row: the links of the rounds before it died, the rest never measured
     row = next(line for line in bandwidth.splitlines() if line.startswith("| anode5 |"))

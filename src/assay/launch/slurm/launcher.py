@@ -109,7 +109,7 @@ class SlurmLauncher(BatchLauncher):
         return slurm.submit(submission.argv)
 
     def poll(self, handle: str) -> BatchState:
-        s = slurm.query(handle)
+        s = slurm.settled(slurm.query(handle))
         return BatchState(handle, s.state, s.reason, s.nodes, s.exit_code, s.final,
                           pending=s.state == "PENDING")  # fmt: skip
 
