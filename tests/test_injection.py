@@ -11,6 +11,8 @@ something else (issue 21, the three serious defects).
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -103,3 +105,52 @@ def test_a_newline_in_a_slurm_option_is_refused_by_the_cli(tmp_path: Path) -> No
     assert "sbatch_args" in proc.stderr and "control character" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not pwned.exists()
+
+
+# ------------------------------------------------------------------------------ ssh hosts
+
+SSH_OPTION_HOSTS = ["-oProxyCommand=touch${IFS}pwned", "-F/tmp/x", "-lroot"]
+
+
+def test_a_host_name_must_be_a_host_name_or_an_address() -> None:
+    from assay.fio.hosts import ClientError, parse_host
+
+    good = {"node7": "node7", "n-01.cluster.example": "n-01.cluster.example",
+            "10.1.2.3,9000": "10.1.2.3", "ip6:::1,4444": "::1", "fe80::1%eth0": "fe80::1%eth0",
+            "localhost": "localhost", "NODE7.": "NODE7."}  # fmt: skip
+    for text, address in good.items():
+        assert parse_host(text).address == address
+    bad = [*SSH_OPTION_HOSTS, "node 1", "a..b", "node-", "-node", "x" * 64, "n\x00de",
+           "user@node7", "node7;id", "$(id)", "10.1.2", "::g", "[::1]", "ip:"]  # fmt: skip
+    for text in bad:
+        with pytest.raises(ClientError, match="host name|ADDR"):
+            parse_host(text)
+
+
+def test_ssh_options_end_before_the_host_so_a_host_is_never_an_option(tmp_path: Path) -> None:
+    """Run the real ssh with what assay would run for a host nobody checked: the host stays
+    a destination (ssh refuses it), its ProxyCommand never runs."""
+    from assay.drivers.fio import clients
+    from assay.fio.hosts import Host
+
+    if not shutil.which("ssh"):
+        pytest.fail("ssh missing: run scripts/install-system-deps (openssh-client)")
+    pwned = tmp_path / "pwned"
+    host = Host(f"-oProxyCommand=touch {pwned}")
+    for argv in (clients.server_argv(host, "fio", "/tmp/x.pid"), clients.stop_argv(host, "/x")):
+        assert argv[argv.index(host.address) - 1] == "--"
+        subprocess.run(argv, cwd=tmp_path, capture_output=True, timeout=20, check=False)
+    assert not pwned.exists()
+
+
+def test_a_fio_host_option_is_refused_when_the_suite_is_planned(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    suite = tmp_path / "s.toml"
+    suite.write_text(
+        'name = "s"\n[[bench]]\nprobe = "fio"\n'
+        f"params = {{ hosts = {json.dumps(SSH_OPTION_HOSTS[:1])}, target = '{tmp_path}/t' }}\n"
+    )
+    proc = run_cli("run", str(suite), "--dry-run", home=tmp_path / "home", timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "host name" in proc.stderr and "Traceback" not in proc.stderr
