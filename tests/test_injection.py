@@ -123,7 +123,7 @@ def test_a_host_name_must_be_a_host_name_or_an_address() -> None:
     bad = [*SSH_OPTION_HOSTS, "node 1", "a..b", "node-", "-node", "x" * 64, "n\x00de",
            "user@node7", "node7;id", "$(id)", "10.1.2", "::g", "[::1]", "ip:"]  # fmt: skip
     for text in bad:
-        with pytest.raises(ClientError, match="host name|ADDR"):
+        with pytest.raises(ClientError, match=r"host name|ADDR"):
             parse_host(text)
 
 
