@@ -154,3 +154,113 @@ def test_a_fio_host_option_is_refused_when_the_suite_is_planned(tmp_path: Path) 
     proc = run_cli("run", str(suite), "--dry-run", home=tmp_path / "home", timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "host name" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------------------ fio file names
+
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+KEEP = b"\1" * 65536  # a user's file
+
+
+def _users_file(path: Path) -> Path:
+    path.write_bytes(KEEP)
+    return path
+
+
+def _fio_writes(tmp_path: Path, value: str) -> list[str]:
+    """The files the real fio creates for ``filename=value`` (cwd ``tmp_path/w``)."""
+    work = tmp_path / "w"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    (work / "j.fio").write_text(f"[j]\nrw=write\nbs=4k\nsize=4k\nfilename={value}\n")
+    subprocess.run(["fio", "--output=out.json", "j.fio"], cwd=work, capture_output=True,
+                   timeout=60, check=False)  # fmt: skip
+    made = [p for p in work.rglob("*") if p.is_file() and p.name not in ("j.fio", "out.json")]
+    return sorted(str(p.relative_to(work)) for p in made)
+
+
+@needs_fio
+def test_fio_names_splits_a_value_as_the_real_fio_does(tmp_path: Path) -> None:
+    from assay.fio.job import fio_names, fio_path
+
+    for value in ["a:b", "c\\:d", "e\\\\:f", "::g:", "h\\x:i", fio_path("j:k:l")]:
+        assert _fio_writes(tmp_path, value) == sorted(fio_names(value)), value
+    assert fio_names(fio_path("/x/a:b\\:c")) == ["/x/a:b\\:c"]
+
+
+def test_what_fio_would_read_otherwise_is_refused() -> None:
+    from assay.fio.job import FioJob, job_file
+
+    for options, words in [
+        ({"filename": "/tmp/a;b"}, "comment"),
+        ({"filename": "/tmp/a #b"}, "comment"),
+        ({"directory": "/tmp/a "}, "blanks"),
+        ({"filename": "/tmp/${HOME}"}, "replaces"),
+        ({"filename": "/tmp/$ncpus"}, "replaces"),
+        ({"extra": {"description": "x;y"}}, "comment"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            job_file([FioJob(name="j", rw="write", bs=4096, **options)])
+
+
+def _driver(tmp_path: Path, monkeypatch, **spec) -> int:
+    from assay.drivers.fio.__main__ import main as driver_main
+
+    monkeypatch.chdir(tmp_path)
+    base = {"mode": "workloads", "workloads": [], "size": 2**20, "runtime": 1,
+            "ramp_time": 0, "numjobs": 2, "iodepth": 1}  # fmt: skip
+    return driver_main(["--spec", json.dumps({**base, **spec})])
+
+
+@needs_fio
+@pytest.mark.slow
+def test_a_users_file_behind_a_colon_of_a_job_filename_is_refused(tmp_path, monkeypatch, capsys):
+    """fio writes every name of ``A:B``: B, a user's file, is checked and refused."""
+    precious = _users_file(tmp_path / "b")
+    job = {"name": "j", "rw": "write", "bs": 4096, "filename": f"{tmp_path}/a:{precious}"}
+    assert _driver(tmp_path, monkeypatch, jobs=[job]) == 2
+    assert precious.read_bytes() == KEEP
+    err = capsys.readouterr().err
+    assert f"{precious} is an existing file assay did not create" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]  # nothing written
+
+
+@needs_fio
+@pytest.mark.slow
+def test_a_target_with_a_colon_is_one_directory_to_fio(tmp_path, monkeypatch):
+    """``target=t:.`` used to make fio write half the files into ``t`` (a user's directory)
+    and half into the current one, and leave them there."""
+    users = tmp_path / "t"
+    users.mkdir()
+    assert _driver(tmp_path, monkeypatch, workloads=["seqwrite-64k"], target="t:.") == 0
+    assert not list(users.iterdir())
+    assert not list(tmp_path.rglob("assay-fio*"))  # "t:." made, used, removed
+
+
+@needs_fio
+@pytest.mark.slow
+def test_a_vdbench_lun_with_a_colon_is_one_file(tmp_path, monkeypatch):
+    """``lun=DIR/a:b`` is one file to Vdbench; fio would have written ``a`` and ``b`` (here a
+    user's file in the current directory)."""
+    from assay.model import System
+    from assay.probes import PlanContext, get_probe
+    from assay.probes.fio import FioParams
+    from assay.vdbench.suite import vdbench_suite
+
+    precious = _users_file(tmp_path / "b")
+    parm = tmp_path / "lun.vdb"
+    parm.write_text(
+        f"sd=sd1,lun={tmp_path}/a:b,size=1m,threads=1\n"
+        "wd=w1,sd=sd1,xfersize=4k,rdpct=0,seekpct=100\n"
+        "rd=r1,wd=w1,iorate=max,elapsed=1,interval=1\n"
+    )
+    spec, _ = vdbench_suite(parm)
+    (bench,) = spec.bench
+    ctx = PlanContext(system=System())
+    (draft,) = get_probe("fio").drafts(FioParams(**bench.params), ctx, mpis=[], ranks=None)
+    from assay.drivers.fio.__main__ import main as driver_main
+
+    monkeypatch.chdir(tmp_path)
+    assert driver_main(draft.argv[3:]) == 0
+    assert precious.read_bytes() == KEEP
+    assert not (tmp_path / "a").exists() and not (tmp_path / "a:b").exists()  # made, removed

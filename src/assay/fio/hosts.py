@@ -121,8 +121,7 @@ def parse_host(text: str) -> Host:
     problem = host_name_problem(address)
     if problem:
         raise ClientError(
-            f"host {text!r}: {address!r} is not a host name nor an IP address ({problem}); "
-            "refused"
+            f"host {text!r}: {address!r} is not a host name nor an IP address ({problem}); refused"
         )
     port = DEFAULT_PORT
     if port_text:
