@@ -32,7 +32,10 @@ from typing import Any
 
 from assay.errors import ConfigError
 from assay.model import MpiInfo
+from assay.plan.bounds import MAX_JOBS
 
+# Above the largest machine (Fugaku: 158,976 nodes); the plan's own bound on jobs follows.
+MAX_NODES = 200_000
 DEFAULT_MAX_WAIT_S = 24 * 3600.0
 DEFAULT_HEARTBEAT_S = 120.0
 
@@ -117,6 +120,19 @@ def options_from_config(config: dict[str, Any], **given: Any) -> SlurmOptions:
     values["mpi"] = {n: _mpi_launch(n, t) for n, t in (table.get("mpi") or {}).items()}
     values.update(given)
     opts = SlurmOptions(**values)
+    nodes = "--nodes" if "nodes" in given else "config [slurm] nodes ="
+    if opts.nodes > MAX_NODES:
+        raise ConfigError(
+            f"{nodes} {opts.nodes}: at most {MAX_NODES} nodes (more than any machine)"
+        )
     if opts.all_pairs and opts.nodes < 2:
         raise ConfigError("--all-pairs needs --nodes 2 or more")
+    pairs = opts.nodes * (opts.nodes - 1) // 2
+    if opts.all_pairs and pairs > MAX_JOBS:
+        raise ConfigError(
+            f"--all-pairs over {opts.nodes} nodes: {pairs} pairs, each a job of its own; a plan "
+            f"holds at most {MAX_JOBS} jobs",
+            hint="measure the links of a subset of the nodes at a time (--nodes, or a "
+            "partition or --constraint per run)",
+        )
     return opts

@@ -34,6 +34,7 @@ from assay.errors import ConfigError
 from assay.launch.slurm.options import MpiLaunch, SlurmOptions
 from assay.launch.tournament import rounds
 from assay.model import Job, MpiInfo
+from assay.plan.bounds import MAX_JOBS
 
 CROSS_NODE_PROBES = {"p2p", "coll"}
 ALL_PAIRS_MODES = ("latency", "bandwidth")
@@ -67,7 +68,11 @@ def place(jobs: list[Job], opts: SlurmOptions, mpis: list[MpiInfo]) -> list[Job]
     """Every job with its nodes; some become several (per node, per pair)."""
     n = opts.nodes
     out: list[Job] = []
-    for job in jobs:
+    for job in [*jobs, None]:
+        if len(out) > MAX_JOBS:  # each job adds at most MAX_JOBS more (the options' bounds)
+            raise ConfigError(f"placed on {n} nodes, the plan holds more than {MAX_JOBS} jobs")
+        if job is None:
+            break
         if job.probe == "rdma" and n >= 2:
             # placed even when skipped (no device here): the plan shows where it would run
             out.append(_with(job, "", [0, 1], placement="inter-node", nodes=2))
