@@ -26,6 +26,7 @@ STAGE: dict[str, int] = {
     "model": 0,
     "config": 0,
     "textutil": 0,
+    "inputfile": 0,
     "vocab": 0,
     # what the machine is (every read of /sys, /proc, PATH)
     "system": 1,

@@ -30,11 +30,11 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from assay.errors import AssayError
 from assay.fio.job import FioJob
 from assay.fio.workloads import FILE_PREFIX
+from assay.inputfile import MAX_TEXT_BYTES, read_bounded
 
 DEFAULT_PORT = 8765  # fio's FIO_NET_PORT (server.h)
 
@@ -149,7 +149,7 @@ def parse_hosts(texts: Iterable[str]) -> list[Host]:
 def read_hostfile(path: str | os.PathLike[str]) -> list[str]:
     """The host strings of a hostfile: one per line, blank lines and ``#`` comments skipped."""
     try:
-        text = Path(path).read_text()
+        text = read_bounded(path, MAX_TEXT_BYTES, "hostfile").decode(errors="replace")
     except OSError as exc:
         raise ClientError(f"hostfile {path}: cannot read: {exc.strerror}") from None
     lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]

@@ -48,6 +48,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.base import ParseResult, require_text
+from assay.parsers.jsonshape import json_text, json_text_map
 from assay.parsers.numbers import checked, json_int, json_number, parse_int, parse_number
 from assay.vocab import ALL_CLIENTS  # the name fio gives a multi-client total; shared
 
@@ -379,17 +380,33 @@ def _common_params(
     return params
 
 
+def _check_entry(entry: Any, client_mode: bool, source: str) -> None:
+    """The fields of a job entry that the parser uses as they are: the types fio writes."""
+    if not isinstance(entry, dict):
+        raise ParseError("a fio job entry is not an object", source=source)
+    name = json_text(entry.get("jobname", ""), source=source, what="a job's jobname")
+    what = f"job {name[:40]!r}"
+    json_text_map(entry.get("job options") or {}, source=source, what=f"{what}: job options")
+    for key in ("groupid", "error"):
+        if key in entry:
+            json_int(entry[key], source=source, what=f"{what}: {key}")
+    if client_mode and "hostname" in entry:
+        json_text(entry["hostname"], source=source, what=f"{what}: hostname")
+
+
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Parse fio JSON or JSON+ (local ``jobs`` or client/server ``client_stats``)."""
     result = ParseResult(tool=TOOL)
     doc = _load(text, source, result)
     if "fio version" in doc:
-        result.meta["version"] = doc["fio version"]
+        result.meta["version"] = json_text(doc["fio version"], source=source, what="fio version")
     for key in ("time", "timestamp"):
         if key in doc:
             result.meta[key] = doc[key]
-    global_options: dict[str, str] = dict(doc.get("global options") or {})
+    global_options = dict(
+        json_text_map(doc.get("global options") or {}, source=source, what="global options")
+    )
     if global_options:
         result.meta["global_options"] = global_options
     if "disk_util" in doc:
@@ -409,8 +426,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
     seen: dict[tuple[str, str | None], int] = {}
     counts: dict[tuple[str, str | None], int] = {}
     for entry in entries:
-        if not isinstance(entry, dict):
-            raise ParseError("a fio job entry is not an object", source=source)
+        _check_entry(entry, client_mode, source)
         if entry.get("jobname") == ALL_CLIENTS:
             continue
         k = (entry.get("jobname", ""), entry.get("hostname") if client_mode else None)

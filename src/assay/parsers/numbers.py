@@ -207,9 +207,53 @@ def _check_number(value: Any, *, where: str, unit: str | None, positive: bool) -
     return None
 
 
+# Percentiles read off a histogram can lie outside the measured min and max: fio reports each at
+# the middle of its bin (64 bins per power of two, stat.c plat_idx_to_val), up to 1/128 of the
+# value away. Means and medians are computed from the values themselves: only float rounding.
+_BIN_SLACK = 1 / 64
+_FLOAT_SLACK = 1e-9
+
+
+def stats_problems(stats: Any, where: str) -> list[str]:
+    """What no set of measurements can give: min above max, a mean, median or percentile
+    outside [min, max], percentiles out of order, a standard deviation wider than the range."""
+    lo, hi = stats.min, stats.max
+    out: list[str] = []
+    if lo is not None and hi is not None and lo > hi:
+        out.append(f"{where} min {lo:g} is above max {hi:g}")
+        return out
+
+    def below(v: float, bound: float, slack: float) -> bool:
+        return v < bound - slack * abs(bound)
+
+    def above(v: float, bound: float, slack: float) -> bool:
+        return v > bound + slack * abs(bound)
+
+    for key, slack in (("mean", _FLOAT_SLACK), ("median", _FLOAT_SLACK), ("p99", _BIN_SLACK),
+                       ("p999", _BIN_SLACK)):  # fmt: skip
+        v = getattr(stats, key)
+        if v is None:
+            continue
+        if lo is not None and below(v, lo, slack):
+            out.append(f"{where} {key} {v:g} is below min {lo:g}")
+        elif hi is not None and above(v, hi, slack):
+            out.append(f"{where} {key} {v:g} is above max {hi:g}")
+    ordered = [(k, getattr(stats, k)) for k in ("median", "p99", "p999")]
+    ordered = [(k, v) for k, v in ordered if v is not None]
+    for (k1, v1), (k2, v2) in itertools.pairwise(ordered):
+        if above(v1, v2, _BIN_SLACK):
+            out.append(f"{where} {k1} {v1:g} is above {k2} {v2:g}")
+    sd = stats.stddev
+    known = sd is not None and lo is not None and hi is not None
+    if known and sd > (hi - lo) + _FLOAT_SLACK * abs(hi):  # a sample's stddev is at most its range
+        out.append(f"{where} stddev {sd:g} is wider than the range {lo:g}..{hi:g}")
+    return out
+
+
 def impossible_values(samples: Iterable[Any]) -> list[str]:
     """What is impossible in these samples: not finite, negative, a time ≤ 0, beyond any
-    machine. Empty when every value could have been measured."""
+    machine, statistics that no set of measurements gives (``stats_problems``). Empty when
+    every value could have been measured."""
     problems = []
     for s in samples:
         name = f"{s.metric} ({s.probe})"
@@ -224,6 +268,8 @@ def impossible_values(samples: Iterable[Any]) -> list[str]:
                     found.append(
                         _check_number(v, where=f"{name} {key}", unit=s.unit, positive=positive)
                     )
+            if not any(found):  # the numbers are possible one by one: are they together?
+                problems.extend(stats_problems(s.stats, f"{name} stats:"))
         for key, v in s.params.items():
             if key in _MAY_BE_NEGATIVE and isinstance(v, int) and v >= -1:
                 continue

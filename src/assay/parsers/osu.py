@@ -58,6 +58,7 @@ from assay.model import Sample, Stats
 from assay.parsers.base import (
     ParseResult,
     header_columns,
+    last_line_cut,
     make_sample,
     require_tool,
     table_row,
@@ -280,7 +281,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
     missing: list[str] = []
     blocks: list[_Block] = []
     block: _Block | None = None
-    cut_last_line = not text.endswith("\n")
+    cut_last_line = last_line_cut(text)
 
     for lineno, raw in enumerate(lines, start=1):
         stripped = raw.strip()
