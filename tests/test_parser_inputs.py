@@ -206,3 +206,50 @@ def test_every_input_file_is_read_within_a_bound(tmp_path: Path) -> None:
     for read in (resolve_suite, vdbench_suite, read_hostfile):
         with pytest.raises(AssayError, match="larger than 4 MiB"):
             read(str(big))
+
+
+def _edit_line(text: str, starts: str, edit) -> str:
+    lines = text.split("\n")
+    i = next(n for n, ln in enumerate(lines) if ln.lstrip().startswith(starts))
+    lines[i] = edit(lines[i])
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "fixture", "starts", "edit"),
+    [
+        # a lazy name before four figures, a run of blanks inside it and a fifth figure
+        ("mdtest", "mdtest/exascaler_cloud_3.3.0.txt", "File creation",
+         lambda ln: ln.replace("File creation", "File" + " " * 20_000 + "creation") + " 1"),
+        # a lazy benchmark name before "Test", a run of blanks inside it
+        ("osu", "osu/alaska_ompi4_ucx_osu_latency.out", "# OSU MPI",
+         lambda ln: ln.replace("Latency", "Late" + " " * 100_000 + "ncy")),
+        # an HTML tag pattern over a run of "<" that never closes
+        ("vdbench", "vdbench/summary_50407_macos.html", "Link to logfile",
+         lambda ln: ln + "<" * 100_000),
+        # a lazy option name before a colon, a run of blanks and no colon
+        ("ior", "ior/exascaler_cloud_3.3.0.txt", "api",
+         lambda ln: ln.split(":")[0].rstrip() + " " * 100_000 + "x"),
+        # blanks on both sides of a size's suffix, split two ways
+        ("fio", "fio/randread_8k.jsonplus.json", '"bs"',
+         lambda ln: ln.replace('"8k"', '"8' + " " * 50_000 + '!"')),
+        # a lazy value before trailing blanks
+        ("hpcc", "hpcc/hpccoutf.txt", "VersionMajor=",
+         lambda ln: ln + " " * 50_000 + "x"),
+        ("hpl", "hpl/sc14_hpl21.txt", "HPL_pdgesv() start",
+         lambda ln: ln.replace("Aug", "Aug" + " " * 50_000)),
+        # a lazy verb before the test's kind
+        ("perftest", "perftest/mlx4_qdr_ib_send_lat_a.txt", "Send Latency Test",
+         lambda ln: ln.replace("Latency", "Lat" + " " * 50_000 + "ency")),
+        # blanks that "\s+" and a class holding blanks could share
+        ("vdbench", "vdbench/guide_summary_example.txt", "1     833.00",
+         lambda ln: ln.replace("1 ", "1" + " " * 50_000, 1) + " x"),
+    ],
+)  # fmt: skip
+def test_a_long_run_in_a_line_is_read_in_linear_time(fmt, fixture, starts, edit) -> None:
+    """Found by tests/test_parser_patterns.py: each took seconds to hours before."""
+    text = _edit_line((FIX / fixture).read_text(), starts, edit)
+    started = time.perf_counter()
+    with contextlib.suppress(ParseError):
+        parse_text(text, fmt, source=fixture)
+    assert time.perf_counter() - started < 1.0

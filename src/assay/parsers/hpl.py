@@ -66,7 +66,9 @@ def _residual(line: str) -> re.Match[str] | None:
     return _RESIDUAL_TAIL.match(tail)
 
 
-_PDGESV_TIME = re.compile(r"^HPL_pdgesv\(\) (?P<which>start|end) time\s+(?P<when>.+?)\s*$")
+# "when" taken whole and stripped in code (a lazy group before "\s*$" is quadratic in a run
+# of blanks inside it)
+_PDGESV_TIME = re.compile(r"^HPL_pdgesv\(\) (?P<which>start|end) time\s+(?P<when>.+)$")
 _VERSION = re.compile(r"^HPLinpack\s+(?P<version>\S+)\s+--")
 _EPS = re.compile(r"relative machine precision \(eps\) is taken to be\s+(?P<eps>\S+)")
 _THRESHOLD = re.compile(r"Computational tests pass if scaled residuals are less than\s+(?P<t>\S+)")
@@ -186,7 +188,7 @@ def read_tests(text: str, *, source: str = "<text>", first_line: int = 1) -> Hpl
             continue
         if m := _PDGESV_TIME.match(line):
             if current is not None:
-                setattr(current, m["which"], m["when"])
+                setattr(current, m["which"], m["when"].rstrip())
             continue
         if m := _FINISHED.match(line):
             out.n_summaries += 1

@@ -25,7 +25,9 @@ from assay.errors import ParseError
 # What printf's %d/%f/%e/%g print (no "_", no nan/inf), at most 64 characters: a real
 # tool's number is never longer, and the cap keeps int()/float() away from huge numerals.
 # re.ASCII: \d would match every Unicode digit ("٣"), which float() reads as 3.
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d{1,3})?", re.ASCII)
+# "\d+(?:\.\d*)?", not "\d+\.?\d*": the same numbers, but one way to split a run of digits,
+# so a failed match is linear in the token (the 64-character cap guards it anyway).
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3})?", re.ASCII)
 _INTEGER = re.compile(r"[-+]?\d{1,19}", re.ASCII)
 MAX_TOKEN = 64
 # An integer size or count above 2**63 is beyond every counter the tools keep.
@@ -38,6 +40,8 @@ _UNIT_MAX = {"s": 1e8, "B/s": 1e17, "flop/s": 1e20, "op/s": 1e16, "B": float(MAX
 _ANY_MAX = 1e21  # any other number a parser keeps (params, stats of other units)
 # Parameters that a tool may print as -1 for "none" (nccl-tests' root of a rootless op).
 _MAY_BE_NEGATIVE = frozenset({"root"})
+# Parameters that count something (bytes, iterations, ranks): a whole number or nothing.
+_WHOLE = frozenset({"size", "iterations", "ranks", "block_size", "transfer_size", "n"})
 
 
 def _where(source: str, line: int | None) -> dict[str, Any]:
@@ -272,6 +276,9 @@ def impossible_values(samples: Iterable[Any]) -> list[str]:
                 problems.extend(stats_problems(s.stats, f"{name} stats:"))
         for key, v in s.params.items():
             if key in _MAY_BE_NEGATIVE and isinstance(v, int) and v >= -1:
+                continue
+            if key in _WHOLE and isinstance(v, float) and math.isfinite(v) and not v.is_integer():
+                found.append(f"{name} {key} {v!r} is not a whole number")
                 continue
             found.append(_check_number(v, where=f"{name} {key}", unit=None, positive=False))
         problems.extend(p for p in found if p)
