@@ -1,7 +1,7 @@
 r"""No regular expression of a parser takes super-linear time on a long run of a character.
 
 Issue 21 found HPL's residual line quadratic (``.*=`` over 64,000 "=": 34 s); this test then
-found eight more of the same class in the parsers of mdtest, OSU, perftest, IOR, Vdbench (its
+found nine more of the same class in the parsers of mdtest, OSU, perftest, IOR, Vdbench (its
 rows and its tag stripping), HPCC and fio: a lazy or repeated group next to ``\s*``/``\s+``
 over a run of blanks, split every way on a failed match (mdtest's summary row: 2,000 blanks
 took 72 s). Each pattern of ``assay.parsers``, called as its parser calls it (match, search,
