@@ -58,7 +58,6 @@ def test_a_fio_field_of_another_type_is_named(path, value, words) -> None:
         (["samples", 0, "stats", "min"], "1e-6", "stats.min is '1e-6', not a number"),
         (["samples", 0, "stats", "n"], 1.5, "stats.n 1.5 is not a whole number"),
         (["samples", 0, "stats"], [1], "stats is [1], not an object"),
-        (["samples", 0, "stats", "spread"], 1.0, "unknown field(s) ['spread']"),
         (["samples", 0, "metric"], 5, "metric is 5, not a string"),
         (["samples", 0, "unit"], None, "unit is None, not a string"),
         (["samples", 0, "better"], "up", "better is 'up'"),
@@ -77,6 +76,11 @@ def test_an_assay_json_field_of_another_type_is_named(path, value, words) -> Non
     with pytest.raises(ParseError) as err:
         parse_text(_edited(REPORT, path, value), "assay-json", source="r.json")
     assert words in str(err.value)
+
+
+def test_a_field_a_newer_assay_adds_is_left_out_not_refused() -> None:
+    result = parse_text(_edited(REPORT, ["samples", 0, "stats", "p9999"], 1.0), "assay-json")
+    assert "p9999" not in result.samples[0].stats.to_dict()
 
 
 def test_an_imported_report_with_a_bad_field_is_not_stored_and_report_still_works(tmp_path):
