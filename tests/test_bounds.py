@@ -14,7 +14,7 @@ from assay.errors import ConfigError, SuiteError
 from assay.launch.slurm.options import MAX_NODES, options_from_config
 from assay.model import System
 from assay.plan import Overrides, plan
-from assay.plan.bounds import MAX_JOBS, MAX_REPEAT
+from assay.plan.bounds import MAX_REPEAT
 from assay.probes import PlanContext
 from assay.suite import resolve_suite
 from conftest import run_cli
@@ -28,13 +28,14 @@ def test_a_node_count_beyond_any_machine_is_refused() -> None:
     assert options_from_config({}, nodes=MAX_NODES).nodes == MAX_NODES
 
 
-def test_all_pairs_beyond_the_plan_bound_is_refused_before_any_pair_is_made() -> None:
+def test_all_pairs_is_one_job_whatever_the_node_count() -> None:
+    """All-pairs makes no pair before it runs (the probe runs the tournament in one job), so
+    its bound is the node count's: over the largest allocation it answers at once."""
     started = time.perf_counter()
-    with pytest.raises(ConfigError, match=r"--all-pairs over 3000 nodes: 4498500 pairs") as err:
-        options_from_config({}, nodes=3000, all_pairs=True)
-    assert f"at most {MAX_JOBS}" in str(err.value)
+    assert options_from_config({}, nodes=MAX_NODES, all_pairs=True).nodes == MAX_NODES
+    with pytest.raises(ConfigError, match=r"--nodes 200001: at most 200000"):
+        options_from_config({}, nodes=MAX_NODES + 1, all_pairs=True)
     assert time.perf_counter() - started < 1
-    assert options_from_config({}, nodes=600, all_pairs=True).nodes == 600
 
 
 def _quick() -> tuple:
@@ -66,7 +67,7 @@ def test_a_plan_beyond_the_job_bound_is_refused_as_it_grows(monkeypatch) -> None
     ("args", "words"),
     [
         (["--on", "slurm", "--nodes", "1000000000"], "--nodes 1000000000: at most 200000"),
-        (["--on", "slurm", "--nodes", "3000", "--all-pairs"], "--all-pairs over 3000 nodes"),
+        (["--on", "slurm", "--nodes", "200001", "--all-pairs"], "--nodes 200001: at most"),
         (["--repeat", "99999999999"], "repeat 99999999999: at most"),
     ],
 )
@@ -83,13 +84,25 @@ def test_the_cli_answers_at_once_with_exit_2(tmp_path: Path, args: list[str], wo
     assert time.perf_counter() - started < 20
 
 
+def test_an_all_pairs_dry_run_over_the_largest_allocation_answers(tmp_path: Path) -> None:
+    proc = run_cli("run", "quick", "--dry-run", "--on", "slurm", "--nodes", str(MAX_NODES),
+                   "--all-pairs", home=tmp_path, timeout=30,
+                   env={"ASSAY_CONFIG": str(tmp_path / "none.toml")})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"--nodes={MAX_NODES}" in proc.stdout
+    assert len(proc.stdout) < 100_000  # the plan: one job per MPI, not one per pair
+
+
 def test_placing_on_an_allocation_is_bounded_too(monkeypatch) -> None:
-    import assay.launch.slurm.place as place_module
-    from assay.launch.slurm.options import SlurmOptions
-    from assay.model import Job
+    import assay.launch.place as place_module
+    from assay.launch.place import NodeOptions
+    from assay.model import Job, Spread
 
     monkeypatch.setattr(place_module, "MAX_JOBS", 10)
-    jobs = [Job(job_id=f"{i:03d}-stream", probe="stream", argv=["x"]) for i in range(2)]
-    assert len(place_module.place(jobs[:1], SlurmOptions(nodes=8), [])) == 8
+    jobs = [
+        Job(job_id=f"{i:03d}-hpl", probe="hpl", argv=["x"], spread=Spread("per-node"))
+        for i in range(2)
+    ]
+    assert len(place_module.place(jobs[:1], NodeOptions(nodes=8))) == 8
     with pytest.raises(ConfigError, match="more than 10 jobs"):
-        place_module.place(jobs, SlurmOptions(nodes=8), [])
+        place_module.place(jobs, NodeOptions(nodes=8))

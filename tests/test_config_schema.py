@@ -166,3 +166,31 @@ def test_the_cli_says_what_is_wrong_with_exit_2(tmp_path, args, text, words) -> 
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert words in " ".join(proc.stderr.split()), proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_schema_has_every_key_its_readers_take() -> None:
+    """One schema, kept with the code it describes: a field added to SlurmOptions (``per_node``
+    came with all-pairs) is either a [slurm] key of the schema or a command-line-only option,
+    and every option given on the command line is checked by the schema too (a control
+    character in ``--partition`` would reach the batch script)."""
+    from dataclasses import fields
+
+    from assay.analysis.outliers import RULE_KEYS
+    from assay.config.schema import OutliersTable, PeakTable, SlurmTable
+    from assay.launch.slurm.launcher import OWN_OPTIONS
+    from assay.launch.slurm.options import COMMAND_LINE_ONLY, OPTION_NAMES, SlurmOptions
+    from assay.system.peak import OVERRIDE_KEYS
+
+    slurm = {f.name for f in fields(SlurmOptions)}
+    assert slurm - COMMAND_LINE_ONLY == set(SlurmTable.model_fields)
+    assert slurm >= COMMAND_LINE_ONLY
+    assert OWN_OPTIONS <= set(OPTION_NAMES) <= set(SlurmTable.model_fields)
+    assert {"nodes", "intra_node", "pairs_at_once"} <= set(OPTION_NAMES)
+    assert set(PeakTable.model_fields) == set(OVERRIDE_KEYS)
+    assert set(OutliersTable.model_fields) == set(RULE_KEYS)
+
+
+def test_a_command_line_only_option_is_not_a_config_key(tmp_path: Path) -> None:
+    for key in ("per_node", "all_pairs", "detach"):
+        with pytest.raises(ConfigError, match=f"unknown key '{key}' in \\[slurm\\]"):
+            _load(tmp_path, f"[slurm]\n{key} = true\n")

@@ -68,11 +68,11 @@ def load(name: str) -> ReferenceSet:
 
 def load_file(path: Path, builtin: bool = False) -> ReferenceSet:
     try:
-        text = read_bounded(path, MAX_TEXT_BYTES, "reference set").decode()
+        text = read_bounded(path, MAX_TEXT_BYTES, "reference set").decode()  # TOML is UTF-8
     except OSError as exc:
         raise ReferenceError(f"{path}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
-        raise ReferenceError(f"{path}: not UTF-8 text (at byte {exc.start})") from None
+        raise ReferenceError(f"{path}: not UTF-8 (byte {exc.start}): TOML must be") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:  # its message says "(at line L, column C)"
