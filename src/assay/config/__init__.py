@@ -1,0 +1,64 @@
+"""User configuration and locations: ``ASSAY_HOME`` and ``~/.config/assay/config.toml``.
+
+The file is checked against one schema (``assay.config.schema``) when it is read: an unknown
+section or key, a value of the wrong type or range, a file that is not UTF-8 text, is a
+``ConfigError`` naming it (exit 2), never a traceback nor a setting silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from assay.errors import ConfigError
+
+
+def assay_home() -> Path:
+    """Where runs, the index and the build cache live (``$ASSAY_HOME``)."""
+    env = os.environ.get("ASSAY_HOME")
+    if env:
+        return Path(env).expanduser()
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "assay"
+
+
+def config_path() -> Path:
+    env = os.environ.get("ASSAY_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "assay" / "config.toml"
+
+
+# A config is a few dozen lines; more than this is not a config (or /dev/zero).
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def load_config(path: Path | None = None) -> dict[str, Any]:
+    """The user's config, checked against the schema, or {} when there is none. A malformed
+    file is an error, not ignored."""
+    path = path or config_path()
+    if not path.exists():
+        return {}
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config: {exc.strerror}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes: not a config file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})"
+        ) from None
+    try:
+        parsed = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    from assay.config.schema import validate_config  # pydantic: only when a config is read
+
+    return validate_config(parsed, origin=str(path))
