@@ -326,8 +326,9 @@ def test_parse_real_scontrol_show_job() -> None:
 
 def test_a_job_still_completing_after_its_script_exited_0_is_done() -> None:
     """The real line with JobState=COMPLETING (as slurmctld shows a job whose step a dead node
-    still holds): exit 0 is COMPLETED for assay, saying why; a non-zero exit waits for Slurm's
-    own final state (TIMEOUT, CANCELLED say more than FAILED)."""
+    still holds): for a --no-kill job (all-pairs; the launcher applies ``settled`` to those
+    only, others may still end NODE_FAIL) exit 0 is COMPLETED, saying why; a non-zero exit
+    waits for Slurm's own final state (TIMEOUT, CANCELLED say more than FAILED)."""
     text = (FIX / "scontrol_show_job_completed.txt").read_text()
     completing = settled(
         parse_show_job("19", text.replace("JobState=COMPLETED", "JobState=COMPLETING"))

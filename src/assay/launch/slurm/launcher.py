@@ -109,7 +109,9 @@ class SlurmLauncher(BatchLauncher):
         return slurm.submit(submission.argv)
 
     def poll(self, handle: str) -> BatchState:
-        s = slurm.settled(slurm.query(handle))
+        s = slurm.query(handle)
+        if self.opts.all_pairs:  # submitted --no-kill (``script.sbatch_argv``)
+            s = slurm.settled(s)
         return BatchState(handle, s.state, s.reason, s.nodes, s.exit_code, s.final,
                           pending=s.state == "PENDING")  # fmt: skip
 

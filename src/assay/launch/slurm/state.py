@@ -41,10 +41,11 @@ class JobState:
 
 
 def settled(s: JobState) -> JobState:
-    """A job whose batch script exited 0 but that Slurm is still ending on a node (COMPLETING:
-    a step left on a node that died, or a slow epilog) is COMPLETED for assay: every result is
+    """A ``--no-kill`` job (an all-pairs run: a lost node does not end it, so it never ends
+    NODE_FAIL) whose batch script exited 0 but that Slurm is still ending on a node
+    (COMPLETING: a step left on a node that died) is COMPLETED for assay: every result is
     written by then, and waiting for the cleanup cost a minute here after a lost node. Any
-    other COMPLETING waits for its own final state (TIMEOUT, CANCELLED… say more)."""
+    other COMPLETING waits for its own final state (NODE_FAIL, TIMEOUT, CANCELLED say more)."""
     if s.state == "COMPLETING" and s.exit_code == "0:0":
         why = "Slurm was still ending the job's processes on a node when assay finished"
         return dataclasses.replace(s, state="COMPLETED", reason=s.reason or why)
