@@ -20,6 +20,7 @@ import os
 import re
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -27,6 +28,9 @@ from _common import ROOT, assay, scratch_home
 from scale_model import Measured, calibrate, model
 
 from assay.parsers.allpairs_file import read_matrix_file
+
+sys.path.insert(0, str(ROOT / "tests"))  # the cluster's log reader, shared with its tests
+from slurmlogs import steps_launched
 
 TESTCLUSTER = ROOT / "scripts" / "testcluster"
 STATE = "/tmp/assay-bench-cluster"
@@ -51,22 +55,8 @@ def testcluster(nodes: int, *args: str) -> None:
     subprocess.run([str(TESTCLUSTER), *args], env=env, check=True, capture_output=True)
 
 
-def step_launches(since: dict[str, int] | None = None) -> tuple[set[str], dict[str, int]]:
-    """The job steps (J.S) the cluster's slurmds launched after ``since`` (each log's size
-    then), and each log's size now. Each slurmd logs a line for its own tasks of a step (a step
-    over 16 nodes is 16 lines, one step); job ids start again at 1 when the cluster does."""
-    steps: set[str] = set()
-    sizes: dict[str, int] = {}
-    for log in Path(STATE, "log").glob("slurmd-*.log"):
-        data = log.read_bytes()
-        sizes[str(log)] = len(data)
-        new = data[(since or {}).get(str(log), 0) :].decode(errors="replace")
-        steps |= set(re.findall(r"launch task StepId=(\d+\.\d+)", new))
-    return steps, sizes
-
-
 def one_run(home: Path, nodes: int, mpi: list[str]) -> dict:
-    _, logs = step_launches()
+    _, logs = steps_launched(STATE)
     t0 = time.monotonic()
     proc = assay("run", "network", "--on", "slurm", "--nodes", str(nodes), "--all-pairs",
                  *mpi, home=home, check=False)  # fmt: skip
@@ -94,7 +84,7 @@ def one_run(home: Path, nodes: int, mpi: list[str]) -> dict:
                         if s.startswith("All-pairs latency"))  # fmt: skip
     return {
         "nodes": nodes, "rc": proc.returncode, "wall_s": wall,
-        "steps": len(step_launches(logs)[0]), "jobs": len(jobs),
+        "steps": len(steps_launched(STATE, logs)[0]), "jobs": len(jobs),
         "files": len(files), "bytes": sum(p.stat().st_size for p in files),
         "link_named": all(named) and bool(named), "latency_outliers": latency_named,
         "sweeps": sweeps,

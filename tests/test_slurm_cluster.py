@@ -32,6 +32,7 @@ from assay.errors import AssayError
 from assay.parsers.allpairs_file import read_matrix_file
 from conftest import run_cli
 from html_browser import Browser
+from slurmlogs import steps_launched
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCLUSTER = ROOT / "scripts" / "testcluster"
@@ -238,20 +239,6 @@ HEATMAPS_JS = """JSON.stringify([...document.querySelectorAll('figure.plot')].ma
   width: f.querySelector('svg') ? f.querySelector('svg').getBoundingClientRect().width : 0})))"""
 
 
-def _steps_launched(since: dict[str, int] | None = None) -> tuple[set[str], dict[str, int]]:
-    """The job steps (J.S) the cluster's slurmds launched after ``since`` (each log's size
-    then), and each log's size now. Each slurmd logs a line for its own tasks of a step (a step
-    over 16 nodes is 16 lines, one step); job ids start again at 1 when the cluster does."""
-    steps: set[str] = set()
-    sizes: dict[str, int] = {}
-    for log in Path(STATE_DIR, "log").glob("slurmd-*.log"):
-        data = log.read_bytes()
-        sizes[str(log)] = len(data)
-        new = data[(since or {}).get(str(log), 0) :].decode(errors="replace")
-        steps |= set(re.findall(r"launch task StepId=(\d+\.\d+)", new))
-    return steps, sizes
-
-
 def _named_links(report: str) -> dict[str, list[str]]:
     """Each all-pairs section of a Markdown report: the outlier lines it names."""
     sections = [s for s in report.split("\n## ") if s.startswith("All-pairs")]
@@ -266,7 +253,7 @@ def test_all_pairs_at_16_nodes_names_the_throttled_link_three_runs_in_a_row(clus
     assert throttle.returncode == 0, throttle.stderr
     try:
         for k, mpis in enumerate((["openmpi", "mpich"], ["openmpi"], ["openmpi"])):
-            _, logs = _steps_launched()
+            _, logs = steps_launched(STATE_DIR)
             started = time.monotonic()
             proc = assay(cluster, "run", "network", "--on", "slurm", "--nodes", str(BIG),
                          "--all-pairs", "--mpi", ",".join(mpis), timeout=300)  # fmt: skip
@@ -278,7 +265,7 @@ def test_all_pairs_at_16_nodes_names_the_throttled_link_three_runs_in_a_row(clus
             assert len(sweeps) == len(mpis) and all(j["status"] == "ok" for j in jobs), jobs
             # a step per job, one more telling the nodes' kernels apart, Open MPI's daemons'
             # own step (mpirun starts them with one srun); nothing per pair
-            steps, _ = _steps_launched(logs)
+            steps, _ = steps_launched(STATE_DIR, logs)
             assert 1 + len(jobs) <= len(steps) <= 1 + 2 * len(jobs), (steps, proc.stderr)
             report = assay(cluster, "report", rid, "--format", "md")
             named = _named_links(report.stdout)
