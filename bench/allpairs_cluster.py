@@ -71,8 +71,8 @@ def one_run(home: Path, nodes: int, mpi: list[str]) -> dict:
     sweeps = []  # per sweep job: its wall, its rounds' (barrier to barrier), the median round
     for job in jobs:
         matrix = run / "jobs" / job["job_id"] / "allpairs.bin"
-        if "-retest" in job["job_id"] or not matrix.exists():
-            continue
+        if "-retest" in job["job_id"] or job["status"] != "ok" or not matrix.exists():
+            continue  # (a failed job: its rc and reason are in the run, not a point)
         rounds = [r.wall_s for r in read_matrix_file(matrix).rounds]
         sweeps.append({"job": job["job_id"], "wall_s": job["wall_time"],
                        "rounds_s": sum(rounds), "round_s": statistics.median(rounds)})  # fmt: skip
