@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -64,8 +65,10 @@ def run_slurm(
     opts: SlurmOptions,
     label: str,
     dry: bool,
+    on_start: Callable[[], None] | None = None,
 ) -> RunOutcome | None:
-    """Plan placement, submit one allocation, follow it (unless detached). None: nothing ran."""
+    """Plan placement, submit one allocation, follow it (unless detached). None: nothing ran.
+    ``on_start``: called once, when the allocation is seen running."""
     placed = place(jobs, opts, mpis)
     if not placed:
         raise AssayError("nothing to run on Slurm: the suite planned no job")
@@ -95,17 +98,25 @@ def run_slurm(
         writer.release()
         console.print(f"detached: collect the results with: assay collect {writer.info.run_id}")
         return None
-    return collect_writer(console, writer, placed, opts)
+    return collect_writer(console, writer, placed, opts, on_start)
 
 
 def collect_writer(
-    console: Console, writer: RunWriter, jobs: list[Job], opts: SlurmOptions
+    console: Console,
+    writer: RunWriter,
+    jobs: list[Job],
+    opts: SlurmOptions,
+    on_start: Callable[[], None] | None = None,
 ) -> RunOutcome:
     """Follow the allocation with a live line, report each job as it lands, close the run."""
     job_id = slurm_job_of(writer.info.slurm)
     with console.status(f"Slurm job {job_id}: asking Slurm") as status:
+        started: list[bool] = []
 
         def on_state(state: JobState, elapsed: float) -> None:
+            if on_start is not None and not started and state.state != "PENDING":
+                started.append(True)
+                on_start()
             done = sum(1 for _ in (writer.path / "jobs.jsonl").open()) if (
                 writer.path / "jobs.jsonl"
             ).exists() else 0  # fmt: skip
