@@ -161,9 +161,9 @@ def judge(
     if peers:
         verdicts += _judge_peers(inp, peers, rule, metrics, against)
     verdicts += _failed_jobs(inp, hosts)
-    failing = {v.subject for v in verdicts if v.kind == "node" and v.grade == "FAIL"}
+    degraded = {v.subject for v in verdicts if v.kind == "node" and v.grade != "PASS"}
     link_ref = refs[0] if len(by_ref) == 1 and not peers else None
-    verdicts += link_verdicts(inp.by_host, failing, rule, outlier_rule, link_ref)
+    verdicts += link_verdicts(inp.by_host, degraded, rule, outlier_rule, link_ref)
     return Judged(verdicts, against, notes)
 
 

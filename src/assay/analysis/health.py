@@ -15,7 +15,8 @@ worse whatever the metric. The margin shown is r − 1.
 ``assay compare`` uses (``verdict.significance``: Mann–Whitney U over repetitions, else Welch's t
 over the tool's iterations, else unknown). Against peers: the robust z-score of
 ``analysis.outliers`` over the nodes of the type (log scale, beyond ``threshold``, 3.5 by
-default, on the bad side).
+default, on the bad side), from 4 nodes up: with 3 the median absolute deviation is just the
+smaller of two distances, and a z-score over it says nothing (the noise is then "unknown").
 
 **Grade.** With the limits of the metric (``[check]`` in the config, below):
 
@@ -54,6 +55,7 @@ from assay.units import format_value, metric_info
 Grade = Literal["PASS", "WARN", "FAIL"]
 WORST_FIRST: tuple[Grade, ...] = ("FAIL", "WARN", "PASS")
 EXIT_CODE = {"PASS": 0, "WARN": 1, "FAIL": 3}
+MIN_Z_VALUES = 4  # a robust z-score over fewer values is not a measure of the noise
 
 # The figures a check judges, when its suite does not list them: the headline of each family.
 CHECK_METRICS = (
@@ -61,8 +63,10 @@ CHECK_METRICS = (
     "storage.bandwidth", "gpu.flops", "gpu.bandwidth",
 )  # fmt: skip
 # Params that say where or how wide a figure ran, not what it measured: a node's figure and its
-# baseline's still match when the baseline came from a run on another number of nodes.
-NOT_IDENTITY = frozenset({"nodes", "ppn", "host"})
+# baseline's still match when the baseline came from a run on another number of nodes. HPL's N
+# too: with a time budget each node's pilot solve picks it at run time (a slower node gets a
+# smaller N, and a lower Rmax from both), so Rmax is compared whatever the N.
+NOT_IDENTITY = frozenset({"nodes", "ppn", "host", "N"})
 # Params that name a check beside its metric ("storage.iops randread-8k").
 NAME_PARAMS = ("workload", "mpi")
 
@@ -346,11 +350,10 @@ def judge_peers(
         z = robust_z({h: math.log(v) for h, v in values.items()} if positive else values)
         for host, fig in sorted(figs.items()):
             sign = -1.0 if fig.sample.better == "higher" else 1.0
-            beyond = sign * z[host] > rule.threshold
+            beyond = sign * z[host] > rule.threshold if len(values) >= MIN_Z_VALUES else None
             against = f"median of {len(values)} nodes"
-            verdicts.append(
-                _verdict(host, fig, med, against, f"robust z {z[host]:+.1f}", beyond, rule)
-            )
+            text = f"robust z {z[host]:+.1f}" if beyond is not None else "too few nodes for a z"
+            verdicts.append(_verdict(host, fig, med, against, text, beyond, rule))
     return verdicts
 
 

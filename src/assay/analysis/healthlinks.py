@@ -6,18 +6,24 @@ module through that function only.
 
 **Baseline** of a link: the reference set's figure for the metric, size and MPI (the median of
 its points: an accepted all-pairs run stores one per round), else the median of this run's links.
-**Noise**: the robust z-score over this run's links (the all-pairs report's rule).
+**Noise**: the robust z-score over this run's links (the all-pairs report's rule), from 4 links
+up (``health.MIN_Z_VALUES``); over fewer it is "unknown", and the limits alone decide.
 
-**Links a failing node explains.** A node that fails on its own (its STREAM, DGEMM, HPL, its
-inventory) slows every link it is part of; such links are graded as measured but say which node
-explains them, and they are left out of the peers' median and of the z-score, so that one slow
-node among four does not make the healthy links look fast or the slow link look normal.
+**Links a degraded node explains.** A node that does not pass on its own (its STREAM, DGEMM,
+HPL, its inventory: a WARN or a FAIL) slows every link it is part of: a node whose CPU is held
+back answers late. Such links are graded as measured but say which node explains them, and
+they are left out of the peers' median and of the z-score, so that one slow node among four
+does not widen the spread the slow link is measured against, nor move the median.
 
-**A node's links.** Each node also gets one verdict per matrix: the median of its links. It
-FAILs only when every one of its links to nodes that do not fail on their own fails, and there
-are at least two of them: a node-side fault (its NIC, its cable, its port) rather than one bad
-link between two good nodes. Only this verdict, never a single link, drains a node: which end
-of one slow link is at fault cannot be told from the link alone.
+**A node's links.** Each node also gets one verdict per matrix: the median of its links,
+against the baseline (the reference's figure, else the median of the nodes' medians), its noise
+the robust z-score over the nodes' medians (as the all-pairs report names a node). A node whose
+every link is slow stands out there even when its links are too many of all the links to be
+outliers one by one, while one slow link between two good nodes moves neither end's median.
+With fewer than 4 nodes there is no z-score; then a node FAILs only when every one of its links
+to nodes that pass on their own fails, and there are at least two of them. Only this verdict,
+never a single link, drains a node: which end of one slow link is at fault cannot be told from
+the link alone.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import statistics
 from collections.abc import Iterable, Mapping
 
 from assay.analysis.allpairs import PairMatrix, matrices
-from assay.analysis.health import CheckRule, Verdict, goodness, grade, shown
+from assay.analysis.health import MIN_Z_VALUES, CheckRule, Verdict, goodness, grade, shown
 from assay.analysis.outliers import OutlierRule, robust_z
 from assay.analysis.stats import Figure
 from assay.references.model import ReferenceSet
@@ -74,7 +80,7 @@ def link_verdicts(
     ref: ReferenceSet | None = None,
 ) -> list[Verdict]:
     """Every link of every all-pairs matrix, and each node's links (see the module docstring).
-    ``failing``: the nodes that fail on their own checks."""
+    ``failing``: the nodes that do not pass their own checks (WARN or FAIL)."""
     names = mpi_names(by_host)
     out: list[Verdict] = []
     for m in matrices(by_host, outlier_rule or OutlierRule()):
@@ -102,7 +108,7 @@ def matrix_verdicts(
         ratio = goodness(value, base, m.better)
         explained = sorted(set((a, b)) & failing)
         if explained:
-            beyond, test, note = None, "", f"{', '.join(explained)} fails on its own checks"
+            beyond, test, note = None, "", f"{', '.join(explained)} does not pass its own checks"
         elif (a, b) in z:
             beyond, test, note = sign * z[(a, b)] > rule.threshold, f"robust z {z[(a, b)]:+.1f}", ""
         else:
@@ -120,7 +126,7 @@ def matrix_verdicts(
                 key=(m.metric, m.size, m.mpi), probe="p2p",
             )
         )  # fmt: skip
-    return out + _node_links(m, out, failing, base, against)
+    return out + _node_links(m, out, failing, base, against, rule)
 
 
 def _unit(metric: str) -> str:
@@ -128,7 +134,7 @@ def _unit(metric: str) -> str:
 
 
 def _z(links: Mapping[tuple[str, str], float]) -> dict[tuple[str, str], float]:
-    if len(links) < 3:
+    if len(links) < MIN_Z_VALUES:
         return {}
     if all(v > 0 for v in links.values()):
         return robust_z({k: math.log(v) for k, v in links.items()})  # type: ignore[return-value]
@@ -136,18 +142,32 @@ def _z(links: Mapping[tuple[str, str], float]) -> dict[tuple[str, str], float]:
 
 
 def _node_links(
-    m: PairMatrix, links: list[Verdict], failing: set[str], base: float, against: str
-) -> list[Verdict]:
+    m: PairMatrix, links: list[Verdict], failing: set[str], base: float, against: str,
+    rule: CheckRule,
+) -> list[Verdict]:  # fmt: skip
+    mine = {h: [v for v in links if h in v.subject.split(DASH)] for h in m.hosts}
+    medians = {h: statistics.median(v.figure for v in vs if v.figure is not None)
+               for h, vs in mine.items() if vs}  # fmt: skip
+    if not against.startswith("reference"):
+        good = [v for h, v in medians.items() if h not in failing] or list(medians.values())
+        base, against = statistics.median(good), f"median of {len(good)} nodes' median links"
+    z = _z(medians)  # type: ignore[arg-type]
+    sign = -1.0 if m.better == "higher" else 1.0
     out = []
-    for host in m.hosts:
-        mine = [v for v in links if host in v.subject.split(DASH)]
-        to_good = [v for v in mine if not (set(v.subject.split(DASH)) - {host}) & failing]
+    for host, med in sorted(medians.items()):
+        to_good = [v for v in mine[host] if not (set(v.subject.split(DASH)) - {host}) & failing]
         bad = [v for v in to_good if v.grade == "FAIL"]
-        fails = len(to_good) >= 2 and len(bad) == len(to_good)
-        med = statistics.median(v.figure for v in mine if v.figure is not None)
         ratio = goodness(med, base, m.better)
-        if fails:
-            note = f"all {len(to_good)} links to healthy nodes fail"
+        if host in z:
+            beyond = sign * z[host] > rule.threshold  # type: ignore[index]
+            graded = grade(ratio, rule.limits(m.metric), beyond)
+            fails, test = graded == "FAIL", f"robust z {z[host]:+.1f}"  # type: ignore[index]
+            noise = "beyond the noise" if beyond else "within the noise"
+        else:
+            fails = len(to_good) >= 2 and len(bad) == len(to_good)
+            test, noise = "", "unknown"
+        if fails and not z:
+            note = f"all {len(to_good)} links to nodes that pass fail"
         elif bad:
             note = "failing link(s): " + ", ".join(v.subject for v in bad)
         else:
@@ -156,8 +176,8 @@ def _node_links(
             Verdict(
                 subject=host, kind="node", check=f"{_check(m)} links", metric=m.metric,
                 grade="FAIL" if fails else "PASS", figure=med, baseline=base,
-                unit=_unit(m.metric), ratio=ratio, noise="exact" if fails else "—",
-                test="", against=against, shown=shown(med, m.metric, _unit(m.metric)),
+                unit=_unit(m.metric), ratio=ratio, noise=noise, test=test, against=against,
+                shown=shown(med, m.metric, _unit(m.metric)),
                 expected=shown(base, m.metric, _unit(m.metric)), note=note,
                 key=(m.metric, m.size, m.mpi, "links"), probe="p2p",
             )
