@@ -30,9 +30,16 @@ def config_path() -> Path:
 def load_config(path: Path | None = None) -> dict[str, Any]:
     """The user's config, or {} when there is none. A malformed file is an error, not ignored."""
     path = path or config_path()
-    if not path.exists():
-        return {}
     try:
-        return tomllib.loads(path.read_text())
+        if not path.exists():
+            return {}
+        text = path.read_text()
+    except OSError as exc:  # another user's home (a check run as a service user): say so
+        raise ConfigError(
+            f"{path}: cannot read the config: {exc.strerror or exc}",
+            hint="set ASSAY_CONFIG to a config this user can read",
+        ) from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None

@@ -27,7 +27,8 @@ def act(args, measure, verdicts: list[Verdict], run_id: str) -> list[dict[str, A
 
     grades = node_grades(verdicts)
     try:
-        states = node_states(args.partition if args.on == "slurm" else None)
+        partition = args.partition if args.on == "slurm" else None
+        states = node_states(partition, timeout=5.0 if args.dry_run else None)
     except AssayError as exc:
         if not args.dry_run:
             raise

@@ -27,6 +27,7 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 from dataclasses import dataclass
 
 from assay.errors import LaunchError
@@ -74,11 +75,20 @@ def parse_sinfo(text: str) -> dict[str, NodeState]:
     return out
 
 
-def node_states(partition: str | None = None) -> dict[str, NodeState]:
+def node_states(partition: str | None = None, timeout: float | None = None) -> dict[str, NodeState]:
+    """Every node's state and reason. ``timeout``: seconds to wait for Slurm (sinfo retries for
+    a minute when it cannot read slurm.conf; a dry run need not wait that long)."""
     argv = [_slurm_tool("sinfo"), "-N", "-h", "-o", SINFO_FORMAT]
     if partition:
         argv.append(f"--partition={partition}")
-    proc = _run(argv)
+    if timeout is None:
+        proc = _run(argv)
+    else:
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                                  check=False)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise LaunchError(f"sinfo did not answer in {timeout:g} s") from None
     if proc.returncode != 0:
         raise LaunchError(f"sinfo: {slurm_words(proc.stderr)}")
     return parse_sinfo(proc.stdout)
