@@ -127,7 +127,11 @@ def update(argv: list[str]) -> None:
 
 
 def _slurm_user() -> str | None:
-    proc = _run([_slurm_tool("scontrol"), "show", "config"])
+    try:  # a user Slurm does not let in (no munge socket) gets no answer at all: a short wait
+        proc = subprocess.run([_slurm_tool("scontrol"), "show", "config"], capture_output=True,
+                              text=True, timeout=5.0, check=False)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return None
     if proc.returncode != 0:
         return None
     m = re.search(r"^SlurmUser\s*=\s*([^\s(]+)", proc.stdout, re.MULTILINE)
