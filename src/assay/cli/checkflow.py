@@ -230,6 +230,10 @@ def run_check(args: CheckArgs) -> int:
         written([{"error": str(exc)}])  # the verdicts are out before the error
         raise
     written(actions)
+    if args.dry_run:  # the scontrol lines a real run would run, after the verdicts
+        for action in actions:
+            if action["command"]:
+                print(action["command"])
     from assay.analysis.health import exit_code
 
     return exit_code(verdicts)

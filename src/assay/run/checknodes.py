@@ -85,8 +85,9 @@ def plan_actions(
 def carry_out(
     actions: list[Action], dry: bool, say: Callable[[str], None]
 ) -> list[dict]:  # fmt: skip
-    """Run the actions' scontrol lines (or print them, ``dry``). The first refusal stops: the
-    nodes after it are not touched, and the error names the line Slurm refused."""
+    """Run the actions' scontrol lines (``dry``: only record them; the caller prints them
+    after the verdicts). The first refusal stops: the nodes after it are not touched, and the
+    error names the line Slurm refused."""
     records = []
     for a in actions:
         if a.argv is None:
@@ -94,7 +95,6 @@ def carry_out(
             records.append(a.to_dict(False))
             continue
         if dry:
-            print(shell_line(a.argv))
             records.append(a.to_dict(False))
             continue
         update(a.argv)

@@ -126,13 +126,18 @@ def update(argv: list[str]) -> None:
         )
 
 
-def _slurm_user() -> str | None:
-    try:  # a user Slurm does not let in (no munge socket) gets no answer at all: a short wait
-        proc = subprocess.run([_slurm_tool("scontrol"), "show", "config"], capture_output=True,
-                              text=True, timeout=5.0, check=False)  # fmt: skip
-    except subprocess.TimeoutExpired:
+def _ask(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
+    """A question to Slurm that may go unanswered: a user Slurm does not let in (no munge
+    socket), or no accounting daemon, gets no answer at all. A short wait, then None."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=5.0, check=False)
+    except (subprocess.TimeoutExpired, OSError):
         return None
-    if proc.returncode != 0:
+
+
+def _slurm_user() -> str | None:
+    proc = _ask([_slurm_tool("scontrol"), "show", "config"])
+    if proc is None or proc.returncode != 0:
         return None
     m = re.search(r"^SlurmUser\s*=\s*([^\s(]+)", proc.stdout, re.MULTILINE)
     return m.group(1) if m else None
@@ -150,8 +155,8 @@ def update_permission() -> str | None:
         return None
     sacctmgr = shutil.which("sacctmgr")
     if sacctmgr:
-        proc = _run([sacctmgr, "-n", "-P", "show", "user", user, "format=adminlevel"])
-        level = proc.stdout.strip().lower() if proc.returncode == 0 else ""
+        proc = _ask([sacctmgr, "-n", "-P", "show", "user", user, "format=adminlevel"])
+        level = proc.stdout.strip().lower() if proc is not None and proc.returncode == 0 else ""
         if level in ("operator", "administrator"):
             return None
     return (
