@@ -76,6 +76,10 @@ def test_level_1_passes_against_its_baseline_and_writes_the_files(home: dict) ->
     assert json.loads((run_dir / "check.json").read_text())["verdicts"] == doc["verdicts"]
     metrics = (out / "m.prom").read_text()
     assert (out / "j.xml").exists() and f"assay_check_exit_status {proc.returncode}" in metrics
+    # the run's own report opens with its verdicts
+    report = run_cli("report", doc["run_id"], "--format", "md", home=home["home"], env=home["env"])
+    assert report.returncode == 0, report.stderr
+    assert report.stdout.index("## Verdicts: nodes x checks") < report.stdout.index("## System")
 
 
 def _edited_baseline(home: dict, name: str, edit) -> None:
@@ -157,6 +161,7 @@ def test_refusals_exit_2_before_anything_runs(home: dict, tmp_path: Path) -> Non
         (["--dry-run"], "--dry-run prints the scontrol lines"),
         (["--level", "1", "quick"], "give a level or a suite, not both"),
         (["--fail-below", "memory.triad=2"], "a ratio above 0 and at most 1"),
+        ([], "no baseline, and this node alone cannot be judged against peers"),
     ]
     if not shutil.which("nvidia-smi"):
         cases.append((["gpu"], "nothing of gpu can run here (gpu_burn: no GPU found"))

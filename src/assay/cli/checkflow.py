@@ -207,6 +207,19 @@ def run_check(args: CheckArgs) -> int:
     from assay.cli.checkmeasure import Measure
 
     m = Measure(args, spec, text, origin, system, mpis, config, local)
+    if not refs:  # the peers' median needs 3 nodes: say so before measuring, not after
+        from assay.analysis.checkrun import MIN_PEERS
+
+        count = m.opts.nodes if m.opts is not None else 1
+        if count < MIN_PEERS:
+            where = "this node alone" if m.opts is None else f"{count} nodes"
+            raise AssayError(
+                f"no baseline, and {where} cannot be judged against peers: the median of "
+                f"fewer than {MIN_PEERS} nodes cannot say which one is slow",
+                hint="make a baseline from an accepted run (assay run check-1, then assay "
+                "references add --from latest NAME) and give it: --baseline NAME, or "
+                "[check] baseline in the config",
+            )
     started = time.monotonic()
     first = m.measure(jobs)
     judged = m.judge(first, refs, rule, metrics, orule)

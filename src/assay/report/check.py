@@ -9,9 +9,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from assay.analysis.health import WORST_FIRST, Verdict, exit_code, worst, worst_first
@@ -140,6 +143,19 @@ def summary_line(verdicts: list[Verdict]) -> str:
     if bad_links:
         line += f"; failing links: {', '.join(bad_links)}"
     return line + f"; exit status {exit_code(verdicts)}"
+
+
+def stored_verdicts(run_dir: Path) -> list[Verdict] | None:
+    """The verdicts ``assay check`` kept beside a run (``check.json``), for the run's report;
+    None when it was not checked (or the file cannot be read: the report goes on without)."""
+    try:
+        doc = json.loads((run_dir / "check.json").read_text())
+        if doc.get("schema") != JSON_SCHEMA:
+            return None
+        fields = {f.name for f in dataclasses.fields(Verdict)}
+        return [Verdict(**{k: v for k, v in d.items() if k in fields}) for d in doc["verdicts"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def check_document(
