@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.analysis.checklimits import CheckRule, Limits, check_rule, limit_args
 from assay.analysis.checkrun import (
     BaselineError,
     CheckInput,
@@ -21,15 +22,11 @@ from assay.analysis.checkrun import (
     retest_of,
 )
 from assay.analysis.health import (
-    CheckRule,
-    Limits,
-    check_rule,
     drain_reason,
     exit_code,
     grade,
     judge_peers,
     judge_reference,
-    limit_args,
     node_figures,
     with_retest,
 )
@@ -385,3 +382,27 @@ def test_openmetrics_passes_promtool(tmp_path: Path) -> None:
     bad = subprocess.run([promtool, "check", "metrics"], input="x{ 1\n", capture_output=True,
                          text=True, check=False)  # fmt: skip
     assert bad.returncode != 0
+
+
+def test_the_grid_puts_the_worst_node_and_check_first_and_folds_the_inventory() -> None:
+    from assay.report.check import grid_table, summary_line
+
+    _, verdicts = _judged_five(180)
+    expected = facts("ref")
+    for host in ("n1", "n2"):
+        node = facts(host, cores=190) if host == "n2" else facts(host, kernel="6.1.0-21")
+        from assay.analysis.health import fact_verdicts
+
+        verdicts += fact_verdicts(host, inventory_checks(node, expected), "expected")
+    grid = grid_table(verdicts)
+    # FAIL before WARN before PASS; among failures the one furthest below its baseline first
+    assert [r[0] for r in grid.rows][:3] == ["n5", "n2", "n1"]
+    assert grid.columns[:4] == ["node", "verdict", "memory.triad", "inventory"]
+    by = {r[0]: dict(zip(grid.columns, r, strict=True)) for r in grid.rows}
+    assert by["n5"]["memory.triad"].startswith("FAIL 0.2")
+    assert by["n2"]["inventory"].startswith("FAIL") and by["n1"]["inventory"] == "WARN"
+    assert by["n3"]["inventory"] == "—" and by["n3"]["verdict"] == "PASS"
+    line = summary_line(verdicts)
+    assert line.startswith("5 nodes: 2 PASS, 1 WARN (n1), 2 FAIL (n2, n5)") and line.endswith(
+        "exit status 3"
+    )

@@ -16,8 +16,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from assay.analysis.checklimits import CheckRule
 from assay.analysis.health import (
-    CheckRule,
     Verdict,
     fact_verdicts,
     failed_job_verdict,

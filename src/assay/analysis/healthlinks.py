@@ -33,7 +33,8 @@ import statistics
 from collections.abc import Iterable, Mapping
 
 from assay.analysis.allpairs import PairMatrix, matrices
-from assay.analysis.health import MIN_Z_VALUES, CheckRule, Verdict, goodness, grade, shown
+from assay.analysis.checklimits import CheckRule
+from assay.analysis.health import MIN_Z_VALUES, Verdict, goodness, grade, shown
 from assay.analysis.outliers import OutlierRule, robust_z
 from assay.analysis.stats import Figure
 from assay.references.model import ReferenceSet
