@@ -162,6 +162,8 @@ def check(
     )  # fmt: skip
     try:
         code = run_check(args)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the run is closed, nothing was drained
+        raise typer.Exit(130) from None
     except AssayError as exc:
         if exc.exit_code != 2:  # 3 means a failing node here: a missing baseline is bad input
             raise AssayError(str(exc).split("\n  hint: ")[0], hint=exc.hint) from exc
