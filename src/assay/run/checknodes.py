@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -103,6 +104,11 @@ def carry_out(
     return records
 
 
+def natural(name: str) -> list:
+    """node2 before node10: the peers a hold takes are the first idle nodes as people count."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
 @dataclass
 class Hold:
     """Nodes assay drained, resumed inside a reservation of its own for one check."""
@@ -125,7 +131,7 @@ def hold_drained(
         say(f"{n}: drained by assay but still running a job ({states[n].state}): not held now")
     if not drained:
         return None
-    idle = sorted(n for n, s in states.items() if s.idle)
+    idle = sorted((n for n, s in states.items() if s.idle), key=natural)
     if len(drained) > nodes or len(drained) + len(idle) < nodes:
         raise AssayError(
             f"--resume needs {nodes} nodes: the {len(drained)} assay drained "
