@@ -27,6 +27,7 @@ STAGE: dict[str, int] = {
     "config": 0,
     "textutil": 0,
     "vocab": 0,
+    "condensed": 0,  # the all-pairs matrix's layout (the probe file's reader and the analysis)
     # what the machine is (every read of /sys, /proc, PATH)
     "system": 1,
     # inputs: suites, the pure fio model, Vdbench files as an input adapter
@@ -157,3 +158,73 @@ def test_no_module_over_500_lines_outside_parsers() -> None:
         if "parsers" not in p.parts and (n := len(p.read_text().splitlines())) > 500
     ]
     assert not long, "modules over ~500 lines:\n" + "\n".join(long)
+
+
+# The package root holds the ground floor (stage 0) and the entry points, nothing that belongs
+# in a stage's folder: at most 8 modules besides the package's own __init__.
+ENTRY_POINTS = {"__init__", "__main__"}
+ROOT_LIMIT = 8
+
+
+def test_the_package_root_holds_the_ground_floor_and_entry_points_only() -> None:
+    root = sorted(p.stem for p in SRC.glob("*.py") if p.stem != "__init__")
+    misplaced = [m for m in root if m not in ENTRY_POINTS and STAGE.get(m) != 0]
+    assert not misplaced, (
+        f"modules at the package root that belong in a stage's folder: {misplaced} "
+        "(give them a package of their stage)"
+    )
+    assert len(root) <= ROOT_LIMIT, f"{len(root)} modules at the package root: {root}"
+
+
+def _doc_stages() -> dict[str, int]:
+    """The stage table of docs/architecture.md: package -> stage."""
+    doc = (SRC.parents[1] / "docs" / "architecture.md").read_text()
+    table = doc.split("<!-- stages:", 1)[1].split("\n\n", 1)[0]
+    found: dict[str, int] = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 2 or not cells[0][:1].isdigit():
+            continue
+        stage = int(cells[0].split()[0])
+        for name in cells[1].split(","):
+            found[name.strip().strip("`").removeprefix("assay.")] = stage
+    return found
+
+
+def test_the_docs_stage_table_is_this_one() -> None:
+    documented = {k: v for k, v in STAGE.items() if k not in ("", "__main__")}
+    assert _doc_stages() == documented
+
+
+PROBE_NAMES = {p.stem for p in (SRC / "probes").glob("*.py") if not p.stem.startswith("_")}
+PROBE_NAMES -= {"base", "external", "mpi_jobs", "cuda", "hplsize", "__init__"}
+# The flow's machinery places, launches and runs any probe alike: it reads what a probe
+# declares (its spread, its server), never its name.
+MACHINERY = ("launch", "plan", "run", "cli")
+
+
+def _names_in_comparisons(tree: ast.AST) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        for side in [node.left, *node.comparators]:
+            elts = side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side]
+            found |= {e.value for e in elts if isinstance(e, ast.Constant)}
+    return found
+
+
+def test_no_probe_name_is_tested_by_the_machinery() -> None:
+    assert {"p2p", "coll", "fio", "rdma", "stream"} <= PROBE_NAMES
+    named = [
+        f"{p.relative_to(SRC)}: {sorted(hits)}"
+        for package in MACHINERY
+        for p in sorted((SRC / package).rglob("*.py"))
+        if (hits := _names_in_comparisons(ast.parse(p.read_text())) & PROBE_NAMES)
+    ]
+    assert not named, "probe names tested outside their probe:\n" + "\n".join(named)
+
+
+def test_the_probe_name_check_can_fail() -> None:
+    tree = ast.parse('if job.probe in ("p2p", "coll"):\n    pass\nif job.probe == "fio": pass')
+    assert _names_in_comparisons(tree) & PROBE_NAMES == {"p2p", "coll", "fio"}

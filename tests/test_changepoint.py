@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -115,3 +116,95 @@ def test_history_shows_the_change_with_the_runs_around_it_and_labels(assay_home:
     assert missing.returncode == 3 and "no samples" in missing.stderr
     bad = run_cli("history", "memory.triad", "--params", "threads", home=assay_home)
     assert bad.returncode == 2 and "expected key=value" in bad.stderr
+
+
+# -- the O(n log n) statistic ---------------------------------------------------------------------
+
+
+def _matrix_change_points(values, better="higher", seed=0, alpha=0.01, permutations=499):
+    """The method as first written, from the n × n distance matrix (O(n²) per shuffle), with
+    ties counted as the definition of p says: the reference the fast method must equal."""
+    x = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+
+    def q_all(d):
+        n = d.shape[0]
+        taus = np.arange(3, n - 3 + 1)
+        s = np.zeros((n + 1, n + 1))
+        s[1:, 1:] = d.cumsum(0).cumsum(1)
+        m = taus.astype(float)
+        k = n - m
+        cross = s[taus, n] - s[taus, taus]
+        wx = s[taus, taus] / 2
+        wy = (s[n, n] - s[taus, n] - s[n, taus] + s[taus, taus]) / 2
+        e = 2 * cross / (m * k) - wx / (m * (m - 1) / 2) - wy / (k * (k - 1) / 2)
+        q = m * k / (m + k) * e
+        return int(taus[np.argmax(q)]), float(q.max())
+
+    def test(seg):
+        d = np.abs(seg[:, None] - seg[None, :])
+        tau, q = q_all(d)
+        if q <= 0:
+            return tau, q, 1.0
+        exceed, limit = 0, alpha * (permutations + 1)
+        for i in range(permutations):
+            perm = rng.permutation(seg.size)
+            if q_all(d[np.ix_(perm, perm)])[1] >= q * (1 - 1e-9):
+                exceed += 1
+                if exceed + 1 > limit:
+                    return tau, q, (exceed + 1) / (i + 2)
+        return tau, q, (exceed + 1) / (permutations + 1)
+
+    cuts, pending = [], [(0, x.size)]
+    while pending:
+        a, b = pending.pop()
+        if b - a < 6:
+            continue
+        tau, q, p = test(x[a:b])
+        if p >= alpha:
+            continue
+        cuts.append((a + tau, p, q))
+        pending += [(a, a + tau), (a + tau, b)]
+    return sorted(cuts)
+
+
+@pytest.mark.slow
+def test_the_fast_statistic_finds_what_the_distance_matrix_finds():
+    """Same change points, same p-values (the same seeded shuffles), the same Q up to
+    rounding, on steps, two steps, flat noise and rounded values (ties)."""
+    for trial in range(40):
+        rng = np.random.default_rng(trial)
+        n = int(rng.integers(6, 70))
+        x = _history(rng, n, int(rng.integers(1, n)) if trial % 2 else None, -0.05)
+        if trial % 3 == 0:
+            x[int(rng.integers(1, n)) :] *= 1.04
+        if trial % 5 == 0:
+            x = np.round(x)  # equal values: ties between shuffles
+        fast = [(c.index, c.p, c.q) for c in change_points(x, "higher", seed=trial)]
+        slow = _matrix_change_points(x, seed=trial)
+        assert [(i, p) for i, p, _ in fast] == [(i, p) for i, p, _ in slow], trial
+        assert [q for *_, q in fast] == pytest.approx([q for *_, q in slow], rel=1e-9)
+
+
+LONG = """
+import resource, sys
+import numpy as np
+resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))  # no n x n matrix fits
+from assay.analysis.changepoint import change_points
+x = 100 + np.random.default_rng(1).standard_normal(10_000)
+x[6_000:] += 1.0
+print([c.index for c in change_points(x, "higher", permutations=99, alpha=0.05)])
+"""
+
+
+@pytest.mark.slow
+def test_a_long_history_needs_no_n_by_n_matrix():
+    """10,000 points: the distance matrix alone would be 800 MB; this answers in 512 MiB."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", LONG], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (found,) = json.loads(proc.stdout)
+    assert abs(found - 6000) <= 10

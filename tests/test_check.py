@@ -9,8 +9,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from assay.analysis.allpairs import PairMatrix, analyse
 from assay.analysis.checklimits import CheckRule, Limits, check_rule, limit_args
 from assay.analysis.checkrun import (
     BaselineError,
@@ -31,6 +33,7 @@ from assay.analysis.health import (
     with_retest,
 )
 from assay.analysis.healthlinks import link_verdicts
+from assay.analysis.linkmatrix import LinkMatrix, Retests, from_pairs
 from assay.analysis.nodetype import NodeFacts, inventory_checks, type_mismatch
 from assay.analysis.stats import Figure
 from assay.errors import ConfigError
@@ -44,14 +47,32 @@ TRIAD = ["memory.triad"]
 
 
 def node_fig(host: str, metric: str, value: float, probe: str = "stream", **params) -> Figure:
-    s = Sample.make(probe, metric, value, {"placement": "per-node", "hosts": [host], **params})
+    # as one step over every node records it: each node's figure names its node
+    params = {"placement": "per-node", "hosts": [host], "node": host, **params}
+    s = Sample.make(probe, metric, value, params)
     return Figure(s, 1, None, (value,))
 
 
-def pair_fig(a: str, b: str, value: float, metric: str = "p2p.bandwidth") -> Figure:
-    params = {"placement": "all-pairs", "hosts": [a, b], "size": 131072, "mpi": "openmpi",
-              "mpi_label": "OpenMPI 4.1.4"}  # fmt: skip
-    return Figure(Sample.make("p2p", metric, value, params), 1, None, (value,))
+def matrix(
+    hosts: list[str],
+    links: dict[tuple[str, str], float],
+    retests: dict[tuple[str, str], list[float]] | None = None,
+) -> PairMatrix:
+    """A bandwidth matrix as the report analyses it (the all-pairs probe's layout), with
+    retest rounds of some links (round r: the r-th value of each)."""
+    lm = LinkMatrix(hosts, "p2p.bandwidth", "higher", 131072, "OpenMPI 4.1.4",
+                    from_pairs(hosts, links))  # fmt: skip
+    if retests:
+        at = {pair: k for k, pair in enumerate(lm.pair(k) for k in range(lm.values.size))}
+        rows = [(at[p], v, r + 1) for p, vs in retests.items() for r, v in enumerate(vs)]
+        lm.retests = Retests(np.array([x[0] for x in rows], np.int64),
+                             np.array([x[1] for x in rows], float),
+                             np.array([x[2] for x in rows], np.int32))  # fmt: skip
+    return analyse(lm)
+
+
+def all_links(hosts: list[str], value) -> dict[tuple[str, str], float]:
+    return {(a, b): value(a, b) for i, a in enumerate(hosts) for b in hosts[i + 1 :]}
 
 
 def facts(host: str, **kw) -> NodeFacts:
@@ -226,36 +247,69 @@ def test_a_baseline_records_one_node_type(tmp_path: Path) -> None:
 # -- links ---------------------------------------------------------------------------------
 
 
+HOSTS5 = ["n1", "n2", "n3", "n4", "n5"]
+
+
 def test_a_slow_link_is_named_and_drains_neither_end() -> None:
-    hosts = ["n1", "n2", "n3", "n4", "n5"]
-    figs = []
-    for i, a in enumerate(hosts):
-        for b in hosts[i + 1 :]:
-            figs.append(pair_fig(a, b, 12.5e6 if (a, b) == ("n1", "n2") else 1.2e9 + i * 1e7))
-    verdicts = link_verdicts(figs, set(), CheckRule())
+    def bw(a: str, b: str) -> float:
+        return 12.5e6 if (a, b) == ("n1", "n2") else 1.2e9 + HOSTS5.index(a) * 1e7
+
+    verdicts = link_verdicts([matrix(HOSTS5, all_links(HOSTS5, bw))], set(), CheckRule())
     links = {v.subject: v for v in verdicts if v.kind == "link"}
     assert links["n1–n2"].grade == "FAIL" and links["n1–n2"].noise == "beyond the noise"
+    assert links["n1–n2"].retest == ""  # not retested: for the check's own retest
     assert [k for k, v in links.items() if v.grade != "PASS"] == ["n1–n2"]
     nodes = {v.subject: v for v in verdicts if v.kind == "node"}
     assert {v.grade for v in nodes.values()} == {"PASS"}
     assert "n1–n2" in nodes["n1"].note
 
 
+def test_a_fail_link_stands_only_when_the_matrix_retests_confirm_it() -> None:
+    def bw(a: str, b: str) -> float:
+        return 12.5e6 if (a, b) == ("n1", "n2") else 1.2e9 + HOSTS5.index(a) * 1e7
+
+    links = all_links(HOSTS5, bw)
+    for again, grade_, said in (
+        ([13e6, 12e6, 12.6e6], "FAIL", "confirmed 3 of 3 on retest"),
+        ([1.2e9, 13e6, 1.19e9], "WARN", "not confirmed: not reproduced"),
+    ):
+        m = matrix(HOSTS5, links, {("n1", "n2"): again})  # fmt: skip
+        v = {v.subject: v for v in link_verdicts([m], set(), CheckRule())}["n1–n2"]
+        assert v.grade == grade_ and v.retest.startswith(said)
+        # a FAIL the matrix's retests confirmed is not re-measured by the check again
+        assert retest_of([v]) is None
+
+
 def test_a_node_whose_every_link_fails_fails_and_a_degraded_node_explains_its_links() -> None:
-    hosts = ["n1", "n2", "n3", "n4", "n5"]
-    figs = [pair_fig(a, b, 50e6 if "n3" in (a, b) else 1.2e9)
-            for i, a in enumerate(hosts) for b in hosts[i + 1 :]]  # fmt: skip
-    nodes = {v.subject: v for v in link_verdicts(figs, set(), CheckRule()) if v.kind == "node"}
+    links = all_links(HOSTS5, lambda a, b: 50e6 if "n3" in (a, b) else 1.2e9)
+    verdicts = link_verdicts([matrix(HOSTS5, links)], set(), CheckRule())
+    nodes = {v.subject: v for v in verdicts if v.kind == "node"}
     assert nodes["n3"].grade == "FAIL" and nodes["n3"].noise == "beyond the noise"
     assert [h for h, v in nodes.items() if v.grade == "FAIL"] == ["n3"]
     # Four nodes: half the links are n3's. When n3 does not pass on its own its links are
     # explained by it, and kept out of the median the others are held to.
-    four = [f for f in figs if "n5" not in f.sample.params["hosts"]]
-    explained = [v for v in link_verdicts(four, {"n3"}, CheckRule()) if v.kind == "link"]
+    four = HOSTS5[:4]
+    m4 = matrix(four, {k: v for k, v in links.items() if "n5" not in k})
+    explained = [v for v in link_verdicts([m4], {"n3"}, CheckRule()) if v.kind == "link"]
     slow = [v for v in explained if "n3" in v.subject]
     assert len(slow) == 3 and all("n3 does not pass its own checks" in v.note for v in slow)
     assert all(v.baseline == pytest.approx(1.2e9) for v in explained)
     assert {v.grade for v in explained if v not in slow} == {"PASS"}
+
+
+def test_a_link_retested_in_a_second_allocation_takes_its_new_figure() -> None:
+    def bw(a: str, b: str) -> float:
+        return 12.5e6 if (a, b) == ("n1", "n2") else 1.2e9 + HOSTS5.index(a) * 1e7
+
+    inp = CheckInput({}, [matrix(HOSTS5, all_links(HOSTS5, bw))], {})
+    first = judge(inp, [], CheckRule(), []).verdicts
+    retest = retest_of(first)
+    assert retest is not None and retest.links == [("n1", "n2")] and retest.nodes == []
+    for again_value, grade_ in ((12e6, "FAIL"), (1.21e9, "WARN")):
+        again = CheckInput({}, [matrix(["n1", "n2"], {("n1", "n2"): again_value})], {})
+        rejudged = judge(merged(inp, again, retest), [], CheckRule(), []).verdicts
+        final = {v.subject: v for v in with_retest(first, rejudged, "a second allocation")}
+        assert final["n1–n2"].grade == grade_
 
 
 # -- retest, drain, resume ------------------------------------------------------------------
@@ -326,18 +380,25 @@ def test_sinfo_lines_and_shell_quoting() -> None:
 
 def test_failed_jobs_fail_their_node_and_link() -> None:
     inp, _ = _judged_five(700)
+    hosts = ["n1", "n2", "n3", "n4", "n5"]
     inp.results = [
-        JobResult("002-stream-n4", "failed", 1, 0.0, [], hosts=["n5"], reason="exit 1\n..."),
-        JobResult("006-p2p-latency-p0-1", "timeout", None, 9.0, [], hosts=["n1", "n2"]),
-    ]
+        JobResult("002-stream", "failed", 1, 0.0, [], hosts=hosts,
+                  reason="on 1 of 5 nodes: n5: printed no measurement"),
+        JobResult("003-dgemm-n4", "failed", 1, 0.0, [], hosts=["n4"], reason="exit 1\n..."),
+        JobResult("006-allpairs-openmpi", "timeout", None, 9.0, [], hosts=hosts),
+    ]  # fmt: skip
     verdicts = judge(inp, [], CheckRule(), TRIAD).verdicts
     bad = {(v.subject, v.check): v for v in verdicts if v.grade == "FAIL"}
-    assert ("n5", "stream job") in bad and bad[("n5", "stream job")].note.endswith("exit 1")
-    assert ("n1–n2", "p2p job") in bad and bad[("n1–n2", "p2p job")].kind == "link"
+    assert [k for k in bad if k[1] == "stream job"] == [("n5", "stream job")]
+    assert ("n4", "dgemm job") in bad and bad[("n4", "dgemm job")].note.endswith("exit 1")
+    whole = bad[("n1,n2,n3,n4,n5", "allpairs job")]
+    assert whole.kind == "link"  # drains no node
 
 
 def test_node_figures_of_a_cluster_run_and_of_one_node() -> None:
-    per_host = [node_fig("a", "memory.triad", 1.0), pair_fig("a", "b", 1.0)]
+    params = {"placement": "all-pairs", "hosts": ["b"], "node": "b", "summary": "node"}
+    node_link = Figure(Sample.make("allpairs", "p2p.bandwidth", 1.0, params), 1, None, (1.0,))
+    per_host = [node_fig("a", "memory.triad", 1.0), node_link]
     assert list(node_figures(per_host, [], "here")) == ["a"]
     local = Figure(Sample.make("stream", "memory.triad", 1.0, {}), 1, None, (1.0,))
     assert node_figures([], [local], "here") == {"here": [local]}

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -213,7 +214,10 @@ def test_network_collectives_side_by_side(assay_home: Path):
     header = next(ln for ln in md.splitlines() if ln.startswith("| #bytes | Avg Latency"))
     assert "(MPICH 4" in header and "(OpenMPI 4" in header
     row = next(ln for ln in md.splitlines() if ln.startswith("| 1024 |"))
-    assert row.count("**") == 2  # exactly one best cell marked in the row
+    # each figure is an average across ranks, with no repetitions and no per-iteration standard
+    # deviation: nothing can show one MPI significantly faster, so no best is marked (issue 19)
+    assert "**" not in row
+    assert re.search(r"marked in 0 of \d+ rows \(\d+ with nothing to test", md)
 
 
 def _mount_small_tmpfs(path: Path, size: str) -> bool:

@@ -38,12 +38,12 @@ def test_hpl_rows_name_their_mpi_with_size_time_and_budget():
     run = loaded(lu_samples("openmpi", "OpenMPI 4.1.4") + lu_samples("mpich", "MPICH 4.0.2"))
     table = tables_of(run)["compute"]
     rows = {r[0]: r for r in table.rows}
-    assert list(rows) == ["Rpeak (DP)", "HPL (MPICH 4.0.2)", "HPL (OpenMPI 4.1.4)"]
-    detail = rows["HPL (OpenMPI 4.1.4)"][4]
+    assert list(rows) == ["Rpeak (DP)", "HPL Rmax (MPICH 4.0.2)", "HPL Rmax (OpenMPI 4.1.4)"]
+    detail = rows["HPL Rmax (OpenMPI 4.1.4)"][4]
     # hpl_lu ran N=3200 in 7.05 s: the pilot lowered the planned 4096 to fit the 20 s budget
     assert detail.startswith("N=3200 NB=128 P×Q=1×2, 7.05 s of a 20 s budget"), detail
     assert "N lowered from 4096 by the pilot" in detail and "PASSED" in detail
-    assert rows["HPL (OpenMPI 4.1.4)"][1] == rows["HPL (MPICH 4.0.2)"][1] == "3.10"
+    assert rows["HPL Rmax (OpenMPI 4.1.4)"][1] == rows["HPL Rmax (MPICH 4.0.2)"][1] == "3.10"
 
 
 def test_hpl_inside_hpcc_is_its_own_row_in_the_compute_table():
@@ -53,8 +53,8 @@ def test_hpl_inside_hpcc_is_its_own_row_in_the_compute_table():
     # one Rpeak (the node's, not StarDGEMM's per-core peak); our LU before HPCC's HPL tests
     assert labels[0] == "Rpeak (DP)" and labels.count("Rpeak (DP)") == 1
     assert tables["compute"].rows[0][1] == "64.00"
-    assert labels.index("HPL (OpenMPI 4.1.4)") < labels.index("HPL (inside HPCC)")
-    hpcc_rows = [r for r in tables["compute"].rows if r[0] == "HPL (inside HPCC)"]
+    assert labels.index("HPL Rmax (OpenMPI 4.1.4)") < labels.index("HPL Rmax (inside HPCC)")
+    hpcc_rows = [r for r in tables["compute"].rows if r[0] == "HPL Rmax (inside HPCC)"]
     assert len(hpcc_rows) == 4  # the fixture's 2 N × 2 NB tests, all PASSED
     assert {r[4].split(",")[0] for r in hpcc_rows} == {
         "N=500 NB=64 P×Q=1×2", "N=500 NB=80 P×Q=1×2",
@@ -77,7 +77,7 @@ def test_every_rate_above_rpeak_is_flagged_in_terminal_and_markdown():
         "rpeak_cores": 2, "rpeak_clock": "current", "rpeak_derivation": low})  # fmt: skip
     run = loaded([dgemm, *hpl])
     table = tables_of(run)["compute"]
-    for label in ("DGEMM", "HPL (OpenMPI 4.1.4)"):
+    for label in ("DGEMM", "HPL Rmax (OpenMPI 4.1.4)"):
         row = next(r for r in table.rows if r[0] == label)
         assert row[2].endswith("% (Rpeak too low)"), row
         (note,) = [n for n in table.notes if n.startswith(f"{label}: ")]
@@ -86,7 +86,7 @@ def test_every_rate_above_rpeak_is_flagged_in_terminal_and_markdown():
     for text in (render(run, "term", width=400), render(run, "md")):
         flat = " ".join(text.split())
         # the note, word for word, bracketed "[peak]" included (rich markup would eat it)
-        for label in ("DGEMM", "HPL (OpenMPI 4.1.4)"):
+        for label in ("DGEMM", "HPL Rmax (OpenMPI 4.1.4)"):
             assert f"{label}: Rpeak too low: clock source current, /proc/cpuinfo cpu MHz" in flat
         assert flat.count("set [peak] clock_ghz") == 2, flat
         assert flat.count("(Rpeak too low)") == 2
@@ -98,4 +98,4 @@ def test_notes_are_text_never_markup():
     table.notes.append("see [peak] and [/] and [red]x[/red]")
     out = term_tables([table], width=300)
     assert "see [peak] and [/] and [red]x[/red]" in out
-    assert "HPL ([bold]OpenMPI[/bold] [peak])" in out
+    assert "HPL Rmax ([bold]OpenMPI[/bold] [peak])" in out

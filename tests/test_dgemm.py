@@ -74,7 +74,7 @@ def test_openblas_is_the_default_build():
     build = build_for(DgemmParams())
     assert build.source == "dgemm.c" and build.toolchain == "cc"
     assert "-DASSAY_OPENBLAS" in build.flags and "-DASSAY_BLAS=openblas" in build.flags
-    assert build.libs == ("-lopenblas", "-lm")
+    assert build.libs == ("-lopenblas", "-lm", "-ldl")
 
 
 def test_another_cblas_needs_its_link_flags():
@@ -88,7 +88,7 @@ def test_another_cblas_needs_its_link_flags():
     assert {"-DASSAY_BLAS=mkl", "-I/opt/mkl/include", "-DASSAY_CBLAS_HEADER=<mkl.h>"} <= set(
         build.flags
     )
-    assert build.libs == ("-lmkl_rt", "-lm")
+    assert build.libs == ("-lmkl_rt", "-lm", "-ldl")
 
 
 def test_params_reject_nonsense():

@@ -169,7 +169,7 @@ def test_probe_checks_hosts_at_plan_time(tmp_path: Path):
     )
     spec = DriverSpec.model_validate(json.loads(draft.argv[4]))
     assert spec.hosts == ["127.0.0.2,9100", "127.0.0.3,9101"]
-    assert draft.params["hosts"] == 2 and draft.label.endswith("x2 hosts")
+    assert draft.params["client_count"] == 2 and draft.label.endswith("x2 hosts")
 
 
 # ---------------------------------------------------------------------------- real fio
@@ -211,7 +211,7 @@ def test_two_loopback_clients_report_each_host_and_the_merged_total(
     samples = [s for s in report["samples"] if s["params"].get("workload") == "randread-8k"]
     iops = {s["params"]["host"]: s for s in samples if s["metric"] == "storage.iops"}
     assert set(iops) == {"127.0.0.1", "127.0.0.2", ALL_CLIENTS}
-    assert all(s["params"]["hosts"] == 2 for s in iops.values())
+    assert all(s["params"]["client_count"] == 2 for s in iops.values())
     per_host = iops["127.0.0.1"]["value"] + iops["127.0.0.2"]["value"]
     assert per_host > 0 and iops[ALL_CLIENTS]["value"] == pytest.approx(per_host, rel=1e-9)
 

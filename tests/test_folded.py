@@ -5,6 +5,7 @@ changed, and never an error when the cache cannot be read or written."""
 from __future__ import annotations
 
 import json
+import os
 from itertools import pairwise
 from pathlib import Path
 
@@ -84,36 +85,85 @@ def test_folding_the_stored_lines_gives_the_figures_of_folding_in_memory(tmp_pat
     assert len(in_memory.by_host) == 6 and {f.repetitions for f in in_memory.by_host} == {4}
 
 
-def test_the_cache_is_written_used_and_remade_when_the_run_changes(tmp_path: Path) -> None:
+def _cache_parts(cache: Path) -> tuple[dict, dict]:
+    head, payload = cache.read_text().splitlines()
+    return json.loads(head), json.loads(payload)
+
+
+def test_the_cache_is_written_used_and_remade_when_the_run_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = _stored_run(tmp_path, _samples())
     store = RunStore(tmp_path)
     first = folded_of(store.load(samples=False))
     cache = path / CACHE_NAME
     assert cache.exists()
-    # Used: a cache whose figures were changed is what the next report reads.
-    data = json.loads(cache.read_text())
-    data["figures"][0]["sample"]["value"] = 42.0
-    cache.write_text(json.dumps(data))
-    assert 42.0 in [f.sample.value for f in folded_of(store.load(samples=False)).figures]
+    # Used: a second report does not fold.
+    with monkeypatch.context() as m:
+        m.setattr(folded, "fold_file", lambda *a, **k: pytest.fail("folded again"))
+        assert folded_of(store.load(samples=False)) == first
     # Remade: the run gained a sample since (samples.jsonl grew).
     extra = Sample.make("dgemm", "compute.dgemm", 2e11, {"n": 4000})
     with open(path / "samples.jsonl", "a") as f:
         f.write(json.dumps(extra.to_dict()) + "\n")
     again = folded_of(store.load(samples=False))
     assert again.n_samples == first.n_samples + 1
-    assert 42.0 not in [f.sample.value for f in again.figures]
-    assert json.loads(cache.read_text())["n_samples"] == again.n_samples
+    assert _cache_parts(cache)[1]["n_samples"] == again.n_samples
 
 
-@pytest.mark.parametrize("damage", ["{not json", "[]", '{"version": 1}', ""])
+def _dgemm_value(folded_figures) -> float:
+    (f,) = [f for f in folded_figures.figures if f.sample.metric == "compute.dgemm"]
+    return f.sample.value
+
+
+def test_a_digit_changed_in_the_samples_with_size_and_time_kept_remakes_the_cache(
+    tmp_path: Path,
+) -> None:
+    """The cache names its source by content (a digest), not by size and time: a sample file
+    restored from a backup, or copied with its times kept, is folded again."""
+    path = _stored_run(tmp_path, _samples())
+    store = RunStore(tmp_path)
+    samples = path / "samples.jsonl"
+    assert _dgemm_value(folded_of(store.load(samples=False))) == 1e11
+    st = samples.stat()
+    text = samples.read_text()
+    samples.write_text(text.replace('"value": 100000000000.0', '"value": 900000000000.0'))
+    os.utime(samples, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert samples.stat().st_size == st.st_size and samples.stat().st_mtime_ns == st.st_mtime_ns
+    run = store.load(samples=False)
+    assert _dgemm_value(folded_of(run)) == 9e11  # what samples.jsonl says, as json/csv show it
+    assert "| DGEMM | 900.00 |" in render(store.load(samples=False), "md")
+    assert json.loads(render(store.load(samples=False), "json"))["samples"][-1]["value"] == 9e11
+
+
+def test_a_figure_changed_in_the_cache_is_never_shown(tmp_path: Path) -> None:
+    """A digit changed in figures.cache.json (by hand, a bad disk) fails its checksum: the
+    figures are folded again from the samples, so md/term/html agree with json/csv."""
+    path = _stored_run(tmp_path, _samples())
+    store = RunStore(tmp_path)
+    assert _dgemm_value(folded_of(store.load(samples=False))) == 1e11
+    cache = path / CACHE_NAME
+    text = cache.read_text()
+    assert "100000000000.0" in text
+    cache.write_text(text.replace("100000000000.0", "900000000000.0"))
+    assert _dgemm_value(folded_of(store.load(samples=False))) == 1e11
+    assert "900000000000.0" not in cache.read_text()  # and made again
+    assert "| DGEMM | 100.00 |" in render(store.load(samples=False), "md")
+
+
+@pytest.mark.parametrize("damage", ["{not json", "[]", '{"version": 2}', "", "{}\n{}\n"])
 def test_a_damaged_cache_is_remade_not_an_error(tmp_path: Path, damage: str) -> None:
     path = _stored_run(tmp_path, _samples())
     expected = fold_file(path / "samples.jsonl")
     (path / CACHE_NAME).write_text(damage)
     assert folded_of(RunStore(tmp_path).load(samples=False)) == expected
-    stamped = json.loads((path / CACHE_NAME).read_text())
-    stamped["figures"] = "not a list"  # right version and stamp, wrong content
-    (path / CACHE_NAME).write_text(json.dumps(stamped))
+    # right version, stamp and checksum, wrong content (written by a faulty assay)
+    head, payload = _cache_parts(path / CACHE_NAME)
+    payload["figures"] = "not a list"
+    from assay.store.cache import Stamp, write_cache
+
+    write_cache(path / CACHE_NAME, head["version"], Stamp(**head["made_from"]), payload,
+                head["extra"])  # fmt: skip
     assert folded_of(RunStore(tmp_path).load(samples=False)) == expected
 
 

@@ -61,12 +61,22 @@ def test_cuda_probes_compile_link_and_answer_help_and_bad_args(built, probe):
     bad = _run(exe, {"gpumem": "--reps", "gpuburn": "--n", "ncclbench": "--iters"}[probe], "10k")
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.startswith(f"{probe}: ") and "10k" in bad.stderr
+    # probe.h's option table: an unknown option is named as such, not "needs a value"
+    unknown = _run(exe, "--bogus")
+    assert unknown.returncode == 2
+    assert unknown.stderr == f"{probe}: unknown option '--bogus' (see --help)\n"
+    # a malformed --gpus is a bad command line (2), found before any GPU is looked for (not 1)
+    gpus = _run(exe, "--gpus", "0,x")
+    assert gpus.returncode == 2 and gpus.stdout == "", gpus.stderr
+    assert gpus.stderr.startswith(f"{probe}: --gpus: expected each item") and "'x'" in gpus.stderr
 
 
 @pytest.mark.skipif(HAS_GPU, reason="this machine has a GPU: no GPU-less failure to see")
 @pytest.mark.parametrize("probe", ["gpuburn", "gpumem", "ncclbench"])
 def test_without_a_gpu_the_binaries_exit_1_naming_why(built, probe):
-    proc = _run(built[probe])
+    # Sizes in bytes take probe.h's K/M/G suffixes: these arguments are good, the GPU is missing.
+    args = {"gpumem": ["--sizes", "1M,64M"], "ncclbench": ["--max-bytes", "1G"]}.get(probe, [])
+    proc = _run(built[probe], *args, "--gpus", "0")
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.startswith(f"{probe}: no usable GPU"), proc.stderr
 

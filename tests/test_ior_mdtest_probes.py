@@ -54,7 +54,7 @@ def test_ior_argv_for_an_installed_binary(installed, tmp_path: Path):
         "-i", "2", "-w", "-r", "-o", f"{tmp_path}/ior-testfile", "-e", "-C",
     ]  # fmt: skip
     assert draft.skip_reason is None
-    assert (draft.launcher, draft.mpi, draft.ranks) == ("mpi", "openmpi", 4)
+    assert (draft.spawn, draft.mpi, draft.ranks) == ("mpi", "openmpi", 4)
     assert draft.params["file_per_proc"] is False and draft.params["api"] == "MPIIO"
     # file per process, scratch in the job's directory, the MPI it was built with, a core each
     fpp = IorParams(ior="/opt/ior/bin/ior", mpi="mpich")
@@ -84,7 +84,7 @@ def test_mdtest_argv_for_an_installed_binary(installed, tmp_path: Path):
         "/opt/ior/bin/mdtest", "-a", "POSIX", "-n", "50", "-i", "2", "-d", str(tmp_path / "md"),
         "-F", "-w", "4096", "-e", "4096",
     ]  # fmt: skip
-    assert (draft.launcher, draft.mpi, draft.ranks, draft.skip_reason) == (
+    assert (draft.spawn, draft.mpi, draft.ranks, draft.skip_reason) == (
         "mpi",
         "openmpi",
         2,
@@ -118,7 +118,7 @@ def test_plan_launches_with_the_suites_mpi(installed):
                                  "params": {"ior": "/opt/ior/bin/ior"}}]}
     )  # fmt: skip
     (job,) = plan(suite, CTX)
-    assert (job.launcher, job.mpi, job.ranks, job.skip_reason) == ("mpi", "mpich", 3, None)
+    assert (job.spawn, job.mpi, job.ranks, job.skip_reason) == ("mpi", "mpich", 3, None)
 
 
 needs_mpi = pytest.mark.skipif(shutil.which("mpirun") is None, reason="no MPI launcher")

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from assay.errors import AssayError, LaunchError
-from assay.launch import LOCAL, Capabilities, check_jobs, mpi_argv, run_process
+from assay.launch import Capabilities, check_jobs, mpi_argv, run_process
+from assay.launch.local.launcher import LocalLauncher
 from assay.model import Job, MpiInfo
 
 
@@ -163,6 +164,15 @@ def test_the_guard_passes_exit_codes_and_signals_through(tmp_path: Path):
 def test_the_local_launcher_refuses_more_than_one_node():
     jobs = [Job(job_id="1", probe="p2p", argv=["x"], ranks=2, nodes=2)]
     with pytest.raises(AssayError, match="local launcher runs on this node only"):
-        check_jobs(jobs, LOCAL)
+        LocalLauncher().check(jobs)
     check_jobs(jobs, Capabilities("cluster", max_nodes=None))
-    check_jobs([Job(job_id="1", probe="p2p", argv=["x"], ranks=2)], LOCAL)
+    LocalLauncher().check([Job(job_id="1", probe="p2p", argv=["x"], ranks=2)])
+
+
+def test_a_launcher_refuses_a_spread_it_cannot_place():
+    from assay.model import Spread
+
+    job = Job(job_id="1", probe="fio", argv=["x"], spread=Spread("clients"))
+    caps = Capabilities("toy", max_nodes=None, spreads=frozenset({"per-node"}))
+    with pytest.raises(AssayError, match=r"toy launcher cannot place 1 \(clients\)"):
+        check_jobs([job], caps)

@@ -158,7 +158,7 @@ def test_a_corrupt_run_is_skipped_and_named(assay_home: Path):
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
         assert f"skipped a damaged run: {bad.name}" in " ".join(proc.stderr.split())
     proc = run_cli("report", bad.name, home=assay_home)
-    assert proc.returncode == 2 and "cannot read its records" in proc.stderr
+    assert proc.returncode == 2 and "run.json cannot be read: it is not JSON" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

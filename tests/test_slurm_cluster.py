@@ -198,7 +198,7 @@ def test_p2p_between_two_nodes_one_rank_each_mpich_and_openmpi(cluster) -> None:
     assert {r["scheduler_state"] for r in results} == {"COMPLETED"}
     assert all(len(r["hosts"]) == 2 for r in results)
     info = json.loads((run_dir(cluster, rid) / "run.json").read_text())
-    assert info["slurm"]["state"] == "COMPLETED" and info["status"] == "complete"
+    assert info["batch"]["state"] == "COMPLETED" and info["status"] == "complete"
     assert (run_dir(cluster, rid) / "slurm" / "batch.sh").exists()
     report = assay(cluster, "report", rid, "--format", "md")
     assert report.returncode == 0, report.stderr
@@ -293,7 +293,7 @@ def test_allocation_that_never_starts_is_cancelled_after_max_wait(cluster) -> No
     assert proc.returncode == 2, proc.stderr
     assert "did not start within 3 s" in proc.stderr and "BeginTime" in proc.stderr
     info = json.loads((run_dir(cluster, run_id_of(proc.stderr)) / "run.json").read_text())
-    assert info["slurm"]["job_id"] not in squeue_ids(cluster)
+    assert info["batch"]["job_id"] not in squeue_ids(cluster)
     assert info["status"] == "interrupted"
 
 
@@ -327,12 +327,12 @@ def _start_long_run(cluster) -> tuple[subprocess.Popen, str]:
                 continue
             info = json.loads((d / "run.json").read_text())
             if (
-                info.get("slurm", {}).get("job_id")
+                info.get("batch", {}).get("job_id")
                 and info["status"] == "running"
                 and (d / "slurm" / "runner.json").exists()
                 and node_processes()
             ):
-                return proc, info["slurm"]["job_id"]
+                return proc, info["batch"]["job_id"]
         time.sleep(0.5)
     proc.kill()
     raise AssertionError(f"the run never started: {proc.stderr.read() if proc.stderr else ''}")
@@ -419,7 +419,7 @@ def test_a_node_dying_mid_run_loses_only_its_jobs(cluster, tmp_path: Path) -> No
     assert any(w in said for w in ("anode2", "NODE_FAIL", "stopped by Slurm")), said
     assert "Ctrl-C" not in said  # Slurm stopped it, not a user
     info = json.loads((run_dir(cluster, rid) / "run.json").read_text())
-    assert info["slurm"]["state"] == "NODE_FAIL" and info["status"] == "failed"
+    assert info["batch"]["state"] == "NODE_FAIL" and info["status"] == "failed"
     # The third job never ran on the dead allocation: it carries Slurm's final state, or, when
     # the runner reached it before slurmctld declared the node dead, Slurm's refusal of its step.
     third = results[2]
@@ -490,7 +490,7 @@ def test_a_vdbench_files_hosts_run_each_on_its_node_at_once(cluster, tmp_path: P
     end = [t + j["wall_time"] for t, j in zip(start, (vm1, vm2), strict=True)]
     assert max(start) < min(end) - 1.0, (start, end)
     samples = [s for s in samples_of(cluster, rid) if s["metric"] == "storage.iops"]
-    by_host = {s["params"]["host"]: s["params"]["hosts"] for s in samples}
+    by_host = {s["params"]["vdbench_host"]: s["params"]["hosts"] for s in samples}
     assert by_host == {"vm1": [NODES[0]], "vm2": [NODES[1]]}
     report = assay(cluster, "report", rid, "--format", "md")
     assert report.returncode == 0, report.stderr

@@ -6,7 +6,6 @@ namespace test cluster of scripts/testcluster).
 
 from __future__ import annotations
 
-import collections
 import itertools
 import json
 import math
@@ -17,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.allpairs import matrices
 from assay.analysis.outliers import (
     LINK_MIN_FACTOR,
     OutlierRule,
@@ -27,18 +25,21 @@ from assay.analysis.outliers import (
     robust_z,
     worse_factor,
 )
+from assay.analysis.perpair import matrices
 from assay.analysis.stats import fold_samples
 from assay.errors import ConfigError, LaunchError, SuiteError
-from assay.launch.slurm.fio import fio_servers, node_address, server_step_argv, with_hosts
+from assay.launch.slurm.launcher import SlurmLauncher
 from assay.launch.slurm.options import MpiLaunch, SlurmOptions, options_from_config
-from assay.launch.slurm.place import place, step_argv
 from assay.launch.slurm.script import batch_script, sbatch_argv
+from assay.launch.slurm.servers import node_address, server_step_argv, servers
 from assay.launch.slurm.state import parse_show_job, slurm_words
-from assay.launch.tournament import n_rounds, rounds
+from assay.launch.slurm.steps import step_argv
 from assay.model import Job, MpiInfo, Sample
+from assay.probes import get_probe
 from assay.probes.fio import FioParams, FioProbe
 from assay.report.allpairs import matrix_table
 from conftest import run_cli
+from tournament import n_rounds, rounds
 
 FIX = Path(__file__).parent / "fixtures" / "slurm"
 MPICH = MpiInfo(name="mpich", version="4.0.2", launcher="mpiexec.mpich", flavor="mpich")
@@ -152,10 +153,20 @@ def test_node_values_point_at_the_node_whose_links_are_all_slow() -> None:
     assert [o.key for o in outliers(node_values(links), "higher")] == ["a"]
 
 
+def spread(job: Job) -> Job:
+    """The job with the spread its probe declares (what the planner gives every job)."""
+    job.spread = get_probe(job.probe).spread(job)
+    return job
+
+
+def place(jobs: list[Job], opts: SlurmOptions, mpis: list[MpiInfo]) -> list[Job]:
+    return SlurmLauncher(opts).place([spread(j) for j in jobs], mpis)
+
+
 def _p2p(mode: str, mpi: MpiInfo = MPICH) -> Job:
     return Job(
         job_id=f"001-p2p-{mode}", probe="p2p", argv=["{exe}", "--mode", mode],
-        params={"mode": mode, "mpi": mpi.name}, launcher="mpi", mpi=mpi.name, ranks=2,
+        params={"mode": mode, "mpi": mpi.name}, spawn="mpi", mpi=mpi.name, ranks=2,
     )  # fmt: skip
 
 
@@ -163,52 +174,53 @@ def test_place_p2p_two_nodes_one_rank_each_and_labelled_intra_node() -> None:
     opts = SlurmOptions(nodes=4, intra_node=True)
     jobs = place([_p2p("latency")], opts, [MPICH])
     inter, intra = jobs
-    assert inter.placement["nodes"] == [0, 1] and (inter.ranks, inter.ppn) == (2, 1)
+    assert inter.placement.indices == [0, 1] and (inter.ranks, inter.ppn) == (2, 1)
     assert inter.params["placement"] == "inter-node"
-    assert intra.placement["nodes"] == [0] and (intra.ranks, intra.ppn) == (2, 2)
+    assert intra.placement.indices == [0] and (intra.ranks, intra.ppn) == (2, 2)
     assert intra.params["placement"] == "intra-node" and intra.job_id != inter.job_id
 
 
-def test_place_all_pairs_rounds_and_per_node_jobs() -> None:
+def test_place_all_pairs_one_job_over_every_node_and_per_node_jobs() -> None:
+    """The all-pairs matrix is one job, one rank on every node (the probe runs the rounds);
+    per-node benches once on each node, all together; collectives over every node."""
     opts = SlurmOptions(nodes=5, all_pairs=True)
+    matrix = Job(job_id="001-allpairs", probe="allpairs", argv=["{exe}"], spawn="mpi",
+                 mpi="mpich", ranks=2)  # fmt: skip
     stream = Job(job_id="002-stream", probe="stream", argv=["{exe}"])
-    coll = Job(job_id="003-coll", probe="coll", argv=["{exe}"], launcher="mpi", mpi="mpich",
+    coll = Job(job_id="003-coll", probe="coll", argv=["{exe}"], spawn="mpi", mpi="mpich",
                ranks=2, ppn=2)  # fmt: skip
-    jobs = place([_p2p("latency"), _p2p("bibw"), stream, coll], opts, [MPICH])
-    pairs = [j for j in jobs if j.params.get("placement") == "all-pairs"]
-    assert len(pairs) == 10  # 5 * 4 / 2 pairs, latency only (bibw is not in the matrix)
-    assert len({j.placement["group"] for j in pairs}) == 5  # 5 rounds for 5 nodes
-    per_node = [j for j in jobs if j.probe == "stream"]
-    assert [j.placement["nodes"] for j in per_node] == [[0], [1], [2], [3], [4]]
+    jobs = place([matrix, stream, coll], opts, [MPICH])
+    (m,) = [j for j in jobs if j.probe == "allpairs"]
+    assert m.placement.indices == [0, 1, 2, 3, 4] and (m.ranks, m.ppn) == (5, 1)
+    assert m.params["placement"] == "all-pairs"
+    (per_node,) = [j for j in jobs if j.probe == "stream"]  # one step, each node at once
+    assert per_node.placement.indices == [0, 1, 2, 3, 4] and per_node.placement.each
     (c,) = [j for j in jobs if j.probe == "coll"]
-    assert c.placement["nodes"] == [0, 1, 2, 3, 4] and c.ranks == 10 and c.ppn == 2
+    assert c.placement.indices == [0, 1, 2, 3, 4] and c.ranks == 10 and c.ppn == 2
     assert len({j.job_id for j in jobs}) == len(jobs)
 
 
-def test_pairs_at_once_splits_each_round_into_batches() -> None:
-    whole = place([_p2p("latency")], SlurmOptions(nodes=6, all_pairs=True), [MPICH])
-    alone = place([_p2p("latency")], SlurmOptions(nodes=6, all_pairs=True, pairs_at_once=1),
-                  [MPICH])  # fmt: skip
-    two = place([_p2p("latency")], SlurmOptions(nodes=6, all_pairs=True, pairs_at_once=2),
-                [MPICH])  # fmt: skip
-    for jobs in (whole, alone, two):  # the same 15 pairs, whatever the batching
-        assert sorted(tuple(j.placement["nodes"]) for j in jobs) == sorted(
-            itertools.combinations(range(6), 2)
-        )
-    assert len({j.placement["group"] for j in whole}) == 5  # 5 rounds of 3 pairs
-    assert {j.params["concurrent_pairs"] for j in whole} == {3}
-    assert len({j.placement["group"] for j in alone}) == 15
-    assert {j.params["concurrent_pairs"] for j in alone} == {1}
-    groups = collections.Counter(j.placement["group"] for j in two)
-    assert sorted(groups.values()) == [1] * 5 + [2] * 5  # each round: a batch of 2, then 1
-    for g in groups:  # a batch never mixes rounds
-        assert len({j.params["round"] for j in two if j.placement["group"] == g}) == 1
+def test_an_all_pairs_run_is_the_matrix_and_asked_for_per_node_benches() -> None:
+    from assay.run.request import all_pairs_suite
+    from assay.suite import resolve_suite
+
+    network, _, _ = resolve_suite("network")
+    spec, notes = all_pairs_suite(network, per_node=False, pairs_at_once=2)
+    assert [b.probe for b in spec.bench] == ["allpairs"]  # the built-in matrix bench
+    assert spec.bench[0].params["pairs_at_once"] == 2
+    assert "not run: coll, p2p, rdma" in notes[0]
+    standard, _, _ = resolve_suite("standard")
+    spec, _ = all_pairs_suite(standard, per_node=True, pairs_at_once=0)
+    probes = [b.probe for b in spec.bench]
+    assert probes[0] == "allpairs" and {"stream", "dgemm"} <= set(probes)
+    assert not {"p2p", "coll", "rdma"} & set(probes)
 
 
 def test_a_vdbench_host_runs_on_its_node_with_the_other_hosts_of_its_run() -> None:
     def host_job(n: int, node: int, rep: int = 1) -> Job:
         return Job(job_id=f"{n:03d}-fio-vm{node + 1}-r{rep}", probe="fio", argv=["x"],
-                   params={"node": node, "node_group": "RndRead", "host": f"vm{node + 1}"},
+                   params={"node_index": node, "node_group": "RndRead",
+                           "vdbench_host": f"vm{node + 1}"},
                    repetition=rep)  # fmt: skip
 
     # planned bench by bench, each repeated: vm1-r1, vm1-r2, vm2-r1, vm2-r2
@@ -216,8 +228,8 @@ def test_a_vdbench_host_runs_on_its_node_with_the_other_hosts_of_its_run() -> No
     placed = place(jobs, SlurmOptions(nodes=2), [])
     # placed repetition by repetition, the hosts of one together, each on its own node
     assert [j.job_id[:3] for j in placed] == ["001", "003", "002", "004"]
-    assert [j.placement["nodes"] for j in placed] == [[0], [1], [0], [1]]
-    assert [j.placement["group"] for j in placed] == ["RndRead-r1"] * 2 + ["RndRead-r2"] * 2
+    assert [j.placement.indices for j in placed] == [[0], [1], [0], [1]]
+    assert [j.placement.group for j in placed] == ["RndRead-r1"] * 2 + ["RndRead-r2"] * 2
     with pytest.raises(ConfigError, match=r"runs on node 2 of the allocation .*--nodes is 1"):
         place(jobs, SlurmOptions(nodes=1), [])
 
@@ -266,8 +278,8 @@ def test_batch_script_quotes_awkward_paths(tmp_path: Path) -> None:
     script.write_text(text)
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
     last = shlex.split(text.strip().splitlines()[-1])
-    assert last == ["exec", "/opt/py thon", "-m", "assay.run.slurm_runner", str(run_dir),
-                    "--heartbeat-timeout", "30"]  # fmt: skip
+    assert last == ["exec", "/opt/py thon", "-m", "assay.run.runner", str(run_dir),
+                    "--launcher", "slurm", "--heartbeat-timeout", "30"]  # fmt: skip
     # The environment line survives bash itself.
     out = subprocess.run(
         ["bash", "-c", "\n".join(ln for ln in text.splitlines() if ln.startswith("export"))
@@ -378,21 +390,21 @@ def test_per_node_names_the_slow_node() -> None:
 
 
 def test_finish_records_the_jobs_a_dead_allocation_did_not_reach(tmp_path: Path) -> None:
-    from assay.launch.slurm.state import JobState
+    from assay.launch import BatchState
     from assay.model import JobResult, System
-    from assay.run.slurm_front import finish
+    from assay.run.front import finish
     from assay.store import RunStore
 
     writer = RunStore(tmp_path).create(suite="s", suite_text="", system=System(), argv=[])
-    writer.info.slurm = {"job_id": "42"}
+    writer.info.batch = {"launcher": "slurm", "job_id": "42"}
     jobs = [Job(job_id=f"00{i}-p2p", probe="p2p", argv=["x"]) for i in (1, 2)]
     writer.record(JobResult("001-p2p", "ok", 0, 1.0, ["x"], scheduler_state="COMPLETED"), [])
-    state = JobState("42", "NODE_FAIL", reason="NodeFail", exit_code="0:0")
-    (lost,) = finish(writer, jobs, state)
+    state = BatchState("42", "NODE_FAIL", reason="NodeFail", exit_code="0:0", final=True)
+    (lost,) = finish(writer, jobs, state, SlurmLauncher(SlurmOptions()))
     assert lost.job_id == "002-p2p" and lost.scheduler_state == "NODE_FAIL"
     assert "NODE_FAIL" in lost.reason and lost.status == "failed"
     loaded = RunStore(tmp_path).load()
-    assert loaded.info.status == "failed" and loaded.info.slurm["state"] == "NODE_FAIL"
+    assert loaded.info.status == "failed" and loaded.info.batch["state"] == "NODE_FAIL"
     assert [r.job_id for r in loaded.results] == ["001-p2p", "002-p2p"]  # the first is kept
 
 
@@ -406,26 +418,31 @@ def test_place_multi_client_fio_one_job_on_every_node() -> None:
     opts = SlurmOptions(nodes=3, fio_network="10.9.0.0/16", fio_port=9000)
     per_node = Job(job_id="002-fio", probe="fio", argv=["x"])
     jobs = place([_fio_job(), per_node], opts, [])
-    assert jobs[0].placement["nodes"] == [0, 1, 2] and jobs[0].nodes == 3
+    assert jobs[0].placement.indices == [0, 1, 2] and jobs[0].nodes == 3
     assert jobs[0].params["placement"] == "multi-client"
-    assert jobs[0].placement["fio_servers"] == {"port": 9000, "network": "10.9.0.0/16"}
+    assert jobs[0].placement.servers == {"port": 9000, "network": "10.9.0.0/16"}
     # without clients = "nodes" fio stays a per-node measurement
-    assert [j.placement["nodes"] for j in jobs[1:]] == [[0], [1], [2]]
+    assert [j.placement.indices for j in jobs[1:]] == [[0], [1], [2]]
 
 
 def test_fio_server_step_and_client_hosts() -> None:
-    argv = server_step_argv("001-fio", ["n1", "n2"], "/py", Path("/run/s"), 8765, "10.0.0.0/8")
-    assert argv[:2] == ["srun", "--job-name=001-fio-fio-servers"]
+    server = FioProbe().server_argv(_fio_job())
+    argv = server_step_argv("001-fio", ["n1", "n2"], "/py", Path("/run/s"), 8765, "10.0.0.0/8",
+                            server)  # fmt: skip
+    assert argv[:2] == ["srun", "--job-name=001-fio-servers"]
     # one server per node, sharing the CPUs with the client's step
     for flag in ("--nodes=2", "--nodelist=n1,n2", "--ntasks=2", "--ntasks-per-node=1",
                  "--overlap", "--mpi=none"):  # fmt: skip
         assert flag in argv
-    assert argv[argv.index("-m") + 1 :] == ["assay.launch.slurm.fio", "8765", "/run/s",
-                                            "10.0.0.0/8"]  # fmt: skip
+    assert argv[argv.index("-m") + 1 :] == [
+        "assay.launch.slurm.servers", "8765", "/run/s", "--network", "10.0.0.0/8",
+        "--", "fio", "--server={family}:{address},{port}",
+    ]  # fmt: skip
     job = _fio_job()
-    new = with_hosts(job.argv, ["10.1.0.1,8765", "10.1.0.2,8765"])
-    spec = json.loads(new[new.index("--spec") + 1])
+    new = FioProbe().served(job, ["10.1.0.1,8765", "10.1.0.2,8765"])
+    spec = json.loads(new.argv[new.argv.index("--spec") + 1])
     assert spec["hosts"] == ["10.1.0.1,8765", "10.1.0.2,8765"] and spec["target"] == "/shared/t"
+    assert new.env["ASSAY_FIO_SERVERS"] == "launcher" and job.argv != new.argv
 
 
 def test_node_test_address_inside_the_given_network() -> None:
@@ -441,7 +458,7 @@ def test_rdma_server_on_one_node_client_on_the_other() -> None:
               "--server", json.dumps(server), "--client", json.dumps([*server, "localhost"])],
               skip_reason="no RDMA device")  # fmt: skip
     (placed,) = place([job], SlurmOptions(nodes=3), [])
-    assert placed.placement["nodes"] == [0, 1] and placed.params["placement"] == "inter-node"
+    assert placed.placement.indices == [0, 1] and placed.params["placement"] == "inter-node"
     argv = step_argv(placed, placed.argv, ["anode1", "anode2"], None, None, 2)
     assert argv[:3] == ["py", "-m", "assay.drivers.pair"]  # runs on the runner's node
     srv = json.loads(argv[argv.index("--server") + 1])
@@ -451,7 +468,7 @@ def test_rdma_server_on_one_node_client_on_the_other() -> None:
     assert cli[0] == "srun" and "--nodelist=anode1" in cli and "--ntasks=1" in cli
     assert cli[cli.index("--mpi=none") + 1 :] == [*server, "anode2"]  # the client names it
     (alone,) = place([job], SlurmOptions(nodes=1), [])
-    assert alone.placement["nodes"] == [0]  # one node: server and client on it (loopback)
+    assert alone.placement.indices == [0]  # one node: server and client on it (loopback)
 
 
 def test_dry_run_plans_rdma_across_two_nodes_and_fio_on_all(tmp_path: Path) -> None:
@@ -480,6 +497,38 @@ def test_fio_clients_nodes_refuses_named_hosts_too() -> None:
 
 def test_fio_servers_without_srun_is_a_launch_error(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no srun there
-    servers = fio_servers("001-fio", ["n1"], tmp_path / "servers")
-    with pytest.raises(LaunchError, match="cannot run srun"), servers:
+    started = servers("001-fio", ["n1"], tmp_path / "servers", ["fio", "--server"])
+    with pytest.raises(LaunchError, match="fio servers: cannot run srun"), started:
         pass
+
+
+def test_a_per_node_pass_of_an_output_only_probe_is_one_step(tmp_path: Path) -> None:
+    """STREAM on every node: one job, one step over every node, each node's output in its own
+    file; a probe that writes more (fio) or an MPI job (HPL) stays one step per node."""
+    from assay.run.outputs import parse_each_node
+
+    stream = Job(job_id="001-stream", probe="stream", argv=["{exe}"])
+    fio = Job(job_id="002-fio", probe="fio", argv=["x"])
+    hpl = Job(job_id="003-hpl", probe="hpl", argv=["{exe}"], spawn="mpi", mpi="mpich")
+    jobs = place([stream, fio, hpl], SlurmOptions(nodes=3), [MPICH])
+    (one,) = [j for j in jobs if j.probe == "stream"]
+    assert one.placement.each and one.placement.indices == [0, 1, 2] and one.nodes == 3
+    assert len([j for j in jobs if j.probe == "fio"]) == 3
+    assert len([j for j in jobs if j.probe == "hpl"]) == 3
+    argv = step_argv(one, ["/c/stream"], ["a1", "a2", "a3"], None, None, 4)
+    assert "--ntasks=3" in argv and "--ntasks-per-node=1" in argv
+    assert "--output=node-%N.stdout" in argv and "--kill-on-bad-exit=0" in argv
+    assert argv[-1] == "/c/stream"
+    # each node's output read on its own; a node that printed nothing is named
+    line = '{"metric": "memory.triad", "value": 5e10, "params": {"kernel": "triad"}}\n'
+    (tmp_path / "node-a1.stdout").write_text(line)
+    (tmp_path / "node-a2.stdout").write_text(line.replace("5e10", "2e10"))
+    (tmp_path / "node-a3.stderr").write_text("stream: out of memory\n")
+    one.params["hosts"] = ["a1", "a2", "a3"]
+    samples, problem = parse_each_node(one, tmp_path)
+    assert [(s.params["node"], s.params["hosts"], s.value) for s in samples] == [
+        ("a1", ["a1"], 5e10),
+        ("a2", ["a2"], 2e10),
+    ]
+    assert problem.startswith("on 1 of 3 nodes: a3: printed no measurement")
+    assert "out of memory" in problem

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from assay.errors import NotFoundError
+from assay.errors import NotFoundError, StoreError
 from assay.model import JobResult, Sample, Stats, System
 from assay.store import Index, RunStore, recover
 from assay.store.owner import Owner, register
+from conftest import run_cli
 
 
 def _make_run(store: RunStore, n_jobs: int = 2):
@@ -157,23 +158,42 @@ def test_other_live_runs_are_seen(tmp_path: Path):
     assert a.others_running() == []
 
 
-@pytest.mark.parametrize("text", ["{not json", "[]", "", '{"run_id": 3, "n_jobs": "x"}'])
-def test_a_corrupt_run_json_is_skipped_and_named(tmp_path: Path, text: str):
+DAMAGED_RUN_JSON = {
+    "empty": "",
+    "not JSON": "{not json",
+    "not UTF-8": b'{"run_id": "\xff"}',
+    "a list": "[]",
+    "a number": "3",
+    "missing keys": '{"run_id": "x"}',
+    "wrong types": '{"run_id": 3, "created": "c", "suite": "s", "n_jobs": "x"}',
+    "status unknown": '{"run_id": "r", "created": "c", "suite": "s", "status": 7}',
+    "notes not a list": '{"run_id": "r", "created": "c", "suite": "s", "notes": "x"}',
+    "slurm not an object": '{"run_id": "r", "created": "c", "suite": "s", "slurm": [1]}',
+    "NaN": '{"run_id": "r", "created": "c", "suite": "s", "n_jobs": NaN}',
+}
+
+
+@pytest.mark.parametrize("form", list(DAMAGED_RUN_JSON))
+def test_a_damaged_run_json_is_skipped_by_the_index_and_named_by_load(tmp_path: Path, form: str):
+    """One reader of run.json (assay.store.records.read_run_info) for loading, the index and
+    recovery: every damaged form is a StoreError naming the file and what is wrong, never a
+    traceback, and the index lists the other runs and names the damaged one."""
     store = RunStore(tmp_path)
     good = _make_run(store)
     good.finish("complete")
     bad = _make_run(store)
     bad.finish("complete")
-    (bad.path / "run.json").write_text(text)
+    text = DAMAGED_RUN_JSON[form]
+    path = bad.path / "run.json"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
     index = Index(tmp_path / "assay.db")
     index.sync(store, rebuild=True)
-    ids = [r["run_id"] for r in index.runs()]
-    if text.startswith('{"run_id": 3'):  # readable: indexed with what it holds
-        assert len(ids) == 2
-    else:
-        assert ids == [good.info.run_id]
-        assert [s.split(":")[0] for s in index.skipped] == [bad.info.run_id]
+    assert [r["run_id"] for r in index.runs()] == [good.info.run_id]
+    assert [s.split(":")[0] for s in index.skipped] == [bad.info.run_id]
     index.close()
+    with pytest.raises(StoreError, match=r"run\.json cannot be read: ") as err:
+        store.load(bad.info.run_id)
+    assert str(path) in str(err.value) and "intact" in str(err.value)
 
 
 def test_a_busy_index_is_waited_for(tmp_path: Path):
@@ -188,3 +208,168 @@ def test_a_busy_index_is_waited_for(tmp_path: Path):
     assert index.sync(store) == 1  # waited ~1 s for the writer, then indexed
     timer.join()
     index.close()
+
+
+# -- the index is disposable: made again whenever it is unreadable or inconsistent --------------
+
+
+def _indexed_store(tmp_path: Path) -> tuple[RunStore, list[str]]:
+    store = RunStore(tmp_path)
+    ids = []
+    for _ in range(3):
+        w = _make_run(store)
+        w.finish("complete")
+        ids.append(w.info.run_id)
+    Index(tmp_path / "assay.db").sync(store)
+    return store, ids
+
+
+def _garbage(db: Path) -> None:
+    for suffix in ("-wal", "-shm"):
+        db.with_name(db.name + suffix).unlink(missing_ok=True)
+    db.write_bytes(b"this is not an SQLite database\n" * 200)
+
+
+def _cut_pages(db: Path) -> None:
+    """A database whose pages after the first are garbage ('database disk image is
+    malformed' once a query reaches them)."""
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    data = bytearray(db.read_bytes())
+    for i in range(4096, len(data), 7):
+        data[i] = 0xA5
+    db.write_bytes(bytes(data))
+
+
+def _drop(table: str):
+    def damage(db: Path) -> None:
+        con = sqlite3.connect(db)
+        con.execute(f"DROP TABLE {table}")
+        con.commit()
+        con.close()
+
+    return damage
+
+
+def _delete_samples(db: Path) -> None:
+    con = sqlite3.connect(db)
+    con.execute("DELETE FROM samples")
+    con.commit()
+    con.close()
+
+
+def _old_schema(db: Path) -> None:
+    con = sqlite3.connect(db)
+    con.execute("ALTER TABLE runs DROP COLUMN damage")
+    con.execute("PRAGMA user_version = 0")
+    con.commit()
+    con.close()
+
+
+INDEX_DAMAGE = {
+    "not a database": _garbage,
+    "malformed pages": _cut_pages,
+    "samples table dropped": _drop("samples"),
+    "runs table dropped": _drop("runs"),
+    "samples deleted": _delete_samples,
+    "older schema": _old_schema,
+}
+
+
+@pytest.mark.parametrize("form", list(INDEX_DAMAGE))
+def test_an_unreadable_or_inconsistent_index_is_rebuilt_and_says_so(tmp_path: Path, form: str):
+    store, ids = _indexed_store(tmp_path)
+    INDEX_DAMAGE[form](tmp_path / "assay.db")
+    index = Index(tmp_path / "assay.db")
+    index.sync(store)
+    assert [r["run_id"] for r in index.runs()] == ids
+    assert len(index.history("p2p.latency")) == 6  # runs and history agree
+    assert index.rebuilt  # said, with why
+    index.close()
+    again = Index(tmp_path / "assay.db")
+    again.sync(store)
+    assert again.rebuilt is None  # once: the index made again is whole
+    again.close()
+
+
+@pytest.mark.parametrize("form", ["not a database", "samples table dropped"])
+def test_runs_and_history_rebuild_a_damaged_index(assay_home: Path, form: str):
+    _, ids = _indexed_store(assay_home)
+    INDEX_DAMAGE[form](assay_home / "assay.db")
+    hist = run_cli("history", "p2p.latency", home=assay_home)
+    assert hist.returncode == 0 and ids[-1] in hist.stdout, hist.stderr
+    assert " ".join(hist.stderr.split()).count("was rebuilt from the run directories") == 1
+    INDEX_DAMAGE[form](assay_home / "assay.db")
+    for args in (["runs", "--rebuild"], ["runs"]):
+        proc = run_cli(*args, home=assay_home)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+        assert all(i in proc.stdout for i in ids)
+
+
+# -- run ids ------------------------------------------------------------------------------------
+
+
+def test_run_ids_made_in_one_millisecond_differ():
+    from datetime import UTC, datetime
+
+    from assay.store.rundir import new_run_id
+
+    now = datetime(2026, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC)
+    ids = {new_run_id(now) for _ in range(5000)}
+    # 24 random bits: 5,000 draws collide 0.75 times on average (a collision is drawn again
+    # by create); 10 or more is beyond chance (about 1e-8). One random byte gave at most 256.
+    assert len(ids) >= 4990
+    assert all(i.startswith("20260102-030405-678") for i in ids)
+    assert (
+        sorted([new_run_id(datetime(2026, 1, 2, 3, 4, 5, 679_000, tzinfo=UTC)), *ids])[-1][:19]
+        == "20260102-030405-679"
+    )  # still sorted by creation time
+
+
+def test_a_run_id_taken_meanwhile_is_drawn_again(tmp_path: Path, monkeypatch):
+    from assay.store import rundir
+
+    store = RunStore(tmp_path)
+    first = _make_run(store).info.run_id
+    drawn = iter([first, first, "20990101-000000-000abcdef"])
+    monkeypatch.setattr(rundir, "new_run_id", lambda now=None: next(drawn))
+    second = _make_run(store)
+    assert second.info.run_id == "20990101-000000-000abcdef"
+    assert store.resolve("20990101") == second.info.run_id  # prefixes still resolve
+
+
+CREATOR = """
+import sys
+from pathlib import Path
+from assay.model import System
+from assay.store import RunStore
+store = RunStore(Path(sys.argv[1]))
+sys.stdin.readline()  # all start together
+for _ in range(int(sys.argv[2])):
+    w = store.create(suite="c", suite_text="", system=System(), argv=[])
+    w.finish("complete")
+    print(w.info.run_id, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_concurrent_processes_create_distinct_runs(tmp_path: Path):
+    """Real processes creating runs at once: none fails, every id is distinct."""
+    import sys
+
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CREATOR, str(tmp_path), "150"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for _ in range(8)
+    ]  # fmt: skip
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, [err for _, err in outs]
+    ids = [line for out, _ in outs for line in out.split()]
+    assert len(ids) == 1200 and len(set(ids)) == 1200
+    assert sorted(RunStore(tmp_path).run_ids()) == sorted(ids)

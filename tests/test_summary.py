@@ -96,7 +96,7 @@ def test_summary_of_a_real_run_and_real_tool_output_prints_both_layouts(assay_ho
         "; HPL ",
         "(Rpeak)",
         "979.69 GFLOP/s (Rmax)",
-        "; RDMA latency &amp; bandwidth 0.97 us",  # Markdown: HTML escaped
+        "; RDMA latency & bandwidth 0.97 us",  # Markdown: no HTML entity (issue 19)
         " Gb/s",
         "; FIO ",
         "GB/s writes",

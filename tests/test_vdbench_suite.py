@@ -146,21 +146,27 @@ def test_on_slurm_each_vdbench_host_is_a_bench_on_its_node(seed, tmp_path: Path)
     assert [b.name for b in spec.bench] == ["RndRead@vm1", "RndRead@vm2"]
     for i, bench in enumerate(spec.bench):
         p = bench.params
-        assert (p["node"], p["node_group"], p["host_label"]) == (i, "RndRead", f"vm{i + 1}")
+        assert (p["node_index"], p["node_group"], p["host_label"]) == (i, "RndRead", f"vm{i + 1}")
         (group,) = p["groups"]
         assert [j["name"] for j in group["jobs"]] == [
             f"RndRead.sd-{i + 1}-{v}" for v in range(1, 7)
         ]
     assert any("Vdbench hosts vm1, vm2: each on its own allocation node" in n for n in notes)
     jobs = plan(spec, PlanContext(system=System()))
-    assert [(j.params["node"], j.params["host"]) for j in jobs] == [(0, "vm1"), (1, "vm2")]
+    assert [(j.params["node_index"], j.params["vdbench_host"]) for j in jobs] == [
+        (0, "vm1"),
+        (1, "vm2"),
+    ]
+    # each on its node, both in one group: a multi-node launcher starts them together
+    assert [(j.spread.kind, j.spread.node) for j in jobs] == [("on-node", 0), ("on-node", 1)]
+    assert len({j.spread.group for j in jobs}) == 1
     # both share the target from their nodes at once: each keeps its own assay directory
     from assay.probes.fio import spec_of
 
     assert [spec_of(j).subdir for j in jobs] == ["assay-fio-vm1", "assay-fio-vm2"]
     # the same file without per_host (a local run): one bench, every SD at once, as before
     (bench,) = vdbench_suite(path, target_dir=target, **SMALL)[0].bench
-    assert "node" not in bench.params and len(bench.params["groups"][0]["jobs"]) == 12
+    assert "node_index" not in bench.params and len(bench.params["groups"][0]["jobs"]) == 12
 
 
 @pytest.mark.parametrize("pattern", seed_files.PATTERNS)

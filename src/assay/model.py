@@ -38,7 +38,8 @@ class Stats:
         return cls(**{k: v for k, v in data.items() if k in _STATS_FIELDS})
 
     def cv(self) -> float | None:
-        """Coefficient of variation (stddev / mean), the 'how much it varied' figure."""
+        """Coefficient of variation (stddev / mean). Reports do not show it: one stray iteration
+        dominates it (they show ``analysis.spread.robust_spread``)."""
         if self.stddev is None or not self.mean:
             return None
         return self.stddev / self.mean
@@ -124,6 +125,63 @@ class Build:
     libs: tuple[str, ...] = ()
 
 
+# How a job's work spreads over a cluster's nodes: what its probe declares (``Spread``), and
+# where a launcher puts it (``Placement``). A launcher reads the spread, never the probe's name.
+SpreadKind = Literal[
+    "per-node", "pair", "all-nodes", "all-pairs", "server-client", "on-node", "clients"
+]
+SPREAD_KINDS: tuple[str, ...] = (
+    "per-node",  # once on every node, all at the same time (STREAM, DGEMM, HPL, fio)
+    "pair",  # two nodes, one rank each (OSU p2p)
+    "all-nodes",  # one job over every node x ppn ranks (collectives)
+    "all-pairs",  # one job, one rank per node, measuring every node pair itself (the matrix)
+    "server-client",  # a server on one node, its client on another (perftest)
+    "on-node",  # on one given node (a Vdbench hd= host); a group's jobs start together
+    "clients",  # a server on every node, the job as their client (multi-client fio)
+)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How a probe's job spreads over nodes (the probe declares it; ``assay.launch`` places it).
+
+    ``node``: for "on-node", the allocation node (0-based). ``group``: jobs of one group start
+    together ("on-node": the hosts of one Vdbench run). ``shared_step``: for "per-node", the
+    nodes' runs may be one step sharing one job directory (the probe writes nothing but its
+    output), each node's output apart."""
+
+    kind: SpreadKind = "per-node"
+    node: int | None = None
+    group: str = ""
+    shared_step: bool = False
+
+
+@dataclass
+class Placement:
+    """Where a launcher put a job: the allocation's node indices (host names are known only
+    once the allocation starts: the runner maps them), and the group whose jobs start together
+    (an all-pairs round, a per-node pass). ``servers``: for "clients", the servers' port and
+    network. ``each``: one step runs the job once on each of its nodes, each node's stdout and
+    stderr in its own file of the job directory (``node_output``)."""
+
+    indices: list[int]
+    group: str = ""
+    servers: dict[str, Any] | None = None
+    each: bool = False
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Placement:
+        indices = data.get("indices", data.get("nodes", [0]))  # "nodes": plans before 0.2
+        servers = data.get("servers", data.get("fio_servers"))
+        return cls(list(indices), str(data.get("group", "")), servers, bool(data.get("each")))
+
+
+def node_output(host: str, stream: str = "stdout") -> str:
+    """The file, in a job directory, of one node's stdout or stderr when one step ran the job
+    on each of its nodes (``Placement.each``)."""
+    return f"node-{host}.{stream}"
+
+
 @dataclass
 class Job:
     """One concrete thing to launch. ``argv[0] == "{exe}"`` means the built probe binary."""
@@ -133,10 +191,12 @@ class Job:
     argv: list[str]
     params: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
-    launcher: Literal["local", "mpi"] = "local"
+    # How the argv starts: "exec" as it is, or "mpi": as ``ranks`` ranks of ``mpi``, through
+    # that MPI's launcher (mpirun/mpiexec, or srun on a cluster).
+    spawn: Literal["exec", "mpi"] = "exec"
     mpi: str | None = None
     ranks: int = 1
-    nodes: int = 1
+    nodes: int = 1  # how many nodes the job spans (the plan's, then its placement's)
     ppn: int | None = None
     threads: int = 1  # per rank: a rank that runs threaded BLAS (HPL on one node) needs cores
     timeout: float = 300.0
@@ -149,9 +209,8 @@ class Job:
     # Set when the plan already knows this job cannot run here (no RDMA device, no GPU):
     # it is recorded as skipped with this reason, never launched, never a failure.
     skip_reason: str | None = None
-    # Where it runs on a cluster (Slurm): {"nodes": [allocation node indices], "group": str}.
-    # Jobs of one group run at the same time on disjoint nodes (an all-pairs round).
-    placement: dict[str, Any] = field(default_factory=dict)
+    spread: Spread = field(default_factory=Spread)  # what its probe declared
+    placement: Placement | None = None  # set by a multi-node launcher
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -163,6 +222,10 @@ class Job:
     def from_dict(cls, data: dict[str, Any]) -> Job:
         data = dict(data)
         build = data.pop("build", None)
+        spread = data.pop("spread", None)
+        placement = data.pop("placement", None)
+        if "launcher" in data and "spawn" not in data:  # jobs stored before 0.2
+            data["spawn"] = "mpi" if data.pop("launcher") == "mpi" else "exec"
         names = {f.name for f in dataclasses.fields(cls)}
         job = cls(**{k: v for k, v in data.items() if k in names})
         if build:
@@ -172,7 +235,14 @@ class Job:
                 flags=tuple(build.get("flags", ())),
                 libs=tuple(build.get("libs", ())),
             )
+        if spread:
+            job.spread = Spread(**{k: v for k, v in spread.items() if k in _SPREAD_FIELDS})
+        if placement:
+            job.placement = Placement.from_dict(placement)
         return job
+
+
+_SPREAD_FIELDS = frozenset(f.name for f in dataclasses.fields(Spread))
 
 
 @dataclass
@@ -219,15 +289,24 @@ class RunInfo:
     # a live one. None once it ended, or for a run no local process owns (a detached job).
     owner: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)  # what the reader must know (cut short, ...)
-    # On Slurm: {"job_id", "state", "reason", "nodes", "detached"}; the job id is written
-    # before anything waits, so any later assay (or its runner's watchdog) can cancel it.
-    slurm: dict[str, Any] = field(default_factory=dict)
+    # A batch run (Slurm): {"launcher", "job_id", "state", "reason", "hosts", "detached"}; the
+    # job id is written before anything waits, so any later assay (or its runner's watchdog)
+    # can cancel it.
+    batch: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunInfo:
+        data = dict(data)
+        if "slurm" in data and "batch" not in data:  # runs stored before 0.2
+            old = dict(data.pop("slurm") or {})
+            if old:
+                old.setdefault("launcher", "slurm")
+                if "nodes" in old:
+                    old["hosts"] = old.pop("nodes")
+            data["batch"] = old
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
@@ -276,6 +355,8 @@ class System:
     freq_base_hz: float | None = None
     # every clock the node states, with its source (assay.system.clock); Rpeak picks one
     clocks: list[dict[str, Any]] = field(default_factory=list)
+    # theoretical DRAM bandwidth (assay.system.dram): bytes_per_s + derivation, or a reason
+    dram: dict[str, Any] = field(default_factory=dict)
     os: str | None = None
     kernel: str | None = None
     compilers: dict[str, str] = field(default_factory=dict)  # name -> version

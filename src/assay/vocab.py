@@ -33,3 +33,21 @@ STORAGE_WORKLOADS = (
     "randmix-8k",
 )
 ALL_CLIENTS = "All clients"
+
+# ``assay import --format``: each format and what it reads, one line each (the help lists
+# them; assay.parsers.FORMATS maps the same names to their parsers: a test keeps them equal).
+IMPORT_FORMATS = {
+    "osu": "OSU Micro-Benchmarks 3.x-7.x text (osu_latency, osu_bw, collectives, -d cuda)",
+    "imb": "Intel MPI Benchmarks (IMB-MPI1) text: PingPong, Sendrecv, collectives",
+    "perftest": "perftest text (ib_send_lat, ib_write_bw, ...): RDMA latency and bandwidth",
+    "nccl": "nccl-tests / rccl-tests text (all_reduce_perf, ...): algbw, busbw, time",
+    "stream": "McCalpin's STREAM 5.x text: Copy, Scale, Add, Triad",
+    "hpl": "HPL (xhpl) text: Gflops of each test that passed its residual check",
+    "hpcc": "HPC Challenge hpccoutf.txt: HPL, DGEMM, STREAM, PTRANS, RandomAccess, FFT, rings",
+    "fio": "fio 3.x --output-format=json or json+ (local and --client): IOPS, bandwidth, latency",
+    "vdbench": "Vdbench summary.html, totals.html or console: I/O rate, MB/s, response time",
+    "ior": "IOR 3.x/4.x text or JSON (-O summaryFormat=JSON): bandwidth and IOPS",
+    "mdtest": "mdtest (IOR's 3.x/4.x, LLNL 1.9) SUMMARY rate table: metadata operations/s",
+    "gpu-burn": "gpu_burn output: sustained GEMM rate per GPU (a faulty GPU gives none)",
+    "assay-json": "assay's own JSON report (assay report -f json), read back",
+}

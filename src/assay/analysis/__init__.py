@@ -14,5 +14,12 @@ One module per problem, each formula documented in the function that implements 
   direction-aware verdicts); ``refcompare``: against published reference points;
 - ``significance``: Mann–Whitney U and Welch's t; ``bestof``: best-of and workload summaries;
 - ``changepoint``: change points of a history (E-divisive);
+- ``outliers``: the robust z-score rule (and ``select``: exact order statistics of a large
+  array without copying it); ``allpairs``: an all-pairs matrix analysed (``linkmatrix`` the
+  matrix type, on ``assay.condensed``'s layout; ``matrixstats`` node medians, quantiles, worst
+  links and block medians, ``confirm`` retests, ``topology`` switches and slow uplinks,
+  ``heat`` its heatmap cells; ``perpair`` the matrices of runs made before the probe);
+- ``shared_memory``: an inter-node latency below what any network gives is shared memory,
+  not a link;
 - ``derive``: the one named step computing the derived figures reports and comparisons read.
 """

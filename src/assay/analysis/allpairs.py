@@ -5,122 +5,297 @@ message size measured (OSU's 0 or 1 byte; what a small MPI message costs), and p
 at the largest size (what a link carries when it is full). Samples of one pair measured with
 several MPIs are kept apart (one matrix per MPI).
 
+A matrix comes either from the all-pairs probe's files (``allpairs.bin``: a sweep and the jobs
+that continue it, ``assay.figures.allpairs``) or, for runs made before it, from per-pair
+samples (``assay.analysis.perpair``); both are analysed by :func:`analyse`, on the condensed
+array of ``assay.analysis.linkmatrix`` — 10,000 nodes are 5·10⁷ links and nothing here is a
+Python object per link. Links measured through shared memory are not links
+(``assay.analysis.shared_memory``): left out of every figure, and said.
+
 Outliers: robust z-score (``assay.analysis.outliers``) over every link, and over every node's
 median link, on the bad side only (low bandwidth, high latency), and at least
 ``rule.link_factor`` times worse than the median. A pair measured several times (``--repeat``)
 counts by its median, so one disturbed repetition does not make a link an outlier; the largest
 spread of a link's repetitions is kept beside, to compare with the differences between links.
+Flagged links and nodes that were retested are named only when the retests confirm them
+(``assay.analysis.confirm``); with a topology, the links of a slow uplink are named as the
+uplink (``assay.analysis.topology``).
 """
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
 from dataclasses import dataclass, field
 
-from assay.analysis.outliers import Outlier, OutlierRule, node_values, outliers
-from assay.analysis.stats import Figure
-from assay.model import Sample
+import numpy as np
+
+from assay.analysis.confirm import Confirmation, confirm_links, confirm_nodes, sweep_retests
+from assay.analysis.heat import HEAT_BLOCKS, Heat, heat_of
+from assay.analysis.linkmatrix import LinkMatrix
+from assay.analysis.matrixstats import (
+    Distribution,
+    Rows,
+    distribution,
+    even_groups,
+    link_ranks,
+    measured,
+    row_pass,
+    worst_links,
+)
+from assay.analysis.outliers import (
+    Centre,
+    Outlier,
+    OutlierRule,
+    outliers_of,
+    robust_centre,
+    worse_factor,
+    z_scores,
+)
+from assay.analysis.shared_memory import shared_links
+from assay.analysis.topology import Placement, Switches, by_switch, place
+from assay.condensed import link_nodes, node_links
+from assay.system.topology import Topology
 
 METRICS = ("p2p.latency", "p2p.bandwidth")
+FULL = 64  # up to this many nodes the report prints the whole matrix
+TOP = 20  # links and nodes listed worst first beyond that (with a count of the rest)
+
+
+@dataclass
+class LostNode:
+    """A node the sweep lost, and the pairs it was never measured in."""
+
+    host: str
+    never: int  # of its links, how many were never measured
+    partners: list[str]  # the first few of the nodes it was never measured with
+    resumed_in: str  # the job that measured the pairs left without it
 
 
 @dataclass
 class PairMatrix:
+    """An analysed all-pairs matrix: what the report shows of it, never its 5·10⁷ links
+    (``values`` is kept only up to ``FULL`` nodes, for the whole table and heatmap)."""
+
     metric: str
     mpi: str
     size: int  # message size (bytes) the figure is taken at
     better: str
     hosts: list[str]
-    links: dict[tuple[str, str], float]  # (a, b) with a < b
-    link_outliers: list[Outlier] = field(default_factory=list)
-    node_outliers: list[Outlier] = field(default_factory=list)
+    links: int  # links measured
+    missing: int  # links not measured (NaN)
+    centre: Centre  # of every measured link
+    link_outliers: list[Outlier]  # named: flagged (and confirmed, if retested), worst first
+    n_link_outliers: int  # how many are named (link_outliers holds at most TOP beyond FULL)
+    node_outliers: list[Outlier]
     rule: OutlierRule = field(default_factory=OutlierRule)
     concurrent: int = 1  # most pairs measured at the same time as one of these (a round's worth)
     repetitions: tuple[int, int] = (1, 1)  # fewest, most measurements of a link (it: their median)
     # the link whose repetitions spread most, and that spread (max/min)
     widest: tuple[tuple[str, str], float] | None = None
+    spread_median: float | None = None  # median max/min over the repeated links
+    node_medians: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    node_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+    node_centre: Centre | None = None
+    worst: list[Outlier] = field(default_factory=list)  # the TOP worst links, flagged or not
+    distribution: Distribution | None = None
+    heat: Heat | None = None
+    switches: Switches | None = None
+    retested: bool = False  # retest measurements were there to confirm by
+    confirmations: dict[object, Confirmation] = field(default_factory=dict)  # by link / host
+    not_reproduced: list[Outlier] = field(default_factory=list)  # flagged, not confirmed
+    explained: int = 0  # flagged links named as part of a slow uplink instead
+    explained_nodes: list[str] = field(default_factory=list)
+    node_links: int = 0  # flagged links of a named node, named as the node (beyond FULL)
+    notes: list[str] = field(default_factory=list)
+    values: np.ndarray | None = None  # condensed; kept up to FULL nodes
+    shared: int = 0  # links measured through shared memory: not link figures, not in `links`
+    shared_pairs: list[tuple[str, str]] = field(default_factory=list)  # all up to FULL, else TOP
+    lost: list[LostNode] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # the probe's files it was read from
 
     def value(self, a: str, b: str) -> float | None:
-        return self.links.get((min(a, b), max(a, b)))
+        if self.values is None or a == b:
+            return None
+        lm = LinkMatrix(self.hosts, self.metric, self.better, self.size, self.mpi, self.values)
+        return lm.value(a, b)
+
+    @property
+    def n(self) -> int:
+        return len(self.hosts)
 
 
-def _pair(sample: Sample) -> tuple[str, str] | None:
-    hosts = sample.params.get("hosts")
-    if not isinstance(hosts, list) or len(hosts) != 2 or hosts[0] == hosts[1]:
-        return None
-    a, b = sorted(str(h) for h in hosts)
-    return a, b
+def _outlier(
+    key: object, value: float, z: float, c: Centre, rule: OutlierRule, better: str
+) -> Outlier:
+    factor = worse_factor(value, c.median, better)  # type: ignore[arg-type]
+    return Outlier(key, value, z, c.median, rule.threshold, factor)  # type: ignore[arg-type]
 
 
-def _concurrent(group: list[Figure]) -> int:
-    """Most pairs measured at once: recorded per sample (``concurrent_pairs``); runs stored
-    before it was recorded measured a whole round at once, so their rounds' sizes tell."""
-    params = [f.sample.params for f in group]
-    recorded = [int(p["concurrent_pairs"]) for p in params if "concurrent_pairs" in p]
-    if recorded:
-        return max(recorded)
-    per_round: dict[object, set[tuple[str, str]]] = defaultdict(set)
-    for f in group:
-        pair = _pair(f.sample)
-        if pair:
-            per_round[f.sample.params.get("round")].add(pair)
-    return max((len(p) for p in per_round.values()), default=1)
+def _row_pass(
+    values: np.ndarray, lm: LinkMatrix, topology: Topology | None
+) -> tuple[Rows, Placement | None, list]:
+    """The matrix's one pass over its rows: node medians and, grouped by leaf switch (a
+    topology) or in consecutive blocks (beyond FULL nodes), the block medians."""
+    if topology is not None:
+        where = place(lm.hosts, topology)
+        groups = where.groups()
+        return row_pass(values, lm.n, groups), where, groups
+    groups = even_groups(lm.n, HEAT_BLOCKS) if lm.n > FULL else None
+    return row_pass(values, lm.n, groups), None, groups or []
 
 
-def _named(values: dict, better: str, rule: OutlierRule) -> list[Outlier]:
-    """Links (or nodes by their median link) that are outliers and ``rule.link_factor`` worse."""
-    return outliers(values, better, rule.threshold, min_factor=rule.link_factor)  # type: ignore[arg-type]
+def _links_only(lm: LinkMatrix, top: int) -> tuple[np.ndarray, int, list[tuple[str, str]]]:
+    """The matrix's link figures: the links measured through shared memory (given, and for a
+    latency matrix those below the network floor) taken out (a copy, only when there are
+    any); how many there were, and their pairs (all up to FULL nodes, else the first ``top``)."""
+    shared = lm.shared
+    if lm.metric == "p2p.latency":
+        shared = np.union1d(shared, shared_links(lm.values))
+    if not shared.size:
+        return lm.values, 0, []
+    values = lm.values.copy()
+    count = int(np.count_nonzero(~np.isnan(values[shared])))
+    values[shared] = np.nan
+    pairs = shared if lm.n <= FULL else shared[:top]
+    return values, count, [lm.pair(k) for k in pairs.tolist()]
 
 
-def matrices(figures: list[Figure], rule: OutlierRule | None = None) -> list[PairMatrix]:
-    """One matrix per (metric, MPI) from the figures of an all-pairs run, folded per pair
-    (``Folded.by_host``: each figure holds the values of one pair's repetitions)."""
-    chosen = [
-        f
-        for f in figures
-        if f.sample.params.get("placement") == "all-pairs"
-        and f.sample.metric in METRICS
-        and "size" in f.sample.params
-    ]
-    by_key: dict[tuple[str, str], list[Figure]] = defaultdict(list)
-    for f in chosen:
-        p = f.sample.params
-        by_key[(f.sample.metric, str(p.get("mpi_label") or p.get("mpi") or "MPI"))].append(f)
-    rule = rule or OutlierRule()
+def _lost(lm: LinkMatrix) -> list[LostNode]:
+    """Each node the sweep lost, with the links of it never measured (sweep and resume)."""
     out = []
-    for (metric, mpi), group in sorted(by_key.items()):
-        sizes = {int(f.sample.params["size"]) for f in group}
-        size = min(sizes) if metric == "p2p.latency" else max(sizes)
-        per_pair: dict[tuple[str, str], list[float]] = defaultdict(list)
-        for f in group:
-            pair = _pair(f.sample)
-            if pair and int(f.sample.params["size"]) == size:
-                per_pair[pair].extend(f.values or (f.sample.value,))
-        # Repetitions of a pair: their median, as the report folds repetitions.
-        links = {p: statistics.median(v) for p, v in per_pair.items()}
-        if not links:
-            continue
-        spreads = {p: max(v) / min(v) for p, v in per_pair.items() if len(v) > 1 and min(v) > 0}
-        widest = max(spreads.items(), key=lambda kv: kv[1]) if spreads else None
-        better = group[0].sample.better
-        out.append(
-            PairMatrix(
-                metric=metric,
-                mpi=mpi,
-                size=size,
-                better=better,
-                hosts=sorted({h for p in links for h in p}),
-                links=links,
-                link_outliers=_named(links, better, rule),
-                node_outliers=_named(node_values(links), better, rule),
-                rule=rule,
-                concurrent=_concurrent(group),
-                repetitions=(
-                    min(len(v) for v in per_pair.values()),
-                    max(len(v) for v in per_pair.values()),
-                ),
-                widest=widest,
-            )
-        )
+    for lost in lm.lost:
+        k = node_links(lm.n, lost.node)
+        never = np.flatnonzero(np.isnan(lm.values[k]))
+        others = np.delete(np.arange(lm.n), lost.node)[never[:10]]
+        partners = [lm.hosts[i] for i in others.tolist()]
+        out.append(LostNode(lm.hosts[lost.node], int(never.size), partners, lost.resumed_in))
     return out
+
+
+def analyse(
+    lm: LinkMatrix,
+    rule: OutlierRule | None = None,
+    topology: Topology | None = None,
+    top: int = TOP,
+    sweeps: list[np.ndarray] | None = None,
+) -> PairMatrix:
+    """Everything the report shows of one matrix (see the module), from its condensed array
+    in one copy (the links' centre) and one pass over its rows.
+
+    Named links: flagged by the rule, confirmed by their retests when the matrix has retests
+    (else flagged alone), not part of a slow uplink or switch pair, and beyond FULL nodes not
+    a link of a named node. Named nodes the same, by their median link. ``sweeps``: the sweeps
+    a ``--repeat`` matrix was folded from, which confirm when it has no retest rounds."""
+    rule = rule or OutlierRule()
+    n, better = lm.n, lm.better
+    values, n_shared, shared_pairs = _links_only(lm, top)
+    factor = rule.link_factor
+    m = measured(values)
+    c = robust_centre(values, True, link_ranks(m, better, top))
+    c, flagged, z = outliers_of(values, better, rule.threshold, min_factor=factor, c=c)  # type: ignore[arg-type]
+    fi, fj = link_nodes(n, flagged)
+    rows, where, groups = _row_pass(values, lm, topology)
+    medians, counts = rows.medians, rows.counts
+    nc, node_idx, node_z = outliers_of(medians, better, rule.threshold, min_factor=factor)  # type: ignore[arg-type]
+    pm = PairMatrix(
+        lm.metric,
+        lm.mpi,
+        lm.size,
+        better,
+        lm.hosts,
+        m,
+        int(values.size - m - n_shared),
+        c,
+        [],
+        0,
+        [],
+        rule,
+        lm.concurrent,
+        lm.repetitions,
+        node_medians=medians,
+        node_counts=counts,
+        node_centre=nc,
+        notes=list(lm.notes),
+        shared=n_shared,
+        shared_pairs=shared_pairs,
+        lost=_lost(lm),
+    )
+    if lm.spread is not None:
+        pm.widest = (lm.pair(lm.spread.widest), lm.spread.widest_ratio)
+        pm.spread_median = lm.spread.median_ratio
+
+    keep = np.ones(flagged.size, bool)
+    keep_nodes = np.ones(node_idx.size, bool)
+    retests = lm.retests
+    if not len(retests) and sweeps is not None and len(sweeps) > 1:
+        # --repeat without retest rounds: each sweep's own value is a retest
+        needed = [flagged, *(node_links(n, k) for k in node_idx.tolist())]
+        retests = sweep_retests(sweeps, np.unique(np.concatenate(needed)))
+    if len(retests):
+        pm.retested = True
+        links = confirm_links(flagged, retests, c, better, rule)
+        nodes = confirm_nodes(node_idx, n, retests, nc, better, rule)
+        pm.confirmations = {lm.pair(k): v for k, v in links.items()}
+        pm.confirmations |= {lm.hosts[k]: v for k, v in nodes.items()}
+        keep = np.array([links[k].status == "confirmed" for k in flagged.tolist()], bool)
+        keep_nodes = np.array([nodes[k].status == "confirmed" for k in node_idx.tolist()], bool)
+        pm.not_reproduced = [
+            _outlier(lm.pair(k), float(values[k]), zk, c, rule, better)
+            for k, zk in zip(flagged[~keep].tolist(), z[~keep].tolist(), strict=True)
+        ] + [
+            _outlier(lm.hosts[k], float(medians[k]), zk, nc, rule, better)
+            for k, zk in zip(
+                node_idx[~keep_nodes].tolist(), node_z[~keep_nodes].tolist(), strict=True
+            )
+        ]
+    if where is not None and topology is not None and rows.blocks is not None:
+        pm.switches = by_switch(lm.hosts, topology, where, rows.blocks, fi[keep], fj[keep])
+        inside = pm.switches.explained(fi, fj) & keep
+        pm.explained = int(inside.sum())
+        keep &= ~inside
+        slow = pm.switches.slow_leaves()
+        leaf_of = {
+            int(x): s
+            for s, mem in zip(where.names, where.members, strict=True)
+            for x in mem.tolist()
+        }
+        on_slow = np.array([leaf_of.get(k) in slow for k in node_idx.tolist()], bool)
+        pm.explained_nodes = [lm.hosts[k] for k in node_idx[on_slow & keep_nodes].tolist()]
+        keep_nodes &= ~on_slow
+    if n > FULL and keep_nodes.any():
+        # beyond the whole table, a named node's links are the node, not N−1 slow links
+        on_node = np.isin(fi, node_idx[keep_nodes]) | np.isin(fj, node_idx[keep_nodes])
+        pm.node_links = int((keep & on_node).sum())
+        keep &= ~on_node
+
+    named, named_z = flagged[keep], z[keep]
+    pm.n_link_outliers = int(named.size)
+    limit = named.size if n <= FULL else top
+    pm.link_outliers = [
+        _outlier(lm.pair(k), float(values[k]), zk, c, rule, better)
+        for k, zk in zip(named[:limit].tolist(), named_z[:limit].tolist(), strict=True)
+    ]
+    pm.node_outliers = [
+        _outlier(lm.hosts[k], float(medians[k]), zk, nc, rule, better)
+        for k, zk in zip(node_idx[keep_nodes].tolist(), node_z[keep_nodes].tolist(), strict=True)
+    ]
+    worst = worst_links(values, better, top, c)
+    pm.worst = [
+        _outlier(lm.pair(k), float(values[k]), zk, c, rule, better)
+        for k, zk in zip(worst.tolist(), z_scores(values[worst], c).tolist(), strict=True)
+    ]
+    pm.distribution = distribution(values, c)
+    if n <= FULL:
+        pm.values = values
+    elif rows.blocks is not None:
+        names = where.names + (["no switch"] if where.unplaced.size else []) if where else None
+        pm.heat = heat_of(
+            lm.hosts,
+            groups,
+            names,
+            rows.blocks,
+            fi[keep],
+            fj[keep],
+            node_idx[keep_nodes].tolist(),
+            better,
+        )
+    return pm

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from assay.analysis.allpairs import PairMatrix
 from assay.analysis.checklimits import CheckRule
 from assay.analysis.health import (
     Verdict,
@@ -24,7 +25,8 @@ from assay.analysis.health import (
     judge_peers,
     judge_reference,
 )
-from assay.analysis.healthlinks import link_name, link_verdicts
+from assay.analysis.healthlinks import PROBE as LINK_PROBE
+from assay.analysis.healthlinks import link_verdicts, merged_matrix
 from assay.analysis.nodetype import (
     NodeFacts,
     expected_of_peers,
@@ -33,7 +35,6 @@ from assay.analysis.nodetype import (
     inventory_checks,
     type_mismatch,
 )
-from assay.analysis.outliers import OutlierRule
 from assay.analysis.stats import Figure
 from assay.errors import AssayError
 from assay.model import JobResult
@@ -52,7 +53,7 @@ class CheckInput:
     """What a run measured, by node."""
 
     nodes: dict[str, list[Figure]]  # each node's figures
-    by_host: list[Figure]  # figures folded per host (the all-pairs links)
+    matrices: list[PairMatrix]  # the all-pairs matrices, analysed (``figures.allpairs``)
     facts: dict[str, NodeFacts]  # each node's inventory
     results: list[JobResult] = field(default_factory=list)
     local_host: str = ""  # a run on one node: its name (its jobs name no host)
@@ -67,7 +68,7 @@ class Judged:
 
 def input_of(
     nodes: dict[str, list[Figure]],
-    by_host: list[Figure],
+    matrices: list[PairMatrix],
     results: list[JobResult],
     local: NodeFacts | None,
 ) -> CheckInput:
@@ -77,7 +78,7 @@ def input_of(
     host = local.host if local else ""
     if local is not None and host in nodes and host not in facts:
         facts[host] = local
-    return CheckInput(nodes, by_host, facts, results, host)
+    return CheckInput(nodes, matrices, facts, results, host)
 
 
 def _ref_facts(ref: ReferenceSet) -> NodeFacts | None:
@@ -125,7 +126,6 @@ def judge(
     refs: list[ReferenceSet],
     rule: CheckRule,
     metrics: Iterable[str],
-    outlier_rule: OutlierRule | None = None,
 ) -> Judged:
     """Every verdict of a run (the module docstring and ``analysis.health`` say how)."""
     metrics = list(metrics)
@@ -163,7 +163,7 @@ def judge(
     verdicts += _failed_jobs(inp, hosts)
     degraded = {v.subject for v in verdicts if v.kind == "node" and v.grade != "PASS"}
     link_ref = refs[0] if len(by_ref) == 1 and not peers else None
-    verdicts += link_verdicts(inp.by_host, degraded, rule, outlier_rule, link_ref)
+    verdicts += link_verdicts(inp.matrices, degraded, rule, link_ref)
     return Judged(verdicts, against, notes)
 
 
@@ -205,16 +205,21 @@ def _judge_peers(
 
 
 def _failed_jobs(inp: CheckInput, hosts: list[str]) -> list[Verdict]:
+    """A job that did not finish fails the node it ran on. A job over several nodes (a
+    per-node pass as one step, the all-pairs matrix) fails the nodes its reason names
+    ("on 1 of 4 nodes: anode3: ..."); naming none, it fails as a whole, as a link verdict
+    (what drains a node must be the node's own)."""
     out = []
     for r in inp.results:
         if r.status in ("ok", "skipped"):
             continue
         probe = r.job_id.split("-", 2)[1] if "-" in r.job_id else r.job_id
         where = list(r.hosts) or ([inp.local_host] if inp.local_host else [])
-        if len(where) == 1:
-            out.append(failed_job_verdict(where[0], probe, r.job_id, r.status, r.reason))
-        elif len(where) == 2 and probe == "p2p":
-            v = failed_job_verdict(link_name(*sorted(where)), probe, r.job_id, r.status, r.reason)
+        named = [h for h in where if f"{h}:" in (r.reason or "")] if len(where) > 1 else where
+        for host in named:
+            out.append(failed_job_verdict(host, probe, r.job_id, r.status, r.reason))
+        if where and not named:
+            v = failed_job_verdict(",".join(sorted(where)), probe, r.job_id, r.status, r.reason)
             v.kind = "link"
             out.append(v)
     return [v for v in out if v.kind == "link" or v.subject in hosts or not hosts]
@@ -258,7 +263,8 @@ def retest_of(verdicts: Iterable[Verdict]) -> Retest | None:
     """The FAILs to re-measure (None: none). A link a failing node explains is re-measured
     with its node; a node whose links all fail is re-measured with a partner that passes."""
     verdicts = list(verdicts)
-    fails = [v for v in verdicts if v.grade == "FAIL"]
+    # a FAIL the all-pairs job's own retests confirmed was re-measured already
+    fails = [v for v in verdicts if v.grade == "FAIL" and not v.retest]
     if not fails:
         return None
     nodes = sorted({v.subject for v in fails if v.kind == "node"})
@@ -268,7 +274,7 @@ def retest_of(verdicts: Iterable[Verdict]) -> Retest | None:
         for v in fails
         if v.kind == "link" and not (set(v.subject.split("–")) & set(nodes))
     )
-    if any(v.kind == "node" and v.probe == "p2p" for v in fails):
+    if any(v.kind == "node" and v.probe == LINK_PROBE for v in fails):
         passing = sorted({v.subject for v in verdicts if v.kind == "node"} - set(nodes))
         if passing:  # a node's links need a partner: one that passes
             links += [(min(n, passing[0]), max(n, passing[0])) for n in nodes]
@@ -284,15 +290,7 @@ def merged(first: CheckInput, again: CheckInput, retest: Retest) -> CheckInput:
         keep = [f for f in nodes.get(host, []) if f.sample.probe not in retest.probes]
         nodes[host] = keep + [f for f in new if f.sample.probe in retest.probes]
     pairs = {frozenset(link) for link in retest.links}
-
-    def pair_of(f: Figure) -> frozenset | None:
-        hosts = f.sample.params.get("hosts")
-        if f.sample.params.get("placement") == "all-pairs" and isinstance(hosts, list):
-            return frozenset(str(h) for h in hosts)
-        return None
-
-    by_host = [f for f in first.by_host if pair_of(f) not in pairs]
-    by_host += [f for f in again.by_host if pair_of(f) in pairs]
+    matrices = [merged_matrix(m, again.matrices, retest.links) for m in first.matrices]
     facts = dict(first.facts)
     if "inventory" in retest.probes:
         facts.update({h: again.facts[h] for h in retest.nodes if h in again.facts})
@@ -302,9 +300,9 @@ def merged(first: CheckInput, again: CheckInput, retest: Retest) -> CheckInput:
         hosts = set(r.hosts) or {first.local_host}
         probe = r.job_id.split("-", 2)[1] if "-" in r.job_id else r.job_id
         return (len(hosts) == 1 and hosts <= touched and probe in retest.probes) or (
-            frozenset(hosts) in pairs
+            probe == LINK_PROBE and frozenset(hosts) in pairs
         )
 
     results = [r for r in first.results if not retested(r)]
     results += [r for r in again.results if retested(r)]
-    return CheckInput(nodes, by_host, facts, results, first.local_host)
+    return CheckInput(nodes, matrices, facts, results, first.local_host)

@@ -10,9 +10,16 @@ Probes store what they measured and the plan-time facts it is judged against (a 
   bandwidth curve (:mod:`assay.analysis.hockney`);
 - **Little's law** of every fio point (:mod:`assay.analysis.storage_points`): the outstanding
   I/Os measured (IOPS × mean latency) against those configured, and its flag;
-- the **knee** of every response-time curve (:func:`assay.analysis.storage_points.curve_knee`),
+- the **knee** of every response-time curve (:func:`assay.analysis.storage_points.curve_knees`),
   from the folded curve points. The fio driver only measures: it stores each point with the
-  concurrency it is judged against, never a derived figure.
+  concurrency it is judged against, never a derived figure;
+- STREAM **per domain** (:func:`assay.analysis.domains.stream_domains`): each L3 domain's or
+  NUMA node's kernels and the slow domains, flagged against the median of their peers;
+- **shared memory, not a link** (:func:`assay.analysis.shared_memory.shared_memory_series`):
+  the two-node inter-node series whose latency is below what any network gives; they are left
+  out of the Hockney fits (and of the report's link tables and plots).
+
+Tables and plots read these; none computes a derived figure itself.
 
 :meth:`Derived.figures` gives the derived figures as samples, so ``assay compare`` judges the
 same numbers the report shows.
@@ -24,12 +31,31 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.analysis.domains import StreamDomains, stream_domains
 from assay.analysis.hockney import HockneyFit, fit_hockney, fit_hockney_bandwidth
 from assay.analysis.robust import InsufficientDataError
 from assay.analysis.series import by_series_and_size
+from assay.analysis.shared_memory import SharedMemory, not_links, shared_memory_series
 from assay.analysis.stats import Figure
-from assay.analysis.storage_points import Point, points_of, storage_figures
-from assay.model import Sample
+from assay.analysis.storage_points import (
+    CurveKey,
+    CurveKnee,
+    Point,
+    curve_knees,
+    points_of,
+    storage_figures,
+)
+from assay.analysis.whylow import (
+    Kernel,
+    Why,
+    compute_why,
+    kernel_of,
+    memory_why,
+    needed_clock,
+    p2p_why,
+    rate_name,
+)
+from assay.model import Sample, System
 from assay.system.peak import rpeak_flag
 from assay.vocab import IMB_PINGPONG, P2P_METHOD
 
@@ -114,6 +140,8 @@ def rpeak_fraction(sample: Sample) -> RpeakFraction:
         clock = p.get("rpeak_clock") or p.get("clock_kind")
         if flag and clock and "GHz (" not in how:
             flag = flag.replace("clock source not stated", f"clock source {clock}", 1)
+        if flag and (needs := needed_clock(fraction, how)):
+            flag += f"; {needs}"
     return RpeakFraction(fraction, peak, scope, flag=flag)
 
 
@@ -201,10 +229,26 @@ class Derived:
     fractions: dict[int, RpeakFraction] = field(default_factory=dict)  # id(figure) → fraction
     hockney: list[HockneyRow] = field(default_factory=list)
     storage_points: list[Point] = field(default_factory=list)  # each with .littles()
+    knees: dict[CurveKey, CurveKnee] = field(default_factory=dict)  # per response-time curve
+    domains: StreamDomains | None = None  # STREAM per L3 domain / NUMA node, slow ones flagged
+    # two-node series measured through shared memory, not a link (their figures: not_links)
+    shared_memory: list[SharedMemory] = field(default_factory=list)
     _sources: dict[int, Figure] = field(default_factory=dict, repr=False)
+    kernels: dict[int, Kernel] = field(default_factory=dict)  # id(figure) → its BLAS kernels
+    why: dict[int, Why] = field(default_factory=dict)  # id(figure) → why it is far below peak
 
     def fraction_of(self, fig: Figure) -> RpeakFraction | None:
         return self.fractions.get(id(fig))
+
+    def kernel_of(self, fig: Figure) -> Kernel | None:
+        return self.kernels.get(id(fig))
+
+    def why_of(self, fig: Figure) -> Why | None:
+        return self.why.get(id(fig))
+
+    def why_lines(self, figures: list[Figure]) -> list[str]:
+        """The why-lines of these figures (a report table's), in their order."""
+        return [w.text() for f in figures if (w := self.why.get(id(f)))]
 
     def figures(self) -> list[Figure]:
         """The derived figures as samples (units from :mod:`assay.units`), for comparisons."""
@@ -232,16 +276,59 @@ class Derived:
         return [Figure(s, 1, None, (s.value,)) for s in out]
 
 
-def derive(figures: list[Figure]) -> Derived:
-    """Rpeak, Rpeak fractions, Hockney fits and fio points (with Little's law) from one run's
-    folded figures."""
+def is_node_triad(sample: Sample) -> bool:
+    """STREAM's node-wide Triad (not a domain's): the figure held to the DRAM bandwidth."""
+    p = sample.params
+    return (
+        sample.probe == "stream"
+        and sample.metric == "memory.triad"
+        and (p.get("scope", "node") == "node")
+    )
+
+
+def _why(
+    figures: list[Figure], fractions: dict[int, RpeakFraction], system: System | None
+) -> tuple[dict[int, Kernel], dict[int, Why]]:
+    """The BLAS kernels of each rate, and why a figure is far below its peak
+    (:mod:`assay.analysis.whylow`)."""
+    kernels: dict[int, Kernel] = {}
+    why: dict[int, Why] = {}
+    for f in figures:
+        s = f.sample
+        if s.metric in RATE_METRICS:
+            kernel = kernel_of(s, system)
+            if kernel:
+                kernels[id(f)] = kernel
+            frac = fractions.get(id(f))
+            share = frac.fraction if frac else None
+            if w := compute_why(s, rate_name(s), share, kernel, system):
+                why[id(f)] = w
+        elif is_node_triad(s) and (w := memory_why(f, system)):
+            why[id(f)] = w
+    for f, w in p2p_why(p2p_method(figures), system):
+        why[id(f)] = w
+    return kernels, why
+
+
+def derive(figures: list[Figure], system: System | None = None) -> Derived:
+    """Rpeak, Rpeak fractions, Hockney fits, fio points (with Little's law) and the knees of
+    their curves, STREAM per domain, and the two-node series that are shared memory, from one
+    run's folded figures; with the run's ``system``, the BLAS kernels and why figures are low."""
     fractions, sources = {}, {}
     for f in figures:
         if f.sample.metric in RATE_METRICS:
             fractions[id(f)] = rpeak_fraction(f.sample)
             sources[id(f)] = f
-    points = points_of(storage_figures(figures))
-    return Derived(_rpeaks(figures), fractions, _hockney(figures), points, sources)
+    storage = storage_figures(figures)
+    points = points_of(storage)
+    kernels, why = _why(figures, fractions, system)
+    shared = shared_memory_series(figures)
+    off = not_links(figures, shared)
+    links = [f for f in figures if id(f) not in off] if off else figures
+    return Derived(
+        _rpeaks(figures), fractions, _hockney(links), points, curve_knees(points, storage),
+        stream_domains(figures), shared, sources, kernels, why,
+    )  # fmt: skip
 
 
 def with_derived(figures: list[Figure]) -> list[Figure]:

@@ -1,16 +1,22 @@
 """Per-domain bandwidth: the vendor's one-line summary, and the domain that lags its peers.
 
-Pure functions over plain numbers. A seed page says "STREAM Triad ~260 GB/s (32-33 GB/s per
-CCX)": the whole-node figure, then the range over the L3 domains. The range alone hides
-*which* domain is low; a domain well below its peers usually means a missing or slower DIMM,
-a channel in a lower-speed mode, or memory allocated on the wrong node, so it is named.
+A seed page says "STREAM Triad ~260 GB/s (32-33 GB/s per CCX)": the whole-node figure, then the
+range over the L3 domains. The range alone hides *which* domain is low; a domain well below its
+peers usually means a missing or slower DIMM, a channel in a lower-speed mode, or memory
+allocated on the wrong node, so it is named. Pure functions over plain numbers, and a run's
+per-domain STREAM figures derived once (``stream_domains``) for the report's table and plot.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections import defaultdict
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from assay.analysis.stats import Figure
+from assay.vocab import DOMAIN_SCOPES
 
 SLOW_THRESHOLD = 0.10  # a domain more than 10% below its peers' median is flagged
 
@@ -106,3 +112,79 @@ def summary_line(summary: DomainSummary, kernel: str = "Triad", word: str | None
     if summary.node is None:
         return f"{kernel} {per} ({summary.count} × {word})"
     return f"{kernel} {format_gbs(summary.node)} GB/s ({per})"
+
+
+# ------------------------------------------------------------------ STREAM per domain, derived
+
+
+def is_domain_sample(params: Mapping[str, Any]) -> bool:
+    """A per-domain STREAM sample; a sample with no scope is a node-wide one (older runs)."""
+    return params.get("scope", "node") in DOMAIN_SCOPES
+
+
+def median_figure(figures: list[Figure]) -> Figure:
+    """One figure for one cell. Repetitions normally arrive folded, but params a probe
+    measures per run (``loads``, STREAM's ``min_time``) keep the fold from grouping them; then
+    the cell shows the median repetition rather than whichever came last."""
+    ordered = sorted(figures, key=lambda f: f.sample.value)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def node_triad(figures: list[Figure]) -> float | None:
+    """The whole-node STREAM Triad: of the node-scope runs, the one with the most threads."""
+    node = [
+        f
+        for f in figures
+        if f.sample.probe == "stream"
+        and f.sample.metric == "memory.triad"
+        and not is_domain_sample(f.sample.params)
+    ]
+    if not node:
+        return None
+    best = max(node, key=lambda f: (int(f.sample.params.get("threads") or 0), f.sample.value))
+    return best.sample.value
+
+
+@dataclass
+class StreamDomains:
+    """STREAM per L3 domain / NUMA node, derived once for the report's table and its plot:
+    each domain's kernels (the median repetition of each), each scope's summary with the
+    slow domains (Triad ``threshold`` below the median of its peers)."""
+
+    kernels: dict[tuple[str, int], dict[str, Figure]]  # (scope, domain) -> kernel -> figure
+    summaries: dict[str, DomainSummary]  # scope -> summary (node Triad, range, slow ones)
+    threshold: float = SLOW_THRESHOLD
+
+    def slow(self, scope: str, domain: int) -> SlowDomain | None:
+        summary = self.summaries.get(scope)
+        return next((s for s in summary.slow if s.domain == domain), None) if summary else None
+
+    def triads(self, scope: str) -> dict[int, float]:
+        return {
+            d: k["triad"].sample.value
+            for (s, d), k in self.kernels.items()
+            if s == scope and "triad" in k
+        }
+
+
+def stream_domains(
+    figures: list[Figure], threshold: float = SLOW_THRESHOLD
+) -> StreamDomains | None:
+    """The per-domain STREAM figures of a run and their summaries, or None without any."""
+    found: dict[tuple[str, int, str], list[Figure]] = defaultdict(list)
+    for f in figures:
+        p = f.sample.params
+        if f.sample.probe == "stream" and is_domain_sample(p) and "domain" in p:
+            found[(str(p["scope"]), int(p["domain"]), f.sample.metric.split(".", 1)[1])].append(f)
+    if not found:
+        return None
+    kernels: dict[tuple[str, int], dict[str, Figure]] = defaultdict(dict)
+    for (scope, domain, kernel), figs in found.items():
+        kernels[(scope, domain)][kernel] = median_figure(figs)
+    result = StreamDomains(dict(kernels), {}, threshold)
+    node = node_triad(figures)
+    for scope in DOMAIN_SCOPES:
+        triads = result.triads(scope)
+        if triads:
+            result.summaries[scope] = summarize_domains(triads, node, scope, threshold)
+    return result

@@ -60,8 +60,9 @@ CHECK_METRICS = (
 # Params that say where or how wide a figure ran, not what it measured: a node's figure and its
 # baseline's still match when the baseline came from a run on another number of nodes. HPL's N
 # too: with a time budget each node's pilot solve picks it at run time (a slower node gets a
-# smaller N, and a lower Rmax from both), so Rmax is compared whatever the N.
-NOT_IDENTITY = frozenset({"nodes", "ppn", "host", "N"})
+# smaller N, and a lower Rmax from both), so Rmax is compared whatever the N. ``node``: which
+# node a per-node pass's figure came from (one step over every node names each node's own).
+NOT_IDENTITY = frozenset({"nodes", "ppn", "host", "node", "N"})
 # Params that name a check beside its metric ("storage.iops randread-8k").
 NAME_PARAMS = ("workload", "mpi")
 
@@ -288,7 +289,7 @@ def with_retest(first: list[Verdict], again: list[Verdict], where: str) -> list[
     by = {(v.subject, v.key): v for v in again}
     out = []
     for v in first:
-        if v.grade != "FAIL":
+        if v.grade != "FAIL" or v.retest:  # not failing, or retested already (all-pairs)
             out.append(v)
             continue
         r = by.get((v.subject, v.key))

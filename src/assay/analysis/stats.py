@@ -19,8 +19,10 @@ from assay.model import Sample, Stats
 
 # Params that differ between repetitions of the same measurement and so never split a group.
 PER_REPETITION = frozenset(
-    {"repetition", "hosts", "wtick", "timer_resolution", "loads", "littles_flag"}
-)
+    {"repetition", "hosts", "wtick", "timer_resolution", "loads", "littles_flag",
+     # all-pairs: each repetition's own matrix file, and the iterations its pilot chose
+     "matrix", "timed_iterations"}
+)  # fmt: skip
 
 
 def nearest_rank(sorted_values: Sequence[float], p: float) -> float:
@@ -150,20 +152,30 @@ class _Group:
 HOST_PLACEMENTS = frozenset({"all-pairs", "per-node"})
 
 
+# What the all-pairs probe's samples say of their matrix file (``params.matrix``, relative to
+# the run directory): its job's kind (sweep, retest, resume), the sweep job a follow-up
+# continues, the MPI. The figures fold a file's samples with its repetitions' (each keeps the
+# first one's params), so the files are kept apart, once each, as they are folded.
+MATRIX_PARAMS = ("matrix", "kind", "sweep_job", "mpi_label", "mpi")
+
+
 @dataclass
 class Folded:
     """A run's samples folded: one figure per measurement, and one per measurement and host
-    for the placements that name hosts."""
+    for the placements that name hosts; ``matrices``: every all-pairs matrix file its samples
+    name, in stored order (``MATRIX_PARAMS`` and ``job``, the job id)."""
 
     figures: list[Figure]
     by_host: list[Figure]
     n_samples: int
+    matrices: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "n_samples": self.n_samples,
             "figures": [f.to_dict() for f in self.figures],
             "by_host": [f.to_dict() for f in self.by_host],
+            "matrices": self.matrices,
         }
 
     @classmethod
@@ -172,6 +184,7 @@ class Folded:
             [Figure.from_dict(f) for f in d["figures"]],
             [Figure.from_dict(f) for f in d["by_host"]],
             int(d["n_samples"]),
+            [dict(m) for m in d.get("matrices", [])],
         )
 
 
@@ -194,6 +207,7 @@ class Folder:
     def __init__(self) -> None:
         self._groups: dict[tuple, _Group] = {}
         self._hosts: dict[tuple, _Group] = {}
+        self._matrices: dict[str, dict[str, str]] = {}
         self.n = 0
 
     def add(self, ref: int, member: Member) -> None:
@@ -201,10 +215,16 @@ class Folder:
         key = (probe, metric, param_key(params))
         self.n += 1
         _append(self._groups, key, member, value, ref)
-        if params.get("placement") in HOST_PLACEMENTS:
+        matrix = params.get("matrix")
+        # the all-pairs probe's figures name their node already (``node``): not per host again
+        if params.get("placement") in HOST_PLACEMENTS and matrix is None:
             hosts = params.get("hosts")
             if isinstance(hosts, list):
                 _append(self._hosts, (*key, _frozen(hosts)), member, value, ref)
+        if matrix is not None and str(matrix) not in self._matrices:
+            job = member.job_id if isinstance(member, Sample) else member.get("job_id")
+            found = {k: str(params[k]) for k in MATRIX_PARAMS if params.get(k) is not None}
+            self._matrices[str(matrix)] = {**found, "job": str(job or "")}
 
     def merge(self, later: Folder) -> None:
         """Add what ``later`` folded from the samples stored after this one's: groups and
@@ -217,6 +237,8 @@ class Folder:
                 else:
                     have.values += group.values
                     have.refs += group.refs
+        for path, said in later._matrices.items():
+            self._matrices.setdefault(path, said)
         self.n += later.n
 
     def median_refs(self) -> set[int]:
@@ -226,7 +248,7 @@ class Folder:
         """The figures; ``members`` holds (at least) the members ``median_refs`` named."""
         figures = [_figure(g, members) for g in self._groups.values()]
         by_host = [_figure(g, None) for g in self._hosts.values()]
-        return Folded(figures, by_host, self.n)
+        return Folded(figures, by_host, self.n, list(self._matrices.values()))
 
 
 def _figure(group: _Group, members: Mapping[int, Member] | None) -> Figure:

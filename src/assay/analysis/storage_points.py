@@ -48,7 +48,9 @@ class Point:
     job_id: str
     figures: dict[tuple[str, str], Figure] = field(default_factory=dict)
     repetitions: int = 1
-    host: str | None = None  # multi-client: a host's address, or ALL_CLIENTS for the total
+    # The Host column: a fio client's host (multi-client; ALL_CLIENTS for their total) or a
+    # Vdbench hd= host (``host_of``).
+    host: str | None = None
 
     @property
     def total(self) -> bool:
@@ -184,6 +186,31 @@ def curve_knee(points: list[Point], method: str = "kneedle") -> CurveKnee:
     )
 
 
+CurveKey = tuple[Any, ...]  # (workload, config, target)
+
+
+def curve_key(workload: str, config: Config, target: Any) -> CurveKey:
+    return (workload, config, target)
+
+
+def curve_knees(points: list[Point], figures: list[Figure]) -> dict[CurveKey, CurveKnee]:
+    """The knee of every response-time curve of a run, derived once (the curve's table and its
+    plot read it): its points grouped by workload, configuration and target, each by the
+    method its curve-summary asked for (Kneedle by default)."""
+    methods: dict[CurveKey, str] = {}
+    for f in figures:
+        p = f.sample.params
+        if p.get("mode") == "curve-summary":
+            key = curve_key(p["workload"], config_of(p), p.get("target"))
+            methods[key] = str(p.get("knee_method_requested", "kneedle"))
+    curves: dict[CurveKey, list[Point]] = {}
+    for pt in points:
+        if pt.mode in ("max", "curve") and pt.total:
+            key = curve_key(pt.workload, pt.config, pt.params.get("target"))
+            curves.setdefault(key, []).append(pt)
+    return {key: curve_knee(pts, methods.get(key, "kneedle")) for key, pts in curves.items()}
+
+
 def config_of(p: dict[str, Any]) -> Config:
     bs = p.get("bs")
     shown = human_bytes(bs) if isinstance(bs, int) else str(bs or "?")
@@ -200,7 +227,7 @@ def points_of(figures: list[Figure]) -> list[Point]:
         if f.sample.metric == "storage.latency" and p.get("latency") != LATENCY_KIND:
             continue
         pct = p.get("curve_pct")
-        host = p.get("host")
+        host = host_of(p)
         key = (p["workload"], config_of(p), mode, pct, p.get("target"), host)
         point = points.get(key)
         if point is None:
@@ -212,8 +239,15 @@ def points_of(figures: list[Figure]) -> list[Point]:
     return [*points.values(), *host_totals(list(points.values()))]
 
 
+def host_of(params: dict[str, Any]) -> str | None:
+    """Whose figure a storage point is: a Vdbench hd= host (``vdbench_host``; runs stored
+    before it had its own name used ``host`` beside ``node_group``) or a fio client's host as
+    fio names it (``host``), else None (the run's whole)."""
+    return params.get("vdbench_host") or params.get("host")
+
+
 # Params of one host's run that do not hold for the total of several.
-_PER_HOST = ("point_p99_s", "littles_flag", "hosts", "node")
+_PER_HOST = ("point_p99_s", "littles_flag", "hosts", "node", "vdbench_host", "node_index")
 
 
 def host_totals(points: list[Point]) -> list[Point]:

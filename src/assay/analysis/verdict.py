@@ -84,6 +84,7 @@ IDENTITY = (
     "latency", "generator", "per", "pattern", "benchmark", "api", "host", "group",
     "transfer_size", "block_size", "file_per_proc", "huge_pages", "cpu", "of", "source",
     "datatype", "device", "bidirectional", "rwmixread", "tasks", "count", "P", "Q", "procs",
+    "summary", "node", "rank", "kind",  # all-pairs: a node's figure or the matrix's, and which
 )  # fmt: skip
 # Not identity: ``mpi_label`` (a probe's MPI version string, or an import's file name: two runs
 # before and after an MPI upgrade, or two imported files, must still pair) and ``source_file``.
@@ -101,10 +102,11 @@ def measured(samples: Iterable[Sample]) -> list[Measured]:
 
 def measured_figures(figures: list[Figure]) -> list[Measured]:
     """As :func:`measured`, from figures already folded (a run's cache)."""
-    return [_from_figure(f) for f in with_derived(figures)]
+    return [measured_one(f) for f in with_derived(figures)]
 
 
-def _from_figure(fig: Figure) -> Measured:
+def measured_one(fig: Figure) -> Measured:
+    """One folded figure as compared: its median, its repetitions' values, its statistics."""
     s = fig.sample
     values = fig.values or (s.value,)
     return Measured(s.probe, s.metric, dict(s.params), float(s.value), values, s.stats, s.unit,

@@ -183,22 +183,36 @@ def _baselines(names: tuple[str, ...]):
     return out_
 
 
+def _request(args: CheckArgs, origin: str):
+    """The check's run as ``assay run`` would be asked for it."""
+    from assay.launch import LaunchOptions
+    from assay.run.request import RunRequest
+
+    own = {
+        "partition": args.partition, "account": args.account, "qos": args.qos,
+        "constraint": args.constraint, "time": args.time_limit,
+        "sbatch_args": list(args.sbatch_args), "max_wait": args.max_wait,
+    }  # fmt: skip
+    return RunRequest(
+        suite=args.suite or origin, on=args.on, mpi=args.mpi, sets=list(args.sets),
+        label=args.label, launch=LaunchOptions(nodes=args.nodes, own=own),
+    )  # fmt: skip
+
+
 def run_check(args: CheckArgs) -> int:
     """The whole check; the exit status (0, 1, 3). Bad input raises (exit 2)."""
     from assay.analysis.health import CHECK_METRICS
-    from assay.plan import Overrides, plan
-    from assay.probes import PlanContext
-    from assay.system import collect_plan_facts
+    from assay.run.request import plan_run
 
     config, orule, rule = _rule(args)
-    spec, text, origin, level = _suite(args)
+    spec, _, origin, level = _suite(args)
     _refuse_where(args, spec, level)
     refs = _baselines(rule.baselines)
     metrics = list(spec.check.metrics) if spec.check and spec.check.metrics else list(CHECK_METRICS)
     system, mpis = discover()
-    chosen = [m.strip() for m in args.mpi.split(",")] if args.mpi else None
-    overrides = Overrides(only=[], mpi=chosen, sets=list(args.sets), repeat=None)
-    jobs = plan(spec, PlanContext(system=system, mpis=mpis, facts=collect_plan_facts()), overrides)
+    request = _request(args, origin)
+    planned = plan_run(request, system, mpis, config)
+    jobs = planned.jobs
     runnable = [j for j in jobs if not j.skip_reason]
     if not runnable:
         why = "; ".join(sorted({f"{j.probe}: {j.skip_reason}" for j in jobs}))
@@ -206,13 +220,13 @@ def run_check(args: CheckArgs) -> int:
     local = args.node or os.environ.get("SLURMD_NODENAME") or (system.hostname or "").split(".")[0]
     from assay.cli.checkmeasure import Measure
 
-    m = Measure(args, spec, text, origin, system, mpis, config, local)
+    m = Measure(args, request, planned, config, orule, local)
     if not refs:  # the peers' median needs 3 nodes: say so before measuring, not after
         from assay.analysis.checkrun import MIN_PEERS
 
-        count = m.opts.nodes if m.opts is not None else 1
+        count = m.nodes
         if count < MIN_PEERS:
-            where = "this node alone" if m.opts is None else f"{count} nodes"
+            where = "this node alone" if not m.batch else f"{count} nodes"
             raise AssayError(
                 f"no baseline, and {where} cannot be judged against peers: the median of "
                 f"fewer than {MIN_PEERS} nodes cannot say which one is slow",
@@ -221,11 +235,11 @@ def run_check(args: CheckArgs) -> int:
                 "[check] baseline in the config",
             )
     started = time.monotonic()
-    first = m.measure(jobs)
-    judged = m.judge(first, refs, rule, metrics, orule)
+    first = m.measure(planned)
+    judged = m.judge(first, refs, rule, metrics)
     verdicts, notes, retest_id = judged.verdicts, list(judged.notes), None
     if rule.retest:
-        verdicts, retest_id = m.retest(jobs, first, verdicts, refs, rule, metrics, orule)
+        verdicts, retest_id = m.retest(first, verdicts, refs, rule, metrics)
     seconds = time.monotonic() - started
     budget = spec.check.budget_s if spec.check else None
     if budget and seconds > budget:

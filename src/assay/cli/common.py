@@ -14,9 +14,10 @@ from rich.text import Text
 
 from assay.config import assay_home
 from assay.errors import AssayError
+from assay.textutil import terminal
 
 if TYPE_CHECKING:  # imported when used: the store (sqlite3) would slow every 'assay --help'
-    from assay.store import Index, RunStore
+    from assay.store import Index, LoadedRun, RunStore
 
 console = Console(stderr=True)  # messages and progress
 out = Console(highlight=False)  # what the user asked for
@@ -37,7 +38,7 @@ def write_output(chunks: Iterable[str], output: Path | None) -> None:
             f"cannot write the report to {output}: {exc.strerror or exc}",
             hint="give a file in a directory that exists and that you can write to",
         ) from exc
-    console.print(Text(f"wrote {output}"))
+    console.print(Text(f"wrote {terminal(output)}"))
 
 
 def open_store() -> RunStore:
@@ -45,16 +46,46 @@ def open_store() -> RunStore:
 
     store = RunStore(assay_home())
     for message in recover(store.home):  # runs left "running" by a killed assay end "interrupted"
-        console.print(Text(f"note: {message}", style="yellow"))
+        console.print(Text(f"note: {terminal(message)}", style="yellow"))
     return store
 
 
-def open_index(store: RunStore) -> Index:
+def open_index(store: RunStore, *, rebuild: bool = False) -> Index:
+    """The index, synced with the run directories (made again if it had to be: said once)."""
     from assay.store import Index
 
     index = Index(store.home / "assay.db")
-    index.sync(store)
+    index.sync(store, rebuild=rebuild)
+    index_notes(index)
     return index
+
+
+_SAID: set[str] = set()  # notes already printed by this command
+
+
+def index_notes(index: Index) -> None:
+    """What the index found (each once per command): that it was made again, and why (in a
+    sync, or when a query met a damaged page), and the runs it skipped."""
+    notes = [f"skipped a damaged run: {skipped}" for skipped in index.skipped]
+    if index.rebuilt:
+        why = f"the index {index.path} was rebuilt from the run directories: {index.rebuilt}"
+        notes.insert(0, f"note: {why}")
+    for note in notes:
+        if note not in _SAID:
+            _SAID.add(note)
+            console.print(Text(note, style="yellow"))
+
+
+def say_damage(notes: Iterable[str]) -> None:
+    """Damaged record lines skipped (``assay.store.records``): each note once per command."""
+    for note in notes:
+        if note not in _SAID:
+            _SAID.add(note)
+            console.print(Text(f"note: {note}", style="yellow"))
+
+
+def say_run_damage(*runs: LoadedRun) -> None:
+    say_damage(note for run in runs for note in run.damage_notes())
 
 
 def discover():
@@ -88,4 +119,4 @@ def print_summary(outcome, elapsed: float, path: Path) -> None:
         "see the figures with: assay report"
     )
     for note in outcome.info.notes:
-        console.print(Text(f"note: {note}", style="yellow"))
+        console.print(Text(f"note: {terminal(note)}", style="yellow"))

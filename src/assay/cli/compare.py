@@ -8,7 +8,10 @@ Registered on the main typer app by ``register(app)``; the work is done by pure 
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -16,6 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from assay.cli.common import open_store as run_store
+from assay.cli.common import say_run_damage
 from assay.errors import AssayError, NotFoundError
 
 if TYPE_CHECKING:  # imported when used: pydantic models would slow every 'assay --help'
@@ -74,7 +78,9 @@ def _measured(store: RunStore, ref: str | None) -> tuple[LoadedRun, list[Measure
     from assay.figures.folded import folded_of
 
     run = store.load(ref, samples=False)
-    return run, measured_figures(folded_of(run).figures)
+    figures = measured_figures(folded_of(run).figures)
+    say_run_damage(run)  # damaged lines skipped: said once
+    return run, figures
 
 
 def _flavors(run: LoadedRun) -> dict[str, str]:
@@ -235,7 +241,7 @@ def _add(name: str, run_ref: str, force: bool) -> None:
     import re
 
     from assay.analysis.verdict import identity
-    from assay.references import load_file, user_dir
+    from assay.references import user_dir
     from assay.references.fromrun import RunFigure, to_toml
     from assay.units import metric_info
 
@@ -266,20 +272,38 @@ def _add(name: str, run_ref: str, force: bool) -> None:
         name, title, system=system, source=f"assay run {run.info.run_id} ({run.path})",
         date=run.info.created[:10], figures=figures, node=node,
     )  # fmt: skip
-    try:
-        staging = directory / ".writing"  # same name, so the loader's name check applies
-        staging.mkdir(parents=True, exist_ok=True)
-        tmp = staging / path.name
-        tmp.write_text(text)
-        load_file(tmp)  # what we write must read back
-        tmp.replace(path)
-    except OSError as exc:
-        raise AssayError(f"cannot write {path}: {exc.strerror}") from None
-    with contextlib.suppress(OSError):  # another 'add' may be writing there right now
-        staging.rmdir()
+    _write_reference(path, text)
     err.print(Text(f"wrote {path}: {len(figures)} figures from run {run.info.run_id}"))
     err.print(Text(node_note))
     err.print(Text(f"compare with it: assay compare RUN --ref {name}"))
+
+
+def _write_reference(path: Path, text: str) -> None:
+    """``text`` to ``path`` whole or not at all: written in a staging directory of its own (the
+    same file name, so the loader's name check applies), read back, then renamed into place;
+    on any failure nothing is left behind."""
+    from assay.references import ReferenceError, load_file
+
+    staging = path.parent / ".writing"
+    own: Path | None = None
+    try:
+        staging.mkdir(parents=True, exist_ok=True)
+        own = Path(tempfile.mkdtemp(dir=staging))  # concurrent 'add's never share a file
+        tmp = own / path.name
+        tmp.write_text(text, encoding="utf-8")
+        load_file(tmp)  # what we write must read back
+        tmp.replace(path)
+    except OSError as exc:
+        raise AssayError(f"cannot write {path}: {exc.strerror or exc}") from None
+    except ReferenceError as exc:  # a bug in the writer: say so, keep nothing half-made
+        raise AssayError(
+            f"cannot write {path}: the set written does not read back: {exc}"
+        ) from None
+    finally:
+        if own is not None:
+            shutil.rmtree(own, ignore_errors=True)
+        with contextlib.suppress(OSError):  # another 'add' may be writing there right now
+            staging.rmdir()
 
 
 def _node_of(run: LoadedRun) -> tuple[dict | None, str]:
@@ -290,7 +314,7 @@ def _node_of(run: LoadedRun) -> tuple[dict | None, str]:
     from assay.figures.folded import folded_of
 
     folded = folded_of(run)
-    local = None if run.info.slurm else facts_of_system(run.system)
+    local = None if run.info.batch else facts_of_system(run.system)
     host = local.host if local else ""
     return node_table(node_figures(folded.by_host, folded.figures, host), local)
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from assay.cli.common import index_notes, open_index, say_damage
 from assay.cli.compare import emit, err, run_store
 from assay.errors import AssayError, NotFoundError
 
@@ -36,7 +37,6 @@ def history(
     from assay.analysis.verdict import identity
     from assay.plan import parse_value
     from assay.report.reference import history as history_sections
-    from assay.store import Index
     from assay.units import format_value, metric_info, to_display
 
     where: dict[str, Any] = {}
@@ -46,19 +46,22 @@ def history(
             raise AssayError(f"--params {p!r}: expected key=value, e.g. size=8")
         where[k] = parse_value(v)
     store = run_store()
-    index = Index(store.home / "assay.db")
+    index = open_index(store)  # made again from the run directories if it had to be
     try:
-        index.sync(store)
         rows = index.history(metric, where)
-        labels = {r["run_id"]: r["label"] or "" for r in index.runs()}
+        runs = index.runs()
     finally:
         index.close()
+    index_notes(index)  # a damaged page met by a query: the index was made again
+    labels = {r["run_id"]: r["label"] or "" for r in runs}
     if system:
         rows = [
             r for r in rows
             if fnmatch.fnmatchcase(r["hostname"] or "", system)
             or fnmatch.fnmatchcase(labels.get(r["run_id"], ""), system)
         ]  # fmt: skip
+    used = {r["run_id"] for r in rows}
+    say_damage(note for r in runs if r["run_id"] in used for note in r["damage"])
     if not rows:
         raise NotFoundError(
             f"no samples of {metric!r}"

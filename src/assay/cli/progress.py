@@ -20,6 +20,7 @@ from rich.text import Text
 
 from assay.errors import AssayError
 from assay.run.execute import Expected, expected_duration
+from assay.textutil import terminal
 
 if TYPE_CHECKING:
     from assay.model import Job, JobResult
@@ -96,7 +97,7 @@ class PlainProgress:
     def on_end(self, i: int, n: int, job: Job, result: JobResult) -> None:
         self.console.print(end_line(job, result), soft_wrap=True)
         if result.status != "ok":
-            self.console.print(Text(f"    {result.reason}"), soft_wrap=True)
+            self.console.print(Text(f"    {terminal(result.reason)}"), soft_wrap=True)
 
 
 class LiveProgress(PlainProgress):
@@ -147,7 +148,7 @@ class LiveProgress(PlainProgress):
         self.progress.update(self.job_task, visible=False)
         self.progress.console.print(end_line(job, result))
         if result.status != "ok":
-            self.progress.console.print(Text(f"    {result.reason}"))
+            self.progress.console.print(Text(f"    {terminal(result.reason)}"))
 
 
 @contextlib.contextmanager

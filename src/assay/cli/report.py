@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from assay.analysis.outliers import outlier_rule
-from assay.cli.common import open_store, write_output
+from assay.cli.common import open_store, say_run_damage, write_output
 from assay.config import load_config
 
 
@@ -46,9 +45,12 @@ def report(
     # term/md/html read each run's folded figures (assay.figures.folded: cached beside the run),
     # json streams one run's samples as stored; csv, or json of several runs, reads them all
     raw = fmt == "csv" or (fmt == "json" and len(refs) > 1)
+    from assay.analysis.outliers import outlier_rule  # numpy: not for --help
+
     rule = outlier_rule(load_config())  # a config mistake first, before reading any run
     loaded = [store.load(ref, samples=raw) for ref in refs]
     write_output(render_chunks(loaded, fmt, plots_dir=plots_dir, rule=rule), output)
+    say_run_damage(*loaded)  # damaged lines skipped, found while reading (the report says too)
 
 
 def register(app: typer.Typer) -> None:

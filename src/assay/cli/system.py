@@ -24,6 +24,11 @@ def doctor() -> None:
     for key, value in system.to_dict().items():
         if key in ("mpis", "hosts", "notes", "l3_domains", "numa_nodes", "clocks", "nics", "gpus"):
             continue
+        if key == "dram":
+            from assay.system.dram import describe_dram
+
+            t.add_row("dram peak", Text(describe_dram(value)))
+            continue
         if isinstance(value, int | float) and key.endswith("_bytes"):
             shown: Any = human_bytes(value) if value < 2**30 else f"{value / 2**30:.1f} GiB"
         elif isinstance(value, int | float) and key.endswith("_hz"):

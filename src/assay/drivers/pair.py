@@ -7,7 +7,7 @@ The server starts first and gets ``--delay`` seconds to listen; the client's std
 program's stdout (the measurement); both stderrs go to stderr, prefixed. The server is
 stopped when the client ends (SIGTERM, then SIGKILL). Exit status: the client's, or 1 when
 the server died first. On Slurm both argvs are srun steps on two nodes, the client naming the
-server's node (``assay.launch.slurm_place.pair_argv``); this program runs on the runner's node.
+server's node (``assay.launch.slurm.steps.pair_argv``); this program runs on the runner's node.
 """
 
 from __future__ import annotations

@@ -3,103 +3,227 @@ stored sample lines in one pass (``assay.analysis.stats.Folder``) and cached.
 
 A million stored samples fold in seconds without becoming a million objects; the cache (a few
 thousand figures) makes every later report of the run a fraction of a second. The run's end
-writes it (``assay.run.execute``), so a report right after a run finds it.
+writes it (``assay.run.execute``, ``run.front``, ``run.importer``: :func:`cache_figures`), and
+the analysed all-pairs matrices' cache beside it, so a report right after a run finds both.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
+from typing import TypeVar
 
 from assay.analysis.stats import Folded, Folder, fold_samples
+from assay.errors import AssayError
 from assay.store import LoadedRun
 from assay.store.cache import (
+    Stamp,
     line_starts,
     lines_at,
     lines_with_offsets,
     read_cache,
+    size_of,
     stamp,
     write_cache,
 )
+from assay.store.lines import text_lines
+from assay.store.records import SAMPLES, Damage, scan
+
+_T = TypeVar("_T")
 
 CACHE_NAME = "figures.cache.json"
 # Bump when the fold or a figure's stored form changes: a cache of another version is remade.
-CACHE_VERSION = 1
+# 2: the cache names its source by content digest, carries a checksum and the damaged lines,
+# and the all-pairs matrix files the samples name (Folded.matrices).
+CACHE_VERSION = 2
 
 
 def folded_of(run: LoadedRun) -> Folded:
-    """The run's folded figures. A run loaded with its samples folds those (in memory)."""
+    """The run's folded figures. A run loaded with its samples folds those (in memory).
+    Damaged sample lines (skipped, by the rule of ``assay.store.records``) are noted in
+    ``run.damage``, whether found now or by the fold the cache was made from."""
     if run.samples:
         return fold_samples(run.samples)
-    samples = run.path / "samples.jsonl"
-    made_from = stamp(samples)
-    cached = read_cache(run.path / CACHE_NAME, CACHE_VERSION, made_from)
-    if cached is not None:
+    samples = run.path / SAMPLES
+    cached = read_cache(run.path / CACHE_NAME, CACHE_VERSION, samples)
+    if cached is not None and cached.payload is not None:
         try:
-            return Folded.from_dict(cached)
-        except (KeyError, TypeError, ValueError):
+            folded = Folded.from_dict(cached.payload)
+            damage = Damage.from_dict(cached.extra["damage"])
+        except (KeyError, TypeError, ValueError, AttributeError):
             pass  # damaged: fold again below, and rewrite it
-    folded = fold_file(samples, workers=len(os.sched_getaffinity(0)))  # the CPUs we may use
-    if made_from is not None and stamp(samples) == made_from:  # not appended to meanwhile
-        write_cache(run.path / CACHE_NAME, CACHE_VERSION, made_from, folded.to_dict())
+        else:
+            run.saw(damage)
+            return folded
+    made_from = stamp(samples)
+    damage = Damage(SAMPLES)
+    folded = fold_file(samples, workers=len(os.sched_getaffinity(0)), damage=damage)  # our CPUs
+    run.saw(damage)
+    _keep(run.path, made_from, folded, damage)
     return folded
 
 
+def _keep(run_dir: Path, made_from: Stamp | None, folded: Folded, damage: Damage) -> None:
+    """Cache what was folded, unless the file was appended to meanwhile."""
+    if made_from is not None and size_of(run_dir / SAMPLES) == made_from.size:
+        extra = {"damage": damage.to_dict()}
+        write_cache(run_dir / CACHE_NAME, CACHE_VERSION, made_from, folded.to_dict(), extra)
+
+
 def cache_figures(run_dir: Path) -> None:
-    """Fold a finished run's samples and cache them, so its first report is fast too. Never
-    an error: a run's records are complete without it, and a report remakes it."""
-    samples = run_dir / "samples.jsonl"
-    made_from = stamp(samples)
-    if made_from is None or read_cache(run_dir / CACHE_NAME, CACHE_VERSION, made_from):
-        return
+    """Fold a finished run's samples and cache them, and analyse its all-pairs matrices into
+    their cache (``assay.figures.allpairs``), so its first report is fast too. Never an
+    error: a run's records are complete without them, and a report remakes them (and says
+    what stopped them)."""
+    samples = run_dir / SAMPLES
+    cached = read_cache(run_dir / CACHE_NAME, CACHE_VERSION, samples)
+    folded = None
+    if cached is not None and cached.payload is not None:
+        with contextlib.suppress(KeyError, TypeError, ValueError, AttributeError):
+            folded = Folded.from_dict(cached.payload)
+    if folded is None:
+        made_from = stamp(samples)
+        if made_from is None:
+            return
+        damage = Damage(SAMPLES)
+        try:
+            folded = fold_file(samples, damage=damage)
+        except (OSError, ValueError):
+            return
+        _keep(run_dir, made_from, folded, damage)
+    if folded.matrices:
+        _cache_matrices(run_dir, folded)
+
+
+def _cache_matrices(run_dir: Path, folded: Folded) -> None:
+    """The all-pairs matrices analysed with the rule the report will use (the config's
+    ``[outliers]``), one at a time in this process: the run's end may have threads (no fork),
+    and one 10,000-node matrix at a time holds a few hundred MB."""
+    # the matrices' analysis and the config: only for a run that has matrices
+    from assay.analysis.outliers import outlier_rule
+    from assay.config import load_config
+    from assay.figures.allpairs import file_matrices
+
     try:
-        folded = fold_file(samples)
-    except (OSError, ValueError):
+        rule = outlier_rule(load_config())
+    except AssayError:
+        return  # the report says what is wrong with the config
+    with contextlib.suppress(AssayError, OSError, ValueError, MemoryError):
+        file_matrices(run_dir, folded, rule, workers=1)
+
+
+def sample_lines(run: LoadedRun) -> Iterator[list[str]]:
+    """The run's good sample lines as stored (text, no newline), in batches, for passing
+    through without re-encoding; damaged lines skipped and noted in ``run.damage``. Which
+    lines are damaged comes from the cache while it holds, else from checking every line
+    first (on every usable core); then no line is decoded as JSON. The lines are those of the
+    file as it was checked (a run still being written gains lines after)."""
+    samples = run.path / SAMPLES
+    cached = read_cache(run.path / CACHE_NAME, CACHE_VERSION, samples, payload=False)
+    known, end = None, 0
+    if cached is not None:
+        try:
+            known = Damage.from_dict(cached.extra["damage"])
+            end = cached.made_from_size
+        except (KeyError, TypeError, ValueError, AttributeError):
+            known = None
+    if known is None:
+        end = size_of(samples) or 0
+        known = Damage(SAMPLES)
+        find_damage(samples, workers=len(os.sched_getaffinity(0)), damage=known)
+    run.saw(known)
+    if known.whole:
+        return  # not a file to read (a device): nothing to pass through
+    if not known:
+        yield from text_lines(samples, end)
         return
-    if stamp(samples) == made_from:
-        write_cache(run_dir / CACHE_NAME, CACHE_VERSION, made_from, folded.to_dict())
+    if known.offsets is not None:
+        skip = set(known.offsets)
+        lines = (line for offset, line in lines_with_offsets(samples, 0, end) if offset not in skip)
+    else:  # too many damaged lines to have kept where: checked again, here
+        lines = (line for _, line, _ in scan(samples, Damage(SAMPLES), 0, end))
+    for batch in _batched(lines, 10_000):
+        yield [line.decode().rstrip("\r\n") for line in batch]
+
+
+def _batched(items: Iterable[bytes], n: int) -> Iterator[list[bytes]]:
+    batch: list[bytes] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == n:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 PART_BYTES = 16 * 2**20  # a part at least this big (~0.25 s of decoding): a fork costs more
 
 
-def fold_file(path: Path, workers: int = 1) -> Folded:
-    """Fold a ``samples.jsonl`` read line by line. Lines that are not sample records (damaged
-    JSON, a missing field) are skipped, as loading the run skips a line it cannot parse.
-
-    ``workers`` > 1 folds a large file in that many parts at once, each in a forked process
-    (the decoding is the cost, and it is per line), then merges them in file order: the same
-    figures as one pass. Only from a single-threaded process (the report command): a fork
-    copies one thread, and a lock another one held would stay locked in the child."""
+def _in_parts(path: Path, workers: int, part: Callable[[Path, int, int | None], _T]) -> list[_T]:
+    """``part(path, start, end)`` over line-aligned parts of the file, in file order: one
+    part, or (for a large file and ``workers`` > 1) one per worker, each in a forked process.
+    Only from a single-threaded process (the report command): a fork copies one thread, and a
+    lock another one held would stay locked in the child."""
     parts = min(workers, max(1, path.stat().st_size // PART_BYTES)) if path.exists() else 1
     if parts <= 1:
-        folder = fold_part(path, 0, None)
-    else:
-        cuts = line_starts(path, parts)
-        with ProcessPoolExecutor(len(cuts) - 1, mp_context=get_context("fork")) as pool:
-            folders = list(pool.map(fold_part, itertools.repeat(path), cuts[:-1], cuts[1:]))
-        folder = folders[0]
-        for later in folders[1:]:
-            folder.merge(later)
+        return [part(path, 0, None)]
+    cuts = line_starts(path, parts)
+    with ProcessPoolExecutor(len(cuts) - 1, mp_context=get_context("fork")) as pool:
+        return list(pool.map(part, itertools.repeat(path), cuts[:-1], cuts[1:]))
+
+
+def _joined(parts: list[tuple[int, Damage]], damage: Damage | None) -> None:
+    """The damage of each part (after its count of good lines), numbered from the file's
+    first line, added to ``damage``."""
+    if damage is None:
+        return
+    lines = 0
+    for good, found in parts:
+        damage.extend(found, lines)
+        lines += good + found.count
+
+
+def fold_file(path: Path, workers: int = 1, damage: Damage | None = None) -> Folded:
+    """Fold a ``samples.jsonl`` read line by line. Lines that are not sample records (not
+    UTF-8 or JSON, a missing field, a value that is not a finite number) are skipped and
+    counted in ``damage``, as every reader of the run skips them (``assay.store.records``).
+
+    ``workers`` > 1 folds a large file in that many parts at once (``_in_parts``: the
+    decoding is the cost, and it is per line), then merges them in file order: the same
+    figures as one pass."""
+    results = _in_parts(path, workers, fold_part)
+    _joined([(f.n, found) for f, found in results], damage)  # before merge counts them in
+    folder = results[0][0]
+    for later, _ in results[1:]:
+        folder.merge(later)
     medians = {o: json.loads(line) for o, line in lines_at(path, folder.median_refs()).items()}
     return folder.finish(medians)
 
 
-def fold_part(path: Path, start: int, end: int | None) -> Folder:
-    """One pass over the lines from ``start`` to ``end``: each sample's value and place."""
+def fold_part(path: Path, start: int, end: int | None) -> tuple[Folder, Damage]:
+    """One pass over the lines from ``start`` to ``end``: each good sample's value and place,
+    and the damaged lines (numbered from the part's first line)."""
     folder = Folder()
-    decode = json.JSONDecoder().raw_decode  # json.loads less its per-call checks: ~30 % faster
-    for offset, line in lines_with_offsets(path, start, end):
-        try:
-            text = line.decode().strip()
-            record, stop = decode(text)
-            if stop != len(text):  # more after the object: not one record (json.loads says so)
-                raise ValueError("extra data")
-            folder.add(offset, record)
-        except (ValueError, KeyError, TypeError, AttributeError):
-            continue
-    return folder
+    damage = Damage(path.name)
+    for offset, _, record in scan(path, damage, start, end):
+        folder.add(offset, record)
+    return folder, damage
+
+
+def find_damage(path: Path, workers: int = 1, damage: Damage | None = None) -> None:
+    """Check every line of a record file (in parts, as ``fold_file`` does) and add the
+    damaged ones to ``damage``."""
+    _joined(_in_parts(path, workers, check_part), damage)
+
+
+def check_part(path: Path, start: int, end: int | None) -> tuple[int, Damage]:
+    """The good lines from ``start`` to ``end``, counted, and the damaged ones."""
+    damage = Damage(path.name)
+    return sum(1 for _ in scan(path, damage, start, end)), damage

@@ -26,15 +26,19 @@
  * matrices are initialised by one thread; a DGEMM copies its operands into per-thread
  * packed buffers, so where the original pages live matters little.
  *
+ * The BLAS that ran (blasinfo.h): the library, its version and the kernels it chose
+ * (OpenBLAS's core, MKL's code path, BLIS's arch) are params of every line.
+ *
  * Build (OpenBLAS): cc -O2 -DASSAY_OPENBLAS -DASSAY_BLAS=openblas dgemm.c -o dgemm \
- *                   -lopenblas -lm
+ *                   -lopenblas -lm -ldl
  * Another CBLAS:    cc -O2 -DASSAY_BLAS=mkl ['-DASSAY_CBLAS_HEADER=<mkl_cblas.h>'] \
- *                   dgemm.c -o dgemm -lmkl_rt -lm
+ *                   dgemm.c -o dgemm -lmkl_rt -lm -ldl
  *
  * Output: JSON Lines on stdout (see jsonl.h), one line per precision, rates in flop/s.
  * Exit codes: 0 ok, 1 runtime failure (memory), 2 bad arguments, 3 wrong result.
  */
-#define _POSIX_C_SOURCE 200809L
+/* _GNU_SOURCE (POSIX 2008 and more): blasinfo.h needs dladdr. */
+#define _GNU_SOURCE
 
 #include <math.h>
 #include <stdint.h>
@@ -48,13 +52,12 @@
 #include <cblas.h>
 #endif
 
+#include "blasinfo.h"
 #include "jsonl.h"
 #include "probe.h"
 
 #ifdef ASSAY_OPENBLAS
-/* OpenBLAS's own queries (also declared by its cblas.h; redeclaring them is harmless). */
-extern char *openblas_get_config(void);
-extern char *openblas_get_corename(void);
+/* OpenBLAS's own thread count (also declared by its cblas.h; redeclaring it is harmless). */
 extern int openblas_get_num_threads(void);
 #endif
 
@@ -265,6 +268,7 @@ typedef struct {
     long long reps;
     double *rates;
     double best_time, total_time, elapsed, max_rel;
+    blas_info blas;
 } result;
 
 static void *alloc_matrix(long long n, size_t elem)
@@ -318,6 +322,7 @@ static int run_kind(const kind *k, long long n, double min_time, long long min_r
         times[reps++] = probe_now() - t0;
     }
     r->elapsed = probe_now() - start;
+    blas_info_read(&r->blas); /* after the calls: a BLAS may choose its code path lazily */
 
     if (corrupt) /* --corrupt-for-test: one wrong entry, off the spot-checked positions */
         k->add(c, (size_t)(n / 2) + (size_t)(n / 3) * (size_t)n, 1.0);
@@ -387,9 +392,9 @@ static int emit(const result *r, long long n, double min_time, long long min_rep
     jl_param_str("blas", STR(ASSAY_BLAS));
 #ifdef ASSAY_OPENBLAS
     jl_param_long("threads", openblas_get_num_threads());
-    jl_param_str("blas_config", openblas_get_config());
-    jl_param_str("blas_core", openblas_get_corename());
 #endif
+    /* the library the loader gave us and the kernels it chose, whatever we were linked to */
+    blas_info_params(&r->blas);
     jl_param_double("flops_per_call", flops);
     jl_param_double("time_s", r->best_time);
     jl_param_double("mean_time_s", r->total_time / (double)r->reps);

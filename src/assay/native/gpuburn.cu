@@ -41,18 +41,20 @@
 
 /* ---------------- options ---------------- */
 
+static const char *const PRECISION_NAMES[] = {"fp64", "fp32", "tf32", "fp16", "bf16", nullptr};
+
 struct Options {
     double duration = 30.0;    /* seconds per precision */
     double interval = 1.0;     /* seconds of GEMMs per interval */
-    int warmup = 2;            /* intervals dropped */
+    long long warmup = 2;      /* intervals dropped */
     double mem_fraction = 0.9; /* of free memory */
     long long n = 8192;
-    std::vector<std::string> precisions{"fp64", "fp32", "tf32", "fp16", "bf16"};
+    std::vector<std::string> precisions{PRECISION_NAMES, PRECISION_NAMES + 5};
     std::vector<int> devices;
-    bool corrupt_for_test = false;
+    int corrupt_for_test = 0;
 };
 
-static void usage(FILE *to)
+static void usage(void)
 {
     fputs("usage: gpuburn [options]\n"
           "  --duration S      seconds of GEMMs per precision (default 30)\n"
@@ -66,44 +68,34 @@ static void usage(FILE *to)
           "Prints JSON Lines: gpu.flops (flop/s), gpu.errors, gpu.sm_clock, gpu.mem_clock (Hz),\n"
           "gpu.power (W), gpu.temperature (C) per GPU and precision.\n"
           "Exit: 0 ok, 1 runtime failure, 2 bad arguments, 3 errors found (FAULTY).\n",
-          to);
+          stdout);
 }
 
-static bool known_precision(const std::string &p)
-{
-    return p == "fp64" || p == "fp32" || p == "tf32" || p == "fp16" || p == "bf16";
-}
-
-/* One option of this probe into o; false for one it does not know. */
-static bool set_option(Options &o, const std::string &a, const char *v)
-{
-    if (a == "--corrupt-for-test")
-        o.corrupt_for_test = true;
-    else if (a == "--duration")
-        o.duration = cp_parse_double("--duration", v, 0.01, 86400);
-    else if (a == "--interval")
-        o.interval = cp_parse_double("--interval", v, 0.001, 3600);
-    else if (a == "--warmup")
-        o.warmup = (int)cp_parse_long("--warmup", v, 0, 1000);
-    else if (a == "--mem-fraction")
-        o.mem_fraction = cp_parse_double("--mem-fraction", v, 0.01, 0.99);
-    else if (a == "--n")
-        o.n = cp_parse_long("--n", v, 64, 65536);
-    else if (a == "--precisions") {
-        o.precisions.clear();
-        for (const std::string &p : cp_split_list(v)) {
-            if (!known_precision(p))
-                cp_die(EXIT_USAGE, "--precisions: unknown precision '%s'", p.c_str());
-            o.precisions.push_back(p);
-        }
-    } else
-        return false;
-    return true;
-}
-
+/* probe.h's table; the lists are read after it, all before a GPU is looked for. */
 static Options parse_options(int argc, char **argv)
 {
-    return cp_parse_options<Options>(argc, argv, usage, {"--corrupt-for-test"}, set_option);
+    Options o;
+    const char *precisions = nullptr, *gpus = nullptr;
+    const probe_option opts[] = {
+        probe_opt_real("--duration", &o.duration, 0.01, 86400),
+        probe_opt_real("--interval", &o.interval, 0.001, 3600),
+        probe_opt_int("--warmup", &o.warmup, 0, 1000),
+        probe_opt_real("--mem-fraction", &o.mem_fraction, 0.01, 0.99),
+        probe_opt_int("--n", &o.n, 64, 65536),
+        probe_opt_text("--precisions", &precisions),
+        probe_opt_text("--gpus", &gpus),
+        probe_opt_flag("--corrupt-for-test", &o.corrupt_for_test),
+        PROBE_END,
+    };
+    probe_options_or_exit(argc, argv, opts, usage);
+    if (precisions) {
+        o.precisions.clear();
+        for (long long k : cp_list(probe_opt_choice("--precisions", nullptr, PRECISION_NAMES),
+                                   precisions))
+            o.precisions.push_back(PRECISION_NAMES[k]);
+    }
+    o.devices = cp_select_devices(gpus);
+    return o;
 }
 
 /* ---------------- NVML, opened at run time ---------------- */
@@ -124,7 +116,7 @@ struct Nvml {
     {
         lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
         if (!lib) {
-            cp_note("NVML not available (%s): no clocks, power or temperature", dlerror());
+            probe_warn("NVML not available (%s): no clocks, power or temperature", dlerror());
             return false;
         }
         init = (int (*)())dlsym(lib, "nvmlInit_v2");
@@ -141,7 +133,7 @@ struct Nvml {
             reasons = (int (*)(nvmlDevice_t, unsigned long long *))dlsym(
                 lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
         if (!init || !by_pci || init() != 0) {
-            cp_note("NVML could not start: no clocks, power or temperature");
+            probe_warn("NVML could not start: no clocks, power or temperature");
             lib = nullptr;
             return false;
         }
@@ -271,16 +263,15 @@ static const Precision &precision_of(const std::string &name)
     for (const Precision &p : PRECISIONS)
         if (name == p.name)
             return p;
-    cp_die(EXIT_USAGE, "unknown precision %s", name.c_str());
-    return PRECISIONS[0];
+    probe_die_now(PROBE_USAGE, "unknown precision %s", name.c_str());
 }
 
 #define CUBLAS_CHECK(call)                                                                    \
     do {                                                                                      \
         cublasStatus_t st_ = (call);                                                          \
         if (st_ != CUBLAS_STATUS_SUCCESS)                                                     \
-            cp_die(EXIT_RUNTIME, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,         \
-                   cublasGetStatusString(st_));                                               \
+            probe_die_now(PROBE_RUNTIME, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, \
+                          cublasGetStatusString(st_));                                        \
     } while (0)
 
 static void gemm(cublasHandle_t h, const std::string &p, int n, const void *a, const void *b,
@@ -371,11 +362,11 @@ static Result burn(const Options &o, int device, const std::string &pname, cubla
     const size_t budget = (size_t)(o.mem_fraction * (double)free_b);
     const size_t inputs = 2 * elems * prec.in_bytes, slot = elems * prec.out_bytes;
     if (budget < inputs + 2 * slot)
-        cp_die(EXIT_RUNTIME,
-               "GPU %d: %s needs %.2f GiB for n=%zu (A, B and two products) but %.0f%% of the "
-               "free %.2f GiB is %.2f GiB: use a smaller --n or a larger --mem-fraction",
-               device, pname.c_str(), (inputs + 2 * slot) / 1073741824.0, n,
-               o.mem_fraction * 100, free_b / 1073741824.0, budget / 1073741824.0);
+        probe_die_now(PROBE_RUNTIME,
+                      "GPU %d: %s needs %.2f GiB for n=%zu (A, B and two products) but %.0f%% of "
+                      "the free %.2f GiB is %.2f GiB: use a smaller --n or a larger --mem-fraction",
+                      device, pname.c_str(), (inputs + 2 * slot) / 1073741824.0, n,
+                      o.mem_fraction * 100, free_b / 1073741824.0, budget / 1073741824.0);
     r.slots = (long long)((budget - inputs) / slot);
     r.bytes = inputs + (size_t)r.slots * slot;
     char *a = nullptr, *b = nullptr, *c = nullptr;
@@ -459,8 +450,8 @@ static Result burn(const Options &o, int device, const std::string &pname, cubla
     if (nh && r.telemetry.sm_hz.empty()) /* a run shorter than its warm-up: one sample */
         sample_once(nh, r.telemetry);
     if (r.rates.empty())
-        cp_note("GPU %d %s: %d intervals, all warm-up: give a longer --duration", device,
-                pname.c_str(), interval);
+        probe_warn("GPU %d %s: %d intervals, all warm-up: give a longer --duration", device,
+                   pname.c_str(), interval);
     unsigned long long host_err[2];
     CUDA_CHECK(cudaMemcpy(host_err, d_err, sizeof host_err, cudaMemcpyDeviceToHost));
     r.errors = host_err[0];
@@ -510,30 +501,30 @@ static void report(const Options &o, int device, const char *name, const Result 
     const Precision &prec = precision_of(r.precision);
     bool faulty = r.errors > 0 || r.spot_errors > 0;
     if (!r.rates.empty()) {
-        CpStats s = cp_stats(r.rates);
-        CpLine("gpu.flops", s.mean)
-            .integer("gpu", device)
-            .str("name", name)
-            .str("precision", r.precision.c_str())
-            .integer("n", o.n)
-            .num("duration_s", o.duration)
-            .num("interval_s", o.interval)
-            .integer("warmup_intervals", o.warmup)
-            .integer("slots", r.slots)
-            .integer("memory_bytes", (long long)r.bytes)
-            .num("gemms", (double)r.gemms)
-            .end(&s);
+        jl_stats s = cp_stats(r.rates);
+        jl_begin("gpu.flops", s.mean);
+        jl_param_long("gpu", device);
+        jl_param_str("name", name);
+        jl_param_str("precision", r.precision.c_str());
+        jl_param_long("n", o.n);
+        jl_param_double("duration_s", o.duration);
+        jl_param_double("interval_s", o.interval);
+        jl_param_long("warmup_intervals", o.warmup);
+        jl_param_long("slots", r.slots);
+        jl_param_long("memory_bytes", (long long)r.bytes);
+        jl_param_double("gemms", (double)r.gemms);
+        jl_end(&s, JL_SUMMARY);
     }
-    CpLine("gpu.errors", (double)(r.errors + r.spot_errors))
-        .integer("gpu", device)
-        .str("name", name)
-        .str("precision", r.precision.c_str())
-        .str("verdict", faulty ? "FAULTY" : "OK")
-        .num("compared_elements", (double)r.compared)
-        .num("mismatches", (double)r.errors)
-        .num("spot_check_failures", (double)r.spot_errors)
-        .num("tolerance", prec.repro_tol)
-        .end();
+    jl_begin("gpu.errors", (double)(r.errors + r.spot_errors));
+    jl_param_long("gpu", device);
+    jl_param_str("name", name);
+    jl_param_str("precision", r.precision.c_str());
+    jl_param_str("verdict", faulty ? "FAULTY" : "OK");
+    jl_param_double("compared_elements", (double)r.compared);
+    jl_param_double("mismatches", (double)r.errors);
+    jl_param_double("spot_check_failures", (double)r.spot_errors);
+    jl_param_double("tolerance", prec.repro_tol);
+    jl_end(nullptr, 0);
     struct {
         const char *metric;
         const std::vector<double> *values;
@@ -544,22 +535,24 @@ static void report(const Options &o, int device, const char *name, const Result 
     for (auto &t : tele) {
         if (t.values->empty())
             continue;
-        CpStats s = cp_stats(*t.values);
-        CpLine line(t.metric, s.mean);
-        line.integer("gpu", device).str("name", name).str("precision", r.precision.c_str());
+        jl_stats s = cp_stats(*t.values);
+        jl_begin(t.metric, s.mean);
+        jl_param_long("gpu", device);
+        jl_param_str("name", name);
+        jl_param_str("precision", r.precision.c_str());
         if (t.values == &r.telemetry.sm_hz)
-            line.num("clock_event_reasons", (double)r.telemetry.reasons);
-        line.end(&s);
+            jl_param_double("clock_event_reasons", (double)r.telemetry.reasons);
+        jl_end(&s, JL_SUMMARY);
     }
     if (faulty)
-        cp_note("GPU %d (%s) %s: FAULTY: %llu of %llu compared elements differ from the "
-                "reference, %llu spot checks failed",
-                device, name, r.precision.c_str(), r.errors, r.compared, r.spot_errors);
+        probe_error("GPU %d (%s) %s: FAULTY: %llu of %llu compared elements differ from the "
+                    "reference, %llu spot checks failed",
+                    device, name, r.precision.c_str(), r.errors, r.compared, r.spot_errors);
 }
 
 int main(int argc, char **argv)
 {
-    cp_name = "gpuburn";
+    probe_init("gpuburn");
     Options o = parse_options(argc, argv);
     nvml.open();
     Barrier barrier((int)o.devices.size());
@@ -587,5 +580,5 @@ int main(int argc, char **argv)
     }
     for (auto &t : threads)
         t.join();
-    return any_faulty ? EXIT_INVALID : 0;
+    return any_faulty ? PROBE_INVALID : PROBE_OK;
 }

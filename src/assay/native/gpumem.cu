@@ -26,64 +26,57 @@
 
 struct Options {
     long long elements = 0; /* 0: auto */
-    int ntimes = 20;
+    long long ntimes = 20;
     double mem_fraction = 0.6;
     std::vector<long long> sizes{1LL << 20, 1LL << 26, 1LL << 30};
-    int reps = 10;
+    long long reps = 10;
     std::vector<int> devices;
     bool stream = true, transfers = true, peers = true;
 };
 
-static void usage(FILE *to)
+static void usage(void)
 {
     fputs("usage: gpumem [options]\n"
           "  --elements N      doubles per array (default: 3 arrays in 60% of free memory,\n"
           "                    at most 2^28 = 2 GiB each)\n"
           "  --ntimes N        STREAM passes, the first not counted (default 20)\n"
-          "  --sizes L         transfer sizes in bytes, comma list (default 1M,64M,1G)\n"
+          "  --sizes L         transfer sizes in bytes (suffix K, M or G allowed), comma list\n"
+          "                    (default 1M,64M,1G)\n"
           "  --reps N          timed copies per transfer size (default 10)\n"
           "  --gpus L          comma list of device indices (default every visible GPU)\n"
           "  --only WHAT       stream, transfers or peers (default all three)\n"
           "Prints JSON Lines: gpu.bandwidth (kernel copy/scale/add/triad), gpu.h2d, gpu.d2h\n"
           "(memory pinned/pageable, size), gpu.d2d (src, dst), all in B/s.\n"
           "Exit: 0 ok, 1 runtime failure, 2 bad arguments, 3 validation failed.\n",
-          to);
+          stdout);
 }
 
-static std::vector<long long> parse_sizes(const char *text)
-{
-    std::vector<long long> out;
-    for (const std::string &part : cp_split_list(text))
-        out.push_back(cp_parse_long("--sizes", part.c_str(), 1, 1LL << 36));
-    return out;
-}
-
-/* One option of this probe into o; false for one it does not know. */
-static bool set_option(Options &o, const std::string &a, const char *v)
-{
-    if (a == "--elements")
-        o.elements = cp_parse_long("--elements", v, 1024, 1LL << 34);
-    else if (a == "--ntimes")
-        o.ntimes = (int)cp_parse_long("--ntimes", v, 2, 100000);
-    else if (a == "--sizes")
-        o.sizes = parse_sizes(v);
-    else if (a == "--reps")
-        o.reps = (int)cp_parse_long("--reps", v, 1, 100000);
-    else if (a == "--only") {
-        std::string w = v;
-        if (w != "stream" && w != "transfers" && w != "peers")
-            cp_die(EXIT_USAGE, "--only wants stream, transfers or peers, got '%s'", v);
-        o.stream = w == "stream";
-        o.transfers = w == "transfers";
-        o.peers = w == "peers";
-    } else
-        return false;
-    return true;
-}
-
+/* probe.h's table; the lists are read after it, all before a GPU is looked for. */
 static Options parse_options(int argc, char **argv)
 {
-    return cp_parse_options<Options>(argc, argv, usage, {}, set_option);
+    Options o;
+    static const char *const parts[] = {"stream", "transfers", "peers", nullptr};
+    const char *sizes = nullptr, *gpus = nullptr;
+    int only = -1;
+    const probe_option opts[] = {
+        probe_opt_int("--elements", &o.elements, 1024, 1LL << 34),
+        probe_opt_int("--ntimes", &o.ntimes, 2, 100000),
+        probe_opt_text("--sizes", &sizes),
+        probe_opt_int("--reps", &o.reps, 1, 100000),
+        probe_opt_text("--gpus", &gpus),
+        probe_opt_choice("--only", &only, parts),
+        PROBE_END,
+    };
+    probe_options_or_exit(argc, argv, opts, usage);
+    if (sizes)
+        o.sizes = cp_list(probe_opt_size("--sizes", nullptr, 1, 1LL << 36), sizes);
+    if (only >= 0) {
+        o.stream = only == 0;
+        o.transfers = only == 1;
+        o.peers = only == 2;
+    }
+    o.devices = cp_select_devices(gpus);
+    return o;
 }
 
 /* ---------------- STREAM on the device ---------------- */
@@ -150,8 +143,8 @@ static bool stream(const Options &o, int device, const char *name)
     if (!n)
         n = std::min<size_t>(1ull << 28, (size_t)(o.mem_fraction * free_b) / (3 * sizeof(double)));
     if (3 * n * sizeof(double) > free_b)
-        cp_die(EXIT_RUNTIME, "GPU %d: 3 arrays of %zu doubles need %.2f GiB, %.2f GiB free", device,
-               n, 3.0 * n * 8 / 1073741824.0, free_b / 1073741824.0);
+        probe_die_now(PROBE_RUNTIME, "GPU %d: 3 arrays of %zu doubles need %.2f GiB, %.2f GiB free",
+                      device, n, 3.0 * n * 8 / 1073741824.0, free_b / 1073741824.0);
     double *a, *b, *c;
     unsigned long long *bad;
     CUDA_CHECK(cudaMalloc(&a, n * sizeof(double)));
@@ -214,18 +207,20 @@ static bool stream(const Options &o, int device, const char *name)
         std::vector<double> rates;
         for (double s : seconds[j])
             rates.push_back(bytes / s);
-        CpStats s = cp_stats(rates);
-        CpLine line("gpu.bandwidth", s.max);
-        line.str("kernel", names[j])
-            .integer("gpu", device)
-            .str("name", name)
-            .integer("elements", (long long)n)
-            .integer("bytes_per_pass", (long long)bytes)
-            .integer("ntimes", o.ntimes);
-        if (peak > 0)
-            line.num("peak_bytes_per_s", peak).num("peak_fraction", s.max / peak);
-        line.str("validated", nbad ? "no" : "yes");
-        line.end(&s);
+        jl_stats s = cp_stats(rates);
+        jl_begin("gpu.bandwidth", s.max);
+        jl_param_str("kernel", names[j]);
+        jl_param_long("gpu", device);
+        jl_param_str("name", name);
+        jl_param_long("elements", (long long)n);
+        jl_param_long("bytes_per_pass", (long long)bytes);
+        jl_param_long("ntimes", o.ntimes);
+        if (peak > 0) {
+            jl_param_double("peak_bytes_per_s", peak);
+            jl_param_double("peak_fraction", s.max / peak);
+        }
+        jl_param_str("validated", nbad ? "no" : "yes");
+        jl_end(&s, JL_SUMMARY);
     }
     for (auto &e : ev)
         CUDA_CHECK(cudaEventDestroy(e));
@@ -234,15 +229,16 @@ static bool stream(const Options &o, int device, const char *name)
     CUDA_CHECK(cudaFree(c));
     CUDA_CHECK(cudaFree(bad));
     if (nbad)
-        cp_note("GPU %d: STREAM validation failed: %llu elements differ from the expected values",
-                device, nbad);
+        probe_error("GPU %d: STREAM validation failed: %llu elements differ from the expected "
+                    "values",
+                    device, nbad);
     return nbad == 0;
 }
 
 /* ---------------- transfers ---------------- */
 
 /* Median and stats of bytes / time over reps copies, after one untimed copy. */
-template <typename F> static CpStats timed_copies(int reps, double bytes, F copy)
+template <typename F> static jl_stats timed_copies(long long reps, double bytes, F copy)
 {
     cudaEvent_t e0, e1;
     CUDA_CHECK(cudaEventCreate(&e0));
@@ -250,7 +246,7 @@ template <typename F> static CpStats timed_copies(int reps, double bytes, F copy
     copy();
     CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<double> rates;
-    for (int r = 0; r < reps; r++) {
+    for (long long r = 0; r < reps; r++) {
         CUDA_CHECK(cudaEventRecord(e0));
         copy();
         CUDA_CHECK(cudaEventRecord(e1));
@@ -273,7 +269,8 @@ static void transfers(const Options &o, int device, const char *name)
         CUDA_CHECK(cudaMallocHost(&pinned, (size_t)size));
         void *pageable = malloc((size_t)size);
         if (!pageable)
-            cp_die(EXIT_RUNTIME, "out of host memory for a %lld-byte pageable buffer", size);
+            probe_die_now(PROBE_RUNTIME, "out of host memory for a %lld-byte pageable buffer",
+                          size);
         memset(pageable, 1, (size_t)size); /* touch every page: no first-touch in the timing */
         memset(pinned, 1, (size_t)size);
         struct {
@@ -289,15 +286,15 @@ static void transfers(const Options &o, int device, const char *name)
             } ways[] = {{"gpu.h2d", dev, k.host, cudaMemcpyHostToDevice},
                         {"gpu.d2h", k.host, dev, cudaMemcpyDeviceToHost}};
             for (auto &w : ways) {
-                CpStats st = timed_copies(o.reps, (double)size, [&] {
+                jl_stats st = timed_copies(o.reps, (double)size, [&] {
                     CUDA_CHECK(cudaMemcpy(w.to, w.from, (size_t)size, w.kind));
                 });
-                CpLine(w.metric, st.median)
-                    .integer("gpu", device)
-                    .str("name", name)
-                    .str("memory", k.memory)
-                    .integer("size", size)
-                    .end(&st);
+                jl_begin(w.metric, st.median);
+                jl_param_long("gpu", device);
+                jl_param_str("name", name);
+                jl_param_str("memory", k.memory);
+                jl_param_long("size", size);
+                jl_end(&st, JL_SUMMARY);
             }
         }
         free(pageable);
@@ -326,15 +323,15 @@ static void peers(const Options &o)
                     CUDA_CHECK(err);
                 cudaGetLastError();
             }
-            CpStats st = timed_copies(o.reps, (double)size, [&] {
+            jl_stats st = timed_copies(o.reps, (double)size, [&] {
                 CUDA_CHECK(cudaMemcpyPeer(d, dst, s, src, (size_t)size));
             });
-            CpLine("gpu.d2d", st.median)
-                .integer("src", src)
-                .integer("dst", dst)
-                .str("peer_access", can ? "yes" : "no")
-                .integer("size", size)
-                .end(&st);
+            jl_begin("gpu.d2d", st.median);
+            jl_param_long("src", src);
+            jl_param_long("dst", dst);
+            jl_param_str("peer_access", can ? "yes" : "no");
+            jl_param_long("size", size);
+            jl_end(&st, JL_SUMMARY);
             CUDA_CHECK(cudaFree(s));
             CUDA_CHECK(cudaSetDevice(dst));
             CUDA_CHECK(cudaFree(d));
@@ -344,7 +341,7 @@ static void peers(const Options &o)
 
 int main(int argc, char **argv)
 {
-    cp_name = "gpumem";
+    probe_init("gpumem");
     Options o = parse_options(argc, argv);
     bool valid = true;
     for (int device : o.devices) {
@@ -357,5 +354,5 @@ int main(int argc, char **argv)
     }
     if (o.peers && o.devices.size() > 1)
         peers(o);
-    return valid ? 0 : EXIT_INVALID;
+    return valid ? PROBE_OK : PROBE_INVALID;
 }

@@ -28,15 +28,17 @@
  * its panels unblocked and has no lookahead (0.81 of hpcc's HPL on 2 cores), where a threaded
  * LAPACK getrf (OpenBLAS's is recursive, its update parallel) reached 1.07 of it.
  *
- * Build: mpicc.openmpi -O2 hpl_lu.c -o hpl_lu -lscalapack-openmpi -llapack -lm   (Debian)
- *        mpicc.mpich   -O2 hpl_lu.c -o hpl_lu -lscalapack-mpich -llapack -lm
+ * Build: mpicc.openmpi -O2 hpl_lu.c -o hpl_lu -lscalapack-openmpi -llapack -lm -ldl   (Debian)
+ *        mpicc.mpich   -O2 hpl_lu.c -o hpl_lu -lscalapack-mpich -llapack -lm -ldl
  * Run:   mpirun -np 4 ./hpl_lu --n 8000 --nb 192 --p 2 --q 2
  *
- * Output: one JSON Line (see jsonl.h) from rank 0: compute.hpl in flop/s.
+ * Output: one JSON Line (see jsonl.h) from rank 0: compute.hpl in flop/s, with the BLAS that
+ *         ran and the kernels it chose (blasinfo.h: blas_lib, blas_version, blas_core, ...).
  * Exit codes: 0 ok, 1 runtime failure (memory, ScaLAPACK info), 2 bad arguments,
  *             3 residual check failed.
  */
-#define _POSIX_C_SOURCE 200809L
+/* _GNU_SOURCE (POSIX 2008 and more): blasinfo.h needs dladdr. */
+#define _GNU_SOURCE
 
 #include <float.h>
 #include <math.h>
@@ -46,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blasinfo.h"
 #include "jsonl.h"
 #include "probe.h"
 
@@ -367,6 +370,9 @@ int main(int argc, char **argv)
                 jl_param_long("pilot_n", n_pilot);
                 jl_param_double("pilot_rate", hpl_flops(n_pilot) / pilot_s);
             }
+            blas_info blas;
+            blas_info_read(&blas); /* the BLAS under LAPACK/ScaLAPACK, and its kernels */
+            blas_info_params(&blas);
             jl_param_str("method", g.nprow * g.npcol == 1
                                        ? "LAPACK dgetrf+dgetrs (one process, threaded BLAS)"
                                        : "ScaLAPACK pdgetrf+pdgetrs");

@@ -5,7 +5,8 @@
  *   {"metric": "...", "value": <SI unit>, "params": {...}, "stats": {...}}
  * Diagnostics go to stderr.  This header only writes that output (and computes the stats it
  * carries); the clock, options and errors are probe.h's.  Everything here is static inline
- * so that a probe that uses only part of it still compiles cleanly with -Wall -Wextra.
+ * so that a probe that uses only part of it still compiles cleanly with -Wall -Wextra, and C
+ * that is also C++ (the CUDA probes, C++ under nvcc, write their lines with it too).
  *
  * Statistics conventions (stated once, so every probe reports them the same way):
  *   - median: middle element of the sorted samples, mean of the two middle ones for even n
@@ -32,7 +33,9 @@ enum {
     JL_STDDEV = 1 << 5,
     JL_P99 = 1 << 6,
     JL_P999 = 1 << 7,
-    JL_ALL = 0xff
+    JL_ALL = 0xff,
+    /* The six fields without the percentiles: what memlat and the CUDA probes print. */
+    JL_SUMMARY = JL_N | JL_MIN | JL_MAX | JL_MEAN | JL_MEDIAN | JL_STDDEV
 };
 
 typedef struct {
@@ -63,7 +66,7 @@ static inline int jl_compute_stats(const double *x, long n, jl_stats *s)
     memset(s, 0, sizeof *s);
     if (n < 1)
         return -1;
-    double *v = malloc((size_t)n * sizeof *v);
+    double *v = (double *)malloc((size_t)n * sizeof *v); /* the cast: C++ wants it */
     if (!v)
         return -1;
     memcpy(v, x, (size_t)n * sizeof *v);
@@ -96,7 +99,11 @@ static inline int jl_compute_stats(const double *x, long n, jl_stats *s)
     return 0;
 }
 
-/* ---- writer: jl_begin, any number of jl_param_*, jl_end ---- */
+/* ---- writer: jl_begin, any number of jl_param_*, jl_end ----
+ *
+ * jl_begin takes stdout's lock and jl_end gives it back: a line is written by one thread at a
+ * time and a flush from another thread (probe_die_now) waits for the line to end, so stdout
+ * never holds half a line, which would make the whole output unreadable. */
 
 static int jl_nfields_ = 0;
 
@@ -140,6 +147,7 @@ static inline void jl_key_(const char *key)
 
 static inline void jl_begin(const char *metric, double value)
 {
+    flockfile(stdout);
     fputs("{\"metric\": ", stdout);
     jl_str_(metric);
     fputs(", \"value\": ", stdout);
@@ -229,6 +237,7 @@ static inline void jl_end(const jl_stats *s, unsigned mask)
     }
     fputs("}\n", stdout);
     fflush(stdout);
+    funlockfile(stdout);
 }
 
 #endif /* ASSAY_JSONL_H */

@@ -28,66 +28,60 @@
     do {                                                                                      \
         ncclResult_t r_ = (call);                                                             \
         if (r_ != ncclSuccess)                                                                \
-            cp_die(EXIT_RUNTIME, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,         \
-                   ncclGetErrorString(r_));                                                   \
+            probe_die_now(PROBE_RUNTIME, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, \
+                          ncclGetErrorString(r_));                                            \
     } while (0)
 
-static const char *OPS[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast"};
+static const char *const OPS[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast",
+                                  nullptr};
 
 struct Options {
     long long min_bytes = 8, max_bytes = 1LL << 30;
-    int iters = 20, warmup = 5;
+    long long iters = 20, warmup = 5;
     std::vector<std::string> ops{OPS, OPS + 4};
     std::vector<int> devices;
 };
 
-static void usage(FILE *to)
+static void usage(void)
 {
     fputs("usage: ncclbench [options]\n"
-          "  --min-bytes N   smallest size (default 8)\n"
-          "  --max-bytes N   largest size, doubling from the smallest (default 1 GiB)\n"
+          "  --min-bytes N   smallest size (default 8; suffix K, M or G allowed)\n"
+          "  --max-bytes N   largest size, doubling from the smallest (default 1G)\n"
           "  --iters N       timed iterations per size (default 20)\n"
           "  --warmup N      untimed iterations per size (default 5)\n"
           "  --ops L         comma list of all_reduce,all_gather,reduce_scatter,broadcast\n"
           "  --gpus L        comma list of device indices (default every visible GPU)\n"
           "Prints JSON Lines: gpu.nccl.<op>.algbw, .busbw (B/s), .time (s) per size.\n"
           "Exit: 0 ok, 1 runtime failure, 2 bad arguments, 3 wrong results.\n",
-          to);
+          stdout);
 }
 
-/* One option of this probe into o; false for one it does not know. */
-static bool set_option(Options &o, const std::string &a, const char *v)
-{
-    if (a == "--min-bytes")
-        o.min_bytes = cp_parse_long("--min-bytes", v, 4, 1LL << 36);
-    else if (a == "--max-bytes")
-        o.max_bytes = cp_parse_long("--max-bytes", v, 4, 1LL << 36);
-    else if (a == "--iters")
-        o.iters = (int)cp_parse_long("--iters", v, 1, 1000000);
-    else if (a == "--warmup")
-        o.warmup = (int)cp_parse_long("--warmup", v, 0, 1000000);
-    else if (a == "--ops") {
-        o.ops.clear();
-        for (const std::string &op : cp_split_list(v)) {
-            if (std::find(OPS, OPS + 4, op) == OPS + 4)
-                cp_die(EXIT_USAGE, "--ops: unknown operation '%s'", op.c_str());
-            o.ops.push_back(op);
-        }
-    } else
-        return false;
-    return true;
-}
-
-static void check_options(const Options &o)
-{
-    if (o.min_bytes > o.max_bytes)
-        cp_die(EXIT_USAGE, "--min-bytes %lld is above --max-bytes %lld", o.min_bytes,
-               o.max_bytes);
-}
-
+/* probe.h's table; the lists and the range are checked after it, all before a GPU is looked
+ * for. */
 static Options parse_options(int argc, char **argv)
 {
-    return cp_parse_options<Options>(argc, argv, usage, {}, set_option, check_options);
+    Options o;
+    const char *ops = nullptr, *gpus = nullptr;
+    const probe_option opts[] = {
+        probe_opt_size("--min-bytes", &o.min_bytes, 4, 1LL << 36),
+        probe_opt_size("--max-bytes", &o.max_bytes, 4, 1LL << 36),
+        probe_opt_int("--iters", &o.iters, 1, 1000000),
+        probe_opt_int("--warmup", &o.warmup, 0, 1000000),
+        probe_opt_text("--ops", &ops),
+        probe_opt_text("--gpus", &gpus),
+        PROBE_END,
+    };
+    probe_options_or_exit(argc, argv, opts, usage);
+    if (ops) {
+        o.ops.clear();
+        for (long long k : cp_list(probe_opt_choice("--ops", nullptr, OPS), ops))
+            o.ops.push_back(OPS[k]);
+    }
+    if (o.min_bytes > o.max_bytes)
+        probe_die(PROBE_USAGE, "--min-bytes %lld is above --max-bytes %lld", o.min_bytes,
+                  o.max_bytes);
+    o.devices = cp_select_devices(gpus);
+    return o;
 }
 
 __global__ void set_k(float *x, float v, size_t n)
@@ -170,7 +164,7 @@ static void sync_all(std::vector<Rank> &ranks)
 
 int main(int argc, char **argv)
 {
-    cp_name = "ncclbench";
+    probe_init("ncclbench");
     Options o = parse_options(argc, argv);
     const int n = (int)o.devices.size();
     std::vector<ncclComm_t> comms(n);
@@ -203,11 +197,11 @@ int main(int argc, char **argv)
                 CUDA_CHECK(cudaMemsetAsync(ranks[i].bad, 0, sizeof(unsigned long long),
                                            ranks[i].stream));
             }
-            for (int w = 0; w < o.warmup; w++)
+            for (long long w = 0; w < o.warmup; w++)
                 launch(op, ranks, send, recv);
             sync_all(ranks);
             auto t0 = std::chrono::steady_clock::now();
-            for (int it = 0; it < o.iters; it++)
+            for (long long it = 0; it < o.iters; it++)
                 launch(op, ranks, send, recv);
             sync_all(ranks);
             double seconds =
@@ -238,21 +232,22 @@ int main(int argc, char **argv)
             for (auto &p : points) {
                 if (bad)
                     break; /* the timing of a wrong result is not a result */
-                CpLine(p.metric.c_str(), p.value)
-                    .str("tool", "assay")
-                    .integer("size", (long long)size)
-                    .integer("count", (long long)size_elems)
-                    .str("type", "float")
-                    .str("redop", op == "all_reduce" || op == "reduce_scatter" ? "sum" : "none")
-                    .integer("root", op == "broadcast" ? 0 : -1)
-                    .str("placement", "out-of-place")
-                    .integer("ranks", n)
-                    .integer("iters", o.iters)
-                    .integer("nccl_version", version)
-                    .end();
+                jl_begin(p.metric.c_str(), p.value);
+                jl_param_str("tool", "assay");
+                jl_param_long("size", (long long)size);
+                jl_param_long("count", (long long)size_elems);
+                jl_param_str("type", "float");
+                jl_param_str("redop",
+                             op == "all_reduce" || op == "reduce_scatter" ? "sum" : "none");
+                jl_param_long("root", op == "broadcast" ? 0 : -1);
+                jl_param_str("placement", "out-of-place");
+                jl_param_long("ranks", n);
+                jl_param_long("iters", o.iters);
+                jl_param_long("nccl_version", version);
+                jl_end(nullptr, 0);
             }
             if (bad)
-                cp_note("%s at %.0f bytes: %llu wrong elements", op.c_str(), size, bad);
+                probe_error("%s at %.0f bytes: %llu wrong elements", op.c_str(), size, bad);
         }
     }
     for (Rank &r : ranks) {
@@ -263,5 +258,5 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaStreamDestroy(r.stream));
         ncclCommDestroy(r.comm);
     }
-    return total_bad ? EXIT_INVALID : 0;
+    return total_bad ? PROBE_INVALID : PROBE_OK;
 }

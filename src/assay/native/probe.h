@@ -15,7 +15,9 @@
  * suffixes are refused, since "k" means 1000 to some readers and 1024 to others.
  *
  * Everything is static inline so that a probe using part of it compiles cleanly with
- * -Wall -Wextra.
+ * -Wall -Wextra.  It is C that is also C++ (no implicit void * conversion, no designated
+ * initializer in the header itself): the CUDA probes, C++ under nvcc, include it too.  C++17
+ * has no designated initializers, so a C++ table is built with probe_opt_int() and friends.
  */
 #ifndef ASSAY_PROBE_H
 #define ASSAY_PROBE_H
@@ -52,11 +54,14 @@ static inline void probe_set_quiet(int quiet)
     probe_quiet_ = quiet;
 }
 
+/* The lock keeps a message whole when several threads (OpenMP, one per GPU) speak at once. */
 static inline void probe_vsay_(const char *prefix, const char *fmt, va_list ap)
 {
+    flockfile(stderr);
     fprintf(stderr, "%s: %s", probe_name_, prefix);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    funlockfile(stderr);
 }
 
 /* "name: message" on stderr (unless quiet); returns -1 so that callers can `return
@@ -91,6 +96,24 @@ __attribute__((format(printf, 2, 3), noreturn)) static inline void probe_die(int
     probe_vsay_("", fmt, ap);
     va_end(ap);
     exit(code);
+}
+
+/* As probe_die, but ends with _Exit once stdout and stderr are flushed: no atexit handler
+ * runs.  For a process whose other threads may be inside a runtime (CUDA): exit() would run
+ * that runtime's teardown under them, which can hang.  stdout's lock is taken by the flush, so
+ * a JSON line another thread is writing (jsonl.h holds the lock for the line) is finished
+ * first and never cut. */
+__attribute__((format(printf, 2, 3), noreturn)) static inline void probe_die_now(int code,
+                                                                                  const char *fmt,
+                                                                                  ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    probe_vsay_("", fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+    fflush(stderr);
+    _Exit(code);
 }
 
 /* ---- clock ---------------------------------------------------------------------------- */
@@ -159,7 +182,8 @@ typedef enum {
     PROBE_INT,   /* *(long long *)value, an integer in [min, max] */
     PROBE_SIZE,  /* *(long long *)value, bytes in [min, max], suffix K, M or G allowed */
     PROBE_REAL,  /* *(double *)value, a finite number in [rmin, rmax] */
-    PROBE_CHOICE /* *(int *)value = index of the value in choices (NULL-terminated) */
+    PROBE_CHOICE, /* *(int *)value = index of the value in choices (NULL-terminated) */
+    PROBE_TEXT    /* *(const char **)value = the argument itself, for the probe to read */
 } probe_kind;
 
 typedef struct {
@@ -172,8 +196,51 @@ typedef struct {
     const char *expect;         /* what an error says is expected; NULL: from the range */
 } probe_option;
 
-/* The end of an option table. */
-#define PROBE_END {.name = NULL}
+/* The end of an option table (every field given in order: C++17 has no designated
+ * initializers). */
+#define PROBE_END {NULL, PROBE_FLAG, NULL, 0, 0, 0.0, 0.0, NULL, NULL}
+
+/* One row each, typed: a C++ table is built with these, and the pointer's type is checked
+ * (PROBE_INT writes a long long: an int there would be overwritten past its end). */
+static inline probe_option probe_opt_flag(const char *name, int *value)
+{
+    probe_option o = {name, PROBE_FLAG, value, 0, 0, 0.0, 0.0, NULL, NULL};
+    return o;
+}
+
+static inline probe_option probe_opt_int(const char *name, long long *value, long long min,
+                                         long long max)
+{
+    probe_option o = {name, PROBE_INT, value, min, max, 0.0, 0.0, NULL, NULL};
+    return o;
+}
+
+static inline probe_option probe_opt_size(const char *name, long long *value, long long min,
+                                          long long max)
+{
+    probe_option o = {name, PROBE_SIZE, value, min, max, 0.0, 0.0, NULL, NULL};
+    return o;
+}
+
+static inline probe_option probe_opt_real(const char *name, double *value, double rmin,
+                                          double rmax)
+{
+    probe_option o = {name, PROBE_REAL, value, 0, 0, rmin, rmax, NULL, NULL};
+    return o;
+}
+
+static inline probe_option probe_opt_choice(const char *name, int *value,
+                                            const char *const *choices)
+{
+    probe_option o = {name, PROBE_CHOICE, value, 0, 0, 0.0, 0.0, choices, NULL};
+    return o;
+}
+
+static inline probe_option probe_opt_text(const char *name, const char **value)
+{
+    probe_option o = {name, PROBE_TEXT, (void *)value, 0, 0, 0.0, 0.0, NULL, NULL};
+    return o;
+}
 
 /* A whole-text integer in [lo, hi]; 0, or -1 if it is not one. */
 static inline int probe_parse_int(const char *text, long long lo, long long hi, long long *out)
@@ -231,7 +298,7 @@ static inline int probe_parse_real(const char *text, double lo, double hi, doubl
 }
 
 /* "an integer from 1 to 10", "a, b or c": what an option takes, for its error message. */
-static inline void probe_expected_(const probe_option *o, char *buf, size_t size)
+static inline void probe_expected(const probe_option *o, char *buf, size_t size)
 {
     if (o->expect) {
         snprintf(buf, size, "%s", o->expect);
@@ -260,10 +327,41 @@ static inline void probe_expected_(const probe_option *o, char *buf, size_t size
         }
         break;
     }
+    case PROBE_TEXT:
+        snprintf(buf, size, "a value");
+        break;
     case PROBE_FLAG:
         snprintf(buf, size, "no value");
         break;
     }
+}
+
+/* Read one option's value into o->value by its row's rules: 0, or -1 (not explained). */
+static inline int probe_read_value(const probe_option *o, const char *val)
+{
+    switch (o->kind) {
+    case PROBE_INT:
+        return probe_parse_int(val, o->min, o->max, (long long *)o->value);
+    case PROBE_SIZE:
+        return probe_parse_size(val, o->min, o->max, (long long *)o->value);
+    case PROBE_REAL:
+        return probe_parse_real(val, o->rmin, o->rmax, (double *)o->value);
+    case PROBE_CHOICE: {
+        int k = 0;
+        while (o->choices[k] && strcmp(o->choices[k], val))
+            k++;
+        if (!o->choices[k])
+            return -1;
+        *(int *)o->value = k;
+        return 0;
+    }
+    case PROBE_TEXT:
+        *(const char **)o->value = val;
+        return 0;
+    case PROBE_FLAG:
+        break;
+    }
+    return -1;
 }
 
 /*
@@ -289,32 +387,9 @@ static inline int probe_parse_options(int argc, char **argv, const probe_option 
         if (i + 1 >= argc)
             return probe_error("%s needs a value (see --help)", arg);
         const char *val = argv[++i];
-        int bad = 0;
-        switch (o->kind) {
-        case PROBE_INT:
-            bad = probe_parse_int(val, o->min, o->max, (long long *)o->value);
-            break;
-        case PROBE_SIZE:
-            bad = probe_parse_size(val, o->min, o->max, (long long *)o->value);
-            break;
-        case PROBE_REAL:
-            bad = probe_parse_real(val, o->rmin, o->rmax, (double *)o->value);
-            break;
-        case PROBE_CHOICE: {
-            int k = 0;
-            while (o->choices[k] && strcmp(o->choices[k], val))
-                k++;
-            bad = o->choices[k] == NULL;
-            if (!bad)
-                *(int *)o->value = k;
-            break;
-        }
-        case PROBE_FLAG:
-            break;
-        }
-        if (bad) {
+        if (probe_read_value(o, val)) {
             char expected[256];
-            probe_expected_(o, expected, sizeof expected);
+            probe_expected(o, expected, sizeof expected);
             return probe_error("%s: expected %s, got '%s'", arg, expected, val);
         }
     }

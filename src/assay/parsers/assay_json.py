@@ -1,7 +1,7 @@
 """assay's own JSON report (``assay report --format json``) read back as samples.
 
 The schema is documented in ``docs/report-json.md``: an object with ``"schema":
-"assay-report"``, an integer ``schema_version`` (this reader knows 1), ``run``, ``system``,
+"assay-report"``, an integer ``schema_version`` (this reader knows 1 and 2), ``run``, ``system``,
 ``jobs`` and ``samples`` (each a stored sample: probe, metric, value, unit, better, params,
 stats). A newer major version is refused rather than misread.
 """
@@ -16,7 +16,7 @@ from assay.parsers.base import ParseResult
 from assay.parsers.numbers import checked, load_json
 
 SCHEMA = "assay-report"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the run record's "slurm" became "batch" (any batch launcher)
 
 
 def looks_like(text: str) -> bool:

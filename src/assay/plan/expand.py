@@ -133,32 +133,30 @@ def plan(suite: SuiteSpec, ctx: PlanContext, overrides: Overrides | None = None)
                     n = len(jobs) + 1
                     suffix = f"-r{rep}" if repeat > 1 else ""
                     job_params = {**point, **draft.params}
-                    if draft.launcher == "mpi":
+                    if draft.spawn == "mpi":
                         job_params.setdefault("ranks", bench.ranks or draft.ranks)
                         job_params.setdefault("nodes", bench.nodes)
                     if repeat > 1:
                         job_params["repetition"] = rep
-                    jobs.append(
-                        Job(
-                            job_id=f"{n:03d}-{probe.name}-{slugify(draft.label)}{suffix}".rstrip(
-                                "-"
-                            ),
-                            probe=probe.name,
-                            argv=list(draft.argv),
-                            params=job_params,
-                            env=dict(draft.env),
-                            launcher="mpi" if draft.launcher == "mpi" else "local",
-                            mpi=draft.mpi,
-                            ranks=bench.ranks or draft.ranks,
-                            threads=draft.threads,
-                            nodes=bench.nodes,
-                            ppn=bench.ppn,
-                            timeout=bench.timeout or draft.timeout or probe.default_timeout,
-                            build=draft.build,
-                            repetition=rep,
-                            inputs=dict(draft.inputs),
-                            output_file=draft.output_file,
-                            skip_reason=draft.skip_reason,
-                        )
+                    job = Job(
+                        job_id=f"{n:03d}-{probe.name}-{slugify(draft.label)}{suffix}".rstrip("-"),
+                        probe=probe.name,
+                        argv=list(draft.argv),
+                        params=job_params,
+                        env=dict(draft.env),
+                        spawn="mpi" if draft.spawn == "mpi" else "exec",
+                        mpi=draft.mpi,
+                        ranks=bench.ranks or draft.ranks,
+                        threads=draft.threads,
+                        nodes=bench.nodes,
+                        ppn=bench.ppn,
+                        timeout=bench.timeout or draft.timeout or probe.default_timeout,
+                        build=draft.build,
+                        repetition=rep,
+                        inputs=dict(draft.inputs),
+                        output_file=draft.output_file,
+                        skip_reason=draft.skip_reason,
                     )
+                    job.spread = probe.spread(job)  # how a launcher spreads it over nodes
+                    jobs.append(job)
     return jobs

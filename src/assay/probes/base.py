@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from assay.errors import ProbeError
-from assay.model import Job, MpiInfo, Sample, Stats, System
+from assay.model import Job, MpiInfo, Sample, Spread, SpreadKind, Stats, System
 from assay.system.facts import PlanFacts
 
 
@@ -46,7 +47,7 @@ class JobDraft:
     argv: list[str]
     params: dict[str, Any]
     env: dict[str, str] = field(default_factory=dict)
-    launcher: str = "local"
+    spawn: str = "exec"  # "mpi": ``ranks`` ranks started by the MPI's launcher
     mpi: str | None = None
     ranks: int = 1
     threads: int = 1  # per rank (see assay.model.Job.threads)
@@ -64,12 +65,42 @@ class Probe(ABC):
     Params: ClassVar[type[ProbeParams]]
     uses_mpi: ClassVar[bool] = False
     default_timeout: ClassVar[float] = 600.0
+    # How one of its jobs spreads over a cluster's nodes (``assay.model.SPREAD_KINDS``): a
+    # launcher places jobs by this, never by a probe's name. Probes whose spread depends on
+    # the job's params override ``spread``.
+    spread_kind: ClassVar[SpreadKind] = "per-node"
+    # Its jobs write nothing but stdout and stderr: per node, one step may run them all, in
+    # one job directory (a launch per pass, not per node).
+    stdout_only: ClassVar[bool] = False
+
+    def spread(self, job: Job) -> Spread:
+        """How ``job`` spreads over the nodes of a cluster (read by the launcher)."""
+        return Spread(self.spread_kind, shared_step=self.stdout_only)
 
     @abstractmethod
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
     ) -> list[JobDraft]:
         """The jobs this probe needs for one point of a sweep."""
+
+    def server_argv(self, job: Job) -> list[str]:
+        """The "clients" spread: the server a launcher runs on every node for ``job``, with
+        ``{family}`` (ip/ip6), ``{address}`` and ``{port}`` filled in on the node."""
+        raise ProbeError(f"{self.name}: no server for the clients spread")
+
+    def served(self, job: Job, addresses: list[str]) -> Job:
+        """The "clients" spread: ``job`` told where its servers listen (``ADDR,PORT`` each,
+        in node order), once the launcher started them."""
+        raise ProbeError(f"{self.name}: no server for the clients spread")
+
+    def pairs_job(
+        self, job: Job, pairs: list[tuple[int, int]], kind: str, first_round: int,
+        iterations: tuple[int, int], suffix: str,
+    ) -> Job:  # fmt: skip
+        """The "all-pairs" spread: a job like ``job`` that measures only ``pairs`` (ranks of
+        the new job), as ``kind`` (retest, resume), its rounds numbered from ``first_round``,
+        with the sweep's (latency, bandwidth) iterations so the figures compare."""
+        raise ProbeError(f"{self.name}: measures no list of pairs")
 
     def preflight(self, job: Job) -> None:
         """Check, just before the run starts, what planning may not look at (a target's files,
@@ -83,8 +114,11 @@ class Probe(ABC):
         return None
 
     @abstractmethod
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
-        """Samples from what the job printed; raises ProbeError on a broken contract."""
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
+        """Samples from what the job printed; raises ProbeError on a broken contract.
+
+        ``job_dir``: the job's directory, for a probe that writes its figures to a file there
+        (the all-pairs matrix); None where only stdout is at hand. Most probes ignore it."""
 
 
 def parse_jsonl(stdout: str, probe: str, base_params: dict[str, Any]) -> list[Sample]:

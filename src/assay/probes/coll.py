@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -26,6 +27,7 @@ class CollProbe(Probe):
     Params = CollParams
     uses_mpi = True
     default_timeout = 900.0
+    spread_kind = "all-nodes"  # every node x ppn ranks, one job
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
@@ -35,5 +37,5 @@ class CollProbe(Probe):
             params, mpis, source="coll.c", ranks=ranks or DEFAULT_RANKS, what={"op": params.op}
         )
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         return parse_jsonl(stdout, self.name, job.params)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from abc import abstractmethod
+from pathlib import Path
 from typing import Any, ClassVar
 
 from assay.model import Build, Job, MpiInfo, Sample, System
@@ -118,7 +119,7 @@ class GpuProbe(Probe):
             )
         ]
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         # The probe names each GPU itself; the job's list of GPUs would only repeat all of
         # them on every sample.
         base = {k: v for k, v in job.params.items() if k != "gpus"}

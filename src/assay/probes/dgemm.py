@@ -5,17 +5,23 @@ multiply and reports the best rate; it checks C before reporting anything. This 
 n, the BLAS and its threads, and records with each rate the node's Rpeak it is judged against
 (``assay.system.peak``; ``rpeak*`` params), or ``rpeak_note`` saying why there is none. The
 share of Rpeak is computed by the derive step (``assay.analysis.derive``).
+
+The BLAS that ran is read by the probe itself (``native/blasinfo.h``: library, version, the
+kernels it chose); with OpenBLAS the plan may give it better kernels than its own pick
+(``assay.probes._blas``), and the probe's exact check proves them.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
 from assay.errors import SuiteError
 from assay.model import Build, Job, MpiInfo, Sample
+from assay.probes._blas import kernel_plan, verify
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
 from assay.system.peak import PeakResult, Precision, rpeak
 
@@ -101,7 +107,8 @@ def build_for(params: DgemmParams) -> Build:
         flags.append(f"-I{params.blas_include}")
     if params.blas_header:
         flags.append(f"-DASSAY_CBLAS_HEADER=<{params.blas_header}>")
-    return Build("dgemm.c", "cc", tuple(flags), (*libs, "-lm"))
+    # -ldl: blasinfo.h's dlopen/dladdr (in libc itself from glibc 2.34, in libdl before)
+    return Build("dgemm.c", "cc", tuple(flags), (*libs, "-lm", "-ldl"))
 
 
 def rpeak_summary(peak: PeakResult) -> dict[str, Any]:
@@ -151,6 +158,7 @@ class DgemmProbe(Probe):
     summary = "compute: CBLAS DGEMM/SGEMM (OpenBLAS by default), checked, with % of Rpeak"
     Params = DgemmParams
     default_timeout = 900.0
+    stdout_only = True  # per node, one step runs it on every node
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
@@ -191,6 +199,10 @@ class DgemmProbe(Probe):
             "blas": params.blas,
             RPEAK_KEY: rpeak_summary(peak),
         }
+        if params.blas == "openblas":  # OpenBLAS's kernels: its own pick, or a better one
+            kernel_env, kernel_params = kernel_plan(ctx)
+            env |= kernel_env
+            job_params |= kernel_params
         return [
             JobDraft(
                 argv=argv,
@@ -201,11 +213,13 @@ class DgemmProbe(Probe):
             )
         ]
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         base = {k: v for k, v in job.params.items() if k != RPEAK_KEY}
         samples = parse_jsonl(stdout, self.name, base)
         info = job.params.get(RPEAK_KEY) or {}
         for sample in samples:
             if sample.metric in METRIC_PRECISION:
                 sample.params.update(rpeak_params(sample.metric, info))
+                # the probe prints a rate only after its exact check of C passed
+                verify(sample.params, "the exact result check (C·x = A·(B·x)) passed")
         return samples

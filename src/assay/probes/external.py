@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 from assay.errors import ProbeError
@@ -99,7 +100,7 @@ class MpiToolProbe(Probe):
             JobDraft(
                 argv=self.command(p),
                 params=job_params,
-                launcher="mpi",
+                spawn="mpi",
                 mpi=mpi.name if mpi else None,
                 # from the params, else the suite's, else one per core
                 ranks=p.ranks or ranks or ctx.system.cores or 1,
@@ -109,5 +110,5 @@ class MpiToolProbe(Probe):
             )
         ]
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         return tool_samples(self.parser(stdout, source=job.job_id), job, self.name)

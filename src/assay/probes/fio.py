@@ -32,7 +32,7 @@ Params (defaults in ``FioParams``):
   target must be a directory every host sees at the same path; no device or ``filename``.
 * ``clients``: ``"here"`` (default) or ``"nodes"``: on Slurm (``--on slurm``), one run
   driven from every node of the allocation at once -- a fio server per node started through
-  srun, this driver as the client on the first node (``assay.launch.slurm.fio``) -- instead
+  srun, this driver as the client on the first node (``assay.launch.slurm.servers``) -- instead
   of one run per node. The target must be a directory every node sees at the same path.
   Without Slurm there is one node: the run is the ordinary one here.
 * ``mode``: ``workloads`` or ``curve`` (Vdbench ``iorate=curve``); ``curve``: percentages;
@@ -71,13 +71,14 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from assay.drivers.fio.checks import Refused, check_spec
+from assay.drivers.fio.clients import SERVERS_ENV
 from assay.drivers.fio.spec import CURVE_DEFAULT, DriverSpec, JobGroup, estimate_seconds, items_of
 from assay.errors import SuiteError
 from assay.fio.hosts import ClientError, parse_hosts, read_hostfile
 from assay.fio.job import control_problem, job_file
 from assay.fio.safety import SUBDIR
 from assay.fio.workloads import NAMES, WORKLOADS
-from assay.model import Job, MpiInfo, Sample
+from assay.model import Job, MpiInfo, Sample, Spread
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
 from assay.probes.external import size_value
 from assay.textutil import slugify
@@ -106,7 +107,7 @@ class FioParams(ProbeParams):
     clients: Literal["here", "nodes"] = Field(
         default="here", description="'nodes': on Slurm, every allocation node a client at once"
     )
-    node: int | None = Field(
+    node_index: int | None = Field(
         default=None, ge=0, description="Slurm: run on this node of the allocation (0 = first)"
     )
     node_group: str | None = Field(
@@ -283,6 +284,18 @@ class FioProbe(Probe):
     # driver keeps to the budget computed from its runs (deadline_s) and cleans up itself.
     default_timeout = 24 * 3600.0
 
+    def spread(self, job: Job) -> Spread:
+        """On a cluster: a Vdbench hd= host's benches on their node (``node_index``), the hosts
+        of one run at once (``node_group``); ``clients = "nodes"``: a fio server on every node,
+        the driver as their client; else once per node."""
+        p = job.params
+        if p.get("node_index") is not None:
+            group = f"{p.get('node_group') or job.job_id}-r{job.repetition}"
+            return Spread("on-node", node=int(p["node_index"]), group=group)
+        if p.get("clients") == "nodes":
+            return Spread("clients")
+        return Spread("per-node")
+
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
     ) -> list[JobDraft]:
@@ -328,21 +341,37 @@ class FioProbe(Probe):
         if params.bs:
             job_params["bs"] = params.bs
         if hosts:
-            job_params["hosts"] = len(hosts)
+            job_params["client_count"] = len(hosts)
         if params.clients == "nodes":
             job_params["clients"] = "nodes"
-        if params.node is not None:  # placed on that node by the Slurm launcher
+        if params.node_index is not None:  # placed on that node by a multi-node launcher
             if hosts or params.clients == "nodes":
-                raise SuiteError("fio: node places one client; it excludes hosts and clients")
-            job_params["node"] = params.node
+                raise SuiteError("fio: node_index places one client; it excludes hosts and clients")
+            job_params["node_index"] = params.node_index
             job_params["node_group"] = params.node_group or ""
         if params.host_label:  # the storage tables' Host column
-            job_params["host"] = params.host_label
+            job_params["vdbench_host"] = params.host_label
         timeout = (spec.deadline_s or 0) + CLEANUP_GRACE_S
         label = label_of(params, len(hosts)) + (
             f" {params.host_label}" if params.host_label else ""
         )
         return [make_draft(argv, job_params, label, timeout)]
+
+    def server_argv(self, job: Job) -> list[str]:
+        """fio's client/server mode: ``fio --server`` on the node's test address only."""
+        return ["fio", "--server={family}:{address},{port}"]
+
+    def served(self, job: Job, addresses: list[str]) -> Job:
+        """The driver's spec with its ``hosts`` set to the servers' connect strings; the
+        driver then neither starts nor stops servers itself (``SERVERS_ENV``)."""
+        argv = list(job.argv)
+        i = argv.index("--spec") + 1
+        spec = json.loads(argv[i])
+        spec["hosts"] = addresses
+        argv[i] = json.dumps(spec, sort_keys=True)
+        env = {**job.env, SERVERS_ENV: "launcher"}
+        params = {**job.params, "server_addresses": addresses}
+        return dataclasses.replace(job, argv=argv, env=env, params=params)
 
     def preflight(self, job: Job) -> None:
         """The driver's target checks, made before the run starts (see the module docstring):
@@ -360,7 +389,7 @@ class FioProbe(Probe):
     def expected_seconds(self, job: Job) -> float | None:
         return spec_of(job).deadline_s  # the budget the driver computed from its runs and keeps
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         samples = parse_jsonl(stdout, self.name, job.params)
         # Multi-client on Slurm: the runner records the servers' addresses in node order;
         # each host's figures also get the node's name (fio names hosts by address).

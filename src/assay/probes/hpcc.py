@@ -9,6 +9,7 @@ with its reason (never a zero). The input is generated as for ``hpl`` (hpccinf.t
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -16,6 +17,7 @@ from pydantic import Field
 from assay.errors import SuiteError
 from assay.model import Job, MpiInfo, Sample
 from assay.parsers import hpcc as hpcc_parser
+from assay.probes._blas import ASKED, CHOICE, DETECTED, REASON, SIMULATED, kernel_plan
 from assay.probes._hplplan import HplSizeParams, checked_hpl, plan_size, rpeak_sample
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams
 from assay.probes.hplsize import hpl_dat
@@ -29,6 +31,9 @@ HPCC_TIME_FACTOR, HPCC_TIMEOUT_BASE = 4.0, 600.0
 # Debian's hpcc is linked against OpenMPI's libmpi.so.40; another launcher cannot start it.
 HPCC_MPI = "openmpi"
 PLAN_KEYS = ("engine", "mpi", "ranks", "rpeak_derivation", "time_budget")
+# hpcc cannot say which kernels its OpenBLAS ran: its figures carry the plan's decision (the
+# core OpenBLAS picks by itself, or the one assay set), not a run-time reading.
+KERNEL_KEYS = (CHOICE, REASON, DETECTED, ASKED, SIMULATED)
 
 
 class HpccParams(HplSizeParams):
@@ -68,12 +73,14 @@ class HpccProbe(Probe):
         if params.n is None:  # the budget the generated N was sized for (the report shows it)
             job_params["time_budget"] = params.time_budget
         skip = None if ctx.facts.which("hpcc") else "hpcc not found: apt-get install hpcc"
+        kernel_env, kernel_params = kernel_plan(ctx)  # Debian's hpcc links the same OpenBLAS
+        job_params |= kernel_params
         return [
             JobDraft(
                 argv=["hpcc"],
                 params=job_params,
-                env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
-                launcher="mpi",
+                env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"} | kernel_env,
+                spawn="mpi",
                 mpi=mpi.name,
                 ranks=n_ranks,
                 inputs={"hpccinf.txt": hpl_dat(size, hpcc=True)},
@@ -85,11 +92,11 @@ class HpccProbe(Probe):
             )
         ]
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         result = hpcc_parser.parse(stdout, source=job.job_id)
         failed = [f for f in result.meta.get("failed", []) if f.get("section", "HPL") == "HPL"]
         checked_hpl(result, failed, tool="HPCC")
-        plan = {k: job.params[k] for k in PLAN_KEYS if k in job.params}
+        plan = {k: job.params[k] for k in PLAN_KEYS + KERNEL_KEYS if k in job.params}
         rpeak = job.params.get("rpeak")
         derivation = str(job.params.get("rpeak_derivation", ""))
         samples = []

@@ -36,6 +36,7 @@ from pydantic import Field
 from assay.errors import ProbeError, SuiteError
 from assay.model import Build, Job, MpiInfo, Sample
 from assay.parsers import hpl as hpl_parser
+from assay.probes._blas import ASKED, CHOICE, DETECTED, REASON, SIMULATED, kernel_plan, verify
 from assay.probes._hplplan import HplSizeParams, checked_hpl, node_peak, plan_size, rpeak_sample
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
 from assay.probes.hplsize import hpl_dat
@@ -70,6 +71,7 @@ def interleave(ctx: PlanContext, threads: int) -> list[str]:
 # longer (generation and the residual check are O(N²)), plus an allowance for start-up.
 TIMEOUT_FACTOR, TIMEOUT_BASE = 3.0, 120.0
 PLAN_KEYS = ("engine", "mpi", "ranks", "sized_for_nodes", "rpeak_derivation", "time_budget")
+KERNEL_KEYS = (CHOICE, REASON, DETECTED, ASKED, SIMULATED)  # the plan's BLAS kernel decision
 
 
 class HplParams(HplSizeParams):
@@ -140,6 +142,8 @@ class HplProbe(Probe):
             job_params["rpeak"] = peak
         if params.n is None:  # the budget the generated N was sized for (the report shows it)
             job_params["time_budget"] = params.time_budget
+        kernel_env, kernel_params = kernel_plan(ctx)  # the BLAS under LAPACK/ScaLAPACK/xhpl
+        job_params |= kernel_params
         if threads > 1:
             several = len(cpu_numa_nodes(ctx.system)) > 1
             job_params["memory_placement"] = (
@@ -152,11 +156,11 @@ class HplProbe(Probe):
         timeout = TIMEOUT_BASE + TIMEOUT_FACTOR * max(size.est_seconds, params.time_budget)
         if engine == "xhpl":
             mpi = _xhpl_mpi(params, ctx, mpis)
-            return [
-                _xhpl_draft(
-                    params, ctx, mpi, job_params, {"HPL.dat": hpl_dat(size)}, n_ranks, timeout
-                )
-            ]
+            draft = _xhpl_draft(
+                params, ctx, mpi, job_params, {"HPL.dat": hpl_dat(size)}, n_ranks, timeout
+            )
+            draft.env |= kernel_env
+            return [draft]
         argv = [*interleave(ctx, threads), "{exe}", "--n", str(size.n), "--nb", str(size.nb)]
         argv += ["--p", str(size.p), "--q", str(size.q)]
         if params.n is None:  # a given N runs as given; a generated one may shrink to the budget
@@ -176,12 +180,12 @@ class HplProbe(Probe):
                 JobDraft(
                     argv=argv,
                     params={**job_params, "mpi": mpi.name, "mpi_label": mpi.label},
-                    env=blas_env(threads),
-                    launcher="mpi",
+                    env=blas_env(threads) | kernel_env,
+                    spawn="mpi",
                     mpi=mpi.name,
                     ranks=n_ranks,
                     threads=threads,
-                    build=Build("hpl_lu.c", mpi.name, ("-O2",), (*libs, "-llapack", "-lm")),
+                    build=Build("hpl_lu.c", mpi.name, ("-O2",), (*libs, "-llapack", "-lm", "-ldl")),
                     timeout=timeout,
                     label=f"lu N{size.n} {size.p}x{size.q}"
                     + (f" {threads} threads" if threads > 1 else "")
@@ -209,10 +213,12 @@ class HplProbe(Probe):
         inputs = {"HPL.dat": path.read_text()}
         return _xhpl_draft(params, ctx, mpi, job_params, inputs, n_ranks, None)
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         plan = {k: job.params[k] for k in PLAN_KEYS if k in job.params}
         if job.params.get("engine") == "xhpl":
             samples = _xhpl_samples(stdout, job)
+            for s in samples:  # xhpl cannot say which kernels ran: the plan's decision stands
+                s.params |= {k: job.params[k] for k in KERNEL_KEYS if k in job.params}
         else:
             samples = _lu_samples(stdout, job)
         rpeak = job.params.get("rpeak")
@@ -242,6 +248,8 @@ def _lu_samples(stdout: str, job: Job) -> list[Sample]:
     if p.get("residual_passed") != 1 or not p.get("residual", 99.0) < p.get("threshold", 16.0):
         raise ProbeError(f"HPL residual check not passed: {p.get('residual')}: no rate")
     p["residual_passed"] = True
+    # a constant text: a string param that differed between repetitions would split them
+    verify(p, "HPL's residual check passed")
     planned = tuple(job.params.get(k) for k in ("NB", "P", "Q"))
     ran = tuple(p.get(k) for k in ("NB", "P", "Q"))
     n_plan = job.params.get("N")
@@ -288,7 +296,7 @@ def _xhpl_draft(
         argv=[params.xhpl],
         params={**job_params, "mpi": mpi.name, "mpi_label": mpi.label},
         env=blas_env(1),
-        launcher="mpi",
+        spawn="mpi",
         mpi=mpi.name,
         ranks=ranks,
         inputs=inputs,

@@ -8,6 +8,8 @@ ladder of latencies (L1, L2, L3, DRAM) that MLC's ``--idle_latency`` and lmbench
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field, model_validator
 
 from assay.errors import SuiteError
@@ -96,6 +98,7 @@ class MemlatProbe(Probe):
     summary = "memory load latency ladder L1 -> DRAM (pointer chasing, MLC idle-latency method)"
     Params = MemlatParams
     default_timeout = 1800.0
+    stdout_only = True  # per node, one step runs it on every node
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
@@ -139,7 +142,7 @@ class MemlatProbe(Probe):
             )
         ]
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         samples = parse_jsonl(stdout, self.name, job.params)
         caches = job.params.get("cache_bytes") or {}
         for s in samples:

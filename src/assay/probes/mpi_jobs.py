@@ -48,7 +48,7 @@ def per_mpi_drafts(
         JobDraft(
             argv=["{exe}", *chosen, *options_argv(params, skip=tuple(what))],
             params={**what, "mpi": mpi.name, "mpi_label": mpi.label},
-            launcher="mpi",
+            spawn="mpi",
             mpi=mpi.name,
             ranks=ranks,
             build=Build(source, mpi.name, ("-O2",), ("-lm",)),

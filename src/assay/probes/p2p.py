@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -24,6 +25,7 @@ class P2PProbe(Probe):
     Params = P2PParams
     uses_mpi = True
     default_timeout = 900.0
+    spread_kind = "pair"  # two nodes, one rank each (the all-pairs matrix: ``allpairs``)
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
@@ -31,5 +33,5 @@ class P2PProbe(Probe):
         assert isinstance(params, P2PParams)
         return per_mpi_drafts(params, mpis, source="p2p.c", ranks=2, what={"mode": params.mode})
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         return parse_jsonl(stdout, self.name, job.params)

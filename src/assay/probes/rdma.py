@@ -4,15 +4,16 @@ Run as the seeds do (``ib_send_lat -a``: every size from 2 B to 8 MiB), server a
 on this node through the device's loopback; the client's table is parsed by
 ``assay.parsers.perftest`` (MiB = 2^20 B, Gb = 10^9 bit, as perftest defines them). With no
 RDMA device, or no perftest, the job is recorded as skipped with the reason — not a failure.
-On Slurm with two nodes or more (``assay.launch.slurm.place``) the server runs on the
-second node and the client on the first, each as its own srun step, the client naming the
-server's node: the published inter-node ``ib_send_lat`` method.
+On Slurm with two nodes or more (its "server-client" spread, ``assay.launch.place``) the
+server runs on the second node and the client on the first, each as its own srun step, the
+client naming the server's node: the published inter-node ``ib_send_lat`` method.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -44,6 +45,7 @@ class RdmaProbe(Probe):
     summary = "RDMA latency/bandwidth with perftest (ib_send_lat -a ...); skipped without a device"
     Params = RdmaParams
     default_timeout = 600.0
+    spread_kind = "server-client"  # perftest's server on one node, its client on another
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
@@ -79,7 +81,7 @@ class RdmaProbe(Probe):
             )
         ]
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         result = perftest.parse(stdout, source=job.job_id)
         if not result.samples:
             raise ProbeError(f"rdma: perftest printed no table ({'; '.join(result.warnings)})")

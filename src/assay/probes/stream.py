@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -201,6 +202,7 @@ class StreamProbe(Probe):
     summary = "memory bandwidth: STREAM Copy/Scale/Add/Triad (OpenMP, validated), per domain"
     Params = StreamParams
     default_timeout = 600.0
+    stdout_only = True  # per node, one step runs it on every node
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
@@ -241,5 +243,5 @@ class StreamProbe(Probe):
             label=f"{threads} threads",
         )
 
-    def parse(self, stdout: str, job: Job) -> list[Sample]:
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         return parse_jsonl(stdout, self.name, job.params)

@@ -6,11 +6,11 @@ is read back by the same loader; values are written in each metric's display uni
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from assay.model import Stats
+from assay.textutil import toml_string
 from assay.units import to_display
 
 
@@ -31,11 +31,13 @@ def _toml_value(v: Any) -> str:
         return repr(v)
     if isinstance(v, float):
         return repr(float(f"{v:.10g}"))  # 0.064966944548, not 0.06496694454799999
-    return json.dumps(str(v), ensure_ascii=False)  # a JSON string is a valid TOML basic string
+    # not JSON's quoting: JSON leaves DEL raw and writes U+1F600 as a surrogate pair, both
+    # invalid in TOML
+    return toml_string(v)
 
 
 def _inline(d: dict[str, Any]) -> str:
-    return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in d.items()) + " }"
+    return "{ " + ", ".join(f"{toml_string(k)} = {_toml_value(v)}" for k, v in d.items()) + " }"
 
 
 def _node_lines(node: dict[str, Any]) -> list[str]:
@@ -43,7 +45,7 @@ def _node_lines(node: dict[str, Any]) -> list[str]:
     lines = ["", "[node]"]
     for key, value in node.items():
         if isinstance(value, list):
-            lines.append(f"{key} = {json.dumps([str(v) for v in value], ensure_ascii=False)}")
+            lines.append(f"{key} = [{', '.join(toml_string(str(v)) for v in value)}]")
         elif isinstance(value, dict):
             lines.append(f"{key} = {_inline(value)}")
         else:

@@ -67,9 +67,11 @@ def load(name: str) -> ReferenceSet:
 
 def load_file(path: Path, builtin: bool = False) -> ReferenceSet:
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")  # TOML is UTF-8, whatever the locale
     except OSError as exc:
         raise ReferenceError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ReferenceError(f"{path}: not UTF-8 (byte {exc.start}): TOML must be") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:  # its message says "(at line L, column C)"

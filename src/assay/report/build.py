@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from assay.analysis.allpairs import PairMatrix, matrices
+from assay.analysis.allpairs import PairMatrix
 from assay.analysis.derive import Derived, derive, p2p_method
 from assay.analysis.outliers import OutlierRule
+from assay.analysis.perpair import matrices
+from assay.analysis.shared_memory import not_links
 from assay.analysis.stats import Figure, Folded, fold_samples
 from assay.model import JobResult, Sample
 from assay.report.allpairs import allpairs_tables, pernode_tables
@@ -21,11 +23,22 @@ from assay.report.compute import compute_figures, compute_table
 from assay.report.distribution import latency_stats_tables
 from assay.report.gpu import gpu_tables
 from assay.report.memory import TABLE_METRICS, domain_tables, stream_table
-from assay.report.mpi import collective_tables, hockney_table, p2p_tables
+from assay.report.mpi import (
+    collective_tables,
+    hockney_table,
+    p2p_tables,
+    shared_memory_table,
+)
 from assay.report.rdma import rdma_figures, rdma_tables
 from assay.report.storage import storage_figures, storage_tables
 from assay.report.system import system_table
-from assay.report.table import Table, commands_of, commands_of_jobs, count, pct, variation
+from assay.report.table import (
+    Table,
+    commands_of,
+    commands_of_jobs,
+    count,
+    spread_column,
+)
 from assay.store import LoadedRun
 from assay.units import format_value, metric_info
 from assay.vocab import COLL_METHOD, STREAM_KERNELS
@@ -39,8 +52,10 @@ def generic_table(figures: list[Figure], shown: set[int]) -> Table | None:
     rest = [f for f in figures if id(f) not in shown]
     if not rest:
         return None
+    rest.sort(key=lambda f: (f.sample.metric, str(f.sample.params)))
+    spreads, spread_words = spread_column(rest)
     rows = []
-    for f in sorted(rest, key=lambda f: (f.sample.metric, str(f.sample.params))):
+    for f, spread in zip(rest, spreads, strict=True):
         info = metric_info(f.sample.metric)
         unit = info.display if f.sample.unit == info.unit else f.sample.unit
         value = (
@@ -51,9 +66,9 @@ def generic_table(figures: list[Figure], shown: set[int]) -> Table | None:
         params = ", ".join(
             f"{k}={v}" for k, v in sorted(f.sample.params.items()) if not isinstance(v, list | dict)
         )
-        rows.append([f.sample.metric, params, value, unit, count(f), pct(variation(f))])
-    cols = ["metric", "params", "value", "unit", "n", "variation"]
-    return Table("other", "Other measurements", cols, rows)
+        rows.append([f.sample.metric, params, value, unit, count(f), spread])
+    cols = ["metric", "params", "value", "unit", "n", "spread"]
+    return Table("other", "Other measurements", cols, rows, [spread_words] if spread_words else [])
 
 
 def failures_table(results: list[JobResult]) -> Table | None:
@@ -119,7 +134,9 @@ def merge_samples(runs: list[LoadedRun]) -> LoadedRun:
     samples = [
         replace(s, params={**s.params, **more}) for (s, _), more in zip(pairs, extra, strict=True)
     ]
-    return replace(runs[0], samples=samples, results=[r for run in runs for r in run.results])
+    damage = {k: d for run in runs for k, d in run.damage.items()}
+    results = [r for run in runs for r in run.results]
+    return replace(runs[0], samples=samples, results=results, damage=damage)
 
 
 def merge_runs(runs: list[tuple[LoadedRun, Folded]]) -> tuple[LoadedRun, Folded]:
@@ -155,13 +172,24 @@ def build_tables(run: LoadedRun) -> list[Table]:
     return build(run).tables
 
 
-def build(run: LoadedRun, folded: Folded | None = None, rule: OutlierRule | None = None) -> Built:
+def build(
+    run: LoadedRun,
+    folded: Folded | None = None,
+    rule: OutlierRule | None = None,
+    file_matrices: list[PairMatrix] | None = None,
+    matrix_problems: list[str] | None = None,
+) -> Built:
     """The report's tables; ``folded`` defaults to the run's samples folded in memory;
-    ``rule`` says which links and nodes are outliers (the default rule when None)."""
+    ``rule`` says which links and nodes are outliers (the default rule when None);
+    ``file_matrices``: the all-pairs matrices read from the probe's files
+    (``assay.figures.allpairs``), beside those of per-pair samples; ``matrix_problems``: what
+    of them could not be shown, and why."""
     folded = folded or fold_samples(run.samples)
     figures = folded.figures
     # All-pairs figures have their own tables (below); no per-pair Hockney fits.
-    derived = derive([f for f in figures if f.sample.params.get("placement") != "all-pairs"])
+    derived = derive(
+        [f for f in figures if f.sample.params.get("placement") != "all-pairs"], run.system
+    )
     hosts = sorted({h for r in run.results for h in r.hosts})
     tables = [system_table(run.system, hosts)]
     shown: set[int] = set()
@@ -178,6 +206,7 @@ def build(run: LoadedRun, folded: Folded | None = None, rule: OutlierRule | None
         stream.commands = [
             c for c in commands_of(run.results, "stream") if not c.startswith("numactl ")
         ]
+        stream.notes += derived.why_lines(stream_figs)  # % of the DRAM bandwidth, or why not
         tables.append(stream)
         shown |= {id(f) for f in stream_figs}
     # The node-wide STREAM figures go in too: the domain summary quotes the node's Triad
@@ -187,7 +216,7 @@ def build(run: LoadedRun, folded: Folded | None = None, rule: OutlierRule | None
         for f in figures
         if f.sample.probe in ("stream", "memlat") and f.sample.metric in DOMAIN_METRICS
     ]
-    for table in domain_tables(domain_figs, run.system, run.results):
+    for table in domain_tables(domain_figs, run.system, run.results, derived.domains):
         tables.append(table)
         shown |= {id(f) for f in domain_figs if f.sample.metric in TABLE_METRICS[table.key]}
 
@@ -199,19 +228,37 @@ def build(run: LoadedRun, folded: Folded | None = None, rule: OutlierRule | None
 
     # All-pairs (Slurm): N x N matrices from the figures folded per host (folding by the
     # measurement alone merges pairs that differ only in their hosts), not the two-node tables.
-    all_pairs = [f for f in figures if f.sample.params.get("placement") == "all-pairs"]
+    # The all-pairs probe's own figures (its matrix's median link, each node's) stand for their
+    # matrix: shown as figures only where the matrix itself could not be.
+    read = {rel for m in file_matrices or [] for rel in m.files}
+    all_pairs = [
+        f
+        for f in figures
+        if ("matrix" not in f.sample.params and f.sample.params.get("placement") == "all-pairs")
+        or f.sample.params.get("matrix") in read
+    ]
     rule = rule or OutlierRule()
-    pair_matrices = matrices(folded.by_host, rule)
-    tables += allpairs_tables(pair_matrices) + pernode_tables(folded.by_host, rule)
+    pair_matrices = matrices(folded.by_host, rule) + (file_matrices or [])
+    tables += allpairs_tables(pair_matrices, matrix_problems or [])
+    tables += pernode_tables(folded.by_host, rule)
     shown |= {id(f) for f in all_pairs}
+    # a two-node series through shared memory is not a link: named apart, in no link table
+    not_a_link = not_links(figures, derived.shared_memory)
+    shown |= not_a_link
     p2p_figs = [f for f in p2p_method(figures) if id(f) not in shown]
     p2p = p2p_tables(p2p_figs)
     for t in p2p:
+        if t.key == "p2p-bandwidth":  # % of the link rate between hosts, shared memory
+            t.notes += derived.why_lines(
+                [f for f in p2p_figs if f.sample.metric == "p2p.bandwidth"]
+            )
         metrics = {"p2p-latency": "p2p.latency"}
         if t.key in metrics:
             jobs = {f.sample.job_id for f in p2p_figs if f.sample.metric == metrics[t.key]}
             t.commands = commands_of_jobs(run.results, jobs)
     tables += p2p
+    shm = shared_memory_table(derived.shared_memory)
+    tables += [shm] if shm else []
     shown |= {id(f) for f in p2p_figs if f.sample.metric in P2P_TABLE_METRICS}
 
     coll_figs = [
@@ -224,7 +271,7 @@ def build(run: LoadedRun, folded: Folded | None = None, rule: OutlierRule | None
     tables += collective_tables(coll_figs, run.results)
     shown |= {id(f) for f in coll_figs}
 
-    tables += storage_tables(figures, derived.storage_points)
+    tables += storage_tables(figures, derived.storage_points, derived.knees)
     shown |= {id(f) for f in storage_figures(figures)}
 
     model = hockney_table(derived)

@@ -2,12 +2,15 @@
 
 Every number here beyond the measured rates comes from the derive step
 (:mod:`assay.analysis.derive`): one Rpeak per precision, and each rate's share of the peak of
-the cores it used, flagged when above 100 %.
+the cores it used, flagged when above 100 %; the BLAS and the kernels each rate ran on, and why
+a rate is far below Rpeak (:mod:`assay.analysis.whylow`).
 
-Each method has its own rows: our DGEMM probe; HPL per MPI ("HPL (OpenMPI 4.1.4)", the LU
-probe or a user's xhpl); HPL inside HPCC ("HPL (inside HPCC)", HPL 2.0's own panel algorithms
-and generator, run with HPCC's other tests); HPCC's DGEMM per process (StarDGEMM, one core's
-peak) and on one process (SingleDGEMM).
+Each method has its own rows: our DGEMM probe; HPL's Rmax per MPI ("HPL Rmax (OpenMPI 4.1.4)",
+the LU probe or a user's xhpl), its share of Rpeak being HPL's efficiency Rmax / Rpeak; HPL
+inside HPCC ("HPL Rmax (inside HPCC)", HPL 2.0's own panel algorithms and generator, run with
+HPCC's other tests); HPCC's DGEMM per process (StarDGEMM, one core's peak) and on one process
+(SingleDGEMM). An Rmax of our LU on a P×Q grid (ranks given: the multi-node method) says on its
+row that ScaLAPACK's LU has no lookahead and read 0.81 of HPL's (``docs/benchmarks.md``).
 """
 
 from __future__ import annotations
@@ -38,11 +41,11 @@ def rate_label(s: Sample) -> str:
     p = s.params
     if s.probe == "hpcc":
         if s.metric == "compute.hpl":
-            return "HPL (inside HPCC)"
+            return "HPL Rmax (inside HPCC)"
         return HPCC_DGEMM.get(str(p.get("variant")), "DGEMM (inside HPCC)")
     if s.metric == "compute.hpl":
         mpi = p.get("mpi_label") or p.get("mpi")
-        name = "HPL xhpl" if p.get("engine") == "xhpl" else "HPL"
+        name = "HPL Rmax, xhpl" if p.get("engine") == "xhpl" else "HPL Rmax"
         return f"{name} ({mpi})" if mpi else name
     return s.metric.split(".")[1].upper()
 
@@ -65,7 +68,36 @@ def hpl_detail(p: dict) -> str:
         out += f", N lowered from {planned} by the pilot"
     if isinstance(p.get("residual"), float):
         out += f", residual {p['residual']:.3g} PASSED"
+    if (note := scalapack_note(p)) is not None:
+        out += f"; {note}"
     return out
+
+
+# bench/hpl_vs_hpcc.py, docs/benchmarks.md: ScaLAPACK's LU against HPL inside hpcc, same
+# N/NB/P×Q, one rank per core on one node.
+SCALAPACK_SHARE = 0.81
+
+
+def nodes_of(p: dict) -> int:
+    """The nodes a run spanned: its distinct hosts (Slurm), else the nodes it was sized for."""
+    hosts = p.get("hosts")
+    n_hosts = len(set(hosts)) if isinstance(hosts, list) else 0
+    sized = p.get("sized_for_nodes") if isinstance(p.get("sized_for_nodes"), int) else 0
+    return max(n_hosts, sized, 1)
+
+
+def scalapack_note(p: dict) -> str | None:
+    """What an Rmax of our ScaLAPACK LU (a P×Q grid: ranks given, the multi-node method) is
+    worth against HPL's; None for the one-process LU, a user's xhpl and HPCC's HPL."""
+    if p.get("engine") != "lu" or not str(p.get("method", "")).startswith("ScaLAPACK"):
+        return None
+    nodes = nodes_of(p)
+    where = f"across {nodes} nodes" if nodes > 1 else "on a P×Q grid"
+    return (
+        f"{where}: ScaLAPACK's LU without lookahead, {SCALAPACK_SHARE:.2f} of HPL's Rmax in hpcc "
+        "at the same N/NB/P×Q (docs/benchmarks.md): a lower bound; for HPL's own set "
+        "params.xhpl"
+    )
 
 
 def compute_table(figures: list[Figure], derived: Derived) -> Table | None:
@@ -99,8 +131,16 @@ def compute_table(figures: list[Figure], derived: Derived) -> Table | None:
             detail = f"n={p.get('n')}, {p.get('threads', '?')} threads"
         frac = derived.fraction_of(f)
         share = "–"
+        kernel = derived.kernel_of(f)
+        if kernel is not None:
+            detail += f"; {kernel.label}"
+            notes.append(f"{what}: BLAS {kernel.label} — {kernel.how}")
         if frac is not None and frac.fraction is not None:
             share = f"{100 * frac.fraction:.1f}%"
+            if s.metric == "compute.hpl":
+                share = f"efficiency {share}"  # Rmax / Rpeak, TOP500's efficiency
+            if kernel is not None and kernel.fallback:
+                share += " (BLAS fallback kernel)"  # never a plain low share: the why says it
             if frac.flag:
                 # Above 100 % the peak is wrong, not the machine: never shown without a word.
                 share += " (Rpeak too low)"
@@ -112,7 +152,14 @@ def compute_table(figures: list[Figure], derived: Derived) -> Table | None:
         elif frac is not None and frac.note:
             notes.append(f"{what}: no % of Rpeak — {frac.note}")
         rows.append([what, format_value(s.value, "GFLOP/s"), share, count(f), detail])
+        if (why := derived.why_of(f)) is not None:
+            notes.append(why.text())
     if not rows:
         return None
+    if any(r[0].startswith("HPL Rmax") for r in rows):
+        notes.append(
+            "Rmax: HPL's rate, as TOP500 and vendors name it; its efficiency is Rmax / Rpeak."
+        )
     cols = ["", "GFLOP/s", "% of Rpeak", "n", "details"]
-    return Table("compute", "Compute (Rpeak, DGEMM, HPL)", cols, rows, sorted(set(notes)))
+    notes = list(dict.fromkeys(notes))  # each once, in the order of the rows
+    return Table("compute", "Compute (Rpeak, DGEMM, HPL Rmax)", cols, rows, notes)

@@ -9,12 +9,12 @@ matplotlib wrote (which escapes its text itself).
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable
 from typing import Any
 
 from assay.report.plots import Chart, svg_of
 from assay.report.table import Table
+from assay.textutil import html_text
 
 # No fetch of any kind, no script; inline style and the inline SVG only.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'"
@@ -47,9 +47,9 @@ GRADES = ("PASS", "WARN", "FAIL")  # assay check's verdict cells are coloured by
 TEXT_TABLES = ("system", "failures", "other", "compare")
 
 
-def esc(text: object) -> str:
-    """Any data as HTML text: ``<``, ``>``, ``&`` and both quotes escaped."""
-    return html.escape(str(text), quote=True)
+# Any data as HTML text: ``<``, ``>``, ``&`` and both quotes escaped, controls shown
+# (assay.textutil: the one HTML escaping).
+esc = html_text
 
 
 def anchor(key: str) -> str:

@@ -14,15 +14,22 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from assay.analysis.domains import (
-    SLOW_THRESHOLD,
-    DomainSummary,
-    summarize_domains,
+    StreamDomains,
+    is_domain_sample,
+    median_figure,
+    stream_domains,
     summary_line,
 )
 from assay.analysis.levels import LadderPoint, read_levels, reading_notes
 from assay.analysis.stats import Figure
 from assay.model import JobResult, System
-from assay.report.table import Table, commands_of, count, format_size, pct, variation
+from assay.report.table import (
+    Table,
+    commands_of,
+    count,
+    format_size,
+    spread_column,
+)
 from assay.units import format_value
 from assay.vocab import DOMAIN_SCOPES, STREAM_KERNELS
 
@@ -31,11 +38,12 @@ def stream_table(figures: list[Figure]) -> Table | None:
     by_kernel = {f.sample.metric.split(".")[1]: f for f in figures if f.sample.probe == "stream"}
     if not by_kernel:
         return None
+    shown = [by_kernel[k] for k in STREAM_KERNELS if k in by_kernel]
+    spreads, spread_words = spread_column(shown)
     rows = []
-    for kernel in STREAM_KERNELS:
-        fig = by_kernel.get(kernel)
-        if fig is None:
-            continue
+    for kernel, fig, spread in zip(
+        [k for k in STREAM_KERNELS if k in by_kernel], shown, spreads, strict=True
+    ):
         # Every column of a row from one repetition (the median by rate), so the rate and the
         # minimum time it was computed from agree.
         rep = fig.median_member()
@@ -49,7 +57,7 @@ def stream_table(figures: list[Figure]) -> Table | None:
                 f"{p.get('min_time', 0):.6f}",
                 f"{p.get('max_time', 0):.6f}",
                 count(fig),
-                pct(variation(fig)),
+                spread,
             ]
         )
     p = next(iter(by_kernel.values())).sample.params
@@ -71,8 +79,7 @@ def stream_table(figures: list[Figure]) -> Table | None:
             if reps > 1
             else []
         ),
-        "MB/s = 10^6 B/s as STREAM prints it; variation = coefficient of variation of the "
-        "per-iteration rates (or of the repetitions).",
+        "MB/s = 10^6 B/s as STREAM prints it" + (f"; {spread_words}" if spread_words else "."),
     ]
     cols = [
         "Function",
@@ -82,7 +89,7 @@ def stream_table(figures: list[Figure]) -> Table | None:
         "Min time s",
         "Max time s",
         "n",
-        "variation",
+        "spread",
     ]
     return Table("stream", "Memory bandwidth (STREAM)", cols, rows, notes)
 
@@ -96,11 +103,6 @@ TABLE_METRICS: dict[str, set[str]] = {
 }
 
 
-def is_domain_sample(params: dict[str, Any]) -> bool:
-    """A per-domain STREAM sample; a sample with no scope is a node-wide one (older runs)."""
-    return params.get("scope", "node") in DOMAIN_SCOPES
-
-
 def node_figures(figures: Iterable[Figure]) -> list[Figure]:
     """The figures ``stream_table`` should show: everything but per-domain STREAM."""
     return [
@@ -108,34 +110,11 @@ def node_figures(figures: Iterable[Figure]) -> list[Figure]:
     ]
 
 
-def median_figure(figures: list[Figure]) -> Figure:
-    """One figure for one cell. Repetitions normally arrive folded, but params a probe
-    measures per run (``loads``, STREAM's ``min_time``) keep fold_repetitions from grouping
-    them; then the cell shows the median repetition rather than whichever came last."""
-    ordered = sorted(figures, key=lambda f: f.sample.value)
-    return ordered[(len(ordered) - 1) // 2]
-
-
 def _domain_word(scope: str, system: System | None) -> str | None:
     # AMD calls an L3 domain a CCX (Core CompleX); elsewhere the generic name is right.
     if scope == "l3" and system is not None and system.vendor in ("AMD", "Hygon"):
         return "CCX"
     return None
-
-
-def _node_triad(figures: list[Figure]) -> float | None:
-    """The whole-node Triad: of the node-scope runs, the one with the most threads."""
-    node = [
-        f
-        for f in figures
-        if f.sample.probe == "stream"
-        and f.sample.metric == "memory.triad"
-        and not is_domain_sample(f.sample.params)
-    ]
-    if not node:
-        return None
-    best = max(node, key=lambda f: (int(f.sample.params.get("threads") or 0), f.sample.value))
-    return best.sample.value
 
 
 def _gbs(fig: Figure | None) -> str:
@@ -159,27 +138,13 @@ def _size_note(per: dict[tuple[str, int], dict[str, Figure]]) -> str | None:
 
 
 def stream_domain_table(
-    figures: list[Figure], system: System | None = None, threshold: float = SLOW_THRESHOLD
+    domains: StreamDomains | None, system: System | None = None
 ) -> Table | None:
-    """One row per L3 domain and NUMA node: where, the four kernels, and a slow flag."""
-    found: dict[tuple[str, int, str], list[Figure]] = defaultdict(list)
-    for f in figures:
-        p = f.sample.params
-        if f.sample.probe == "stream" and is_domain_sample(p) and "domain" in p:
-            found[(str(p["scope"]), int(p["domain"]), f.sample.metric.split(".", 1)[1])].append(f)
-    per: dict[tuple[str, int], dict[str, Figure]] = defaultdict(dict)
-    for (scope, domain, kernel), figs in found.items():
-        per[(scope, domain)][kernel] = median_figure(figs)
-    if not per:
+    """One row per L3 domain and NUMA node: where, the four kernels, and a slow flag (derived
+    once: ``assay.analysis.domains.stream_domains``)."""
+    if domains is None:
         return None
-    node = _node_triad(figures)
-    summaries: dict[str, DomainSummary] = {}
-    for scope in DOMAIN_SCOPES:
-        triads = {
-            d: k["triad"].sample.value for (s, d), k in per.items() if s == scope and "triad" in k
-        }
-        if triads:
-            summaries[scope] = summarize_domains(triads, node, scope, threshold)
+    per, summaries, threshold = domains.kernels, domains.summaries, domains.threshold
     flags = {
         (scope, slow.domain): slow.describe()
         for scope, summary in summaries.items()
@@ -238,18 +203,19 @@ def latency_ladder_table(figures: list[Figure]) -> Table | None:
         return None
     configs = sorted(by_config)
     sizes = sorted({ws for per in by_config.values() for ws in per})
+    grid = [[by_config[c].get(ws) for c in configs] for ws in sizes]
+    spreads, spread_words = spread_column([f for figs in grid for f in figs])
     rows = []
-    for ws in sizes:
-        figs = [by_config[c].get(ws) for c in configs]
+    for i, (ws, figs) in enumerate(zip(sizes, grid, strict=True)):
         level = next((str(f.sample.params.get("level", "?")) for f in figs if f), "?")
         cells = [format_value(f.sample.value, "ns") if f else "–" for f in figs]
-        var = [pct(variation(f)) if f else "–" for f in figs]
+        var = spreads[i * len(configs) : (i + 1) * len(configs)]
         rows.append([format_size(ws), level, *cells, *var])
     if len(configs) == 1:
-        cols = ["Working set", "Level", "ns per load", "variation"]
+        cols = ["Working set", "Level", "ns per load", "spread"]
     else:
         cols = ["Working set", "Level", *(f"ns per load ({c})" for c in configs)]
-        cols += [f"variation ({c})" for c in configs]
+        cols += [f"spread ({c})" for c in configs]
     notes = [_plateaus(by_config[c], c) for c in configs]
     for c in configs:  # levels read from the curve, and where they contradict the sizes
         notes += reading_notes(read_levels(_ladder(by_config[c])), c)
@@ -260,6 +226,7 @@ def latency_ladder_table(figures: list[Figure]) -> Table | None:
         "smallest cache the working set fits in (sizes from /sys). With 4 KiB pages the large "
         "sets include TLB misses, as MLC's figures do."
     )
+    notes += [spread_words] if spread_words else []
     return Table("memory-latency", "Memory load latency (pointer chasing)", cols, rows, notes)
 
 
@@ -293,14 +260,15 @@ def domain_tables(
     figures: list[Figure],
     system: System | None = None,
     results: list[JobResult] | None = None,
+    domains: StreamDomains | None = None,
 ) -> list[Table]:
     """The per-domain STREAM table and the latency ladder, those that have data.
 
     ``system`` only words the summary ("per CCX" on AMD); ``results`` adds one example
-    command per table.
+    command per table; ``domains``: the derive step's (else derived here, the same way).
     """
     out = []
-    stream = stream_domain_table(figures, system)
+    stream = stream_domain_table(domains or stream_domains(figures), system)
     if stream is not None:
         if results:
             stream.commands = _example_command(results, "stream", lambda a: "numactl" in a[:1])

@@ -13,9 +13,10 @@ import math
 
 from assay.analysis.derive import Derived, is_pingpong_bandwidth
 from assay.analysis.series import by_series_and_size
+from assay.analysis.shared_memory import NETWORK_FLOOR_S, WORDS, SharedMemory
 from assay.analysis.stats import Figure
 from assay.model import JobResult
-from assay.report.table import Table, best_cells, commands_of_jobs, count, pct, variation
+from assay.report.table import Table, best_marks, commands_of_jobs, count, spread_span
 from assay.units import format_value, human_bytes
 
 
@@ -25,44 +26,44 @@ def latency_table(figures: list[Figure], metric: str = "p2p.latency") -> Table |
         return None
     mpis = sorted(data)
     sizes = sorted({s for per in data.values() for s in per})
-    rows, raw = [], []
+    rows, figs = [], []
     for size in sizes:
-        values = [data[m][size].sample.value if size in data[m] else None for m in mpis]
-        raw.append(values)
-        rows.append([str(size)] + [format_value(v, "us") if v is not None else "–" for v in values])
+        row = [data[m].get(size) for m in mpis]
+        figs.append(row)
+        rows.append([str(size)] + [format_value(f.sample.value, "us") if f else "–" for f in row])
+    marks = best_marks(figs, "lower")
     notes = [
-        "Half the round-trip time of a ping-pong, averaged over the iterations (as osu_latency); "
-        "the best per row is marked when several MPIs ran."
+        "Half the round-trip time of a ping-pong, averaged over the iterations (as osu_latency)."
     ]
+    notes += [marks.note] if marks.note else []
     for m in mpis:
-        cvs = [c for c in (variation(f) for f in data[m].values()) if c is not None]
+        span = spread_span(data[m])
         counts = sorted({count(f) for f in data[m].values()})
-        if cvs:
-            notes.append(
-                f"{m}: {' / '.join(counts)} per size; variation {pct(min(cvs))}–{pct(max(cvs))}"
-            )
+        if span:
+            notes.append(f"{m}: {' / '.join(counts)} per size; spread per size: {span}")
     title = "MPI latency (osu_latency method)"
     cols = ["#bytes"] + [f"Latency [us] ({m})" for m in mpis]
-    return Table("p2p-latency", title, cols, rows, notes, best=best_cells(raw, "lower", 1))
+    best = {(r, 1 + c) for r, c in marks.cells}
+    return Table("p2p-latency", title, cols, rows, notes, best=best)
 
 
 def rate_rows(
     data: dict[str, dict[int, Figure]], mpis: list[str]
-) -> tuple[list[list[str]], list[list[float | None]]]:
+) -> tuple[list[list[str]], list[list[Figure | None]]]:
     """One row per message size: each MPI's rate in MB/s and Gb/s (as the published pages
-    print both), and the raw values the best-per-row marks are chosen from."""
-    rows, raw = [], []
+    print both), and the figures the best-per-row marks are chosen from."""
+    rows, figs = [], []
     for size in sorted({s for per in data.values() for s in per}):
         row = [str(size)]
-        values: list[float | None] = []
+        found: list[Figure | None] = []
         for m in mpis:
             fig = data[m].get(size)
             v = fig.sample.value if fig else None
-            values.append(v)
+            found.append(fig if v else None)
             row += [format_value(v, "MB/s"), format_value(v, "Gb/s")] if v else ["–", "–"]
         rows.append(row)
-        raw.append(values)
-    return rows, raw
+        figs.append(found)
+    return rows, figs
 
 
 def bandwidth_table(figures: list[Figure], metric: str) -> Table | None:
@@ -71,11 +72,12 @@ def bandwidth_table(figures: list[Figure], metric: str) -> Table | None:
     if not data:
         return None
     mpis = sorted(data)
-    rows, raw = rate_rows(data, mpis)
+    rows, figs = rate_rows(data, mpis)
     cols = ["#Size"]
     for m in mpis:
         cols += [f"Bandwidth (MB/s) ({m})", f"Bandwidth (Gb/s) ({m})"]
-    best = {(r, 1 + 2 * c) for r, c in best_cells(raw, "higher", 0)}
+    marks = best_marks(figs, "higher")
+    best = {(r, 1 + 2 * c) for r, c in marks.cells}
     bi = metric == "p2p.bibw"
     title = (
         "MPI bi-directional bandwidth (osu_bibw method)" if bi else "MPI bandwidth (osu_bw method)"
@@ -84,10 +86,11 @@ def bandwidth_table(figures: list[Figure], metric: str) -> Table | None:
         "MB/s = 10^6 B/s (as OSU prints it); Gb/s = 10^9 bit/s; a window of "
         f"{_first_param(data, 'window', 64)} messages in flight, then an acknowledgement."
     ]
+    notes += [marks.note] if marks.note else []
     for m in mpis:
-        cvs = [c for c in (variation(f) for f in data[m].values()) if c is not None]
-        if cvs:
-            notes.append(f"{m}: variation {pct(min(cvs))}–{pct(max(cvs))} across iterations")
+        span = spread_span(data[m])
+        if span:
+            notes.append(f"{m}: spread per size: {span}")
     key = "p2p-bibw" if bi else "p2p-bandwidth"
     return Table(key, title, cols, rows, notes, best=best)
 
@@ -110,19 +113,19 @@ def collective_tables(figures: list[Figure], results: list[JobResult] | None = N
         data = by_series_and_size(figures, metric)
         mpis = sorted(data)
         sizes = sorted({s for per in data.values() for s in per})
-        rows, raw = [], []
+        rows, figs = [], []
         for size in sizes:
-            row, values = [str(size)], []
+            row, found = [str(size)], []
             for m in mpis:
                 fig = data[m].get(size)
                 st = fig.sample.stats if fig else None
-                values.append(fig.sample.value if fig else None)
+                found.append(fig)
                 row.append(format_value(fig.sample.value, "us") if fig else "–")
                 lo = format_value(st.min, "us") if st and st.min is not None else "–"
                 hi = format_value(st.max, "us") if st and st.max is not None else "–"
                 row.append(f"{lo} / {hi}")
             rows.append(row)
-            raw.append(values)
+            figs.append(found)
         cols = ["#bytes"]
         for m in mpis:
             cols += [f"Avg Latency [us] ({m})", f"Min / Max [us] ({m})"]
@@ -132,9 +135,11 @@ def collective_tables(figures: list[Figure], results: list[JobResult] | None = N
         )
         notes = [
             f"{', '.join(ranks)} ranks; each rank times its own calls (barrier outside the timed "
-            "region), then min / max / average across ranks; the best average per row is marked."
+            "region), then min / max / average across ranks."
         ]
-        best = {(r, 1 + 2 * c) for r, c in best_cells(raw, "lower", 0)}
+        marks = best_marks(figs, "lower")
+        notes += [marks.note] if marks.note else []
+        best = {(r, 1 + 2 * c) for r, c in marks.cells}
         jobs = {f.sample.job_id for f in figures if f.sample.metric == metric}
         commands = commands_of_jobs(results or [], jobs)
         title = f"MPI {op} latency (osu_{op} -f method)"
@@ -194,16 +199,18 @@ def pingpong_bandwidth_table(figures: list[Figure]) -> Table | None:
     if not data:
         return None
     mpis = sorted(data)
-    rows, raw = rate_rows(data, mpis)
+    rows, figs = rate_rows(data, mpis)
     cols = ["#bytes"]
     for m in mpis:
         cols += [f"Mbytes/sec ({m})", f"Gb/s ({m})"]
-    best = {(r, 1 + 2 * c) for r, c in best_cells(raw, "higher", 0)}
+    marks = best_marks(figs, "higher")
+    best = {(r, 1 + 2 * c) for r, c in marks.cells}
     notes = [
         "IMB PingPong: one message at a time, bandwidth = size / (half the round trip); no "
         "window of messages in flight, so it stays below osu_bw's figure at small and medium "
         "sizes. MB/s = 10^6 B/s (IMB's Mbytes/sec); Gb/s = 10^9 bit/s."
     ]
+    notes += [marks.note] if marks.note else []
     title = "MPI bandwidth (IMB PingPong method)"
     return Table("p2p-pingpong-bandwidth", title, cols, rows, notes, best=best)
 
@@ -223,3 +230,24 @@ def p2p_tables(figures: list[Figure]) -> list[Table]:
     if pingpong:
         tables.append(pingpong)
     return tables
+
+
+def shared_memory_table(flags: list[SharedMemory]) -> Table | None:
+    """The two-node series whose latency no network gives (``Derived.shared_memory``): named
+    here, and none of their figures in the link tables, plots or model above."""
+    if not flags:
+        return None
+    rows = [[f.series, format_value(f.latency_s, "us"), str(f.size), WORDS] for f in flags]
+    floor = format_value(NETWORK_FLOOR_S, "us")
+    notes = [
+        f"An inter-node latency below {floor} us is below what any network takes (NIC, PCIe "
+        "and a switch hop each way; the lowest published MPI latencies between two nodes are "
+        "about 1 us): the two ranks talked through shared memory, so the nodes are likely one "
+        "kernel (containers, namespaces). None of these series' figures (latency, bandwidth) "
+        "is shown above as the link's.",
+        "To measure the network: give the MPI network transports only (UCX: UCX_TLS=tcp,self, "
+        "or rc,self on InfiniBand; Open MPI: --mca btl tcp,self), or run on distinct machines.",
+    ]
+    cols = ["series", "lowest latency [us]", "at #bytes", "verdict"]
+    return Table("p2p-shared-memory", "MPI between two nodes: shared memory, not a link", cols,
+                 rows, notes)  # fmt: skip

@@ -2,8 +2,8 @@
 and histories with change points: built as the report's one ``Table`` type and drawn by
 ``assay.report.render`` (terminal or Markdown), like every other table of assay.
 
-Cells are plain text (never rich markup, HTML escaped in Markdown), so a label such as "[/]"
-prints as written.
+Cells are plain text (never rich markup; escaped for the format written by
+``assay.textutil``), so a label such as "[/]" prints as written.
 """
 
 from __future__ import annotations

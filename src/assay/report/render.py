@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import html
 import io
 import json
 import shutil
@@ -17,12 +16,13 @@ from rich.text import Text
 
 from assay.analysis.outliers import OutlierRule
 from assay.errors import AssayError
-from assay.figures.folded import folded_of
+from assay.figures.allpairs import file_matrices
+from assay.figures.folded import folded_of, sample_lines
 from assay.report.build import Built, build, merge_runs, merge_samples
 from assay.report.check import stored_verdicts, verdict_tables
 from assay.report.table import Table
 from assay.store import LoadedRun
-from assay.store.rundir import complete_lines
+from assay.textutil import csv_text, markdown, markdown_code, terminal
 
 # Without a terminal (a pipe, a file, CI) and without COLUMNS, tables are drawn this wide.
 DEFAULT_WIDTH = 120
@@ -30,7 +30,7 @@ DEFAULT_WIDTH = 120
 # The JSON report's schema (docs/report-json.md): bump the version on any change a reader of
 # version 1 would misread (a renamed or re-meant field); adding a field is not one.
 JSON_SCHEMA = "assay-report"
-JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA_VERSION = 2  # docs/report-json.md: what changed with each version
 
 FORMATS = ("term", "md", "html", "json", "csv")
 
@@ -52,20 +52,23 @@ def _header(run: LoadedRun, n_samples: int) -> list[str]:
             "every job that finished is shown."
         )
     lines += [f"Note: {n}" for n in info.notes]  # cut short, shared node, full disk
+    lines += [f"Note: {n}" for n in run.damage_notes()]  # damaged record lines skipped
     return lines
 
 
-def md(text: str) -> str:
-    """Text safe in a Markdown table cell or line: HTML escaped (a host name or label is never
-    markup), ``|`` escaped (it would split the cell), newlines folded into spaces."""
-    return html.escape(" ".join(str(text).splitlines()), quote=False).replace("|", "\\|")
+md = markdown  # a table cell (assay.textutil: the one Markdown escaping)
+
+
+def md_line(text: str) -> str:
+    """A title, a note or a header line: as a cell, and nothing at its start opens a block."""
+    return markdown(text, line=True)
 
 
 def markdown_table(t: Table, level: str = "##") -> list[str]:
     """One table as Markdown lines: title, commands, the table, its notes."""
-    out = [f"{level} {md(t.title)}", ""]
+    out = [f"{level} {md_line(t.title)}", ""]
     for cmd in t.commands:
-        out += ["```", cmd.replace("```", "` ` `"), "```", ""]
+        out += ["```", markdown_code(cmd), "```", ""]
     if t.key == "system":
         out += ["| | |", "|---|---|"]
         out += [f"| {md(k)} | {md(v)} |" for k, v in t.rows]
@@ -76,14 +79,14 @@ def markdown_table(t: Table, level: str = "##") -> list[str]:
             cells = [f"**{md(c)}**" if (r, i) in t.best else md(c) for i, c in enumerate(row)]
             out.append("| " + " | ".join(cells) + " |")
     out.append("")
-    out += [f"{md(n)}  " for n in t.notes]
+    out += [f"{md_line(n)}  " for n in t.notes]
     if t.notes:
         out.append("")
     return out
 
 
 def render_markdown(run: LoadedRun, tables: list[Table], head: list[str]) -> str:
-    out = [f"# assay report: {md(run.info.suite)}", "", *(f"{md(ln)}  " for ln in head)]
+    out = [f"# assay report: {md_line(run.info.suite)}", "", *(f"{md_line(ln)}  " for ln in head)]
     out.append("")
     for t in tables:
         out += markdown_table(t)
@@ -98,16 +101,18 @@ def terminal_width(width: int | None = None) -> int:
 
 
 def rich_table(t: Table) -> RichTable:
-    """A table for rich; data is escaped, so a label such as ``[/]`` is shown, not parsed."""
-    rt = RichTable(title=escape(t.title), title_justify="left", show_header=t.key != "system")
+    """A table for rich; data is escaped, so a label such as ``[/]`` is shown, not parsed, and
+    an escape sequence is shown, not sent to the terminal."""
+    title = escape(terminal(t.title))
+    rt = RichTable(title=title, title_justify="left", show_header=t.key != "system")
     for i, c in enumerate(t.columns):
         left = i == 0 or t.key in ("system", "failures", "other", "compare")
         # fold, never cut: a cell shortened with "…" would hide what was measured
-        rt.add_column(escape(c), justify="left" if left else "right", overflow="fold")
+        rt.add_column(escape(terminal(c)), justify="left" if left else "right", overflow="fold")
     for r, row in enumerate(t.rows):
         rt.add_row(
             *[
-                Text(f"{c}*", style="bold") if (r, i) in t.best else Text(c)
+                Text(f"{terminal(c)}*", style="bold") if (r, i) in t.best else Text(terminal(c))
                 for i, c in enumerate(row)
             ]
         )
@@ -121,14 +126,14 @@ def term_tables(
     buf = io.StringIO()
     console = Console(file=buf, width=terminal_width(width), force_terminal=False)
     for line in head:
-        console.print(line, highlight=False, markup=False)
+        console.print(terminal(line), highlight=False, markup=False)
     for t in tables:
         console.print()
         for cmd in t.commands:
-            console.print(f"$ {cmd}", highlight=False, markup=False)
+            console.print(f"$ {terminal(cmd)}", highlight=False, markup=False)
         console.print(rich_table(t))
         for n in t.notes:
-            console.print(f"  {n}", highlight=False, markup=False)
+            console.print(f"  {terminal(n)}", highlight=False, markup=False)
     return buf.getvalue()
 
 
@@ -136,7 +141,7 @@ def render_term(tables: list[Table], width: int | None, head: list[str]) -> str:
     return term_tables(tables, width, head)
 
 
-def json_chunks(run: LoadedRun) -> Iterator[str]:
+def json_chunks(run: LoadedRun, findings: dict | None = None) -> Iterator[str]:
     """The whole run as one JSON document, schema ``docs/report-json.md`` (version
     ``JSON_SCHEMA_VERSION``; ``assay import --format assay-json`` reads it back), in pieces:
     samples are passed through as stored (each is already a JSON object on its own line), so
@@ -147,18 +152,24 @@ def json_chunks(run: LoadedRun) -> Iterator[str]:
         "run": run.info.to_dict(),
         "system": run.system.to_dict(),
         "jobs": [r.to_dict() for r in run.results],
+        **(findings or {}),  # blas_kernels, why_low (report.findings)
     }
     if run.samples:
-        rows: Iterable[str] = (json.dumps(s.to_dict(), sort_keys=True) for s in run.samples)
+        batches: Iterable[list[str]] = [[json.dumps(s.to_dict(), sort_keys=True)
+                                         for s in run.samples]]  # fmt: skip
     else:
-        rows = (line.rstrip("\n") for line in complete_lines(run.path / "samples.jsonl"))
+        batches = sample_lines(run)  # damaged lines skipped, and noted in run.damage
     yield json.dumps(head, indent=2)[:-2]  # reopen the object to append "samples"
     yield ',\n  "samples": ['
     sep = "\n    "
-    for row in rows:
-        yield sep + row
-        sep = ",\n    "
-    yield "\n  ]\n}\n"
+    for batch in batches:
+        if batch:
+            yield sep + ",\n    ".join(batch)
+            sep = ",\n    "
+    yield "\n  ]"
+    if run.damage:  # known only now, after the samples: the run's lines skipped as damaged
+        yield ',\n  "damaged_lines": ' + json.dumps(run.damage_notes())
+    yield "\n}\n"
 
 
 def render_csv(run: LoadedRun) -> str:
@@ -173,14 +184,14 @@ def render_csv(run: LoadedRun) -> str:
         st = s.stats.to_dict() if s.stats else {}
         w.writerow(
             [
-                s.run_id,
-                s.job_id,
-                s.probe,
-                s.metric,
+                csv_text(s.run_id),
+                csv_text(s.job_id),
+                csv_text(s.probe),
+                csv_text(s.metric),
                 repr(s.value),
-                s.unit,
-                s.better,
-                json.dumps(s.params, sort_keys=True),
+                csv_text(s.unit),
+                csv_text(s.better),
+                json.dumps(s.params, sort_keys=True),  # JSON escapes every control character
             ]
             + [st.get(n, "") for n in stat_names]
         )
@@ -227,7 +238,9 @@ def render_chunks(
         raise AssayError(f"unknown report format {fmt!r}", hint=f"formats: {', '.join(FORMATS)}")
     runs = run if isinstance(run, list) else [run]
     if fmt == "json":
-        return json_chunks(merge_samples(runs))
+        from assay.report.findings import findings_of
+
+        return json_chunks(merge_samples(runs), findings_of(runs))
     return iter([_render_text(runs, fmt, width, plots_dir, rule)])
 
 
@@ -242,8 +255,16 @@ def _render_text(
         return render_csv(merge_samples(runs))
     each = [(r, folded_of(r)) for r in runs]
     head = [line for r, folded in each for line in _header(r, folded.n_samples)]
+    # the all-pairs probe's matrices, read from each run's files (not samples)
+    read = [file_matrices(r.path, folded, rule or OutlierRule()) for r, folded in each]
+    if len(each) > 1:  # several runs: each matrix says whose it is (as merge_runs relabels)
+        for (r, _), (matrices, _) in zip(each, read, strict=True):
+            for m in matrices:
+                m.mpi = f"{m.mpi} ({r.info.label or r.info.run_id})"
     run, folded = merge_runs(each)
-    built = build(run, folded, rule)
+    built = build(
+        run, folded, rule, [m for ms, _ in read for m in ms], [p for _, ps in read for p in ps]
+    )
     tables = built.tables
     verdicts = stored_verdicts(runs[0].path) if len(runs) == 1 else None
     if verdicts:  # a run 'assay check' judged: its verdicts first (the grid, worst first)

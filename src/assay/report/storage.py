@@ -30,10 +30,11 @@ from typing import Any
 
 from assay.analysis.stats import Figure
 from assay.analysis.storage_points import (
+    CurveKey,
     CurveKnee,
     Point,
     config_of,
-    curve_knee,
+    curve_knees,
     points_of,
     storage_figures,
 )
@@ -267,8 +268,10 @@ def _summaries(figures: list[Figure]) -> dict[tuple[Any, ...], Figure]:
     return out
 
 
-def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
-    """A table per response-time curve."""
+def curve_tables(
+    points: list[Point], figures: list[Figure], knees: dict[CurveKey, CurveKnee]
+) -> list[Table]:
+    """A table per response-time curve, its knee the derive step's."""
     summaries = _summaries(figures)
     curves: dict[tuple[Any, ...], list[Point]] = {}
     for pt in points:
@@ -281,7 +284,7 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
         pts = sorted(curves[key], key=lambda pt: (pt.mode != "max", pt.curve_pct or 0))
         summary = summaries.get(key)
         s = summary.sample.params if summary else {}
-        knee = curve_knee(pts, str(s.get("knee_method_requested", "kneedle")))
+        knee = knees.get(key) or CurveKnee(None, note="no curve point")
         knee_pct = knee.curve_pct
         rows, best = [], set()
         for pt in pts:
@@ -314,9 +317,10 @@ def curve_tables(points: list[Point], figures: list[Figure]) -> list[Table]:
             "Outstanding measured / configured",
         ]
         notes = [_knee_note(knee, summary is not None)]
-        if s.get("hosts"):
+        clients = s.get("client_count") or s.get("hosts")  # "hosts": runs stored before 0.2
+        if isinstance(clients, int) and clients:
             notes.append(
-                f"Totals over {s['hosts']} hosts (fio client/server): each point's cap is split "
+                f"Totals over {clients} hosts (fio client/server): each point's cap is split "
                 "evenly between the hosts; each host's figures are in the JSON and CSV reports."
             )
         if s.get("curve_stopped"):
@@ -361,18 +365,25 @@ def _knee_note(knee: CurveKnee, have_summary: bool) -> str:
     return f"No knee: {knee.note}."
 
 
-def storage_tables(figures: list[Figure], points: list[Point] | None = None) -> list[Table]:
+def storage_tables(
+    figures: list[Figure],
+    points: list[Point] | None = None,
+    knees: dict[CurveKey, CurveKnee] | None = None,
+) -> list[Table]:
     """Workloads, sweep and curve tables from the fio probe's figures (others are ignored);
-    ``points``: the derive step's, when it ran (else grouped here the same way)."""
+    ``points`` and ``knees``: the derive step's, when it ran (else derived here, the same
+    way, by the same functions)."""
     mine = storage_figures(figures)
     if not mine:
         return []
     if points is None:
         points = points_of(mine)
+    if knees is None:
+        knees = curve_knees(points, mine)
     tables: list[Table] = []
     six = workloads_table(points)
     if six:
         tables.append(six)
     tables += sweep_tables(points)
-    tables += curve_tables(points, mine)
+    tables += curve_tables(points, mine, knees)
     return tables

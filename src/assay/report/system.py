@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from assay.model import System
 from assay.report.table import Table
+from assay.system.dram import describe_dram
 
 
 def system_table(system: System, hosts: list[str]) -> Table:
@@ -34,6 +35,7 @@ def system_table(system: System, hosts: list[str]) -> Table:
         ],
         ["NUMA nodes", str(len(system.numa_nodes)) if system.numa_nodes else "unknown"],
         ["Memory", gib(system.memory_bytes)],
+        ["DRAM bandwidth (theoretical)", describe_dram(system.dram)],
         ["Frequency", freq],
         ["ISA", " ".join(system.isa) if system.isa else "unknown"],
         ["OS / kernel", f"{system.os or 'unknown'} / {system.kernel or 'unknown'}"],

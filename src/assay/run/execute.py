@@ -13,7 +13,6 @@ that arrives while a job's records are being written waits until they are writte
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import signal
 from collections.abc import Callable, Iterator
@@ -21,14 +20,15 @@ from dataclasses import dataclass, field
 
 from assay.errors import AssayError, StoreError
 from assay.figures.folded import cache_figures
-from assay.launch import mpi_argv, run_process
+from assay.launch import run_process
+from assay.launch.local.launcher import LocalLauncher
 from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
 from assay.probes import get_probe
+from assay.run.outputs import parse_each_node, stderr_tail
 from assay.store import RunWriter
 from assay.store.rundir import utc_now
 from assay.toolchain import build_probe
 
-STDERR_TAIL_LINES = 15
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 ENOSPC_TEXT = "No space left on device"
 
@@ -146,26 +146,28 @@ def expected_duration(job: Job) -> Expected:
     return Expected(float(job.timeout), "timeout")
 
 
-def stderr_tail(text: str, probe: str = "", lines: int = STDERR_TAIL_LINES) -> str:
-    """The end of stderr, without launcher rulers, and always the probe's own diagnostics.
-
-    Our probes prefix what they say with their name ("p2p: ..."); an MPI launcher may bury
-    that line under its own boilerplate, so it is brought forward.
-    """
-    kept = [ln for ln in text.splitlines() if ln.strip() and set(ln.strip()) != {"-"}]
-    own = [ln for ln in kept if probe and ln.startswith(f"{probe}:")]
-    tail = kept[-lines:]
-    return "\n".join([ln for ln in own if ln not in tail] + tail)
+StepArgv = Callable[[Job, list[str], list[str], MpiInfo | None], list[str]]
+Resolve = Callable[[Job, str | None], list[str]]
 
 
-def resolve_argv(job: Job, exe: str | None, mpis: list[MpiInfo], cores: int | None) -> list[str]:
-    argv = [exe if a == "{exe}" and exe else a for a in job.argv]
-    if job.launcher == "mpi":
-        mpi = next((m for m in mpis if m.name == job.mpi), None)
-        if mpi is None:
+def resolver(step_argv: StepArgv, mpis: list[MpiInfo], hosts: list[str] | None = None) -> Resolve:
+    """A job's command: ``{exe}`` replaced by the built probe, put on ``hosts`` by a launcher's
+    ``step_argv``; an MPI job whose MPI is not here is an error naming it."""
+    by_name = {m.name: m for m in mpis}
+
+    def resolve(job: Job, exe: str | None) -> list[str]:
+        argv = [exe if a == "{exe}" and exe else a for a in job.argv]
+        mpi = by_name.get(job.mpi or "")
+        if job.spawn == "mpi" and mpi is None:
             raise AssayError(f"job {job.job_id}: MPI {job.mpi!r} is not available")
-        return mpi_argv(dataclasses.replace(job, argv=argv), mpi, cores=cores)
-    return argv
+        return step_argv(job, argv, hosts or [], mpi)
+
+    return resolve
+
+
+def local_resolver(mpis: list[MpiInfo], cores: int | None) -> Resolve:
+    """This node's commands (the local launcher's)."""
+    return resolver(LocalLauncher(cores).step_argv, mpis)
 
 
 def _concurrent(writer: RunWriter) -> dict[str, str]:
@@ -188,12 +190,13 @@ def run_job(
     job: Job,
     mpis: list[MpiInfo],
     cores: int | None,
-    resolve: Callable[[Job, str | None], list[str]] | None = None,
+    resolve: Resolve | None = None,
     on_tick: TickHook | None = None,
 ) -> tuple[JobResult, list[Sample]]:
     """One job from build to stored samples. Never raises for a probe's own failure.
 
-    ``resolve`` replaces the local launcher's command line (the Slurm runner's srun steps);
+    ``resolve`` gives the job's command (default: the local launcher's; the runner's put it on
+    the allocation's hosts);
     ``on_tick(job, elapsed_s)`` is called about every ``TICK_S`` s while the job runs.
     """
     started = utc_now()
@@ -217,7 +220,7 @@ def run_job(
         return result, []
     try:
         exe = str(build_probe(job.build, mpis)) if job.build else None
-        argv = resolve(job, exe) if resolve else resolve_argv(job, exe, mpis, cores)
+        argv = (resolve or local_resolver(mpis, cores))(job, exe)
     except AssayError as exc:
         result.reason = f"build failed: {exc}"
         with _STOP.deferred():
@@ -258,9 +261,11 @@ def run_job(
     tail = stderr_tail(stderr, job.probe)
     samples: list[Sample] = []
     parse_error = ""
-    if stdout.strip():
+    if job.placement is not None and job.placement.each:
+        samples, parse_error = parse_each_node(job, job_dir)
+    elif stdout.strip():
         try:
-            samples = get_probe(job.probe).parse(stdout, job)
+            samples = get_probe(job.probe).parse(stdout, job, job_dir=job_dir)
         except AssayError as exc:
             parse_error = str(exc)
     if outcome.interrupted:
@@ -322,12 +327,13 @@ def run_hooked(
     on_start: JobHook | None,
     on_end: ResultHook | None,
     on_tick: TickHook | None,
+    resolve: Resolve | None = None,
 ) -> tuple[JobResult, list[Sample]]:
     """One job between its progress hooks (``position``: its number and the count), its
     result and samples added to ``outcome`` (and returned)."""
     if on_start:
         on_start(*position, job)
-    result, samples = run_job(writer, job, mpis, cores, on_tick=on_tick)
+    result, samples = run_job(writer, job, mpis, cores, resolve=resolve, on_tick=on_tick)
     outcome.results.append(result)
     outcome.samples.extend(samples)
     if on_end:
@@ -341,14 +347,17 @@ def execute(
     mpis: list[MpiInfo],
     *,
     cores: int | None = None,
+    step_argv: StepArgv | None = None,
     on_start: JobHook | None = None,
     on_end: ResultHook | None = None,
     on_tick: TickHook | None = None,
 ) -> RunOutcome:
     """Run ``jobs`` in order; the run ends "complete", "interrupted" or "failed" (disk full).
-    The hooks report progress: a job's start, a tick while it runs, its end."""
+    ``step_argv``: the launcher's (default: the local one's). The hooks report progress: a
+    job's start, a tick while it runs, its end."""
     outcome = RunOutcome(info=writer.info)
     cores = cores or os.cpu_count()
+    resolve = resolver(step_argv, mpis) if step_argv else None
     status = "complete"
     with stop_signals():
         in_flight: Job | None = None
@@ -356,8 +365,9 @@ def execute(
             for i, job in enumerate(jobs, start=1):
                 in_flight = job
                 result, _ = run_hooked(
-                    writer, job, mpis, cores, outcome, (i, len(jobs)), on_start, on_end, on_tick
-                )
+                    writer, job, mpis, cores, outcome, (i, len(jobs)), on_start, on_end, on_tick,
+                    resolve,
+                )  # fmt: skip
                 if result.status == "interrupted":
                     outcome.stop_signal = stop_received()
                     status = "interrupted"

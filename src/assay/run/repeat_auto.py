@@ -25,8 +25,10 @@ from assay.errors import StoreError
 from assay.model import Job, JobResult, MpiInfo, Sample
 from assay.run.execute import (
     RunOutcome,
+    StepArgv,
     TickHook,
     finish_run,
+    resolver,
     run_hooked,
     stop_received,
     stop_signals,
@@ -87,6 +89,7 @@ def _execute_auto(
     mpis: list[MpiInfo],
     *,
     cores: int | None = None,
+    step_argv: StepArgv | None = None,
     on_start: Callable[[int, int, Job], None] | None = None,
     on_end: Callable[[int, int, Job, JobResult], None] | None = None,
     on_tick: TickHook | None = None,
@@ -98,6 +101,7 @@ def _execute_auto(
     """Run each job until its figures are within ``target`` (see the module docstring)."""
     outcome = RunOutcome(info=writer.info)
     cores = cores or os.cpu_count()
+    resolve = resolver(step_argv, mpis) if step_argv else None
     report: list[AutoResult] = []
     status = "complete"
     try:
@@ -112,8 +116,9 @@ def _execute_auto(
                     repetition=k,
                 )  # fmt: skip
                 result, samples = run_hooked(
-                    writer, rep, mpis, cores, outcome, (i, len(jobs)), on_start, on_end, on_tick
-                )
+                    writer, rep, mpis, cores, outcome, (i, len(jobs)), on_start, on_end, on_tick,
+                    resolve,
+                )  # fmt: skip
                 if result.status != "ok":
                     reason = f"repetition {k} {result.status}"
                     break

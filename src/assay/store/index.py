@@ -4,11 +4,21 @@ Compute nodes never write here; the front end syncs it from the files, so it is 
 Several assays may sync at once (concurrent imports and runs): each sync is one write
 transaction taken up front (``BEGIN IMMEDIATE``), and a busy database is waited for
 (``BUSY_TIMEOUT_S``) and retried, never reported as an error while it is only busy.
-A run whose files cannot be read (a corrupt ``run.json``) is skipped and named in ``skipped``.
+A run whose files cannot be read (a corrupt ``run.json``) is skipped and named in ``skipped``;
+damaged lines of its records are skipped as every reader skips them (``assay.store.records``)
+and the run's notes saying so are kept with it (``damage``).
+
+The index is disposable: the run directories are the truth. Whenever it cannot be read (not a
+database, a malformed page), holds tables other than the ones assay makes (a table dropped, an
+older schema: ``SCHEMA_VERSION``), or disagrees with itself (the runs' sample counts against
+the samples it holds), it is made again from the run directories, and ``rebuilt`` says why,
+once. Only what the index cannot fix itself (a read-only or full disk) is an error.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import sqlite3
 import time
@@ -16,21 +26,24 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import StoreError
-from assay.store.rundir import RunStore, read_jsonl
+from assay.store.lines import read_small
+from assay.store.records import JOBS, SAMPLES, Damage, read_records, read_run_info
+from assay.store.rundir import RunStore
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY, created TEXT, suite TEXT, status TEXT, label TEXT,
-    finished TEXT, source TEXT, hostname TEXT, n_jobs INTEGER, n_failed INTEGER,
-    n_samples INTEGER, indexed_size INTEGER
-);
-CREATE TABLE IF NOT EXISTS samples (
-    run_id TEXT, job_id TEXT, probe TEXT, metric TEXT, unit TEXT, better TEXT,
-    value REAL, params TEXT, stats TEXT
-);
-CREATE INDEX IF NOT EXISTS samples_metric ON samples(metric);
-CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id);
-"""
+# Bump on any change to the tables below: an index of another version is rebuilt.
+SCHEMA_VERSION = 2
+TABLES = {
+    "runs": (
+        "run_id TEXT PRIMARY KEY, created TEXT, suite TEXT, status TEXT, label TEXT, "
+        "finished TEXT, source TEXT, hostname TEXT, n_jobs INTEGER, n_failed INTEGER, "
+        "n_samples INTEGER, indexed_size INTEGER, damage TEXT"
+    ),
+    "samples": (
+        "run_id TEXT, job_id TEXT, probe TEXT, metric TEXT, unit TEXT, better TEXT, "
+        "value REAL, params TEXT, stats TEXT"
+    ),
+}
+INDICES = {"samples_metric": "samples(metric)", "samples_run": "samples(run_id)"}
 BUSY_TIMEOUT_S = 30.0
 BUSY_RETRIES = 5
 
@@ -38,7 +51,7 @@ BUSY_RETRIES = 5
 def _stamp(run_dir: Path) -> int:
     """Changes whenever the run gains a job or changes status."""
     total = 0
-    for name in ("run.json", "jobs.jsonl", "samples.jsonl"):
+    for name in ("run.json", JOBS, SAMPLES):
         p = run_dir / name
         if p.exists():
             st = p.stat()
@@ -59,12 +72,28 @@ def _busy(exc: Exception) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
+# What SQLite says of a file it cannot use as this index, and the index fixes by being made
+# again; anything else (read-only, disk full, cannot open) is the user's to fix.
+_UNUSABLE = ("not a database", "malformed", "no such table", "no such column", "corrupt")
+
+
+def _unusable(exc: Exception) -> bool:
+    text = str(exc)
+    return isinstance(exc, sqlite3.DatabaseError) and any(w in text for w in _UNUSABLE)
+
+
+class _Remake(Exception):
+    """The index must be made again from the run directories; the message says why."""
+
+
 def _retrying(action, path: Path):
     """Run ``action``; a database only busy with another assay is waited for, then retried."""
     for attempt in range(BUSY_RETRIES):
         try:
             return action()
         except sqlite3.Error as exc:
+            if _unusable(exc):
+                raise _Remake(f"it cannot be read ({exc})") from None
             if not _busy(exc) or attempt == BUSY_RETRIES - 1:
                 raise _index_error(path, exc) from None
             time.sleep(0.2 * (attempt + 1))
@@ -77,41 +106,131 @@ class Index:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.skipped: list[str] = []  # runs that could not be read: "run-id: why"
+        self.rebuilt: str | None = None  # why the index was made again, when it was
+        self._store: RunStore | None = None  # what the last sync read: to refill it from
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            # isolation_level=None: transactions are ours (BEGIN IMMEDIATE in sync)
-            self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
+        except OSError as exc:
             raise _index_error(path, exc) from None
-        _retrying(self._open, path)
+        self.db = self._connect()
+        try:
+            _retrying(self._open, path)
+        except _Remake as why:
+            self._remake(str(why))
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            # isolation_level=None: transactions are ours (BEGIN IMMEDIATE in sync)
+            return sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise _index_error(self.path, exc) from None
 
     def _open(self) -> None:
         if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.executescript(SCHEMA)
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        names = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master")}
+        if version == 0 and not names:  # a new index
+            self._create()
+            return
+        if version != SCHEMA_VERSION:
+            raise _Remake(f"it was made by another version of assay (schema {version})")
+        for table, columns in TABLES.items():
+            have = [r[1] for r in self.db.execute(f"PRAGMA table_info({table})")]
+            if have != [c.split()[0] for c in columns.split(", ")]:
+                raise _Remake(f"its table {table!r} is missing or changed")
+        if not set(INDICES) <= names:
+            raise _Remake("an index of its tables is missing")
+
+    def _create(self) -> None:
+        script = "".join(f"CREATE TABLE IF NOT EXISTS {t} ({c});\n" for t, c in TABLES.items())
+        script += "".join(f"CREATE INDEX IF NOT EXISTS {n} ON {on};\n" for n, on in INDICES.items())
+        self.db.executescript(script + f"PRAGMA user_version = {SCHEMA_VERSION};\n")
+
+    def _inode(self) -> int | None:
+        try:
+            return self.path.stat().st_ino
+        except OSError:
+            return None
+
+    def _remake(self, why: str) -> None:
+        """Make the index again, empty (``sync`` then fills it from the run directories).
+        Under a lock; an index another assay has just made again (a new file since this one
+        was opened) is used instead, if it can be."""
+        mine = self._inode()
+        with contextlib.suppress(sqlite3.Error):
+            self.db.close()
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        try:
+            with open(lock_path, "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if self._inode() not in (mine, None):
+                    self.db = self._connect()
+                    try:
+                        _retrying(self._open, self.path)
+                        self._consistent_now()
+                        return  # made again meanwhile by another assay
+                    except _Remake:
+                        self.db.close()
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+                self.db = self._connect()
+                _retrying(self._open, self.path)
+        except OSError as exc:
+            raise _index_error(self.path, exc) from None
+        except _Remake as again:  # a new, empty file that still cannot be used: say why
+            raise _index_error(self.path, Exception(str(again))) from None
+        self.rebuilt = why
+
+    def _consistent_now(self) -> None:
+        """Read every table once (a malformed page shows), and check their counts agree."""
+        if not _retrying(self._consistent, self.path):
+            raise _Remake("its runs' sample counts disagreed with the samples it held")
 
     def close(self) -> None:
         self.db.close()
 
     def sync(self, store: RunStore, *, rebuild: bool = False) -> int:
-        """Index every run whose files changed since it was last indexed; returns how many."""
-        return _retrying(lambda: self._sync_once(store, rebuild), self.path)
+        """Index every run whose files changed since it was last indexed; returns how many.
+        An index found unusable or inconsistent on the way is made again and filled."""
+        self._store = store
+        try:
+            return _retrying(lambda: self._sync_once(store, rebuild), self.path)
+        except _Remake as why:
+            self._remake(str(why))
+        try:
+            return _retrying(lambda: self._sync_once(store, True), self.path)
+        except _Remake as again:  # made again, and still unusable: not ours to fix
+            raise _index_error(self.path, Exception(str(again))) from None
 
     def _sync_once(self, store: RunStore, rebuild: bool) -> int:
         self.skipped = []
         self.db.execute("BEGIN IMMEDIATE")
         try:
             changed = self._sync(store, rebuild=rebuild)
+            if not self._consistent():
+                self.rebuilt = self.rebuilt or (
+                    "its runs' sample counts disagreed with the samples it held"
+                )
+                changed = self._sync(store, rebuild=True)
         except BaseException:
             self.db.rollback()
             raise
         self.db.commit()
         return changed
 
+    def _consistent(self) -> bool:
+        """The samples held are as many as the runs say they have (a table emptied or rows
+        lost by hand, a copy of the file cut short)."""
+        stated = self.db.execute("SELECT COALESCE(SUM(n_samples), 0) FROM runs").fetchone()[0]
+        held = self.db.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+        return stated == held
+
     def _sync(self, store: RunStore, *, rebuild: bool) -> int:
-        known = dict(self.db.execute("SELECT run_id, indexed_size FROM runs").fetchall())
         if rebuild:
-            known = {}
+            self.db.execute("DELETE FROM samples")
+            self.db.execute("DELETE FROM runs")
+        known = dict(self.db.execute("SELECT run_id, indexed_size FROM runs").fetchall())
         changed = 0
         present = store.run_ids()
         for run_id in present:
@@ -120,8 +239,11 @@ class Index:
                 continue
             try:
                 self._index_run(store, run_id, stamp)
-            except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-                self.skipped.append(f"{run_id}: {type(exc).__name__}: {exc}")
+            except (StoreError, OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+                why = str(exc).split("\n")[0] if isinstance(exc, StoreError) else (
+                    f"{type(exc).__name__}: {exc}"
+                )  # fmt: skip
+                self.skipped.append(f"{run_id}: {why}")
                 self.db.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
                 self.db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
                 continue
@@ -135,20 +257,18 @@ class Index:
         """Stream the run's samples into the index in batches, without building objects:
         at a million samples this is the difference between seconds and a minute."""
         run_dir = store.runs_dir / run_id
-        info = json.loads((run_dir / "run.json").read_text())
-        if not isinstance(info, dict):
-            raise ValueError("run.json does not hold an object")
+        info = read_run_info(run_dir)  # a StoreError saying what is wrong with run.json
         system_file = run_dir / "system.json"
-        hostname = (
-            json.loads(system_file.read_text()).get("hostname") if system_file.exists() else ""
-        )
-        results = list(read_jsonl(run_dir / "jobs.jsonl"))
-        n_failed = sum(1 for r in results if r.get("status") not in ("ok", "skipped"))
+        system = json.loads(read_small(system_file)) if system_file.exists() else {}
+        hostname = system.get("hostname") if isinstance(system, dict) else None
+        jobs_damage, samples_damage = Damage(JOBS), Damage(SAMPLES)
+        results = list(read_records(run_dir / JOBS, jobs_damage))
+        n_failed = sum(1 for r in results if r["status"] not in ("ok", "skipped"))
         self.db.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
         self.db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
         n_samples = 0
         batch: list[tuple] = []
-        for d in read_jsonl(run_dir / "samples.jsonl"):
+        for d in read_records(run_dir / SAMPLES, samples_damage):
             stats = d.get("stats")
             batch.append(
                 (
@@ -169,34 +289,73 @@ class Index:
                 batch.clear()
         self.db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?,?,?,?)", batch)
         n_samples += len(batch)
+        notes = [d.note(run_id) for d in (samples_damage, jobs_damage) if d]
         self.db.execute(
-            "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 run_id,
-                info.get("created", ""),
-                info.get("suite", ""),
-                info.get("status", ""),
-                info.get("label", ""),
-                info.get("finished", ""),
-                info.get("source", "assay"),
-                hostname or "",
-                info.get("n_jobs", 0),
+                info.created,
+                info.suite,
+                info.status,
+                info.label,
+                info.finished,
+                info.source,
+                hostname if isinstance(hostname, str) else "",
+                info.n_jobs,
                 n_failed,
                 n_samples,
                 stamp,
+                json.dumps(notes) if notes else None,
             ),
         )
 
-    def runs(self) -> list[dict[str, Any]]:
-        cur = self.db.execute(
-            "SELECT run_id, created, suite, status, label, source, hostname, n_jobs, n_failed,"
-            " n_samples, finished FROM runs ORDER BY run_id"
+    def _read(self, action):
+        """A query; an index found unusable by it is made again and filled from the store it
+        was synced with, and the query asked again."""
+        try:
+            return _retrying(action, self.path)
+        except _Remake as why:
+            if self._store is None:
+                raise _index_error(self.path, Exception(str(why))) from None
+            self._remake(str(why))
+            self.sync(self._store, rebuild=True)
+            try:
+                return _retrying(action, self.path)
+            except _Remake as again:
+                raise _index_error(self.path, Exception(str(again))) from None
+
+    def runs(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Every run, oldest first; with ``limit``, only the newest ``limit`` of them."""
+        return self._read(lambda: self._runs(limit))
+
+    def _runs(self, limit: int | None) -> list[dict[str, Any]]:
+        cols = (
+            "run_id, created, suite, status, label, source, hostname, n_jobs, n_failed,"
+            " n_samples, finished, damage"
         )
-        cols = [c[0] for c in cur.description]
-        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+        if limit is None:
+            cur = self.db.execute(f"SELECT {cols} FROM runs ORDER BY run_id")
+            rows = cur.fetchall()
+        else:
+            cur = self.db.execute(
+                f"SELECT {cols} FROM runs ORDER BY run_id DESC LIMIT ?", (max(limit, 0),)
+            )
+            rows = cur.fetchall()[::-1]
+        names = [c[0] for c in cur.description]
+        out = [dict(zip(names, row, strict=True)) for row in rows]
+        for r in out:
+            r["damage"] = json.loads(r["damage"]) if r["damage"] else []
+        return out
+
+    def count(self) -> int:
+        """How many runs the index holds."""
+        return self._read(lambda: self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
     def history(self, metric: str, where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Every sample of ``metric`` across runs, oldest first, whose params match ``where``."""
+        return self._read(lambda: self._history(metric, where))
+
+    def _history(self, metric: str, where: dict[str, Any] | None) -> list[dict[str, Any]]:
         rows = self.db.execute(
             "SELECT s.run_id, r.created, r.hostname, s.value, s.unit, s.params, s.stats"
             " FROM samples s JOIN runs r USING (run_id) WHERE s.metric = ? ORDER BY s.run_id",

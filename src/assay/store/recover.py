@@ -22,8 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from assay.errors import StoreError
-from assay.model import JobResult, RunInfo
+from assay.model import JobResult
 from assay.store.owner import Owner, entries, unregister
+from assay.store.records import read_run_info
 from assay.store.rundir import RunWriter, append_lines, read_jsonl, utc_now, write_atomic
 
 
@@ -54,7 +55,7 @@ def _recover(home: Path) -> list[str]:
             try:
                 message = mark_interrupted(run_dir, owner)
             except StoreError as exc:  # a corrupt run.json: named by 'assay runs', left as is
-                messages.append(f"run {run_id}: {exc}")
+                messages.append(exc.args[0])
                 continue
             unregister(home, run_id)
             if message:
@@ -71,10 +72,7 @@ def _last_write(run_dir: Path) -> str:
 
 def mark_interrupted(run_dir: Path, owner: Owner | None) -> str:
     """Close a run its owner left "running"; returns what was done ('' if it had ended)."""
-    try:
-        info = RunInfo.from_dict(json.loads((run_dir / "run.json").read_text()))
-    except (OSError, ValueError, TypeError, AttributeError) as exc:
-        raise StoreError(f"cannot read run.json: {exc}") from None
+    info = read_run_info(run_dir)  # a StoreError naming what is wrong with run.json
     if info.status != "running":
         return ""
     recorded = {r.get("job_id") for r in read_jsonl(run_dir / "jobs.jsonl")}

@@ -29,7 +29,15 @@ from typing import Any
 from assay import __version__
 from assay.errors import NotFoundError, StoreError
 from assay.model import Job, JobResult, RunInfo, Sample, System
+from assay.store.lines import read_small
 from assay.store.owner import Owner, others_running, register, unregister
+from assay.store.records import (
+    JOBS,
+    SAMPLES,
+    Damage,
+    read_records,
+    read_run_info,
+)
 
 RESERVE_BYTES = 256 * 1024
 FULL_BELOW_BYTES = 64 * 1024
@@ -39,10 +47,18 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# Random hex digits after the millisecond: 24 bits. Two runs made in one millisecond get the
+# same id with probability 2**-24, and ``RunStore.create`` takes another id when it happens.
+ID_RANDOM_HEX = 6
+CREATE_TRIES = 20
+
+
 def new_run_id(now: datetime | None = None) -> str:
-    """Sortable by creation time to the millisecond; two hex digits keep concurrent runs apart."""
+    """``YYYYmmdd-HHMMSS-mmmXXXXXX``: sortable by creation time to the millisecond (UTC), then
+    random hex digits, so runs made at once (concurrent imports, an array of jobs) differ."""
     now = now or datetime.now(UTC)
-    return f"{now:%Y%m%d-%H%M%S}-{now.microsecond // 1000:03d}{secrets.token_hex(1)}"
+    tail = secrets.token_hex(ID_RANDOM_HEX // 2)
+    return f"{now:%Y%m%d-%H%M%S}-{now.microsecond // 1000:03d}{tail}"
 
 
 def _cannot_write(path: Path, exc: OSError) -> StoreError:
@@ -100,29 +116,11 @@ def free_bytes(path: Path) -> int | None:
     return blocks * st.f_frsize
 
 
-def complete_lines(path: Path) -> Iterator[str]:
-    """Every complete line (a last line cut short by a kill is left out), unparsed."""
-    if not path.exists():
-        return
-    with open(path) as f:
-        for line in f:
-            if not line.endswith("\n"):
-                break
-            yield line
-
-
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Every complete line; a last line cut short by a kill is skipped, not an error."""
-    if not path.exists():
-        return
-    with open(path) as f:
-        for line in f:
-            if not line.endswith("\n"):
-                break
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                continue
+def read_jsonl(path: Path, damage: Damage | None = None) -> Iterator[dict[str, Any]]:
+    """The good records of ``samples.jsonl``, ``jobs.jsonl`` (or another JSONL file), in
+    stored order: a last line cut short by a kill is left out, a damaged line is skipped and
+    counted in ``damage`` (the one rule of ``assay.store.records``)."""
+    return read_records(path, damage)
 
 
 @dataclass
@@ -133,6 +131,20 @@ class LoadedRun:
     samples: list[Sample] = field(default_factory=list)
     results: list[JobResult] = field(default_factory=list)
     suite_text: str = ""
+    # Damaged lines met while reading the run, by (run id, file name): by loading it, and by
+    # whatever read its samples since (its figures' fold, the JSON report's stream). A run
+    # standing for several (a report of runs side by side) holds each one's.
+    damage: dict[tuple[str, str], Damage] = field(default_factory=dict)
+
+    def saw(self, damage: Damage) -> None:
+        """Keep what a reader of this run found damaged (a later read of a file replaces an
+        earlier one: it read the same lines)."""
+        if damage:
+            self.damage[(self.info.run_id, damage.file)] = damage
+
+    def damage_notes(self) -> list[str]:
+        """One line per damaged file: what was skipped, and where."""
+        return [d.note(run_id) for (run_id, _), d in self.damage.items()]
 
 
 class RunWriter:
@@ -260,15 +272,7 @@ class RunStore:
         label: str = "",
         source: str = "assay",
     ) -> RunWriter:
-        try:
-            self.runs_dir.mkdir(parents=True, exist_ok=True)
-            run_id = new_run_id()
-            path = self.runs_dir / run_id
-            path.mkdir()
-        except OSError as exc:
-            raise StoreError(
-                f"cannot create a run directory under {self.runs_dir}: {exc}"
-            ) from None
+        run_id, path = self._new_run_dir()
         info = RunInfo(
             run_id=run_id,
             created=utc_now(),
@@ -291,6 +295,25 @@ class RunStore:
             raise _cannot_write(self.home / "live", exc) from None
         writer.save_info()
         return writer
+
+    def _new_run_dir(self) -> tuple[str, Path]:
+        """A new, empty run directory under a fresh id. ``mkdir`` is the atomic claim: an id
+        another assay took in the same millisecond (``FileExistsError``) is drawn again."""
+        try:
+            self.runs_dir.mkdir(parents=True, exist_ok=True)
+            for _ in range(CREATE_TRIES):
+                run_id = new_run_id()
+                path = self.runs_dir / run_id
+                try:
+                    path.mkdir()
+                except FileExistsError:
+                    continue
+                return run_id, path
+            raise FileExistsError(f"{CREATE_TRIES} fresh run ids were all taken")
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create a run directory under {self.runs_dir}: {exc}"
+            ) from None
 
     def run_ids(self) -> list[str]:
         """Oldest first; run ids sort by creation time."""
@@ -318,30 +341,34 @@ class RunStore:
         raise NotFoundError(f"run {ref!r} is ambiguous: {', '.join(matches[:5])}")
 
     def load(self, ref: str | None = None, *, samples: bool = True) -> LoadedRun:
-        """A stored run; ``samples=False`` skips reading them (for streaming them raw)."""
+        """A stored run; ``samples=False`` skips reading them (for streaming them raw).
+        Damaged record lines are skipped and named in ``LoadedRun.damage``."""
         run_id = self.resolve(ref)
         path = self.runs_dir / run_id
+        info = read_run_info(path)  # a StoreError that says what is wrong with run.json
         try:
-            info = RunInfo.from_dict(json.loads((path / "run.json").read_text()))
             system_file = path / "system.json"
             system = (
-                System.from_dict(json.loads(system_file.read_text()))
+                System.from_dict(json.loads(read_small(system_file)))
                 if system_file.exists()
                 else System()
             )
         except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
             raise StoreError(
-                f"run {run_id}: cannot read its records: {exc}",
+                f"run {run_id}: cannot read {path / 'system.json'}: {exc}",
                 hint=f"the run directory {path} is damaged; other runs are unaffected",
             ) from None
         suite_file = path / "suite.toml"
-        return LoadedRun(
-            info=info,
-            path=path,
-            system=system,
-            samples=[Sample.from_dict(d) for d in read_jsonl(path / "samples.jsonl")]
-            if samples
-            else [],
-            results=[JobResult.from_dict(d) for d in read_jsonl(path / "jobs.jsonl")],
-            suite_text=suite_file.read_text() if suite_file.exists() else "",
-        )
+        run = LoadedRun(info=info, path=path, system=system)
+        jobs_damage, samples_damage = Damage(JOBS), Damage(SAMPLES)
+        run.results = [JobResult.from_dict(d) for d in read_records(path / JOBS, jobs_damage)]
+        if samples:
+            stored = read_records(path / SAMPLES, samples_damage)
+            run.samples = [Sample.from_dict(d) for d in stored]
+            run.saw(samples_damage)
+        run.saw(jobs_damage)
+        try:
+            run.suite_text = read_small(suite_file).decode() if suite_file.exists() else ""
+        except (OSError, ValueError):
+            run.suite_text = ""
+        return run

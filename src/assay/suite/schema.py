@@ -52,7 +52,6 @@ class CheckSpec(BaseModel):
     budget_s: float = Field(gt=0, allow_inf_nan=False, description="seconds it should take")
     min_nodes: int = Field(default=1, ge=1, description="nodes it needs (all-pairs: 2)")
     max_nodes: int | None = Field(default=None, ge=1, description="1: one node, no allocation")
-    all_pairs: bool = Field(default=False, description="on Slurm: the all-pairs matrix")
     metrics: list[str] = Field(default_factory=list, description="the figures it judges")
     contents: list[str] = Field(default_factory=list, description="what it runs, in words")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.model import MpiInfo, System
-from assay.system import clock, collectors, gpu, software
+from assay.system import clock, collectors, dram, gpu, software
 from assay.system._context import Context, run_command
 from assay.system.facts import PlanFacts, collect_plan_facts
 from assay.system.requirements import Requirement, missing_tools, requirements_report
@@ -50,6 +50,7 @@ COLLECTORS: tuple[tuple[str, Collector], ...] = (
     ("freq_max_hz", collectors.freq_max_hz),
     ("freq_base_hz", collectors.freq_base_hz),
     ("clocks", clock.clock_candidates),
+    ("dram", dram.dram_peak),
     ("os", software.os_name),
     ("kernel", collectors.kernel),
     ("compilers", software.compilers),

@@ -9,10 +9,12 @@ build a ``PlanFacts`` by hand with the facts they want.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from assay.model import System
 from assay.system._context import Context, Which, parse_size
+from assay.system.blas import OpenBlasFacts, read_openblas
 from assay.system.cpulist import parse_cpulist
 
 CPU_DIR = "/sys/devices/system/cpu"
@@ -53,6 +55,13 @@ class PlanFacts:
     # Any other program or path a suite names (a user's xhpl, ior, osu_latency): looked up
     # through the collecting Context when asked; None (facts built by hand) finds nothing.
     lookup: Which | None = field(default=None, repr=False, compare=False)
+    # The OpenBLAS jobs will load: the core it picks by itself, the better cores checked
+    # (assay.system.blas). Read on first use, by the BLAS probes only: it loads the library in
+    # a child process, which a plan without them need not pay for.
+    blas: OpenBlasFacts | None = None
+    blas_reader: Callable[[System], OpenBlasFacts | None] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def which(self, program: str) -> str | None:
         """Where ``program`` (a name on PATH, or a path) is: from the facts collected for the
@@ -60,6 +69,17 @@ class PlanFacts:
         if program in self.programs or program in PLAN_PROGRAMS or self.lookup is None:
             return self.programs.get(program)
         return self.lookup(program)
+
+    def openblas(self, system: System) -> OpenBlasFacts | None:
+        """The OpenBLAS facts (read once, through ``blas_reader``); None: no OpenBLAS, or not
+        known (facts built by hand without them)."""
+        if self.blas is None and self.blas_reader is not None:
+            reader, self.blas_reader = self.blas_reader, None
+            try:
+                self.blas = reader(system)
+            except Exception:  # a broken reader costs this fact, never the plan
+                self.blas = None
+        return self.blas
 
 
 def _cpus(ctx: Context) -> list[int]:
@@ -126,4 +146,10 @@ def collect_plan_facts(ctx: Context | None = None) -> PlanFacts:
     ctx = ctx if ctx is not None else Context()
     caches = {cpu: sizes for cpu in _cpus(ctx) if (sizes := cache_sizes(ctx, cpu))}
     programs = {name: path for name in PLAN_PROGRAMS if (path := ctx.which(name))}
-    return PlanFacts(core_of=core_of(ctx), caches=caches, programs=programs, lookup=ctx.which)
+    return PlanFacts(
+        core_of=core_of(ctx),
+        caches=caches,
+        programs=programs,
+        lookup=ctx.which,
+        blas_reader=lambda system: read_openblas(system.isa, system.vendor),
+    )

@@ -37,9 +37,7 @@ run or to run again with ``assay run FILE.toml``.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -47,6 +45,7 @@ from typing import Any
 from assay.errors import SuiteError
 from assay.fio.job import FioJob
 from assay.suite.schema import BenchSpec, SuiteSpec
+from assay.suite.writer import suite_toml as write_suite
 from assay.vdbench.definitions import TranslatedRun, Untranslated
 from assay.vdbench.load import load_vdbench
 from assay.vdbench.translate import translate
@@ -151,13 +150,13 @@ def bench_of(run: TranslatedRun, target: Path | None) -> BenchSpec:
 
 def host_benches(run: TranslatedRun, target: Path | None, order: list[str]) -> list[BenchSpec]:
     """One bench per Vdbench host of the run, its own SDs' jobs: host ``order[i]`` runs on
-    allocation node i (fio param ``node``), the run's hosts at once (``node_group``), each
+    allocation node i (fio param ``node_index``), the run's hosts at once (``node_group``), each
     host's figures under its name (``host_label``, the report's Host column)."""
     benches = []
     for host in sorted(set(run.hosts.values()), key=order.index):
         mine = [j for j in run.jobs if run.hosts.get(j.name) == host]
         bench = bench_of(dataclasses.replace(run, jobs=mine), target)
-        bench.params.update(node=order.index(host), node_group=run.name, host_label=host)
+        bench.params.update(node_index=order.index(host), node_group=run.name, host_label=host)
         benches.append(bench.model_copy(update={"name": f"{run.name}@{host}"}))
     return benches
 
@@ -203,68 +202,7 @@ def collisions(storage: list[Any]) -> list[str]:
     return notes
 
 
-# ------------------------------------------------------------------------------ TOML
-
-_BARE = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def _key(name: str) -> str:
-    return name if _BARE.match(name) else json.dumps(name)
-
-
-def _value(value: Any) -> str:
-    """A TOML value: JSON's string escapes are TOML's basic-string escapes."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value) if isinstance(value, float) else str(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        inner = ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items() if v is not None)
-        return "{ " + inner + " }" if inner else "{}"
-    raise TypeError(f"no TOML for {type(value).__name__}")
-
-
-def _is_table_list(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(v, Mapping) for v in value)
-
-
-def _table(lines: list[str], header: str, mapping: Mapping[str, Any], path: str) -> None:
-    """``[header]`` (or ``[[header]]``) with its plain keys, then its arrays of tables."""
-    lines.append(header)
-    nested = []
-    for k, v in mapping.items():
-        if v is None:
-            continue
-        if _is_table_list(v):
-            nested.append((k, v))
-        else:
-            lines.append(f"{_key(k)} = {_value(v)}")
-    for k, items in nested:
-        for item in items:
-            lines.append("")
-            _table(lines, f"[[{path}.{_key(k)}]]", item, f"{path}.{_key(k)}")
-
-
 def suite_toml(spec: SuiteSpec, notes: list[str] | None = None) -> str:
-    """The suite as TOML that ``assay run FILE.toml`` reads back to the same suite."""
-    lines = [f"# {line}" for line in (notes or [])]
-    if lines:
-        lines.insert(0, "# Not translated (Vdbench -> fio):")
-        lines.append("")
-    lines += [f"name = {_value(spec.name)}", f"description = {_value(spec.description)}"]
-    lines.append(f"repeat = {spec.repeat}")
-    for bench in spec.bench:
-        lines.append("")
-        lines.append("[[bench]]")
-        data = bench.model_dump(exclude_none=True, exclude_defaults=True)
-        data["probe"] = bench.probe
-        params = data.pop("params", {})
-        for k, v in data.items():
-            lines.append(f"{_key(k)} = {_value(v)}")
-        lines.append("")
-        _table(lines, "[bench.params]", params, "bench.params")
-    return "\n".join(lines) + "\n"
+    """The suite as TOML that ``assay run FILE.toml`` reads back to the same suite, with what
+    could not be translated as comments."""
+    return write_suite(spec, ["Not translated (Vdbench -> fio):", *notes] if notes else None)

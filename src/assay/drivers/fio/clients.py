@@ -18,8 +18,8 @@ Hosts (``assay.fio.hosts``: their syntax and their job files) are started and st
   keep its command line). That needs password-less ssh, fio and pkill on the host; tested
   against a real sshd in a network namespace (tests/test_fio_ssh.py);
 * on Slurm (probe param ``clients = "nodes"``) the runner starts the servers itself, one srun
-  step on the allocation's nodes (``assay.launch.slurm.fio``), and says so with
-  ``ASSAY_FIO_SERVERS=srun``: ``servers`` then only checks that they answer.
+  step on the allocation's nodes (``assay.launch.slurm.servers``), and says so with
+  ``ASSAY_FIO_SERVERS=launcher``: ``servers`` then only checks that they answer.
 
 Merging. ``merge_entries`` turns several json+ job entries (several hosts, or several jobs run
 together) into one with fio's own arithmetic: IOPS, bandwidth and I/O counts summed, latency
@@ -48,6 +48,9 @@ from assay.parsers.fio import ALL_CLIENTS, merge_bins, percentiles_from_bins
 
 SSH = ("ssh", "-o", "BatchMode=yes")  # no password prompt: a missing key fails at once
 SSH_ENV = "ASSAY_SSH"
+# "launcher": the servers were started on the nodes by the launcher (the "clients" spread);
+# the driver only checks that they answer, and leaves stopping them to the launcher.
+SERVERS_ENV = "ASSAY_FIO_SERVERS"
 START_TIMEOUT_S = 30.0  # for the --daemonize command (an ssh login included) to return
 LISTEN_TIMEOUT_S = 10.0  # for the server to accept connections once started
 STOP_TIMEOUT_S = 5.0
@@ -259,12 +262,13 @@ def servers(
     """Start a server on every host; stop them all afterwards, whatever happens (an exception,
     the driver's SIGTERM turned into one). A host that fails to start stops the others.
 
-    With ``ASSAY_FIO_SERVERS=srun`` in the environment the Slurm runner started the servers
-    (one srun step, ``assay.launch.slurm.fio``) and stops them: here they are only checked."""
-    if os.environ.get("ASSAY_FIO_SERVERS") == "srun":
+    With ``ASSAY_FIO_SERVERS=launcher`` in the environment the launcher started the servers (on
+    Slurm one srun step, ``assay.launch.slurm.servers``) and stops them: here they are only
+    checked."""
+    if os.environ.get(SERVERS_ENV) == "launcher":
         deaf = [str(h) for h in hosts if not listening(h, timeout=2.0)]
         if deaf:
-            raise ClientError(f"the Slurm runner's fio servers do not answer: {', '.join(deaf)}")
+            raise ClientError(f"the launcher's fio servers do not answer: {', '.join(deaf)}")
         yield []
         return
     started: list[Server] = []

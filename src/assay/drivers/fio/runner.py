@@ -255,7 +255,7 @@ class Driver:
         if len(jobs) == 1 and jobs[0].filename and self.filename is None:
             out["filename"] = jobs[0].filename
         if self.hosts:
-            out["hosts"] = len(self.hosts)
+            out["client_count"] = len(self.hosts)
         return out
 
 

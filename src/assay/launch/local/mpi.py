@@ -7,12 +7,16 @@ import os
 from assay.model import Job, MpiInfo
 
 
-def mpi_argv(job: Job, mpi: MpiInfo, *, cores: int | None = None) -> list[str]:
-    """``mpirun``/``mpiexec`` + flags + the probe's argv, binding each rank to a core.
+def mpi_argv(
+    job: Job, mpi: MpiInfo, argv: list[str] | None = None, *, cores: int | None = None
+) -> list[str]:
+    """``mpirun``/``mpiexec`` + flags + ``argv`` (default: the job's), binding each rank to a
+    core.
 
     Binding is reported by the launcher on stderr (kept in the job's stderr), so where each
     rank ran is recorded with the run.
     """
+    program = job.argv if argv is None else argv
     ranks = str(job.ranks)
     oversubscribed = cores is not None and job.ranks > cores * job.nodes
     # More ranks than cores cannot be bound one per core: OpenMPI refuses, so bind none. A
@@ -20,17 +24,17 @@ def mpi_argv(job: Job, mpi: MpiInfo, *, cores: int | None = None) -> list[str]:
     # would run all its threads there: half the rate on 2 cores, measured.
     bind = "none" if oversubscribed or job.threads > 1 else "core"
     if mpi.flavor == "openmpi":
-        argv = [mpi.launcher, "-np", ranks, "--bind-to", bind, "--report-bindings"]
+        cmd = [mpi.launcher, "-np", ranks, "--bind-to", bind, "--report-bindings"]
         if os.geteuid() == 0:
-            argv.append("--allow-run-as-root")
+            cmd.append("--allow-run-as-root")
         if oversubscribed:
-            argv.append("--oversubscribe")
+            cmd.append("--oversubscribe")
         if job.ppn:
-            argv += ["--map-by", f"ppr:{job.ppn}:node"]
+            cmd += ["--map-by", f"ppr:{job.ppn}:node"]
     elif mpi.flavor in ("mpich", "mvapich", "intel"):
-        argv = [mpi.launcher, "-n", ranks, "-bind-to", bind]
+        cmd = [mpi.launcher, "-n", ranks, "-bind-to", bind]
         if job.ppn:
-            argv += ["-ppn", str(job.ppn)]
+            cmd += ["-ppn", str(job.ppn)]
     else:
-        argv = [mpi.launcher, "-n", ranks]
-    return [*argv, *mpi.launcher_flags, *job.argv]
+        cmd = [mpi.launcher, "-n", ranks]
+    return [*cmd, *mpi.launcher_flags, *program]

@@ -60,6 +60,7 @@ class SlurmOptions:
     detach: bool = False
     all_pairs: bool = False
     pairs_at_once: int = 0  # all-pairs: most pairs measured at once; 0 = every pair of a round
+    per_node: bool = False  # all-pairs: the suite's per-node benches too
     intra_node: bool = False
     poll_s: float = 2.0
     heartbeat_timeout: float = DEFAULT_HEARTBEAT_S
@@ -105,7 +106,7 @@ def options_from_config(config: dict[str, Any], **given: Any) -> SlurmOptions:
     table = config.get("slurm", {}) or {}
     if not isinstance(table, dict):
         raise ConfigError("config [slurm]: expected a table")
-    known = set(SlurmOptions.__dataclass_fields__) - {"mpi", "detach", "all_pairs"}
+    known = set(SlurmOptions.__dataclass_fields__) - {"mpi", "detach", "all_pairs", "per_node"}
     unknown = set(table) - known - {"mpi"}
     if unknown:
         raise ConfigError(

@@ -30,6 +30,10 @@ def sbatch_argv(opts: SlurmOptions, run_dir: Path, run_id: str, ppn: int = 1) ->
     ):
         if value:
             argv.append(f"{flag}={value}")
+    if opts.all_pairs:
+        # A node lost mid-sweep must not end the allocation: the sweep goes on without it
+        # (assay.run.followup), and the report names it.
+        argv.append("--no-kill")
     argv += list(opts.sbatch_args)
     argv.append(str(run_dir / "slurm" / "batch.sh"))
     return argv
@@ -43,7 +47,8 @@ def batch_script(
     env: dict[str, str],
     heartbeat_timeout: float | None,
 ) -> str:
-    """Runs ``python -m assay.run.slurm_runner RUN_DIR`` as the allocation's batch step.
+    """Runs ``python -m assay.run.runner RUN_DIR --launcher slurm`` as the allocation's batch
+    step.
 
     ``exec`` makes the runner the step's process: scancel's signal reaches it directly, and it
     stops the job step in flight before the allocation ends.
@@ -58,7 +63,7 @@ def batch_script(
     ]
     for key, value in sorted(env.items()):
         lines.append(f"export {key}={q(value)}")
-    runner = [python, "-m", "assay.run.slurm_runner", str(run_dir)]
+    runner = [python, "-m", "assay.run.runner", str(run_dir), "--launcher", "slurm"]
     if heartbeat_timeout:
         runner += ["--heartbeat-timeout", f"{heartbeat_timeout:g}"]
     lines.append("exec " + shlex.join(runner))

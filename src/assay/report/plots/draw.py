@@ -101,6 +101,8 @@ class Heatmap:
     values: Sequence[Sequence[float | None]]
     unit: str
     flagged: set[tuple[int, int]] = field(default_factory=set)
+    marked: set[int] = field(default_factory=set)  # rows/columns holding a named node
+    blocks: bool = False  # each cell a block of links (a large matrix downsampled)
 
 
 def text(s: object) -> str:
@@ -343,14 +345,22 @@ def heatmap(h: Heatmap, title: str = "All pairs") -> Any:
     import numpy as np
 
     n = len(h.labels)
-    fig, ax = _new((max(4.0, 0.5 * n + 2), max(3.5, 0.45 * n + 1.5)))
+    if h.blocks:  # up to 64 blocks a side: a fixed size, every k-th group named
+        fig, ax = _new((10.0, 9.0))
+    else:
+        fig, ax = _new((max(4.0, 0.5 * n + 2), max(3.5, 0.45 * n + 1.5)))
     grid = np.array([[math.nan if v is None else v for v in row] for row in h.values], float)
     im = ax.imshow(grid, cmap="viridis")
     fig.colorbar(im, ax=ax, label=text(h.unit))
-    ax.set_xticks(range(n), [text(s) for s in h.labels], rotation=45, ha="right")
-    ax.set_yticks(range(n), [text(s) for s in h.labels])
+    step = max(1, math.ceil(n / 16)) if h.blocks else 1
+    ticks = list(range(0, n, step))
+    ax.set_xticks(ticks, [text(h.labels[i]) for i in ticks], rotation=45, ha="right")
+    ax.set_yticks(ticks, [text(h.labels[i]) for i in ticks])
     ax.grid(False)
-    if n <= 16:
+    for i in sorted(h.marked):  # a named node's group, on both axes
+        ax.plot([-0.5], [i], ">", color=FLAG_COLOUR, ms=7, clip_on=False)
+        ax.plot([i], [-0.5], "v", color=FLAG_COLOUR, ms=7, clip_on=False)
+    if n <= 16 and not h.blocks:
         for r in range(n):
             for c in range(n):
                 if not math.isnan(grid[r, c]):
@@ -365,6 +375,8 @@ def heatmap(h: Heatmap, title: str = "All pairs") -> Any:
                     )
     for r, c in h.flagged:
         ax.add_patch(_box(r, c))
+    if h.blocks:
+        return _finish(fig, ax, title, "nodes (block)", "nodes (block)")
     return _finish(fig, ax, title, "receiver", "sender")
 
 

@@ -7,6 +7,7 @@ it. Only families with data get a plot.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,9 +15,11 @@ from typing import Any
 
 from assay.analysis.allpairs import PairMatrix
 from assay.analysis.derive import Derived, p2p_method
+from assay.analysis.domains import StreamDomains
 from assay.analysis.series import by_series_and_size
+from assay.analysis.shared_memory import not_links
 from assay.analysis.stats import Figure
-from assay.analysis.storage_points import Point, config_of, curve_knee
+from assay.analysis.storage_points import CurveKey, CurveKnee, Point
 from assay.report.allpairs import matrix_key
 from assay.report.gpu import burn_cards
 from assay.report.plots import draw
@@ -77,7 +80,8 @@ def counts_note(figures: list[Figure], metric: str) -> str:
 
 
 def mpi_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
-    p2p = p2p_method(figures)
+    off = not_links(figures, derived.shared_memory)  # shared memory: not a link's curve
+    p2p = [f for f in p2p_method(figures) if id(f) not in off]
     charts = []
     lat = size_lines(p2p, "p2p.latency")
     if lat:
@@ -132,34 +136,25 @@ def mpi_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
     return charts
 
 
-def stream_domain_bars(figures: list[Figure]) -> list[draw.Bar]:
-    """Triad per domain, flagged when more than the threshold below its peers' median."""
-    from assay.analysis.domains import summarize_domains
-
-    triads: dict[str, dict[int, float]] = defaultdict(dict)
-    for f in figures:
-        p = f.sample.params
-        scope = p.get("scope", "node")
-        if f.sample.metric == "memory.triad" and scope in DOMAIN_SCOPES and "domain" in p:
-            triads[scope][int(p["domain"])] = f.sample.value
-    out = []
+def stream_domain_bars(domains: StreamDomains | None) -> list[draw.Bar]:
+    """Triad per domain, flagged as the derive step flagged it (the table's flag)."""
+    out: list[draw.Bar] = []
+    if domains is None:
+        return out
     for scope in DOMAIN_SCOPES:
-        if not triads.get(scope):
-            continue
-        slow = {s.domain for s in summarize_domains(triads[scope], None, scope).slow}
+        triads = domains.triads(scope)
         word = "L3" if scope == "l3" else "NUMA"
-        for d, v in sorted(triads[scope].items()):
+        for d, v in sorted(triads.items()):
+            slow = domains.slow(scope, d) is not None
             out.append(
-                draw.Bar(
-                    f"{word} {d}", v, d in slow, group=f"{word} domains", note=f"{v / 1e9:.1f}"
-                )
+                draw.Bar(f"{word} {d}", v, slow, group=f"{word} domains", note=f"{v / 1e9:.1f}")
             )
     return out
 
 
-def memory_charts(figures: list[Figure]) -> list[Chart]:
+def memory_charts(figures: list[Figure], domains: StreamDomains | None) -> list[Chart]:
     charts = []
-    bars = stream_domain_bars(figures)
+    bars = stream_domain_bars(domains)
     node = [
         f.sample.value
         for f in figures
@@ -237,14 +232,9 @@ def compute_charts(figures: list[Figure], derived: Derived) -> list[Chart]:
     ]
 
 
-def storage_charts(points: list[Point], figures: list[Figure]) -> list[Chart]:
-    """Response-time curves: one series per workload (or client group) and configuration."""
-    methods = {}
-    for f in figures:
-        p = f.sample.params
-        if p.get("mode") == "curve-summary":
-            key = (p.get("workload"), config_of(p), p.get("target"))
-            methods[key] = str(p.get("knee_method_requested", "kneedle"))
+def storage_charts(points: list[Point], knees: dict[CurveKey, CurveKnee]) -> list[Chart]:
+    """Response-time curves: one series per workload (or client group) and configuration,
+    each knee the derive step's (the curve table's)."""
     curves: dict[tuple[Any, ...], list[Point]] = defaultdict(list)
     for pt in points:
         if pt.mode == "curve" and pt.total:
@@ -252,9 +242,8 @@ def storage_charts(points: list[Point], figures: list[Figure]) -> list[Chart]:
     series = []
     for key, pts in sorted(curves.items(), key=lambda kv: str(kv[0])):
         name, config, target = key
-        # the knee the curve table names: derived from the same folded points
-        knee = curve_knee(pts, methods.get(key, "kneedle"))
-        found = (knee.iops, knee.latency_s) if knee.iops and knee.latency_s else None
+        knee = knees.get(key)
+        found = (knee.iops, knee.latency_s) if knee and knee.iops and knee.latency_s else None
         pts.sort(key=lambda pt: pt.totals()[0])
         tot = [pt.totals() for pt in pts]
         label = f"{name} nj{config[0]} qd{config[1]}" + (f" {target}" if target else "")
@@ -321,29 +310,46 @@ def gpu_charts(figures: list[Figure]) -> list[Chart]:
 
 def allpairs_charts(pair_matrices: list[PairMatrix]) -> list[Chart]:
     """One heatmap per all-pairs matrix (metric, MPI), in the matrix's display unit, its
-    outlier links boxed: the same matrix as the table it sits after."""
+    outlier links boxed: the same matrix as the table it sits after. Beyond 64 nodes, blocks of
+    links (``PairMatrix.heat``: each cell a median, ``assay.analysis.heat``), a cell holding a
+    named link boxed and one holding a named node marked."""
     charts = []
     for m in pair_matrices:
         unit = metric_info(m.metric).display
-        index = {h: i for i, h in enumerate(m.hosts)}
-
-        def shown(a: str, b: str, m: PairMatrix = m, unit: str = unit) -> float | None:
-            v = None if a == b else m.value(a, b)
-            return None if v is None else to_display(v, unit)
-
-        values = [[shown(a, b) for b in m.hosts] for a in m.hosts]
-        flagged = set()
-        for o in m.link_outliers:
-            a, b = o.key  # type: ignore[misc]
-            flagged |= {(index[a], index[b]), (index[b], index[a])}
-        h = draw.Heatmap(m.hosts, values, unit, flagged)
         what = "latency" if m.metric == "p2p.latency" else "bandwidth"
         fewest, most = m.repetitions
         n = f"n = {fewest}" if fewest == most else f"n = {fewest}–{most}"
-        title = f"All-pairs {what} at {m.size} B ({m.mpi}), {n} a link, outlier links boxed"
+        if m.heat is not None:
+            heat = m.heat
+            values = [
+                [None if math.isnan(v) else to_display(v, unit) for v in row]
+                for row in heat.median.tolist()
+            ]
+            flagged = {(a, b) for a, b in heat.flagged} | {(b, a) for a, b in heat.flagged}
+            h = draw.Heatmap(heat.labels, values, unit, flagged, set(heat.nodes), blocks=True)
+            title = (
+                f"All-pairs {what} at {m.size} B ({m.mpi}), {m.n} nodes in {len(heat.labels)} "
+                f"cells a side ({heat.cells}), {n} a link; cells with an outlier link boxed"
+            )
+            short = f"All-pairs {what} at {m.size} B ({m.mpi}), {m.n} nodes"
+        else:
+            index = {h: i for i, h in enumerate(m.hosts)}
+
+            def shown(a: str, b: str, m: PairMatrix = m, unit: str = unit) -> float | None:
+                v = None if a == b else m.value(a, b)
+                return None if v is None else to_display(v, unit)
+
+            grid = [[shown(a, b) for b in m.hosts] for a in m.hosts]
+            flagged = set()
+            for o in m.link_outliers:
+                a, b = o.key  # type: ignore[misc]
+                flagged |= {(index[a], index[b]), (index[b], index[a])}
+            h = draw.Heatmap(m.hosts, grid, unit, flagged)
+            title = f"All-pairs {what} at {m.size} B ({m.mpi}), {n} a link, outlier links boxed"
+            short = title
         key = matrix_key(m)
         charts.append(
-            Chart(f"plot-{key}", title, key, lambda h=h, title=title: draw.heatmap(h, title))
+            Chart(f"plot-{key}", title, key, lambda h=h, short=short: draw.heatmap(h, short))
         )
     return charts
 
@@ -354,11 +360,11 @@ def charts_of(
     """Every plot a run's figures give, in report order; ``pair_matrices`` (``Built.matrices``)
     give the all-pairs heatmaps."""
     return [
-        *memory_charts(figures),
+        *memory_charts(figures, derived.domains),
         *compute_charts(figures, derived),
         *allpairs_charts(pair_matrices or []),
         *mpi_charts(figures, derived),
-        *storage_charts(derived.storage_points, figures),
+        *storage_charts(derived.storage_points, derived.knees),
         *gpu_charts(figures),
     ]
 

@@ -1,27 +1,24 @@
-"""Multi-client fio inside a Slurm allocation: one ``fio --server`` per node, through srun.
+"""The "clients" spread inside a Slurm allocation: a server on every node, through one srun
+step, for a job that is their client (multi-client fio: Vdbench's "many hosts, one volume").
 
-The published "many clients against one volume" runs (Vdbench from 14 client VMs) are fio's
-client/server mode here (``assay.drivers.fio.clients``): the fio driver is the client on the
-first node of the job, every node of the job runs a server, and the driver merges the
-per-host json+ entries into the total (percentiles from the merged histogram bins).
-
-How the servers run:
+The probe names the server program (``Probe.server_argv``: fio's ``fio --server=...``); this
+module runs it on each node and tells the job where the servers listen:
 
 * The runner starts ONE srun step over the job's nodes, one task per node, ``--overlap`` so
   the client step can share the nodes' CPUs with it. Each task is
-  ``python -m assay.launch.slurm.fio PORT DIR [NETWORK]`` (``main`` below): it finds the
-  node's *test address*, writes it to ``DIR/<host>.addr`` (the run directory is on the shared
-  file system) and runs ``fio --server=ip:ADDR,PORT`` -- listening on that address only,
-  never on every interface -- until SIGTERM.
+  ``python -m assay.launch.slurm.servers PORT DIR [--network CIDR] -- SERVER ARGV`` (``main``
+  below): it finds the node's *test address*, writes it to ``DIR/<host>.addr`` (the run
+  directory is on the shared file system) and runs the server argv, ``{family}``,
+  ``{address}`` and ``{port}`` filled in -- listening on that address only, never on every
+  interface -- until SIGTERM.
 * The test address is, by default, the address the node's host name resolves to on the node
   (what MPI uses too); with ``fio_network = "CIDR"`` in ``[slurm]`` it is the node's
   interface address inside that network (e.g. the storage or IPoIB network). A loopback
   answer is refused: a server on 127.x could not be reached from the client node.
 * The runner waits until every node wrote its address and accepts connections, hands the
-  addresses to the driver as its ``hosts`` (with ``ASSAY_FIO_SERVERS=srun`` in its
-  environment, so the driver neither starts nor stops servers itself), and when the job ends
-  terminates the server step. Slurm ends a step's processes on every node with it (and
-  with the allocation), so no fio server outlives the job, whatever happens to the runner.
+  addresses to the job (``Probe.served``), and when the job ends terminates the server step.
+  Slurm ends a step's processes on every node with it (and with the allocation), so no
+  server outlives the job, whatever happens to the runner.
 """
 
 from __future__ import annotations
@@ -41,7 +38,6 @@ from pathlib import Path
 
 from assay.errors import LaunchError
 
-SERVERS_ENV = "ASSAY_FIO_SERVERS"  # "srun": the servers were started by the Slurm runner
 DEFAULT_PORT = 8765  # fio's FIO_NET_PORT
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
@@ -51,26 +47,24 @@ STOP_TIMEOUT_S = 10.0
 
 
 def server_step_argv(
-    job_id: str, hosts: list[str], python: str, where: Path, port: int, network: str | None
+    job_id: str,
+    hosts: list[str],
+    python: str,
+    where: Path,
+    port: int,
+    network: str | None,
+    server: list[str],
 ) -> list[str]:
-    """The srun step that runs one fio server on each of ``hosts``."""
+    """The srun step that runs one ``server`` on each of ``hosts``."""
     argv = [
-        "srun", f"--job-name={job_id}-fio-servers", f"--nodes={len(hosts)}",
+        "srun", f"--job-name={job_id}-servers", f"--nodes={len(hosts)}",
         f"--nodelist={','.join(hosts)}", f"--ntasks={len(hosts)}", "--ntasks-per-node=1",
         "--overlap", "--kill-on-bad-exit=1", "--mpi=none",
-        python, "-m", "assay.launch.slurm.fio", str(port), str(where),
+        python, "-m", "assay.launch.slurm.servers", str(port), str(where),
     ]  # fmt: skip
-    return [*argv, network] if network else argv
-
-
-def with_hosts(argv: list[str], addresses: list[str]) -> list[str]:
-    """The fio driver's argv with its spec's ``hosts`` set to the servers' connect strings."""
-    out = list(argv)
-    i = out.index("--spec") + 1
-    spec = json.loads(out[i])
-    spec["hosts"] = addresses
-    out[i] = json.dumps(spec, sort_keys=True)
-    return out
+    if network:
+        argv += ["--network", network]
+    return [*argv, "--", *server]
 
 
 def _listening(address: str, port: int) -> bool:
@@ -119,30 +113,32 @@ def _stop(proc: subprocess.Popen, name: str) -> None:
 
 
 @contextlib.contextmanager
-def fio_servers(
+def servers(
     job_id: str,
     hosts: list[str],
     where: Path,
+    server: list[str],
     *,
     port: int = DEFAULT_PORT,
     network: str | None = None,
     timeout: float = START_TIMEOUT_S,
 ) -> Iterator[list[str]]:
-    """Start a fio server on every host; yield their connect strings ``ADDR,PORT`` in host
+    """Start ``server`` on every host; yield their connect strings ``ADDR,PORT`` in host
     order; stop the step afterwards, however the block ends. LaunchError if they do not
     come up (the step's output quoted)."""
     where.mkdir(parents=True, exist_ok=True)
     for old in where.glob("*.addr"):
         old.unlink()
     log = where / "servers.log"
-    argv = server_step_argv(job_id, hosts, sys.executable, where, port, network)
+    argv = server_step_argv(job_id, hosts, sys.executable, where, port, network, server)
+    what = Path(server[0]).name
     name = argv[1].removeprefix("--job-name=")
     (where / "argv.json").write_text(json.dumps(argv) + "\n")
     with open(log, "wb") as out:
         try:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
         except OSError as exc:
-            raise LaunchError(f"fio servers: cannot run srun: {exc.strerror}") from None
+            raise LaunchError(f"{what} servers: cannot run srun: {exc.strerror}") from None
     try:
         deadline = time.monotonic() + timeout
         addresses: dict[str, str] = {}
@@ -163,10 +159,10 @@ def fio_servers(
                     else f"not all listening within {timeout:g} s"
                 )
                 raise LaunchError(
-                    f"fio servers on {','.join(hosts)}: {why}"
+                    f"{what} servers on {','.join(hosts)}: {why}"
                     + (f" (addresses seen: {addresses})" if addresses else "")
                     + (f": {tail}" if tail else ""),
-                    hint="fio must be installed on every node; see docs/cluster.md",
+                    hint=f"{what} must be installed on every node; see docs/cluster.md",
                 )
             time.sleep(0.2)
         yield [f"{addresses[h]},{port}" for h in hosts]
@@ -211,32 +207,38 @@ def node_address(network: str | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    port, where = int(args[0]), Path(args[1])
-    network = args[2] if len(args) > 2 else None
+    if "--" not in args:
+        print("servers: usage: PORT DIR [--network CIDR] -- SERVER ARGV", file=sys.stderr)
+        return 2
+    own, server = args[: args.index("--")], args[args.index("--") + 1 :]
+    port, where = int(own[0]), Path(own[1])
+    network = own[own.index("--network") + 1] if "--network" in own else None
     try:
         address = node_address(network)
     except (LaunchError, OSError, ValueError) as exc:
-        print(f"slurm_fio: {exc}", file=sys.stderr)
+        print(f"servers: {exc}", file=sys.stderr)
         return 2
-    fio = shutil.which("fio")
-    if not fio:
-        print(f"slurm_fio: fio not found on {socket.gethostname()}", file=sys.stderr)
+    program = shutil.which(server[0]) if server else None
+    if not program:
+        what = server[0] if server else "no server"
+        print(f"servers: {what} not found on {socket.gethostname()}", file=sys.stderr)
         return 2
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()  # Slurm's name for it
     tmp = where / f".{node}.addr"
     tmp.write_text(address + "\n")
     tmp.rename(where / f"{node}.addr")  # the runner never reads half a file
     family = "ip6" if ":" in address else "ip"
-    server = subprocess.Popen([fio, f"--server={family}:{address},{port}"])
+    filled = [a.format(family=family, address=address, port=port) for a in server[1:]]
+    proc = subprocess.Popen([program, *filled])
     stopping = False
 
     def _term(signum, frame):  # the runner's scancel --signal=TERM: the end we expect
         nonlocal stopping
         stopping = True
-        server.terminate()
+        proc.terminate()
 
     signal.signal(signal.SIGTERM, _term)
-    code = server.wait()
+    code = proc.wait()
     # A server stopped on purpose ends the task with 0, so the step ends as a completed one
     # (a task killed by a signal makes Slurm cancel the step and linger over it).
     return 0 if stopping else (code or 1)

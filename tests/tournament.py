@@ -1,4 +1,6 @@
-"""Which node pairs measure at the same time: the round-robin tournament (circle method).
+"""The round-robin tournament (circle method), written plainly: the reference the all-pairs
+probe's rounds (native/allpairs.c) and the matrix writer's (``tournament_round``) are tested
+against.
 
 For N nodes (N even) there are N-1 rounds of N/2 disjoint pairs, and every pair of nodes
 meets exactly once: N(N-1)/2 pairs in all. For N odd a "bye" is added, so there are N rounds

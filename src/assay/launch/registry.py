@@ -1,0 +1,74 @@
+"""Every launcher assay knows, by the name ``assay run --on NAME`` takes.
+
+Adding a launcher is a folder under ``assay/launch/`` implementing the contract
+(``assay.launch.contract``) and one line here. Launchers are imported only when chosen, so a
+launcher's folder may need what others do not (a scheduler's tools).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.launch.contract import BatchLauncher, Launcher, LaunchOptions
+
+LAUNCHERS: dict[str, str] = {
+    "local": "assay.launch.local.launcher:LocalLauncher",
+    "slurm": "assay.launch.slurm.launcher:SlurmLauncher",
+}
+
+
+def launcher_class(name: str) -> type[Launcher]:
+    """The launcher registered as ``name``; an unknown name is a ConfigError listing them."""
+    where = LAUNCHERS.get(name)
+    if where is None:
+        raise ConfigError(
+            f"--on {name}: no such launcher", hint=f"launchers: {', '.join(sorted(LAUNCHERS))}"
+        )
+    module, _, attr = where.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def takers(option: str) -> list[str]:
+    """The launchers that take one of their own options (``partition``: ["slurm"])."""
+    return [n for n in sorted(LAUNCHERS) if option in launcher_class(n).caps.options]
+
+
+def configured(name: str, config: dict[str, Any], options: LaunchOptions) -> Launcher:
+    """The launcher ``name`` with the config's settings and the command line's options.
+
+    Options a launcher does not take are refused here, naming the launchers that do, so
+    ``--partition`` without ``--on slurm`` never passes silently."""
+    cls = launcher_class(name)
+    foreign = sorted(k for k, v in options.own.items() if v and k not in cls.caps.options)
+    if foreign:
+        flags = ", ".join(f"--{k.replace('_', '-')}" for k in foreign)
+        who = sorted({n for k in foreign for n in takers(k)})
+        raise ConfigError(
+            f"{flags}: not an option of the {name} launcher",
+            hint=f"{flags} needs --on {' or --on '.join(who)}" if who else None,
+        )
+    multi = cls.caps.max_nodes != 1
+    if not multi and (options.all_pairs or options.detach or options.nodes or options.per_node
+                      or options.pairs_at_once is not None):  # fmt: skip
+        others = " or --on ".join(n for n in sorted(LAUNCHERS) if n != name)
+        raise ConfigError(
+            f"--nodes, --all-pairs, --pairs-at-once, --per-node and --detach need --on {others} "
+            "(a multi-node launcher)"
+        )
+    if options.pairs_at_once is not None and not options.all_pairs:
+        raise ConfigError("--pairs-at-once needs --all-pairs")
+    if options.per_node and not options.all_pairs:
+        raise ConfigError(
+            "--per-node needs --all-pairs (without it a suite's per-node benches run)"
+        )
+    return cls.configured(config, options)
+
+
+def batch_launcher(name: str, plan: dict[str, Any]) -> BatchLauncher:
+    """Inside an allocation: the batch launcher the run's plan names, as the front end set it."""
+    cls = launcher_class(name)
+    if not issubclass(cls, BatchLauncher):
+        raise ConfigError(f"the {name} launcher does not run jobs inside an allocation")
+    return cls.from_plan(plan)

@@ -1,0 +1,172 @@
+"""The Slurm launcher: one allocation per run (``sbatch``), the jobs inside it as ``srun`` steps
+or through the MPI's own launcher, Slurm's view of the job (``scontrol``) followed from the
+front end.
+
+    options   what a run asks for (``[slurm]`` in config.toml, then the command line)
+    script    the sbatch command line and the batch script (text only)
+    state     talking to Slurm: submit, ask a job's state, cancel, expand node lists
+    steps     the command of one job step
+    servers   the "clients" spread: a server on every node (one srun step)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from assay.launch.contract import (
+    Allocation,
+    BatchLauncher,
+    BatchState,
+    Capabilities,
+    LaunchOptions,
+    Submission,
+)
+from assay.launch.place import NodeOptions, place
+from assay.launch.slurm import state as slurm
+from assay.launch.slurm.options import MpiLaunch, SlurmOptions, options_from_config
+from assay.launch.slurm.script import batch_script, sbatch_argv
+from assay.launch.slurm.servers import servers
+from assay.launch.slurm.steps import step_argv
+from assay.model import Job, MpiInfo
+from assay.system.topology import collect_topology
+
+# The options only this launcher takes (``assay run --partition ...``), by SlurmOptions name.
+OWN_OPTIONS = frozenset({"partition", "account", "qos", "constraint", "time", "sbatch_args",
+                         "max_wait"})  # fmt: skip
+
+
+class SlurmLauncher(BatchLauncher):
+    caps = Capabilities("slurm", max_nodes=None, batch=True, options=OWN_OPTIONS)
+
+    def __init__(self, opts: SlurmOptions, launch: dict[str, MpiLaunch] | None = None) -> None:
+        self.opts = opts
+        self.nodes = opts.nodes
+        self.poll_s, self.max_wait = opts.poll_s, opts.max_wait
+        self.heartbeat_timeout, self.detach = opts.heartbeat_timeout, opts.detach
+        self.all_pairs, self.pairs_at_once = opts.all_pairs, opts.pairs_at_once
+        self.per_node = opts.per_node
+        self.launch = dict(launch or {})  # per MPI name, as the front end resolved it
+        self.cpus_per_node: int | None = None  # known inside the allocation
+
+    @classmethod
+    def configured(cls, config: dict[str, Any], options: LaunchOptions) -> SlurmLauncher:
+        given = {
+            "nodes": options.nodes, "detach": options.detach or None,
+            "all_pairs": options.all_pairs or None, "intra_node": options.intra_node or None,
+            "pairs_at_once": options.pairs_at_once, "per_node": options.per_node or None,
+            **options.own,
+        }  # fmt: skip
+        return cls(options_from_config(config, **given))
+
+    def launch_for(self, mpi: MpiInfo) -> MpiLaunch:
+        return self.launch.get(mpi.name) or self.opts.launch_for(mpi)
+
+    def place(self, jobs: list[Job], mpis: list[MpiInfo]) -> list[Job]:
+        o = self.opts
+        servers_at = {"port": o.fio_port, "network": o.fio_network}
+        placed = place(jobs, NodeOptions(o.nodes, o.intra_node, servers_at))
+        by_name = {m.name: m for m in mpis}
+        for job in placed:  # an MPI's environment inside the allocation (UCX_TLS, say)
+            mpi = by_name.get(job.mpi or "")
+            if mpi is not None:
+                job.env = {**dict(self.launch_for(mpi).env), **job.env}
+        return placed
+
+    def step_argv(
+        self, job: Job, argv: list[str], hosts: list[str], mpi: MpiInfo | None
+    ) -> list[str]:
+        launch = self.launch_for(mpi) if mpi is not None else None
+        return step_argv(job, argv, hosts, mpi, launch, self.cpus_per_node)
+
+    def describe(self, jobs: list[Job]) -> str:
+        return f"{len(jobs)} jobs in one Slurm allocation ({self.opts.nodes} nodes)"
+
+    # -------------------------------------------------------------- the front end's side
+
+    def require(self) -> None:
+        slurm.require_slurm()
+
+    def submission(
+        self, run_dir: Path, run_id: str, jobs: list[Job], env: dict[str, str], python: str
+    ) -> Submission:
+        ppn = max((j.ppn or 1 for j in jobs), default=1)
+        argv = sbatch_argv(self.opts, run_dir, run_id, ppn)
+        script = batch_script(
+            run_dir=run_dir,
+            python=python,
+            sbatch=argv,
+            env=env,
+            heartbeat_timeout=None if self.opts.detach else self.opts.heartbeat_timeout,
+        )
+        return Submission(argv, script)
+
+    def submit(self, submission: Submission) -> str:
+        return slurm.submit(submission.argv)
+
+    def poll(self, handle: str) -> BatchState:
+        s = slurm.query(handle)
+        return BatchState(handle, s.state, s.reason, s.nodes, s.exit_code, s.final,
+                          pending=s.state == "PENDING")  # fmt: skip
+
+    def cancel(self, handle: str) -> None:
+        slurm.cancel(handle)
+
+    def hostnames(self, nodelist: str) -> list[str]:
+        return slurm.expand_nodes(nodelist)
+
+    def to_plan(self, mpis: list[MpiInfo]) -> dict[str, Any]:
+        opts = {k: v for k, v in dataclasses.asdict(self.opts).items() if k != "mpi"}
+        return {
+            "options": opts,
+            "launch": {m.name: dataclasses.asdict(self.launch_for(m)) for m in mpis},
+        }
+
+    @classmethod
+    def from_plan(cls, data: dict[str, Any]) -> SlurmLauncher:
+        names = {f.name for f in dataclasses.fields(SlurmOptions)} - {"mpi"}
+        opts = SlurmOptions(**{k: v for k, v in data.get("options", {}).items() if k in names})
+        launch = {
+            name: MpiLaunch(
+                launcher=v["launcher"],
+                srun_mpi=v["srun_mpi"],
+                args=tuple(v["args"]),
+                env=tuple((k, x) for k, x in v["env"]),
+            )
+            for name, v in data.get("launch", {}).items()
+        }
+        return cls(opts, launch)
+
+    # -------------------------------------------------------------- inside the allocation
+
+    def allocation(self) -> Allocation:
+        cpus = os.environ.get("SLURM_CPUS_ON_NODE", "")
+        self.cpus_per_node = int(cpus) if cpus.isdigit() else None
+        hosts = slurm.expand_nodes(os.environ.get("SLURM_JOB_NODELIST", ""))
+        return Allocation(os.environ.get("SLURM_JOB_ID"), hosts, self.cpus_per_node)
+
+    def topology(self) -> str | None:
+        found = collect_topology()
+        return found[0] if found else None
+
+    def responsive(self, hosts: list[str]) -> list[str]:
+        return slurm.answering(hosts)
+
+    def boot_ids(self, hosts: list[str]) -> dict[str, str]:
+        return slurm.boot_ids(hosts)
+
+    @contextlib.contextmanager
+    def serve(
+        self, job: Job, hosts: list[str], work_dir: Path, server: list[str]
+    ) -> Iterator[list[str]]:
+        conf = (job.placement.servers if job.placement else None) or {}
+        port = int(conf.get("port") or self.opts.fio_port)
+        with servers(
+            job.job_id, hosts, work_dir / f"servers-{job.job_id}", server,
+            port=port, network=conf.get("network") or self.opts.fio_network,
+        ) as addresses:  # fmt: skip
+            yield addresses

@@ -1,0 +1,94 @@
+"""The srun (or MPI launcher) command of one job step inside a Slurm allocation.
+
+srun steps name their nodes (``--nodelist``) and rank layout exactly, so the pairs of one
+all-pairs round can run side by side; ``--kill-on-bad-exit`` ends a step whose rank died.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from assay.launch.slurm.options import MpiLaunch
+from assay.model import Job, MpiInfo, node_output
+
+
+def node_list(hosts: list[str]) -> str:
+    return ",".join(hosts)
+
+
+def step_argv(
+    job: Job,
+    argv: list[str],
+    hosts: list[str],
+    mpi: MpiInfo | None,
+    launch: MpiLaunch | None,
+    cpus_per_node: int | None = None,
+) -> list[str]:
+    """The command that runs ``argv`` (the probe's, ``{exe}`` resolved) on ``hosts``: a
+    server-client job's two ends as two one-task steps (``pair_argv``), an MPI job through
+    srun or the MPI's own launcher (``launch``), anything else as one task."""
+    if job.spread.kind == "server-client" and len(hosts) == 2:
+        return pair_argv(job, argv, hosts)
+    ppn = job.ppn or 1
+    srun = [
+        "srun", f"--job-name={job.job_id}", f"--nodes={len(hosts)}",
+        f"--nodelist={node_list(hosts)}", "--kill-on-bad-exit=1",
+    ]  # fmt: skip
+    if job.placement is not None and job.placement.each and job.spawn != "mpi":
+        # once on each node, in one step; one node's failure leaves the others running, and
+        # each node's output goes to its own file (%N: the node's name)
+        step = [
+            *srun[:-1], "--kill-on-bad-exit=0", f"--ntasks={len(hosts)}", "--ntasks-per-node=1",
+            "--mpi=none", f"--output={node_output('%N')}",
+            f"--error={node_output('%N', 'stderr')}",
+        ]  # fmt: skip
+        if cpus_per_node:
+            step.append(f"--cpus-per-task={cpus_per_node}")
+        return [*step, *argv]
+    if job.spawn != "mpi" or mpi is None or launch is None:
+        step = [*srun, "--ntasks=1", "--mpi=none"]
+        if cpus_per_node:
+            step.append(f"--cpus-per-task={cpus_per_node}")
+        return [*step, *argv]
+    ranks = str(job.ranks)
+    if launch.launcher == "srun":
+        threaded = [f"--cpus-per-task={job.threads}"] if job.threads > 1 else []
+        return [
+            *srun, f"--ntasks={ranks}", f"--ntasks-per-node={ppn}", *threaded,
+            f"--mpi={launch.srun_mpi}", *launch.args, *argv,
+        ]  # fmt: skip
+    if mpi.flavor == "openmpi":
+        cmd = [
+            mpi.launcher, "-np", ranks, "--host", ",".join(f"{h}:{ppn}" for h in hosts),
+            "--map-by", f"ppr:{ppn}:node", "--bind-to", "none",
+        ]  # fmt: skip
+        if os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+    else:  # MPICH's hydra and its relatives
+        cmd = [mpi.launcher, "-n", ranks, "-ppn", str(ppn), "-hosts", node_list(hosts)]
+    return [*cmd, *launch.args, *mpi.launcher_flags, *argv]
+
+
+def pair_argv(job: Job, argv: list[str], hosts: list[str]) -> list[str]:
+    """A server-client job across two nodes (perftest): its driver (``assay.drivers.pair``)
+    runs on the runner's node and starts each end as its own one-task srun step, the server
+    on ``hosts[1]``, the client on ``hosts[0]`` naming the server's node where it named
+    ``localhost`` (perftest's client takes the server's name as its last argument).
+    ``--overlap``: both steps share the nodes' CPUs with whatever else of the job's group runs
+    there."""
+    out = list(argv)
+    server_i, client_i = out.index("--server") + 1, out.index("--client") + 1
+    server, client = json.loads(out[server_i]), json.loads(out[client_i])
+    if client and client[-1] == "localhost":
+        client[-1] = hosts[1]
+    for i, cmd, host, end in (
+        (server_i, server, hosts[1], "server"),
+        (client_i, client, hosts[0], "client"),
+    ):
+        step = [
+            "srun", f"--job-name={job.job_id}-{end}", "--nodes=1", f"--nodelist={host}",
+            "--ntasks=1", "--overlap", "--kill-on-bad-exit=1", "--mpi=none",
+        ]  # fmt: skip
+        out[i] = json.dumps([*step, *cmd])
+    return out

@@ -1,0 +1,1126 @@
+/*
+ * allpairs.c - assay's all-pairs probe: p2p latency and bandwidth of every node pair, measured
+ * by one MPI job (one rank per node) that runs the round-robin tournament itself.
+ *
+ * Rounds: the circle method (src/assay/launch/tournament.py, the same pairs in the same
+ * rounds): node 0 stays, the others turn one place per round; N-1 rounds for N even, N for N
+ * odd (each node rests once).  Every pair of a round measures at the same time, or at most
+ * --pairs-at-once k of them (the others wait); the phases are separated by barriers:
+ *     for each group of k pairs:  latency  | barrier |  bandwidth  | barrier
+ * so no latency is taken beside another pair's bandwidth traffic.  --pairs FILE measures just
+ * the listed pairs instead (a retest, or what a lost node left), each placed in the earliest
+ * round after both its nodes' previous pairs in the list.
+ *
+ * Per pair, the OSU 5.x methods at one size each (never a sweep of sizes):
+ *   latency    osu_latency's ping-pong from the lower rank: (t_end - t_start) / (2 * iters),
+ *              the mean half round trip; warm-up iterations first, untimed.
+ *   bandwidth  osu_bw's window from the lower rank to the higher: `window` sends, then the
+ *              receiver's 4-byte ack; size * window * iters / (t_end - t_start).
+ * Where this differs from OSU: every wait is MPI_Test polled against a deadline (MPI_Testsome
+ * for a window) instead of the blocking MPI_Send/MPI_Recv/MPI_Waitall, so that a partner that
+ * stops answering cannot hang the job; no barrier inside a pair (the warm-up absorbs the skew
+ * of the pair's start); and the iteration counts come from a time budget (below), not OSU's
+ * fixed 10000/100.
+ *
+ * Iterations: a pilot on the first round's pairs (not recorded) runs each method 1, 2, 4, ...
+ * iterations until one step takes a tenth of the method's share of --pair-budget (latency a
+ * quarter, bandwidth three quarters); the median pair's time per iteration then sizes the
+ * iterations (at least one each; refused, exit 2, when one of each exceeds the budget), fixed
+ * for the whole job so that every pair is measured the same way.  A slower
+ * link takes proportionally longer; the round waits for it.  --lat-iterations and
+ * --bw-iterations skip the pilot (a retest gives the sweep's counts, so they compare).
+ *
+ * Output: rank 0 appends each round to the matrix file (allpairs.bin; format in
+ * docs/cluster.md) through a writer thread, so the measuring ranks never wait on the file
+ * system and a crash keeps every round written; stdout carries two JSON Lines (jsonl.h): the
+ * median link latency and bandwidth of the whole matrix with their spread, n = links measured.
+ * Progress goes to stderr.
+ *
+ * A partner that completes no message for --stall-factor x pair budget seconds (at least
+ * STALL_FLOOR_S) is unresponsive: the rank that waited tells rank 0, which writes the pair as
+ * failed (NaN), closes the file with the "a rank timed out" flag, prints what was measured and
+ * ends the job with exit code 4.  If rank 0 itself is the one that stopped, the waiting rank
+ * ends the job after a second such wait (the file then lacks its end block: cut short).
+ *
+ * Exit codes: 0 ok, 1 runtime error (MPI, memory, the file), 2 bad arguments, fewer than 2
+ * ranks or a pair budget too small for one iteration, 4 a partner stopped answering.
+ *
+ * Build: mpicc -O2 allpairs.c -o allpairs -lm -lpthread
+ * Run:   mpirun -np N ./allpairs   (one rank per node)
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <mpi.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jsonl.h"
+#include "probe.h"
+
+#include "allpairs_file.h"
+
+enum { EXIT_UNRESPONSIVE = 4 }; /* a partner stopped answering: the runner relaunches without it */
+enum kind { SWEEP, RETEST, RESUME };
+static const char *const KINDS[] = {"sweep", "retest", "resume", NULL};
+
+#define DEFAULT_LAT_SIZE 8LL           /* one double: the flat part of every latency curve */
+#define DEFAULT_BW_SIZE (128LL * 1024) /* past the eager limits: the rendezvous path */
+#define DEFAULT_WINDOW 64LL            /* osu_bw's WINDOW_SIZE */
+#define DEFAULT_BUDGET 0.1             /* seconds per pair: 10,000 nodes in about 17 minutes */
+#define LAT_SHARE 0.25                 /* of the budget; bandwidth gets the rest */
+#define DEFAULT_STALL_FACTOR 50.0
+#define STALL_FLOOR_S 2.0   /* a loaded node may not run a rank for a second: never less */
+#define PILOT_FRACTION 0.1  /* a pilot step long enough to time: a tenth of the share */
+#define LARGE_THRESHOLD 8192 /* OSU's LARGE_MESSAGE_SIZE: above it, the large warm-up counts */
+#define ACK_BYTES 4          /* osu_bw's ack */
+#define MAX_NODES 65535      /* node numbers are u16 in the file */
+
+enum { TAG_PING = 1, TAG_DATA = 100, TAG_ACK = 101, TAG_PILOT = 102, TAG_STALL = 103 };
+
+typedef struct {
+    long long lat_size, bw_size, window, pairs_at_once, first_round;
+    long long lat_iters, bw_iters, lat_warmup, bw_warmup;
+    long long hang_rank, hang_round, die_rank, die_round;
+    double budget, stall_factor;
+    int kind, yield;
+    const char *pairs_file, *output;
+} options;
+
+/* Which pairs meet in which round: the tournament computed, or a list's rounds (CSR). */
+typedef struct {
+    int n, rounds, ring; /* ring: nodes + the bye, for the tournament */
+    uint32_t *start;     /* list: round r's pairs are pairs[start[r] .. start[r+1]) */
+    uint32_t *pairs;     /* list: a << 16 | b, a < b */
+} schedule;
+
+/* What a rank sends rank 0 after each round: its pair's figures if it led one. */
+typedef struct {
+    int32_t partner; /* the higher rank of the pair this rank led, or -1 */
+    int32_t failed;
+    float latency, bandwidth;
+} result;
+
+static int rank = 0, nprocs = 1;
+static options opt;
+static double stall_s;
+static char (*hosts)[MPI_MAX_PROCESSOR_NAME]; /* rank 0: every rank's host */
+static char my_host[MPI_MAX_PROCESSOR_NAME];
+/* A real status array, as OSU's reqstat: MPICH's MPI_STATUSES_IGNORE is the pointer
+ * (MPI_Status *)1, which gcc >= 11 flags as -Wstringop-overflow. */
+static MPI_Status *statuses;
+
+/* ---- the matrix file (rank 0; allpairs_file.h writes it) ------------------------------ */
+
+/* rank 0's record of what it wrote: the summary's figures and the end block's counts */
+static struct {
+    float *lat, *bw;
+    size_t n, cap;
+    unsigned rounds;
+} rec;
+
+static void file_error(int err)
+{
+    fprintf(stderr, "allpairs: cannot write %s: %s\n", opt.output, strerror(err));
+    MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
+}
+
+static void file_put(const unsigned char *data, size_t len)
+{
+    int err = apf_put(data, len);
+    if (err)
+        file_error(err);
+}
+
+static void file_open(void)
+{
+    int err = apf_open(opt.output);
+    if (err)
+        file_error(err);
+    size_t len = apf_header_len(hosts[0], sizeof hosts[0], nprocs);
+    unsigned char *h = calloc(1, len);
+    if (!h)
+        file_error(ENOMEM);
+    apf_header(h, len, hosts[0], sizeof hosts[0], nprocs, (uint32_t)opt.lat_size,
+               (uint32_t)opt.bw_size, (uint32_t)opt.window, (float)opt.budget);
+    file_put(h, len);
+    free(h);
+}
+
+static void file_close(void)
+{
+    int err = apf_close();
+    if (err)
+        file_error(err);
+}
+
+static void remember(float lat, float bw)
+{
+    if (rec.n == rec.cap) {
+        size_t cap = rec.cap ? 2 * rec.cap : 4096;
+        float *l = realloc(rec.lat, cap * sizeof *l);
+        if (l)
+            rec.lat = l;
+        float *b = l ? realloc(rec.bw, cap * sizeof *b) : NULL;
+        if (!l || !b)
+            file_error(ENOMEM);
+        rec.bw = b;
+        rec.cap = cap;
+    }
+    rec.lat[rec.n] = lat;
+    rec.bw[rec.n++] = bw;
+}
+
+/* One round block: the pairs led by a rank (results[i].partner > i), in rank order. */
+static void file_round(int round_no, const result *results, int n, long long lat_iters,
+                       long long bw_iters, double t_start, double wall)
+{
+    int count = 0;
+    for (int i = 0; i < n; i++)
+        count += results[i].partner > i;
+    size_t len = APF_ROUND_BYTES + APF_PAIR_BYTES * (size_t)count;
+    unsigned char *b = malloc(len);
+    if (!b)
+        file_error(ENOMEM);
+    apf_round_head(b, (uint32_t)round_no, (uint32_t)opt.kind, (uint32_t)count,
+                   (uint32_t)lat_iters, (uint32_t)bw_iters, t_start, wall);
+    unsigned char *p = b + APF_ROUND_BYTES;
+    for (int i = 0; i < n; i++) {
+        if (results[i].partner <= i)
+            continue;
+        float lat = results[i].failed ? NAN : results[i].latency;
+        float bw = results[i].failed ? NAN : results[i].bandwidth;
+        apf_pair(p, (unsigned)i, (unsigned)results[i].partner, lat, bw);
+        p += APF_PAIR_BYTES;
+        remember(lat, bw);
+    }
+    file_put(b, len);
+    free(b);
+    rec.rounds++;
+}
+
+static void file_end(unsigned flags)
+{
+    unsigned char b[APF_END_BYTES];
+    apf_end(b, rec.rounds, (uint32_t)rec.n, flags);
+    file_put(b, sizeof b);
+}
+
+/* ---- the summary on stdout ---------------------------------------------------------- */
+
+static int cmp_float(const void *pa, const void *pb)
+{
+    float a = *(const float *)pa, b = *(const float *)pb;
+    return (a > b) - (a < b);
+}
+
+/* jsonl.h's statistics (its conventions) over the finite values, sorted in place: a matrix of
+ * 5e7 links stays float, not three double copies. */
+static int float_stats(float *v, size_t n, jl_stats *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(v[i]))
+            v[k++] = v[i];
+    memset(s, 0, sizeof *s);
+    if (k == 0)
+        return -1;
+    qsort(v, k, sizeof *v, cmp_float);
+    double sum = 0.0, ss = 0.0;
+    for (size_t i = 0; i < k; i++)
+        sum += v[i];
+    double mean = sum / (double)k;
+    for (size_t i = 0; i < k; i++)
+        ss += ((double)v[i] - mean) * ((double)v[i] - mean);
+    s->n = (long)k;
+    s->min = v[0];
+    s->max = v[k - 1];
+    s->mean = mean;
+    s->median = (k % 2) ? v[k / 2] : 0.5 * ((double)v[k / 2 - 1] + (double)v[k / 2]);
+    s->stddev = k > 1 ? sqrt(ss / (double)(k - 1)) : 0.0;
+    s->have = JL_N | JL_MIN | JL_MAX | JL_MEAN | JL_MEDIAN | JL_STDDEV;
+    if (k >= 100) {
+        s->p99 = v[(k * 99 + 99) / 100 - 1];
+        s->have |= JL_P99;
+    }
+    if (k >= 1000) {
+        s->p999 = v[(k * 999 + 999) / 1000 - 1];
+        s->have |= JL_P999;
+    }
+    return 0;
+}
+
+/* The median link of each metric over every pair written, n = links measured. */
+static void summary(const schedule *s, long long planned, long long lat_iters,
+                    long long bw_iters, long long concurrent, const int *lost, int n_lost)
+{
+    const char *metrics[2] = {"p2p.latency", "p2p.bandwidth"};
+    float *values[2] = {rec.lat, rec.bw};
+    for (int m = 0; m < 2; m++) {
+        jl_stats st;
+        if (float_stats(values[m], rec.n, &st))
+            continue; /* nothing measured */
+        jl_begin(metrics[m], st.median);
+        jl_param_long("size", m ? opt.bw_size : opt.lat_size);
+        jl_param_str("summary", "matrix");
+        jl_param_str("kind", KINDS[opt.kind]);
+        jl_param_long("node_count", s->n);
+        jl_param_long("links_planned", planned);
+        jl_param_long("rounds", rec.rounds);
+        jl_param_long("timed_iterations", m ? bw_iters : lat_iters);
+        jl_param_long("warmup", m ? opt.bw_warmup : opt.lat_warmup);
+        if (m)
+            jl_param_long("window", opt.window);
+        jl_param_double("pair_budget", opt.budget);
+        jl_param_long("concurrent_pairs", concurrent);
+        jl_param_str("matrix", opt.output);
+        jl_param_double("wtick", MPI_Wtick());
+        if (n_lost) {
+            jl_key_("unresponsive");
+            fputc('[', stdout);
+            for (int i = 0; i < n_lost; i++)
+                printf(i ? ", %d" : "%d", lost[i]);
+            fputc(']', stdout);
+        }
+        jl_end(&st, JL_ALL);
+    }
+}
+
+/* ---- the schedule ------------------------------------------------------------------- */
+
+static int pairs_in(const schedule *s, int r)
+{
+    if (s->pairs)
+        return (int)(s->start[r + 1] - s->start[r]);
+    return s->n / 2;
+}
+
+/* My partner in round r (0-based), -1 when I rest; *slot = the pair's place in the round
+ * (which --pairs-at-once group it measures in). */
+static int partner_in(const schedule *s, int r, int me, int *slot)
+{
+    if (s->pairs) {
+        for (uint32_t i = s->start[r]; i < s->start[r + 1]; i++) {
+            int a = (int)(s->pairs[i] >> 16), b = (int)(s->pairs[i] & 0xffff);
+            if (a == me || b == me) {
+                *slot = (int)(i - s->start[r]);
+                return a == me ? b : a;
+            }
+        }
+        return -1;
+    }
+    /* Circle method after r turns: node x >= 1 sits at 1 + (x - 1 + r) mod (m - 1), node 0 at
+     * 0; position j meets position m - 1 - j.  Node n (odd n) is the bye. */
+    int m = s->ring;
+    int pos = me == 0 ? 0 : 1 + (me - 1 + r) % (m - 1);
+    int other = m - 1 - pos;
+    int node = other == 0 ? 0 : 1 + ((other - 1 - r) % (m - 1) + (m - 1)) % (m - 1);
+    if (node >= s->n)
+        return -1;
+    *slot = pos < other ? pos : other;
+    if (s->n % 2) { /* the bye's pair takes no slot */
+        int bye = 1 + (s->n - 1 + r) % (m - 1);
+        int bye_slot = bye < m - 1 - bye ? bye : m - 1 - bye;
+        if (*slot > bye_slot)
+            (*slot)--;
+    }
+    return node;
+}
+
+/* ---- waiting, with a deadline ------------------------------------------------------- */
+
+static struct {
+    int round_no; /* what rank 0 is doing, for its report when a rank stops answering */
+    const schedule *sched;
+    long long planned, lat_iters, bw_iters, concurrent;
+    double t0, round_start;
+} now_;
+
+static void job_stalled(int waited, int silent);
+
+/* Poll until every request completes; -1 when none completed for stall_s seconds. */
+static int spin_wait(int n, MPI_Request *reqs, int *idx)
+{
+    int left = n, polls = 0;
+    double deadline = 0.0;
+    while (left > 0) {
+        int done = 0;
+        if (n == 1) {
+            MPI_Test(reqs, &done, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Testsome(n, reqs, &done, idx, statuses);
+            if (done == MPI_UNDEFINED)
+                break;
+        }
+        if (done > 0) {
+            left -= done;
+            polls = 0;
+            continue;
+        }
+        if (opt.yield)
+            sched_yield();
+        /* the clock is read every 256 polls, the deadline set on the first */
+        if ((++polls & 255) == 0) {
+            double t = probe_now();
+            if (deadline == 0.0)
+                deadline = t + stall_s;
+            else if (t > deadline)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* Wait for a barrier or a gather without busy-polling (a waiting rank leaves its core to the
+ * ranks still measuring): spin 50 us, then test every ~50 us.  Rank 0 also listens for
+ * reports of a partner that stopped answering. */
+static void wait_quietly(MPI_Request *req)
+{
+    int done = 0;
+    double spin_until = probe_now() + 50e-6;
+    const struct timespec nap = {0, 50000};
+    for (;;) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (done)
+            return;
+        if (rank == 0) {
+            int report = 0;
+            MPI_Iprobe(MPI_ANY_SOURCE, TAG_STALL, MPI_COMM_WORLD, &report, MPI_STATUS_IGNORE);
+            if (report)
+                job_stalled(-1, -1);
+        }
+        if (probe_now() > spin_until)
+            nanosleep(&nap, NULL);
+    }
+}
+
+static void barrier(void)
+{
+    MPI_Request req;
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    wait_quietly(&req);
+}
+
+/* Rank 0: a rank stopped answering (waited: the rank that waited, silent: its partner; -1, -1
+ * when the report is still in the queue).  Write the pairs that failed, close the file with
+ * the flag, say who, print what was measured, end the job. */
+static void job_stalled(int waited, int silent)
+{
+    enum { MAX_REPORTS = 64 };
+    int pairs[MAX_REPORTS][2], n = 0;
+    if (waited >= 0) {
+        pairs[n][0] = waited;
+        pairs[n++][1] = silent;
+    }
+    /* Both ranks of a pair may report the other (a link down): gather what comes within a
+     * short while, so that the end names both sides. */
+    double until = probe_now() + 0.2;
+    while (probe_now() < until && n < MAX_REPORTS) {
+        int have = 0;
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, TAG_STALL, MPI_COMM_WORLD, &have, &st);
+        if (!have) {
+            const struct timespec nap = {0, 1000000};
+            nanosleep(&nap, NULL);
+            continue;
+        }
+        int msg[3];
+        MPI_Recv(msg, 3, MPI_INT, st.MPI_SOURCE, TAG_STALL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        pairs[n][0] = msg[1];
+        pairs[n++][1] = msg[2];
+    }
+    int lost[MAX_REPORTS], n_lost = 0;
+    result *failed = calloc((size_t)nprocs, sizeof *failed);
+    for (int i = 0; failed && i < nprocs; i++)
+        failed[i].partner = -1;
+    for (int i = 0; i < n; i++) {
+        int w = pairs[i][0], s = pairs[i][1];
+        fprintf(stderr,
+                "allpairs: unresponsive: rank %d (%s) did not answer rank %d (%s) within %g s "
+                "in round %d\n",
+                s, hosts[s], w, hosts[w], stall_s, now_.round_no);
+        int seen = 0;
+        for (int k = 0; k < n_lost; k++)
+            seen |= lost[k] == s;
+        if (!seen)
+            lost[n_lost++] = s;
+        int a = w < s ? w : s, b = w < s ? s : w;
+        if (failed) {
+            failed[a].partner = b;
+            failed[a].failed = 1;
+        }
+    }
+    /* the pilot (round 0) is not in the file: only its stderr line tells */
+    if (now_.round_no > 0 && failed && n > 0)
+        file_round(now_.round_no, failed, nprocs, now_.lat_iters, now_.bw_iters,
+                   now_.round_start, MPI_Wtime() - now_.t0 - now_.round_start);
+    file_end(APF_FLAG_TIMED_OUT);
+    file_close();
+    fprintf(stderr,
+            "allpairs: %s keeps every round finished before round %d (and its failed pairs); "
+            "ending the job (exit %d)\n",
+            opt.output, now_.round_no, EXIT_UNRESPONSIVE);
+    summary(now_.sched, now_.planned, now_.lat_iters, now_.bw_iters, now_.concurrent, lost,
+            n_lost);
+    MPI_Abort(MPI_COMM_WORLD, EXIT_UNRESPONSIVE);
+    exit(EXIT_UNRESPONSIVE);
+}
+
+/* This rank's partner completed nothing for stall_s: tell rank 0, which ends the job; if rank
+ * 0 does not (it may be the one that stopped), end it from here. */
+__attribute__((noreturn)) static void partner_silent(int partner, const char *phase)
+{
+    fprintf(stderr, "allpairs: rank %d (%s): no answer from rank %d within %g s (%s, round %d)\n",
+            rank, my_host, partner, stall_s, phase, now_.round_no);
+    if (rank == 0)
+        job_stalled(0, partner);
+    int msg[3] = {now_.round_no, rank, partner};
+    MPI_Request req;
+    MPI_Isend(msg, 3, MPI_INT, 0, TAG_STALL, MPI_COMM_WORLD, &req);
+    double until = probe_now() + stall_s;
+    const struct timespec nap = {0, 1000000};
+    while (probe_now() < until) {
+        int done;
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        nanosleep(&nap, NULL);
+    }
+    fprintf(stderr, "allpairs: rank 0 did not end the job within %g s: ending it from rank %d\n",
+            stall_s, rank);
+    MPI_Abort(MPI_COMM_WORLD, EXIT_UNRESPONSIVE);
+    exit(EXIT_UNRESPONSIVE);
+}
+
+/* ---- one pair ----------------------------------------------------------------------- */
+
+typedef struct {
+    int peer, lead; /* lead: the lower rank, which sends the pings and the window */
+    char *s_buf, *r_buf;
+    MPI_Request *reqs;
+    int *idx;
+} pair;
+
+/* One osu_latency round trip, or -1 if the partner stopped answering. */
+static int lat_iteration(const pair *p)
+{
+    MPI_Request r;
+    int count = (int)opt.lat_size;
+    if (p->lead) {
+        MPI_Isend(p->s_buf, count, MPI_CHAR, p->peer, TAG_PING, MPI_COMM_WORLD, &r);
+        if (spin_wait(1, &r, p->idx))
+            return -1;
+        MPI_Irecv(p->r_buf, count, MPI_CHAR, p->peer, TAG_PING, MPI_COMM_WORLD, &r);
+        return spin_wait(1, &r, p->idx);
+    }
+    MPI_Irecv(p->r_buf, count, MPI_CHAR, p->peer, TAG_PING, MPI_COMM_WORLD, &r);
+    if (spin_wait(1, &r, p->idx))
+        return -1;
+    MPI_Isend(p->s_buf, count, MPI_CHAR, p->peer, TAG_PING, MPI_COMM_WORLD, &r);
+    return spin_wait(1, &r, p->idx);
+}
+
+/* One osu_bw window and its ack, or -1. */
+static int bw_iteration(const pair *p)
+{
+    int count = (int)opt.bw_size, w = (int)opt.window;
+    MPI_Request ack;
+    if (p->lead) {
+        for (int j = 0; j < w; j++)
+            MPI_Isend(p->s_buf, count, MPI_CHAR, p->peer, TAG_DATA, MPI_COMM_WORLD, &p->reqs[j]);
+        if (spin_wait(w, p->reqs, p->idx))
+            return -1;
+        MPI_Irecv(p->r_buf, ACK_BYTES, MPI_CHAR, p->peer, TAG_ACK, MPI_COMM_WORLD, &ack);
+        return spin_wait(1, &ack, p->idx);
+    }
+    for (int j = 0; j < w; j++)
+        MPI_Irecv(p->r_buf, count, MPI_CHAR, p->peer, TAG_DATA, MPI_COMM_WORLD, &p->reqs[j]);
+    if (spin_wait(w, p->reqs, p->idx))
+        return -1;
+    MPI_Isend(p->s_buf, ACK_BYTES, MPI_CHAR, p->peer, TAG_ACK, MPI_COMM_WORLD, &ack);
+    return spin_wait(1, &ack, p->idx);
+}
+
+typedef int (*iteration_fn)(const pair *);
+
+/* `warm` untimed iterations, then `iters` timed as one block (OSU: the clock read before the
+ * first timed iteration and after the last); the elapsed seconds. */
+static double timed(const pair *p, iteration_fn step, long long warm, long long iters,
+                    const char *phase)
+{
+    double t_start = 0.0;
+    for (long long i = 0; i < warm + iters; i++) {
+        if (i == warm)
+            t_start = MPI_Wtime();
+        if (step(p))
+            partner_silent(p->peer, phase);
+    }
+    return MPI_Wtime() - t_start;
+}
+
+/* The pilot: `warm` iterations, then 1, 2, 4, ... timed until a step lasts `target` seconds
+ * (the leader decides and tells its partner after each step); seconds per iteration. */
+static double pilot(const pair *p, iteration_fn step, long long warm, double target,
+                    const char *phase)
+{
+    long long n = 1;
+    double t = timed(p, step, warm, n, phase);
+    for (;;) {
+        int next = 0;
+        MPI_Request r;
+        if (p->lead) {
+            next = (t < target && n < (1LL << 24)) ? (int)(2 * n) : 0;
+            MPI_Isend(&next, 1, MPI_INT, p->peer, TAG_PILOT, MPI_COMM_WORLD, &r);
+        } else {
+            MPI_Irecv(&next, 1, MPI_INT, p->peer, TAG_PILOT, MPI_COMM_WORLD, &r);
+        }
+        if (spin_wait(1, &r, p->idx))
+            partner_silent(p->peer, phase);
+        if (next == 0)
+            return t / (double)n;
+        n = next;
+        t = timed(p, step, 0, n, phase);
+    }
+}
+
+/* Test-only faults: this rank stops answering, or dies, when it reaches its pair. */
+static void test_faults(int round_no)
+{
+    if (rank == opt.hang_rank && round_no >= opt.hang_round) {
+        fprintf(stderr, "allpairs: rank %d stops answering in round %d (--test-hang-rank)\n",
+                rank, round_no);
+        for (;;)
+            pause();
+    }
+    if (rank == opt.die_rank && round_no >= opt.die_round) {
+        fprintf(stderr, "allpairs: rank %d kills itself in round %d (--test-die-rank)\n", rank,
+                round_no);
+        raise(SIGKILL);
+    }
+}
+
+/* ---- rounds ------------------------------------------------------------------------- */
+
+typedef struct {
+    double lat, bw; /* pilot: seconds per iteration; round: the figures */
+} measured;
+
+/* One round's pairs, k at a time, each group latency | barrier | bandwidth | barrier.
+ * pilot: run the pilot instead of the timed loops. */
+static measured run_round(const schedule *s, int r, int round_no, pair *p, int pilot_run)
+{
+    int slot = 0;
+    int peer = partner_in(s, r, rank, &slot);
+    int np = pairs_in(s, r);
+    int k = opt.pairs_at_once > 0 && opt.pairs_at_once < np ? (int)opt.pairs_at_once : np;
+    int groups = k > 0 ? (np + k - 1) / k : 1;
+    int mine = peer >= 0 ? slot / (k > 0 ? k : 1) : -1;
+    measured out = {NAN, NAN};
+    p->peer = peer;
+    p->lead = peer > rank;
+    double lat_share = LAT_SHARE * opt.budget, bw_share = (1.0 - LAT_SHARE) * opt.budget;
+    for (int g = 0; g < groups; g++) {
+        if (g == mine) {
+            test_faults(round_no);
+            if (pilot_run)
+                out.lat = pilot(p, lat_iteration, opt.lat_warmup, PILOT_FRACTION * lat_share,
+                                "pilot, latency");
+            else
+                out.lat = timed(p, lat_iteration, opt.lat_warmup, now_.lat_iters, "latency") /
+                          (2.0 * (double)now_.lat_iters);
+        }
+        barrier();
+        if (g == mine) {
+            if (pilot_run) {
+                out.bw = pilot(p, bw_iteration, opt.bw_warmup, PILOT_FRACTION * bw_share,
+                               "pilot, bandwidth");
+            } else {
+                double t = timed(p, bw_iteration, opt.bw_warmup, now_.bw_iters, "bandwidth");
+                out.bw = (double)opt.bw_size * (double)opt.window * (double)now_.bw_iters / t;
+            }
+        }
+        barrier();
+    }
+    return out;
+}
+
+static int cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+/* The median of the finite values among n (sorted in place), NaN if none. */
+static double median_of(double *v, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i]) && v[i] > 0.0)
+            v[k++] = v[i];
+    if (!k)
+        return NAN;
+    qsort(v, (size_t)k, sizeof *v, cmp_double);
+    return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+}
+
+/* Size the iterations from the pilot on the first round: every rank gets the same counts, or
+ * 0 when the budget cannot fit one iteration (explained by rank 0). */
+static void calibrate(const schedule *s, pair *p)
+{
+    now_.round_no = 0;
+    measured m = run_round(s, 0, 0, p, 1);
+    double mine[2] = {p->lead ? m.lat : NAN, p->lead ? m.bw : NAN};
+    double *all = rank == 0 ? malloc(2 * (size_t)nprocs * sizeof *all) : NULL;
+    if (rank == 0 && !all)
+        file_error(ENOMEM);
+    MPI_Request req;
+    MPI_Igather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD, &req);
+    wait_quietly(&req);
+    long long counts[2] = {0, 0};
+    if (rank == 0) {
+        double *lat = malloc((size_t)nprocs * sizeof *lat);
+        double *bw = malloc((size_t)nprocs * sizeof *bw);
+        if (!lat || !bw)
+            file_error(ENOMEM);
+        for (int i = 0; i < nprocs; i++) {
+            lat[i] = all[2 * i];
+            bw[i] = all[2 * i + 1];
+        }
+        double t_lat = median_of(lat, nprocs), t_bw = median_of(bw, nprocs);
+        double lat_share = LAT_SHARE * opt.budget, bw_share = (1.0 - LAT_SHARE) * opt.budget;
+        /* Each method its share, at least one iteration: a slow fabric (one 8 MiB window
+         * at 100 MB/s is 84 ms, more than bandwidth's 75 ms) is measured, a little over
+         * budget.  Refused only when one iteration of each does not fit the whole budget. */
+        if (!(t_lat + t_bw <= opt.budget)) {
+            probe_error("--pair-budget %g s cannot fit one iteration of each method: the "
+                        "median pair took %.3g s a round trip of %lld B and %.3g s a window "
+                        "of %lld x %lld B; raise --pair-budget",
+                        opt.budget, t_lat, opt.lat_size, t_bw, opt.window, opt.bw_size);
+        } else {
+            double n_lat = floor(lat_share / t_lat), n_bw = floor(bw_share / t_bw);
+            counts[0] = n_lat < 1 ? 1 : n_lat > INT_MAX ? INT_MAX : (long long)n_lat;
+            counts[1] = n_bw < 1 ? 1 : n_bw > INT_MAX ? INT_MAX : (long long)n_bw;
+            fprintf(stderr,
+                    "allpairs: pilot: %.3g s a round trip of %lld B -> %lld latency "
+                    "iterations; %.3g s a window of %lld x %lld B -> %lld bandwidth iterations "
+                    "(pair budget %g s)\n",
+                    t_lat, opt.lat_size, counts[0], t_bw, opt.window, opt.bw_size, counts[1],
+                    opt.budget);
+        }
+        free(lat);
+        free(bw);
+        free(all);
+    }
+    MPI_Ibcast(counts, 2, MPI_LONG_LONG, 0, MPI_COMM_WORLD, &req);
+    wait_quietly(&req);
+    now_.lat_iters = counts[0];
+    now_.bw_iters = counts[1];
+}
+
+/* ---- the pairs file (rank 0) -------------------------------------------------------- */
+
+/* A node named by its rank (digits) or its host name (which must run one rank only). */
+static int node_of(const char *tok, const char *path, int line)
+{
+    long long v;
+    if (!probe_parse_int(tok, 0, LLONG_MAX, &v)) {
+        if (v >= nprocs)
+            return probe_error("%s:%d: rank %lld is not in this job (%d ranks)", path, line, v,
+                               nprocs) - 1;
+        return (int)v;
+    }
+    int found = -1, count = 0;
+    for (int i = 0; i < nprocs; i++)
+        if (!strcmp(hosts[i], tok)) {
+            found = i;
+            count++;
+        }
+    if (count == 0)
+        return probe_error("%s:%d: host '%s' is not in this job", path, line, tok) - 1;
+    if (count > 1)
+        return probe_error("%s:%d: host '%s' runs %d ranks: name the pair by rank", path, line,
+                           tok, count) - 1;
+    return found;
+}
+
+/* Read the list and schedule it: each pair in the earliest round after both its nodes'
+ * previous pairs in the list.  0, or -1 (explained). */
+static int read_pairs(schedule *s)
+{
+    FILE *f = fopen(opt.pairs_file, "r");
+    if (!f)
+        return probe_error("--pairs %s: %s", opt.pairs_file, strerror(errno));
+    size_t n = 0, cap = 0;
+    uint32_t *list = NULL;
+    char line[4096];
+    int lineno = 0, bad = 0;
+    while (!bad && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *save = NULL, *t1 = strtok_r(line, " \t\r\n,", &save);
+        if (!t1)
+            continue;
+        char *t2 = strtok_r(NULL, " \t\r\n,", &save), *t3 = strtok_r(NULL, " \t\r\n,", &save);
+        if (!t2 || t3) {
+            bad = probe_error("%s:%d: expected two nodes (rank numbers or host names)",
+                              opt.pairs_file, lineno);
+            break;
+        }
+        int a = node_of(t1, opt.pairs_file, lineno), b = node_of(t2, opt.pairs_file, lineno);
+        if (a < 0 || b < 0) {
+            bad = -1;
+            break;
+        }
+        if (a == b) {
+            bad = probe_error("%s:%d: a node cannot pair with itself", opt.pairs_file, lineno);
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            uint32_t *grown = realloc(list, cap * sizeof *list);
+            if (!grown) {
+                bad = probe_error("out of memory reading %s", opt.pairs_file);
+                break;
+            }
+            list = grown;
+        }
+        int lo = a < b ? a : b, hi = a < b ? b : a;
+        list[n++] = (uint32_t)lo << 16 | (uint32_t)hi;
+    }
+    fclose(f);
+    if (!bad && n == 0)
+        bad = probe_error("%s lists no pair", opt.pairs_file);
+    if (bad) {
+        free(list);
+        return -1;
+    }
+    /* round of each pair: after both nodes' previous ones */
+    int *next_free = calloc((size_t)nprocs, sizeof *next_free);
+    uint32_t *round_of = malloc(n * sizeof *round_of);
+    if (!next_free || !round_of)
+        return probe_error("out of memory scheduling %zu pairs", n);
+    int rounds = 0;
+    for (size_t i = 0; i < n; i++) {
+        int a = (int)(list[i] >> 16), b = (int)(list[i] & 0xffff);
+        int r = next_free[a] > next_free[b] ? next_free[a] : next_free[b];
+        round_of[i] = (uint32_t)r;
+        next_free[a] = next_free[b] = r + 1;
+        rounds = r + 1 > rounds ? r + 1 : rounds;
+    }
+    s->rounds = rounds;
+    s->start = calloc((size_t)rounds + 1, sizeof *s->start);
+    s->pairs = malloc(n * sizeof *s->pairs);
+    if (!s->start || !s->pairs)
+        return probe_error("out of memory scheduling %zu pairs", n);
+    for (size_t i = 0; i < n; i++)
+        s->start[round_of[i] + 1]++;
+    for (int r = 0; r < rounds; r++)
+        s->start[r + 1] += s->start[r];
+    uint32_t *fill = calloc((size_t)rounds, sizeof *fill);
+    if (!fill)
+        return probe_error("out of memory scheduling %zu pairs", n);
+    for (size_t i = 0; i < n; i++)
+        s->pairs[s->start[round_of[i]] + fill[round_of[i]]++] = list[i];
+    free(fill);
+    free(round_of);
+    free(next_free);
+    free(list);
+    return 0;
+}
+
+/* Rank 0 reads and schedules the list; every rank gets the schedule.  0, or -1. */
+static int share_pairs(schedule *s)
+{
+    long long head[2] = {0, 0}; /* rounds, pairs; rounds = -1: the file was wrong */
+    if (rank == 0) {
+        if (read_pairs(s))
+            head[0] = -1;
+        else
+            head[0] = s->rounds, head[1] = s->start[s->rounds];
+    }
+    MPI_Bcast(head, 2, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    if (head[0] < 0)
+        return -1;
+    if (rank != 0) {
+        s->rounds = (int)head[0];
+        s->start = malloc(((size_t)head[0] + 1) * sizeof *s->start);
+        s->pairs = malloc((size_t)head[1] * sizeof *s->pairs);
+        if (!s->start || !s->pairs) {
+            fprintf(stderr, "allpairs: rank %d: out of memory for %lld pairs\n", rank, head[1]);
+            MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
+        }
+    }
+    MPI_Bcast(s->start, (int)head[0] + 1, MPI_UINT32_T, 0, MPI_COMM_WORLD);
+    /* a resume at 10,000 nodes lists ~5e7 pairs: in parts below INT_MAX elements */
+    for (long long off = 0; off < head[1]; off += 1 << 26) {
+        long long len = head[1] - off < (1 << 26) ? head[1] - off : (1 << 26);
+        MPI_Bcast(s->pairs + off, (int)len, MPI_UINT32_T, 0, MPI_COMM_WORLD);
+    }
+    return 0;
+}
+
+/* ---- options ------------------------------------------------------------------------ */
+
+static void usage(void)
+{
+    printf("usage: mpirun -np N allpairs [options]      (one rank per node, N >= 2)\n"
+           "\n"
+           "p2p latency and bandwidth of every pair of ranks, in the rounds of a round-robin\n"
+           "tournament run inside the job (OSU 5.x methods at one size each). Rank 0 appends\n"
+           "each round to the matrix file; stdout: the median link of each metric (JSON Lines).\n"
+           "\n"
+           "options:\n"
+           "  --lat-size B           latency message, bytes (default %lld)\n"
+           "  --bw-size B            bandwidth message, bytes (default %lld)\n"
+           "  --window W             bandwidth messages in flight (default %lld, osu_bw's)\n"
+           "  --pair-budget S        seconds per pair, both metrics (default %g): latency gets\n"
+           "                         %g of it, bandwidth the rest; a pilot sizes the iterations\n"
+           "  --lat-iterations N     timed round trips per pair (default: from the pilot)\n"
+           "  --bw-iterations N      timed windows per pair (default: from the pilot)\n"
+           "  --lat-warmup N         untimed round trips first (default 100, 10 above 8 KiB)\n"
+           "  --bw-warmup N          untimed windows first (default 10, 2 above 8 KiB)\n"
+           "  --pairs-at-once K      at most K pairs of a round measure at once (default 0:\n"
+           "                         the whole round)\n"
+           "  --pairs FILE           measure these pairs only: one pair a line, two ranks or\n"
+           "                         host names; '#' starts a comment\n"
+           "  --kind K               retest or resume, with --pairs (default retest)\n"
+           "  --first-round R        number of the first round in the file (default 1)\n"
+           "  --output FILE          the matrix file (default allpairs.bin)\n"
+           "  --stall-factor F       a partner that completes nothing for F x pair budget\n"
+           "                         seconds (at least %g s) stopped answering (default %g)\n"
+           "  --yield                sched_yield() while polling (more ranks than cores;\n"
+           "                         also when ASSAY_SHARED_KERNEL is set)\n"
+           "  --test-hang-rank R --test-hang-round K   (tests) rank R stops answering at\n"
+           "                         its pair in round K or later\n"
+           "  --test-die-rank R --test-die-round K     (tests) rank R kills itself there\n"
+           "  --help                 this text\n"
+           "\n"
+           "Exit codes: 0 ok, 1 runtime error, 2 bad arguments (or < 2 ranks, or a budget too\n"
+           "small for one iteration), 4 a partner stopped answering (the file keeps every\n"
+           "round measured before).\n",
+           DEFAULT_LAT_SIZE, DEFAULT_BW_SIZE, DEFAULT_WINDOW, DEFAULT_BUDGET, LAT_SHARE,
+           STALL_FLOOR_S, DEFAULT_STALL_FACTOR);
+}
+
+/* probe.h has no string options: take `--name value` out of argv before it parses. */
+static int take_string(int *argc, char **argv, const char *name, const char **value)
+{
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], name))
+            continue;
+        if (i + 1 >= *argc || !argv[i + 1][0])
+            return probe_error("%s needs a value (see --help)", name);
+        *value = argv[i + 1];
+        for (int j = i; j + 2 <= *argc; j++)
+            argv[j] = argv[j + 2];
+        *argc -= 2;
+        i--;
+    }
+    return 0;
+}
+
+static int parse(int argc, char **argv)
+{
+    opt = (options){
+        .lat_size = DEFAULT_LAT_SIZE, .bw_size = DEFAULT_BW_SIZE, .window = DEFAULT_WINDOW,
+        .first_round = 1, .lat_iters = -1, .bw_iters = -1, .lat_warmup = -1, .bw_warmup = -1,
+        .hang_rank = -1, .hang_round = 1, .die_rank = -1, .die_round = 1,
+        .budget = DEFAULT_BUDGET, .stall_factor = DEFAULT_STALL_FACTOR, .kind = -1,
+        .output = "allpairs.bin",
+    };
+    char **args = malloc(((size_t)argc + 1) * sizeof *args);
+    if (!args)
+        return probe_error("out of memory");
+    memcpy(args, argv, ((size_t)argc + 1) * sizeof *args);
+    if (take_string(&argc, args, "--pairs", &opt.pairs_file) ||
+        take_string(&argc, args, "--output", &opt.output))
+        return -1;
+    const probe_option opts[] = {
+        {"--lat-size", PROBE_SIZE, &opt.lat_size, .min = 0, .max = INT_MAX},
+        {"--bw-size", PROBE_SIZE, &opt.bw_size, .min = 1, .max = INT_MAX},
+        {"--window", PROBE_INT, &opt.window, .min = 1, .max = 1 << 16},
+        {"--pair-budget", PROBE_REAL, &opt.budget, .rmin = 1e-6, .rmax = 3600.0},
+        {"--lat-iterations", PROBE_INT, &opt.lat_iters, .min = 1, .max = INT_MAX},
+        {"--bw-iterations", PROBE_INT, &opt.bw_iters, .min = 1, .max = INT_MAX},
+        {"--lat-warmup", PROBE_INT, &opt.lat_warmup, .min = 0, .max = INT_MAX},
+        {"--bw-warmup", PROBE_INT, &opt.bw_warmup, .min = 0, .max = INT_MAX},
+        {"--pairs-at-once", PROBE_INT, &opt.pairs_at_once, .min = 0, .max = INT_MAX},
+        {"--kind", PROBE_CHOICE, &opt.kind, .choices = KINDS},
+        {"--first-round", PROBE_INT, &opt.first_round, .min = 1, .max = INT_MAX / 2},
+        {"--stall-factor", PROBE_REAL, &opt.stall_factor, .rmin = 1.0, .rmax = 1e6},
+        {"--yield", PROBE_FLAG, &opt.yield, .min = 0},
+        {"--test-hang-rank", PROBE_INT, &opt.hang_rank, .min = 0, .max = INT_MAX},
+        {"--test-hang-round", PROBE_INT, &opt.hang_round, .min = 1, .max = INT_MAX},
+        {"--test-die-rank", PROBE_INT, &opt.die_rank, .min = 0, .max = INT_MAX},
+        {"--test-die-round", PROBE_INT, &opt.die_round, .min = 1, .max = INT_MAX},
+        PROBE_END,
+    };
+    int rc = probe_parse_options(argc, args, opts);
+    free(args);
+    if (rc)
+        return -1;
+    if ((opt.lat_iters < 0) != (opt.bw_iters < 0))
+        return probe_error("--lat-iterations and --bw-iterations go together (or neither: the "
+                           "pilot sizes both)");
+    if (opt.pairs_file && opt.kind == SWEEP)
+        return probe_error("--kind sweep: a list of pairs is a retest or a resume");
+    if (!opt.pairs_file && opt.kind >= 0 && opt.kind != SWEEP)
+        return probe_error("--kind %s needs --pairs FILE", KINDS[opt.kind]);
+    if (opt.kind < 0)
+        opt.kind = opt.pairs_file ? RETEST : SWEEP;
+    /* OSU: 100/10 warm-up iterations for latency, 10/2 for bandwidth, the second above 8 KiB */
+    if (opt.lat_warmup < 0)
+        opt.lat_warmup = opt.lat_size > LARGE_THRESHOLD ? 10 : 100;
+    if (opt.bw_warmup < 0)
+        opt.bw_warmup = opt.bw_size > LARGE_THRESHOLD ? 2 : 10;
+    stall_s = opt.stall_factor * opt.budget;
+    if (stall_s < STALL_FLOOR_S)
+        stall_s = STALL_FLOOR_S;
+    return 0;
+}
+
+/* ---- main --------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    if (probe_help_requested(argc, argv)) {
+        usage();
+        return PROBE_OK;
+    }
+    int provided;
+    /* FUNNELED: rank 0's writer thread makes no MPI call, the main thread all of them */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    probe_init("allpairs");
+    probe_set_quiet(rank != 0);
+    if (parse(argc, argv)) {
+        MPI_Finalize();
+        return PROBE_USAGE;
+    }
+    /* "Nodes" that share one kernel (namespaces, containers: the launcher found it and says
+     * so) share its CPUs too: a busy-polling rank would starve the ranks measuring. */
+    if (getenv("ASSAY_SHARED_KERNEL"))
+        opt.yield = 1;
+    if (nprocs < 2 || nprocs > MAX_NODES) {
+        probe_error("needs 2 to %d MPI ranks (one per node), got %d", MAX_NODES, nprocs);
+        MPI_Finalize();
+        return PROBE_USAGE;
+    }
+
+    int len = 0;
+    MPI_Get_processor_name(my_host, &len);
+    if (rank == 0) {
+        hosts = calloc((size_t)nprocs, sizeof *hosts);
+        if (!hosts) {
+            probe_error("out of memory for %d host names", nprocs);
+            MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
+        }
+    }
+    MPI_Gather(my_host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+               0, MPI_COMM_WORLD);
+    for (int i = 0; rank == 0 && i < nprocs; i++)
+        hosts[i][MPI_MAX_PROCESSOR_NAME - 1] = '\0';
+
+    schedule s = {.n = nprocs, .ring = nprocs + nprocs % 2, .rounds = nprocs - 1 + nprocs % 2};
+    long long planned = (long long)nprocs * (nprocs - 1) / 2;
+    if (opt.pairs_file) {
+        if (share_pairs(&s)) {
+            MPI_Finalize();
+            return PROBE_USAGE;
+        }
+        planned = s.start[s.rounds];
+    }
+
+    /* Page-aligned buffers, as OSU's, touched before any timing (no page fault is timed). */
+    long page = sysconf(_SC_PAGESIZE);
+    long long big = opt.bw_size > opt.lat_size ? opt.bw_size : opt.lat_size;
+    size_t bufsize = (size_t)(big > ACK_BYTES ? big : ACK_BYTES);
+    pair p = {0};
+    p.reqs = malloc((size_t)opt.window * sizeof *p.reqs);
+    p.idx = malloc((size_t)opt.window * sizeof *p.idx);
+    statuses = malloc((size_t)opt.window * sizeof *statuses);
+    result *results = rank == 0 ? malloc((size_t)nprocs * sizeof *results) : NULL;
+    if (posix_memalign((void **)&p.s_buf, (size_t)page, bufsize) ||
+        posix_memalign((void **)&p.r_buf, (size_t)page, bufsize) || !p.reqs || !p.idx ||
+        !statuses || (rank == 0 && !results)) {
+        fprintf(stderr, "allpairs: rank %d: cannot allocate buffers of %zu bytes\n", rank,
+                bufsize);
+        MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
+    }
+    memset(p.s_buf, 'a', bufsize);
+    memset(p.r_buf, 'b', bufsize);
+
+    if (rank == 0)
+        file_open();
+    now_.sched = &s;
+    now_.planned = planned;
+    int widest = 0; /* the most pairs of a round, measured at once unless --pairs-at-once */
+    for (int r = 0; r < s.rounds; r++)
+        widest = pairs_in(&s, r) > widest ? pairs_in(&s, r) : widest;
+    now_.concurrent = opt.pairs_at_once > 0 && opt.pairs_at_once < widest ? opt.pairs_at_once
+                                                                          : widest;
+    if (opt.lat_iters > 0) {
+        now_.lat_iters = opt.lat_iters;
+        now_.bw_iters = opt.bw_iters;
+    } else {
+        calibrate(&s, &p);
+        if (now_.lat_iters == 0) {
+            if (rank == 0) {
+                file_end(0);
+                file_close();
+            }
+            MPI_Finalize();
+            return PROBE_USAGE;
+        }
+    }
+
+    barrier();
+    now_.t0 = MPI_Wtime();
+    double last_said = probe_now(), round_end = 0.0;
+    for (int r = 0; r < s.rounds; r++) {
+        int round_no = (int)opt.first_round + r;
+        now_.round_no = round_no;
+        now_.round_start = round_end;
+        measured m = run_round(&s, r, round_no, &p, 0);
+        round_end = MPI_Wtime() - now_.t0;
+        result mine = {-1, 0, (float)m.lat, (float)m.bw};
+        if (p.peer > rank)
+            mine.partner = p.peer;
+        MPI_Request req;
+        MPI_Igather(&mine, (int)sizeof mine, MPI_BYTE, results, (int)sizeof mine, MPI_BYTE, 0,
+                    MPI_COMM_WORLD, &req);
+        wait_quietly(&req);
+        if (rank != 0)
+            continue;
+        file_round(round_no, results, nprocs, now_.lat_iters, now_.bw_iters, now_.round_start,
+                   round_end - now_.round_start);
+        if (probe_now() - last_said > 1.0 || r + 1 == s.rounds) {
+            fprintf(stderr, "allpairs: round %d (%d of %d, %s): %d pairs, %.3f s; %.1f s so far\n",
+                    round_no, r + 1, s.rounds, KINDS[opt.kind], pairs_in(&s, r),
+                    round_end - now_.round_start, round_end);
+            last_said = probe_now();
+        }
+    }
+    if (rank == 0) {
+        file_end(0);
+        file_close();
+        summary(&s, planned, now_.lat_iters, now_.bw_iters, now_.concurrent, NULL, 0);
+    }
+    free(p.s_buf);
+    free(p.r_buf);
+    free(p.reqs);
+    free(p.idx);
+    free(statuses);
+    free(results);
+    MPI_Finalize();
+    return PROBE_OK;
+}

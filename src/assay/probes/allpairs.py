@@ -1,0 +1,251 @@
+"""The all-pairs matrix in one MPI job: p2p latency and bandwidth of every node pair, the
+round-robin tournament run inside the job (native/allpairs.c: method, defaults and exit codes).
+
+One job per MPI, one rank per node. The matrix itself (N(N-1)/2 links) stays in the job's
+directory (``allpairs.bin``, read by ``assay.parsers.allpairs_file``); the samples are
+N-sized, never N²:
+
+- per node (``summary = "node"``): the node's median link (value) over its links, stats over
+  them (n = links of the node measured). ``node`` is the node's host name (``hosts`` = [it],
+  not the job's N), ``rank`` its index in the matrix (= its MPI rank; test "nodes" on one
+  machine share a host name);
+- the whole matrix (``summary = "matrix"``): the median link, stats over every link measured
+  (the probe's own summary line).
+
+Both carry ``size`` (the message size of the figure), ``kind`` (sweep, retest, resume),
+``node_count``, ``timed_iterations`` and ``warmup`` (per pair; the pilot's choice unless
+given), ``pair_budget``, ``concurrent_pairs`` and ``matrix`` (the file, relative to the run),
+and the job's params: a follow-up job (a retest, a resume) has ``sweep_job``, the sweep it
+continues, by which the report puts their files together (``assay.figures.allpairs_jobs``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from assay.condensed import link_index, n_links
+from assay.errors import ProbeError
+from assay.model import Build, Job, MpiInfo, Sample, Stats
+from assay.parsers.allpairs_file import COLUMN, MatrixFile, nan_array, node_stats, read_matrix_file
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
+
+DEFAULT_RANKS = 2  # one machine: two ranks; on a cluster the launcher gives one per node
+MATRIX_FILE = "allpairs.bin"
+PAIRS_FILE = "pairs.txt"
+PILOT_S = 1.0  # the pilot and the start, about
+
+
+class AllPairsParams(ProbeParams):
+    """The C probe's defaults, stated here too (``--help`` prints the same)."""
+
+    lat_size: int = Field(default=8, ge=0, le=2**31 - 1)  # bytes: one double, flat latency
+    bw_size: int = Field(default=131072, ge=1, le=2**31 - 1)  # bytes: the rendezvous path
+    window: int = Field(default=64, ge=1, le=65536)  # osu_bw's
+    pair_budget: float = Field(default=0.1, gt=0.0, le=3600.0)  # seconds per pair
+    pairs_at_once: int = Field(default=0, ge=0)  # 0: a whole round at once
+    lat_iterations: int | None = Field(default=None, ge=1)  # None: the pilot sizes them
+    bw_iterations: int | None = Field(default=None, ge=1)
+    stall_factor: float = Field(default=50.0, ge=1.0)  # x pair budget, at least 2 s
+    # ranks whose pairs to measure instead of the tournament (a retest, a resume)
+    pairs: list[tuple[int, int]] | None = None
+    kind: Literal["sweep", "retest", "resume"] = "sweep"
+    first_round: int = Field(default=1, ge=1)
+    # ranks sharing cores (one machine, test namespaces): poll with sched_yield (and Open MPI's
+    # mpi_yield_when_idle), or busy-polling ranks starve the ones measuring
+    yield_when_idle: bool = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AllPairsParams:
+        if (self.lat_iterations is None) != (self.bw_iterations is None):
+            raise ValueError("lat_iterations and bw_iterations go together (or neither)")
+        if self.pairs is not None and self.kind == "sweep":
+            raise ValueError("a list of pairs is a retest or a resume: set kind")
+        if self.pairs is None and self.kind != "sweep":
+            raise ValueError(f"kind {self.kind!r} needs pairs")
+        if self.pairs is not None and any(a == b or min(a, b) < 0 for a, b in self.pairs):
+            raise ValueError("pairs: two different ranks each, >= 0")
+        return self
+
+
+def probe_argv(p: AllPairsParams) -> list[str]:
+    argv = [
+        "--lat-size", str(p.lat_size), "--bw-size", str(p.bw_size),
+        "--window", str(p.window), "--pair-budget", repr(p.pair_budget),
+        "--pairs-at-once", str(p.pairs_at_once), "--stall-factor", repr(p.stall_factor),
+        "--output", MATRIX_FILE,
+    ]  # fmt: skip
+    if p.lat_iterations is not None and p.bw_iterations is not None:
+        argv += ["--lat-iterations", str(p.lat_iterations), "--bw-iterations", str(p.bw_iterations)]
+    if p.pairs is not None:
+        argv += ["--pairs", PAIRS_FILE, "--kind", p.kind, "--first-round", str(p.first_round)]
+    if p.yield_when_idle:
+        argv.append("--yield")
+    return argv
+
+
+def rounds_of(nodes: int, pairs: list[tuple[int, int]] | None) -> list[int]:
+    """Pairs per round: the tournament's, or the probe's schedule of a list (each pair in the
+    earliest round after both its nodes' previous pairs)."""
+    if pairs is None:
+        return [nodes // 2] * (nodes - 1 + nodes % 2) if nodes >= 2 else []
+    next_free: dict[int, int] = {}
+    per_round: list[int] = []
+    for a, b in pairs:
+        r = max(next_free.get(a, 0), next_free.get(b, 0))
+        next_free[a] = next_free[b] = r + 1
+        per_round += [0] * (r + 1 - len(per_round))
+        per_round[r] += 1
+    return per_round
+
+
+def estimate_seconds(nodes: int, p: AllPairsParams) -> float:
+    """Rounds x groups of pairs x the pair budget, plus the pilot: what a healthy fabric takes
+    (a slow link takes longer, its round waits for it)."""
+    k = p.pairs_at_once
+    groups = sum(math.ceil(n / k) if k else 1 for n in rounds_of(nodes, p.pairs) if n)
+    return PILOT_S + groups * p.pair_budget
+
+
+class AllPairsProbe(Probe):
+    name = "allpairs"
+    summary = "MPI all-pairs: p2p latency and bandwidth of every node pair, one job (OSU method)"
+    Params = AllPairsParams
+    uses_mpi = True
+    default_timeout = 3600.0
+    # One rank on every node of the allocation: the probe runs the tournament's rounds itself.
+    spread_kind = "all-pairs"
+
+    def drafts(
+        self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
+    ) -> list[JobDraft]:
+        assert isinstance(params, AllPairsParams)
+        nodes = ranks or DEFAULT_RANKS
+        if params.pairs is not None and any(b >= nodes for pair in params.pairs for b in pair):
+            raise ProbeError(f"allpairs: pairs name a rank beyond the job's {nodes} ranks")
+        inputs = {}
+        if params.pairs is not None:
+            inputs[PAIRS_FILE] = "".join(f"{a} {b}\n" for a, b in params.pairs)
+        env = {"OMPI_MCA_mpi_yield_when_idle": "1"} if params.yield_when_idle else {}
+        # a stalled partner ends the job by itself; the timeout is for what the probe cannot
+        # see (a rank stuck between its pairs): generous, several times the estimate
+        timeout = 120.0 + 5.0 * estimate_seconds(nodes, params)
+        return [
+            JobDraft(
+                argv=["{exe}", *probe_argv(params)],
+                params={"mpi": mpi.name, "mpi_label": mpi.label},
+                env=dict(env),
+                spawn="mpi",
+                mpi=mpi.name,
+                ranks=nodes,
+                build=Build("allpairs.c", mpi.name, ("-O2",), ("-lm", "-lpthread")),
+                label=f"all-pairs {mpi.label}",
+                inputs=dict(inputs),
+                timeout=timeout,
+            )
+            for mpi in mpis
+        ]
+
+    def pairs_job(
+        self, job: Job, pairs: list[tuple[int, int]], kind: str, first_round: int,
+        iterations: tuple[int, int], suffix: str,
+    ) -> Job:  # fmt: skip
+        """The sweep's job measuring ``pairs`` only (a retest, a resume): its options kept, the
+        list, kind, first round and iterations replaced."""
+        fixed = ("--pairs", "--kind", "--first-round", "--lat-iterations", "--bw-iterations")
+        argv, skip = [], False
+        for a in job.argv:
+            if skip:
+                skip = False
+            elif a in fixed:
+                skip = True
+            else:
+                argv.append(a)
+        lat, bw = iterations
+        argv += ["--lat-iterations", str(lat), "--bw-iterations", str(bw), "--pairs",
+                 PAIRS_FILE, "--kind", kind, "--first-round", str(first_round)]  # fmt: skip
+        params = AllPairsParams.model_construct(
+            pair_budget=float(argv[argv.index("--pair-budget") + 1]),
+            pairs_at_once=int(argv[argv.index("--pairs-at-once") + 1]), pairs=pairs,
+        )  # fmt: skip
+        nodes = 1 + max(max(p) for p in pairs) if pairs else 2
+        return dataclasses.replace(
+            job,
+            job_id=f"{job.job_id}-{suffix}",
+            argv=argv,
+            params={**job.params, "kind": kind, "sweep_job": job.job_id},
+            env=dict(job.env),
+            inputs={**job.inputs, PAIRS_FILE: "".join(f"{a} {b}\n" for a, b in pairs)},
+            timeout=120.0 + 5.0 * estimate_seconds(nodes, params),
+        )
+
+    def expected_seconds(self, job: Job) -> float | None:
+        """From the job's command line and its pairs file, as the probe will run it."""
+        argv = job.argv
+        try:
+            budget = float(argv[argv.index("--pair-budget") + 1])
+            at_once = int(argv[argv.index("--pairs-at-once") + 1])
+            listed = job.inputs.get(PAIRS_FILE)
+            pairs = None
+            if listed is not None:
+                pairs = [(int(a), int(b)) for a, b in (ln.split() for ln in listed.splitlines())]
+        except (ValueError, IndexError):
+            return None
+        params = AllPairsParams.model_construct(
+            pair_budget=budget, pairs_at_once=at_once, pairs=pairs
+        )
+        return estimate_seconds(job.ranks, params)
+
+    def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
+        """The probe's summary lines, and, from the matrix file in ``job_dir``, a sample per
+        node and metric."""
+        summary = parse_jsonl(stdout, self.name, job.params)
+        if job_dir is None:
+            return summary
+        path = job_dir / MATRIX_FILE
+        if not path.exists():
+            raise ProbeError(f"allpairs: {path} is missing: the probe wrote no matrix")
+        matrix = read_matrix_file(path)
+        # the run's layout is <run>/jobs/<job id>/: the path a report opens from the run
+        rel = f"{job_dir.parent.name}/{job_dir.name}/{MATRIX_FILE}"
+        for s in summary:
+            s.params["matrix"] = rel
+        return summary + per_node(matrix, summary)
+
+
+def _links(matrix: MatrixFile, metric: str, kind: str) -> np.ndarray:
+    """The links this job measured: a retest's own records, else the sweep/resume matrix."""
+    if kind != "retest":
+        return matrix.column(metric)
+    values = nan_array(n_links(matrix.n))
+    rec = matrix.retests
+    values[link_index(matrix.n, rec["a"], rec["b"])] = rec[COLUMN[metric]]  # a later retest wins
+    return values
+
+
+def per_node(matrix: MatrixFile, summary: list[Sample]) -> list[Sample]:
+    """Each node's median link, per metric (numpy over blocks of nodes, nothing per link)."""
+    out: list[Sample] = []
+    for whole in summary:
+        if whole.params.get("summary") != "matrix":
+            continue
+        values = _links(matrix, whole.metric, str(whole.params.get("kind", "sweep")))
+        st = node_stats(values, matrix.n)
+        for i in np.flatnonzero(st.count > 0).tolist():
+            stats = Stats(
+                n=int(st.count[i]), min=float(st.min[i]), max=float(st.max[i]),
+                mean=float(st.mean[i]), median=float(st.median[i]), stddev=float(st.stddev[i]),
+            )  # fmt: skip
+            # ``hosts``: the node's own, not the job's N (N samples of N names would be N²)
+            host = matrix.hosts[i]
+            params: dict[str, Any] = {
+                **whole.params, "summary": "node", "node": host, "rank": i, "hosts": [host]
+            }  # fmt: skip
+            out.append(Sample.make(whole.probe, whole.metric, float(st.median[i]), params, stats,
+                                   whole.unit))  # fmt: skip
+    return out

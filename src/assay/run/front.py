@@ -1,0 +1,260 @@
+"""The front end of a batch run (any ``BatchLauncher``): prepare, submit one allocation,
+follow it, close the run.
+
+    prepare()   build every probe here (the cache is on the shared file system), write the
+                plan and the batch script into the run directory (``<run>/<launcher>/``)
+    submit()    the launcher's submission; its handle goes into run.json at once, so a later
+                assay can cancel it
+    follow()    poll the launcher gently, report each job as the runner records it, touch the
+                heartbeat the runner's watchdog checks, cancel on Ctrl-C / SIGTERM and when
+                the allocation stays pending past ``max_wait``
+    finish()    every planned job that has no result gets one carrying the allocation's final
+                state; the run's status follows the allocation's
+
+Nothing here reads the samples: the runner wrote them, the index picks them up. Nothing here
+names a launcher: each one's own words (Slurm's states) come through the contract.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from assay.errors import AssayError, LaunchError
+from assay.figures.folded import cache_figures
+from assay.launch import BatchLauncher, BatchState, Submission, batch_launcher
+from assay.model import Job, JobResult, MpiInfo, RunInfo
+from assay.store import RunWriter
+from assay.store.lines import read_small
+from assay.store.rundir import read_jsonl, utc_now
+from assay.toolchain import build_probe
+
+# Environment the runner needs on the compute node, when the front end has it set.
+CARRIED_ENV = ("PYTHONPATH", "ASSAY_HOME", "ASSAY_CONFIG", "SLURM_CONF", "PATH")
+PLAN = "plan.json"
+
+StateHook = Callable[[BatchState, float], None]
+ResultHook = Callable[[JobResult], None]
+
+
+def batch_dir(run_dir: Path, launcher: str) -> Path:
+    """Where a batch run keeps its plan, script, heartbeat and runner files."""
+    return run_dir / launcher
+
+
+def prepare(
+    run_dir: Path,
+    run_id: str,
+    jobs: list[Job],
+    mpis: list[MpiInfo],
+    launcher: BatchLauncher,
+    *,
+    build: bool = True,
+) -> Submission:
+    """The submission; with ``build`` also compiles the probes and writes plan and script."""
+    if build:
+        built = set()
+        for job in jobs:
+            if job.build and not job.skip_reason and job.build not in built:
+                build_probe(job.build, mpis)  # a compiler error stops us before submitting
+                built.add(job.build)
+    env = {k: os.environ[k] for k in CARRIED_ENV if os.environ.get(k)}
+    if "PYTHONPATH" in env:  # the batch script runs elsewhere: relative entries would break
+        env["PYTHONPATH"] = os.pathsep.join(
+            str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep) if p
+        )
+    submission = launcher.submission(run_dir, run_id, jobs, env, sys.executable)
+    if build:
+        where = batch_dir(run_dir, launcher.caps.name)
+        where.mkdir(parents=True, exist_ok=True)
+        plan = {
+            "launcher": launcher.caps.name,
+            "jobs": [j.to_dict() for j in jobs],
+            "mpis": [asdict(m) for m in mpis],
+            **launcher.to_plan(mpis),
+        }
+        (where / PLAN).write_text(json.dumps(plan, indent=1) + "\n")
+        (where / "batch.sh").write_text(submission.script)
+        (where / "heartbeat").touch()
+        if any(j.spread.kind == "all-pairs" for j in jobs) and (tree := launcher.topology()):
+            (where / "topology.txt").write_text(tree)  # per-switch figures in the report
+    return submission
+
+
+PLAN_LIMIT = 1 << 30  # an all-pairs plan of thousands of nodes is tens of MB, never a GiB
+
+
+def read_plan(run_dir: Path, name: str) -> tuple[list[Job], list[MpiInfo], BatchLauncher]:
+    """The jobs, MPIs and launcher a batch run was submitted with (``prepare``); an
+    AssayError saying what is wrong when the plan is missing or damaged."""
+    plan_file = batch_dir(run_dir, name) / PLAN
+    try:
+        data: dict[str, Any] = json.loads(read_small(plan_file, PLAN_LIMIT))
+        jobs = [Job.from_dict(j) for j in data["jobs"]]
+        mpis = [MpiInfo(**m) for m in data["mpis"]]
+        if not all(isinstance(j.job_id, str) and isinstance(j.argv, list) for j in jobs):
+            raise ValueError("a job without its id or command")
+        launcher = batch_launcher(data.get("launcher", name), data)
+    except FileNotFoundError:
+        why = "it is missing"
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        why = f"it is damaged ({type(exc).__name__}: {exc})"
+    else:
+        return jobs, mpis, launcher
+    raise AssayError(
+        f"run {run_dir.name}: {plan_file} cannot be read: {why}; without it the jobs the "
+        "allocation was to run cannot be told from those it never reached",
+        hint=f"the job results recorded are kept: 'assay report {run_dir.name}'; restore "
+        "the file to collect the run",
+    )
+
+
+def submit_run(writer: RunWriter, submission: Submission, launcher: BatchLauncher) -> str:
+    handle = launcher.submit(submission)
+    writer.info.batch = {
+        "launcher": launcher.caps.name,
+        "job_id": handle,
+        "state": "PENDING",
+        "detached": launcher.detach,
+        "submitted": utc_now(),
+    }
+    writer.save_info()
+    return handle
+
+
+class _Stop(Exception):
+    """SIGTERM, handled like Ctrl-C."""
+
+
+def follow(
+    writer: RunWriter,
+    launcher: BatchLauncher,
+    *,
+    on_state: StateHook | None = None,
+    on_result: ResultHook | None = None,
+) -> BatchState:
+    """Wait for the allocation to end; cancel it if we are stopped or it never starts."""
+    handle = str(writer.info.batch["job_id"])
+    beat = batch_dir(writer.path, launcher.caps.name) / "heartbeat"
+    seen = 0
+    start = time.monotonic()
+    old_term = signal.getsignal(signal.SIGTERM)
+
+    def _term(signum, frame):
+        raise _Stop()
+
+    with contextlib.suppress(ValueError):  # not the main thread: no handler, Ctrl-C still works
+        signal.signal(signal.SIGTERM, _term)
+    try:
+        while True:
+            beat.touch()
+            state = launcher.poll(handle)
+            for n, data in enumerate(read_jsonl(writer.path / "jobs.jsonl")):
+                if n >= seen:
+                    seen = n + 1
+                    if on_result:
+                        on_result(JobResult.from_dict(data))
+            elapsed = time.monotonic() - start
+            if on_state:
+                on_state(state, elapsed)
+            if state.final:
+                return state
+            if state.pending and elapsed > launcher.max_wait:
+                launcher.cancel(handle)
+                waited = f"did not start within --max-wait {launcher.max_wait:g} s"
+                _note(writer, "CANCELLED", waited)
+                raise LaunchError(
+                    f"{launcher.caps.name} job {handle} did not start within "
+                    f"{launcher.max_wait:g} s (its reason: {state.reason or 'none given'}); "
+                    "it was cancelled",
+                    hint="raise --max-wait, or ask for fewer nodes / another partition",
+                )
+            time.sleep(launcher.poll_s)
+    except (KeyboardInterrupt, _Stop):
+        launcher.cancel(handle)
+        _note(writer, "CANCELLED", "stopped by the user (Ctrl-C or SIGTERM)")
+        raise KeyboardInterrupt from None
+    finally:
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGTERM, old_term)
+
+
+def _note(writer: RunWriter, state: str, reason: str) -> None:
+    writer.info.batch = {**writer.info.batch, "state": state, "reason": reason}
+    writer.save_info()
+
+
+STATUS_OF_STATE = {"TIMEOUT": "timeout", "CANCELLED": "interrupted"}
+
+
+def finish(
+    writer: RunWriter, jobs: list[Job], state: BatchState | None, launcher: BatchLauncher
+) -> list[JobResult]:
+    """Close the run: the allocation's final state into run.json, and a result for every job
+    the allocation did not get to (so a lost node or a time limit shows, job by job)."""
+    batch = dict(writer.info.batch)
+    where = batch_dir(writer.path, launcher.caps.name)
+    if state is not None:
+        batch["state"] = state.state if state.state != "UNKNOWN" else batch.get("state", "")
+        batch["reason"] = state.reason or batch.get("reason", "")
+        if state.nodelist:
+            batch["hosts"] = launcher.hostnames(state.nodelist)
+        batch["exit_code"] = state.exit_code
+    final = batch.get("state", "UNKNOWN")
+    recorded = {r["job_id"] for r in read_jsonl(writer.path / "jobs.jsonl")}
+    runner = where / "runner.json"
+    if runner.exists():
+        with contextlib.suppress(OSError, json.JSONDecodeError):
+            batch["hosts"] = json.loads(runner.read_text()).get("hosts", batch.get("hosts"))
+    watchdog = where / "watchdog.txt"
+    if watchdog.exists():
+        batch["reason"] = "runner watchdog: " + watchdog.read_text().strip()
+    missing = []
+    for job in jobs:
+        if job.job_id in recorded:
+            continue
+        why = f"{launcher.caps.name.capitalize()} job {batch.get('job_id')} ended {final}"
+        if batch.get("reason"):
+            why += f" ({batch['reason']})"
+        result = JobResult(
+            job_id=job.job_id,
+            status=STATUS_OF_STATE.get(final, "failed"),  # type: ignore[arg-type]
+            exit_code=None,
+            wall_time=0.0,
+            argv=list(job.argv),
+            reason=why + " before this job finished; the jobs recorded before it are kept",
+            scheduler_state=final,
+        )
+        missing.append(result)
+        writer.record(result, [])
+    writer.info.batch = batch
+    if final == "COMPLETED" and not missing:
+        status = "complete"
+    elif final == "CANCELLED":
+        status = "interrupted"
+    else:
+        status = "failed"
+    writer.finish(status)
+    cache_figures(writer.path)
+    return missing
+
+
+def batch_job_of(info: RunInfo) -> tuple[str, str]:
+    """(launcher name, handle) of a batch run; an AssayError for a run that was not one."""
+    job_id = info.batch.get("job_id")
+    if not job_id:
+        raise AssayError(
+            "this run was not submitted to a batch launcher",
+            hint="assay collect is for runs made with --on slurm (or another batch launcher)",
+        )
+    return str(info.batch.get("launcher") or "slurm"), str(job_id)

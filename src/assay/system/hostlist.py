@@ -1,0 +1,89 @@
+"""Slurm's host list syntax, expanded in pure Python: ``a[1-3,5],b[01-02]`` → a1 a2 a3 a5 b01
+b02, as ``scontrol show hostnames`` prints it (tests/test_topology.py holds the two side by side
+on Slurm 22.05's own output).
+
+The rules, as Slurm 22.05 applies them:
+
+- items are separated by commas or white space outside brackets; empty items are skipped;
+- ``[...]`` holds numbers and ranges ``lo-hi`` separated by commas, in the order given
+  (duplicates kept); a range is as wide as its ``lo`` is written (``[001-5]`` → 001…005,
+  ``[9-11]`` → 9 10 11); ``hi < lo``, an empty bracket, a step (``1-9:2``) or a bracket left open
+  is an error;
+- several brackets in one item are a product (``r[1-2]-n[1-2]``); Slurm lists it with the last
+  bracket varying fastest, then the first, the second, … (the last but one slowest);
+- text after the last bracket of an item (``a[1-2]b``) is refused, as Slurm refuses it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from assay.errors import AssayError
+
+RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+
+
+class HostlistError(AssayError):
+    """A host list Slurm would refuse too."""
+
+
+def _numbers(inside: str, expr: str) -> list[str]:
+    out: list[str] = []
+    for part in inside.split(","):
+        m = RANGE.match(part.strip())
+        if not m or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
+            raise HostlistError(f"invalid range {part!r} in the host list {expr!r}")
+        lo, hi = m.group(1), m.group(2) or m.group(1)
+        width = len(lo)
+        out += [f"{v:0{width}d}" for v in range(int(lo), int(hi) + 1)]
+    return out
+
+
+def _items(expr: str) -> list[str]:
+    """The items of a host list: split at commas and white space outside brackets."""
+    items, depth, current = [], 0, []
+    for ch in expr:
+        if ch == "[":
+            if depth:
+                raise HostlistError(f"a bracket inside a bracket in the host list {expr!r}")
+            depth = 1
+        elif ch == "]":
+            if not depth:
+                raise HostlistError(f"']' without '[' in the host list {expr!r}")
+            depth = 0
+        elif not depth and (ch == "," or ch.isspace()):
+            items.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    if depth:
+        raise HostlistError(f"a bracket left open in the host list {expr!r}")
+    items.append("".join(current))
+    return [i for i in items if i]
+
+
+def _expand_item(item: str, expr: str) -> list[str]:
+    parts = re.split(r"\[([^\]]*)\]", item)  # text, inside, text, inside, …, text
+    texts, ranges = parts[0::2], [_numbers(x, expr) for x in parts[1::2]]
+    if not ranges:
+        return [item]
+    if texts[-1]:
+        raise HostlistError(
+            f"text after the last bracket ({item!r}) in the host list {expr!r}",
+            hint="Slurm refuses it too; write each name out, or use a prefix and a range",
+        )
+    out = []
+    # Slurm's order: the last bracket fastest, then the first, the second, … (see above)
+    for head in itertools.product(*reversed(ranges[:-1])):
+        chosen = list(reversed(head))
+        for last in ranges[-1]:
+            numbers = [*chosen, last]
+            out.append("".join(t + n for t, n in zip(texts, numbers, strict=False)))
+    return out
+
+
+def expand_hostlist(expr: str) -> list[str]:
+    """Every host name of a Slurm host list, in Slurm's order (a HostlistError when Slurm
+    would refuse it)."""
+    return [name for item in _items(expr) for name in _expand_item(item, expr)]

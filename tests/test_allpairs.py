@@ -1,0 +1,412 @@
+"""The all-pairs probe (native/allpairs.c and probes/allpairs.py), compiled here and run for real
+with Open MPI and MPICH: several ranks on this one machine stand for the nodes.
+
+Checked: the rounds are the circle method's (every pair exactly once, N odd with a bye), the
+pilot sizes the iterations and every round uses the same, --pairs-at-once, a list of pairs
+(retest), a partner that stops answering (exit 4, the file closed with its flag, no hang), a
+rank killed mid-sweep (the finished rounds readable), bad input (exit 2), and the Python probe's
+samples (per node, per matrix) from what the real probe wrote.  Iterations are fixed and tiny
+where the method is not what is tested: the whole file runs in about a minute on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assay.analysis.stats import fold_samples
+from assay.analysis.verdict import identity
+from assay.condensed import n_links, node_links
+from assay.model import Job, MpiInfo, System
+from assay.parsers.allpairs_file import (
+    RECORD,
+    ROUND_HEAD,
+    MatrixFile,
+    read_matrix_file,
+    write_sweep,
+)
+from assay.probes.allpairs import AllPairsParams, AllPairsProbe, rounds_of
+from assay.probes.base import PlanContext
+from conftest import run_cli
+from test_native_probes import MPIS, Built, Mpi, compile_probe
+from tournament import rounds
+
+TIMEOUT = 90  # one probe run; a hang fails the test instead of the suite
+FAST = ["--lat-iterations", "20", "--bw-iterations", "2", "--bw-size", "16384", "--window", "8"]
+
+
+@dataclass
+class Run:
+    proc: subprocess.CompletedProcess[str]
+    cwd: Path
+
+    @property
+    def lines(self) -> list[dict]:
+        return [json.loads(line) for line in self.proc.stdout.splitlines()]
+
+    def matrix(self, name: str = "allpairs.bin") -> MatrixFile:
+        return read_matrix_file(self.cwd / name)
+
+
+@pytest.fixture(scope="module", params=sorted(MPIS))
+def mpi(request: pytest.FixtureRequest) -> Mpi:
+    m = MPIS[request.param]
+    if not (shutil.which(m.cc) and shutil.which(m.launcher)):
+        pytest.skip(f"{m.cc} / {m.launcher} not found: apt-get install {m.packages}")
+    return m
+
+
+@pytest.fixture(scope="module")
+def allpairs(mpi: Mpi, tmp_path_factory: pytest.TempPathFactory) -> Built:
+    out = tmp_path_factory.mktemp("allpairs") / f"allpairs_{mpi.name}"
+    return compile_probe(mpi.cc, "allpairs.c", out, ("-lpthread",))
+
+
+def launch(mpi: Mpi, ranks: int) -> list[str]:
+    # Ranks outnumber the 2 cores: Open MPI yields when idle (BRIEF: 32 busy-polling ranks
+    # hung without it), and the probe's own polling yields too (--yield, for MPICH).
+    if mpi.name == "openmpi":
+        return [*mpi.launch(ranks), "--mca", "mpi_yield_when_idle", "1"]
+    return [*mpi.launch(ranks), "-bind-to", "none"]
+
+
+def run_probe(mpi: Mpi, exe: Path, ranks: int, cwd: Path, *args: str) -> Run:
+    cwd.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [*launch(mpi, ranks), str(exe), "--yield", *args],
+        capture_output=True, text=True, timeout=TIMEOUT, cwd=cwd,
+        env={**os.environ, **mpi.env}, check=False,
+    )  # fmt: skip
+    return Run(proc, cwd)
+
+
+def ok(run: Run) -> Run:
+    assert run.proc.returncode == 0, f"exit {run.proc.returncode}\n{run.proc.stderr}"
+    return run
+
+
+def file_pairs(m: MatrixFile) -> list[list[tuple[int, int]]]:
+    """The pairs of each round in file order (the reader folds them into the matrix)."""
+    data = m.path.read_bytes()
+    pos = int.from_bytes(data[8:12], "little")
+    out = []
+    for r in m.rounds:
+        rec = np.frombuffer(data, RECORD, r.count, pos + ROUND_HEAD.itemsize)
+        out.append(list(zip(rec["a"].tolist(), rec["b"].tolist(), strict=True)))
+        pos += ROUND_HEAD.itemsize + RECORD.itemsize * r.count
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the C probe
+
+
+def test_compiles_without_warnings(allpairs: Built):
+    assert allpairs.warnings == ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ranks", [4, 5, 8])
+def test_every_pair_once_in_the_tournament_rounds(
+    mpi: Mpi, allpairs: Built, tmp_path: Path, ranks: int
+):
+    run = ok(run_probe(mpi, allpairs.exe, ranks, tmp_path, *FAST))
+    m = run.matrix()
+    assert m.complete and not m.timed_out and m.note == ""
+    assert file_pairs(m) == rounds(ranks)  # the circle method's rounds, in order
+    assert [r.number for r in m.rounds] == list(range(1, len(rounds(ranks)) + 1))
+    assert {r.kind for r in m.rounds} == {"sweep"}
+    assert {(r.lat_iterations, r.bw_iterations) for r in m.rounds} == {(20, 2)}
+    for values in (m.latency, m.bandwidth):
+        assert values.shape == (n_links(ranks),) and bool(np.all(values > 0))
+    assert (m.lat_size, m.bw_size, m.window) == (8, 16384, 8)
+    lat, bw = run.lines
+    assert (lat["metric"], bw["metric"]) == ("p2p.latency", "p2p.bandwidth")
+    for line, values in ((lat, m.latency), (bw, m.bandwidth)):
+        assert line["stats"]["n"] == n_links(ranks)
+        assert line["value"] == pytest.approx(float(np.median(values)), rel=1e-6)
+        assert line["params"]["summary"] == "matrix"
+        assert line["params"]["node_count"] == ranks
+        assert line["params"]["rounds"] == len(rounds(ranks))
+        assert line["params"]["concurrent_pairs"] == ranks // 2
+    # t_start and wall_s: rounds follow each other, barrier to barrier
+    starts = [r.t_start for r in m.rounds]
+    assert starts[0] == 0.0 and starts == sorted(starts)
+    for a, b in zip(m.rounds, m.rounds[1:], strict=False):
+        assert b.t_start == pytest.approx(a.t_start + a.wall_s, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_pilot_sizes_the_iterations_once_for_the_sweep(mpi: Mpi, allpairs: Built, tmp_path: Path):
+    run = ok(run_probe(mpi, allpairs.exe, 4, tmp_path, "--pair-budget", "0.2"))
+    m = run.matrix()
+    said = re.search(
+        r"pilot: (\S+) s a round trip of 8 B -> (\d+) latency iterations; (\S+) s a window of "
+        r"64 x 131072 B -> (\d+) bandwidth iterations \(pair budget 0.2 s\)",
+        run.proc.stderr,
+    )
+    assert said, run.proc.stderr
+    t_lat, n_lat, t_bw, n_bw = float(said[1]), int(said[2]), float(said[3]), int(said[4])
+    # iterations = floor(share / the median pair's time per iteration), at least 1: latency a
+    # quarter of the budget, bandwidth the rest; the times are printed to 3 digits (%.3g: up
+    # to 0.5 % off), so the floor of the printed time's quotient may be one off either way
+    for n, share, t in ((n_lat, 0.25 * 0.2, t_lat), (n_bw, 0.75 * 0.2, t_bw)):
+        low, high = (max(1, math.floor(share / (t * (1 + e)))) for e in (5e-3, -5e-3))
+        assert low <= n <= high, (n, share, t)
+    assert {(r.lat_iterations, r.bw_iterations) for r in m.rounds} == {(n_lat, n_bw)}
+    lat, bw = run.lines
+    assert (lat["params"]["timed_iterations"], bw["params"]["timed_iterations"]) == (n_lat, n_bw)
+    assert (lat["params"]["warmup"], bw["params"]["warmup"]) == (100, 2)  # OSU's
+
+
+@pytest.mark.slow
+def test_pairs_at_once_one_measures_every_pair_once(mpi: Mpi, allpairs: Built, tmp_path: Path):
+    run = ok(run_probe(mpi, allpairs.exe, 5, tmp_path, *FAST, "--pairs-at-once", "1"))
+    m = run.matrix()
+    assert file_pairs(m) == rounds(5)
+    assert all(line["params"]["concurrent_pairs"] == 1 for line in run.lines)
+    assert not np.isnan(m.latency).any()
+
+
+@pytest.mark.slow
+def test_pairs_file_is_scheduled_greedily_as_a_retest(mpi: Mpi, allpairs: Built, tmp_path: Path):
+    listed = [(0, 3), (1, 2), (2, 3), (0, 1), (3, 0)]
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "pairs.txt").write_text(
+        "# links to confirm\n0 3\n1 2  # slow?\n2,3\n\n0 1\n3 0\n"
+    )  # fmt: skip
+    run = ok(
+        run_probe(mpi, allpairs.exe, 4, tmp_path, *FAST, "--pairs", "pairs.txt",
+                  "--first-round", "4", "--output", "retest.bin")
+    )  # fmt: skip
+    m = run.matrix("retest.bin")
+    # each pair after both its nodes' previous pairs: (0,3) (1,2) | (2,3) (0,1) | (0,3)
+    assert file_pairs(m) == [[(0, 3), (1, 2)], [(0, 1), (2, 3)], [(0, 3)]]
+    assert rounds_of(4, listed) == [2, 2, 1]  # the Python side's estimate agrees
+    assert [(r.number, r.kind) for r in m.rounds] == [(4, "retest"), (5, "retest"), (6, "retest")]
+    assert len(m.retests) == 5 and np.isnan(m.latency).all()  # retests stay apart
+    assert all(line["params"]["kind"] == "retest" for line in run.lines)
+    assert run.lines[0]["params"]["links_planned"] == 5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("hang_rank", "hang_round"), [(3, 3), (1, 2)])
+def test_unresponsive_partner_ends_the_job_with_exit_4(
+    mpi: Mpi, allpairs: Built, tmp_path: Path, hang_rank: int, hang_round: int
+):
+    """Round 3 of 6 ranks pairs rank 3 with rank 0 (rank 0 waits and writes); round 2 pairs
+    rank 1 with rank 2 (rank 2 reports to rank 0, which is waiting at a barrier)."""
+    partner = next(a + b - hang_rank for a, b in rounds(6)[hang_round - 1] if hang_rank in (a, b))
+    hang = ["--test-hang-rank", str(hang_rank), "--test-hang-round", str(hang_round)]
+    run = run_probe(mpi, allpairs.exe, 6, tmp_path, *FAST, "--pair-budget", "0.01", *hang)
+    assert run.proc.returncode == 4, run.proc.stderr
+    assert (
+        f"unresponsive: rank {hang_rank} (" in run.proc.stderr
+        and f"did not answer rank {partner} (" in run.proc.stderr
+        and "within 2 s" in run.proc.stderr  # 50 x 0.01 s is below the 2 s floor
+    ), run.proc.stderr
+    m = run.matrix()
+    assert m.complete and m.timed_out
+    assert [r.number for r in m.rounds] == list(range(1, hang_round + 1))
+    assert [r.count for r in m.rounds] == [3] * (hang_round - 1) + [1]  # the failed pair only
+    assert m.failed.tolist() == [sorted((hang_rank, partner))]
+    assert file_pairs(m)[:-1] == rounds(6)[: hang_round - 1]
+    measured = int((~np.isnan(m.latency)).sum())
+    assert measured == 3 * (hang_round - 1)
+    for line in run.lines:  # what was measured, with who stopped
+        assert line["stats"]["n"] == measured and line["params"]["unresponsive"] == [hang_rank]
+
+
+@pytest.mark.slow
+def test_killed_rank_leaves_the_finished_rounds(mpi: Mpi, allpairs: Built, tmp_path: Path):
+    """Rank 4 dies as round 4 starts; the launcher kills the others, rank 0 among them, maybe
+    before its writer thread wrote round 3 (it ended a moment before): rounds 1 and 2 are
+    there, whole; round 3 may be."""
+    run = run_probe(mpi, allpairs.exe, 6, tmp_path, *FAST,
+                    "--test-die-rank", "4", "--test-die-round", "4")  # fmt: skip
+    assert run.proc.returncode not in (0, 4), run.proc.stderr  # the launcher ends the job
+    m = run.matrix()
+    assert not m.complete and "cut short" in m.note
+    kept = len(m.rounds)
+    assert kept in (2, 3) and file_pairs(m) == rounds(6)[:kept], run.proc.stderr
+    assert int((~np.isnan(m.bandwidth)).sum()) == 3 * kept
+
+
+@pytest.mark.parametrize(
+    ("args", "ranks", "words"),
+    [
+        ([], 1, "needs 2 to 65535 MPI ranks"),
+        (["--pair-budget", "0.00001"], 2, "cannot fit one iteration"),
+        (["--lat-iterations", "5"], 2, "go together"),
+        (["--kind", "resume"], 2, "needs --pairs FILE"),
+        (["--pairs", "nothing.txt"], 2, "--pairs nothing.txt: No such file"),
+        (["--window", "0"], 2, "--window: expected an integer from 1 to 65536, got '0'"),
+        (["--pairs-at-once", "-1"], 2, "--pairs-at-once"),
+        (["--output"], 2, "--output needs a value"),
+    ],
+)
+def test_bad_input_exits_2_with_the_reason(
+    mpi: Mpi, allpairs: Built, tmp_path: Path, args: list[str], ranks: int, words: str
+):
+    run = run_probe(mpi, allpairs.exe, ranks, tmp_path, *args)
+    assert run.proc.returncode == 2, run.proc.stderr
+    assert words in run.proc.stderr and run.proc.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("0 9\n", "pairs.txt:1: rank 9 is not in this job (3 ranks)"),
+        ("0 1\n2 2\n", "pairs.txt:2: a node cannot pair with itself"),
+        ("0 1 2\n", "pairs.txt:1: expected two nodes"),
+        ("# nothing\n", "lists no pair"),
+        ("nosuchhost 1\n", "host 'nosuchhost' is not in this job"),
+        ("{host} 1\n", "runs 3 ranks: name the pair by rank"),
+    ],
+)
+def test_bad_pairs_file_exits_2_naming_the_line(
+    mpi: Mpi, allpairs: Built, tmp_path: Path, text: str, words: str
+):
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "pairs.txt").write_text(text.format(host=os.uname().nodename))
+    run = run_probe(mpi, allpairs.exe, 3, tmp_path, "--pairs", "pairs.txt")
+    assert run.proc.returncode == 2 and words in run.proc.stderr, run.proc.stderr
+
+
+def test_help_states_the_python_defaults(allpairs: Built):
+    text = subprocess.run(
+        [str(allpairs.exe), "--help"], capture_output=True, text=True, timeout=10, check=True
+    ).stdout
+    d = AllPairsParams()
+    for words in (
+        f"--lat-size B           latency message, bytes (default {d.lat_size})",
+        f"--bw-size B            bandwidth message, bytes (default {d.bw_size})",
+        f"(default {d.window}, osu_bw's)",
+        f"(default {d.pair_budget:g})",
+        f"seconds (at least 2 s) stopped answering (default {d.stall_factor:g})",
+        "Exit codes: 0 ok, 1 runtime error, 2 bad arguments",
+    ):
+        assert words in text
+
+
+# ---------------------------------------------------------------------------------------------
+# the Python probe
+
+
+def make_job(tmp_path: Path, ranks: int, **params) -> tuple[Job, Path]:
+    ctx = PlanContext(system=System(hostname="here"))
+    mpi = MpiInfo(name="openmpi", version="4.1.4", flavor="openmpi")
+    (draft,) = AllPairsProbe().drafts(
+        AllPairsParams(**params), ctx, mpis=[mpi], ranks=ranks
+    )  # fmt: skip
+    job = Job(job_id="001-allpairs", probe="allpairs", argv=draft.argv, params=draft.params,
+              ranks=ranks, inputs=draft.inputs)  # fmt: skip
+    job_dir = tmp_path / "run" / "jobs" / job.job_id
+    job_dir.mkdir(parents=True)
+    return job, job_dir
+
+
+def test_drafts_state_every_default_and_write_the_pairs(tmp_path: Path):
+    job, _ = make_job(tmp_path, 8)
+    assert job.argv[:1] == ["{exe}"] and "--pairs" not in job.argv
+    for flag, value in (("--lat-size", "8"), ("--bw-size", "131072"), ("--window", "64"),
+                        ("--pair-budget", "0.1"), ("--pairs-at-once", "0")):  # fmt: skip
+        assert job.argv[job.argv.index(flag) + 1] == value
+    # 7 rounds x 0.1 s + the pilot
+    assert AllPairsProbe().expected_seconds(job) == pytest.approx(1.7)
+    job, _ = make_job(tmp_path / "b", 4, pairs=[(0, 3), (3, 2)], kind="retest",
+                      lat_iterations=50, bw_iterations=3, pairs_at_once=1)  # fmt: skip
+    assert job.inputs == {"pairs.txt": "0 3\n3 2\n"}
+    assert job.argv[job.argv.index("--pairs") + 1] == "pairs.txt"
+    assert job.argv[job.argv.index("--kind") + 1] == "retest"
+    assert AllPairsProbe().expected_seconds(job) == pytest.approx(1.2)
+    for bad in ({"lat_iterations": 5}, {"kind": "retest"}, {"pairs": [(1, 1)], "kind": "retest"},
+                {"pairs": [(0, 1)]}):  # fmt: skip
+        with pytest.raises(ValueError):
+            AllPairsParams(**bad)
+
+
+@pytest.mark.slow
+def test_parse_gives_each_node_its_median_link(mpi: Mpi, allpairs: Built, tmp_path: Path):
+    job, job_dir = make_job(tmp_path, 5)
+    run = ok(run_probe(mpi, allpairs.exe, 5, job_dir, *FAST))
+    samples = AllPairsProbe().parse(run.proc.stdout, job, job_dir=job_dir)
+    m = run.matrix()
+    whole = [s for s in samples if s.params["summary"] == "matrix"]
+    nodes = [s for s in samples if s.params["summary"] == "node"]
+    assert [s.metric for s in whole] == ["p2p.latency", "p2p.bandwidth"]
+    assert len(nodes) == 2 * 5
+    rel = "jobs/001-allpairs/allpairs.bin"
+    for s in samples:
+        assert s.probe == "allpairs" and s.params["matrix"] == rel
+        assert s.params["mpi"] == "openmpi" and s.params["node_count"] == 5
+    for s in nodes:
+        i = s.params["rank"]
+        values = m.latency if s.metric == "p2p.latency" else m.bandwidth
+        links = values[node_links(5, i)].astype(np.float64)
+        assert s.value == pytest.approx(float(np.median(links)))
+        assert s.stats is not None and s.stats.n == 4
+        assert (s.stats.min, s.stats.max) == (float(links.min()), float(links.max()))
+        assert (
+            s.params["node"] == m.hosts[i] and s.unit == whole[0 if "lat" in s.metric else 1].unit
+        )
+    # without the job's directory only the summary is at hand
+    assert len(AllPairsProbe().parse(run.proc.stdout, job)) == 2
+
+
+@pytest.mark.slow
+def test_assay_run_keeps_the_matrix_and_stores_node_samples(tmp_path: Path, assay_home: Path):
+    if not shutil.which("mpirun.openmpi"):
+        pytest.skip("mpirun.openmpi not found: apt-get install openmpi-bin libopenmpi-dev")
+    suite = tmp_path / "ap.toml"
+    suite.write_text(
+        'name = "ap"\n[[bench]]\nprobe = "allpairs"\nranks = 4\nmpi = "openmpi"\n'
+        "params = { lat_iterations = 20, bw_iterations = 2, bw_size = 16384, window = 8, "
+        "yield_when_idle = true }\n"
+    )
+    proc = run_cli("run", str(suite), home=assay_home, check=True)
+    runs = sorted((assay_home / "runs").iterdir())
+    job_dir = next((runs[-1] / "jobs").iterdir())
+    assert read_matrix_file(job_dir / "allpairs.bin").complete
+    stored = [json.loads(ln) for ln in (runs[-1] / "samples.jsonl").read_text().splitlines()]
+    per_node = [s for s in stored if s["params"].get("summary") == "node"]
+    assert len(stored) == 2 + 2 * 4 and len(per_node) == 8, proc.stdout
+    assert {s["params"]["matrix"] for s in stored} == {f"jobs/{job_dir.name}/allpairs.bin"}
+
+
+def test_repetitions_fold_per_node_and_nodes_compare_apart(tmp_path: Path):
+    """Two repetitions of a 4-node sweep (files of their own, the pilot choosing other
+    iterations): each node's figure folds over both, and no two nodes share a compare key."""
+    n = 4
+    rng = np.random.default_rng(5)
+    samples = []
+    for rep, iters in ((1, 120), (2, 97)):
+        lat = rng.uniform(1e-6, 2e-6, n_links(n)).astype(np.float32)
+        bw = rng.uniform(1e9, 2e9, n_links(n)).astype(np.float32)
+        job_dir = tmp_path / "run" / "jobs" / f"001-allpairs-r{rep}"
+        job_dir.mkdir(parents=True)
+        write_sweep(job_dir / "allpairs.bin", [f"n{i}" for i in range(n)], lat, bw)
+        stdout = "".join(
+            json.dumps({"metric": metric, "value": float(np.median(v)), "params": {
+                "size": size, "summary": "matrix", "kind": "sweep", "node_count": n,
+                "timed_iterations": iters, "matrix": "allpairs.bin"},
+                "stats": {"n": n_links(n)}}) + "\n"
+            for metric, v, size in (("p2p.latency", lat, 8), ("p2p.bandwidth", bw, 131072))
+        )  # fmt: skip
+        job = Job(job_id=job_dir.name, probe="allpairs", argv=[], repetition=rep,
+                  params={"mpi": "openmpi", "repetition": rep})  # fmt: skip
+        samples += AllPairsProbe().parse(stdout, job, job_dir=job_dir)
+    figures = fold_samples(samples).figures
+    assert len(figures) == 2 * (n + 1)  # per metric: n nodes and the matrix, each over 2 reps
+    assert all(len(f.values) == 2 for f in figures)
+    keys = [(f.sample.metric, identity(f.sample.params)) for f in figures]
+    assert len(set(keys)) == len(keys)

@@ -1,0 +1,135 @@
+"""What an all-pairs sweep leaves to measure inside its allocation (run/followup.py): a resume
+without a lost node, measuring only the pairs never measured, and a retest of the flagged
+links and nodes. Matrices are written by the probe's own file writer and read back by its
+reader (the runner reads them so)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assay.analysis.outliers import OutlierRule
+from assay.condensed import link_index, n_links
+from assay.parsers.allpairs_file import read_matrix_file, write_sweep
+from assay.run.followup import (
+    RETESTS,
+    Sweep,
+    lost_ranks,
+    plan_follow_up,
+    resume,
+)
+
+HOSTS = [f"n{i}" for i in range(8)]
+
+
+def _healthy(n: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    lat = (2e-6 * rng.lognormal(0, 0.03, n_links(n))).astype(np.float32)
+    bw = (10e9 * rng.lognormal(0, 0.03, n_links(n))).astype(np.float32)
+    return lat, bw
+
+
+def _sweep(tmp_path: Path, lat, bw, **kw) -> Sweep:
+    path = tmp_path / "allpairs.bin"
+    write_sweep(path, HOSTS, lat, bw, **kw)
+    return Sweep.of(read_matrix_file(path))
+
+
+def test_a_healthy_complete_sweep_needs_nothing_more(tmp_path: Path) -> None:
+    lat, bw = _healthy(8)
+    assert plan_follow_up(_sweep(tmp_path, lat, bw), [], OutlierRule()) is None
+
+
+def test_a_slow_link_is_retested_three_times_with_the_sweeps_iterations(tmp_path: Path) -> None:
+    lat, bw = _healthy(8)
+    k = link_index(8, 2, 5)
+    bw[k] = bw[k] / 10  # throttled
+    sweep = _sweep(tmp_path, lat, bw)
+    follow = plan_follow_up(sweep, [], OutlierRule())
+    assert follow is not None and follow.kind == "retest"
+    assert follow.pairs.count((2, 5)) == RETESTS  # each retest a round of its own
+    assert follow.hosts == HOSTS and follow.first_round == 8  # after the 7 sweep rounds
+    assert follow.iterations == sweep.iterations
+    # one retest per sweep: the next call plans nothing
+    assert plan_follow_up(sweep, [], OutlierRule()) is None
+
+
+def test_a_slow_node_gets_a_few_of_its_links_retested(tmp_path: Path) -> None:
+    lat, bw = _healthy(8)
+    for j in range(8):
+        if j != 6:
+            bw[link_index(8, min(6, j), max(6, j))] /= 3  # every link of n6: the node
+    follow = plan_follow_up(_sweep(tmp_path, lat, bw), [], OutlierRule())
+    assert follow is not None
+    once = set(follow.pairs)
+    assert all(6 in p for p in once) and 1 <= len(once) <= 7
+
+
+def test_a_lost_node_resumes_the_pairs_never_measured_without_it(tmp_path: Path) -> None:
+    lat, bw = _healthy(8)
+    sweep = _sweep(tmp_path, lat, bw, rounds=3, end=False)  # cut after 3 of 7 rounds
+    measured = int(np.count_nonzero(~np.isnan(sweep.latency)))
+    assert measured == 3 * 4
+    follow = plan_follow_up(sweep, ["n4"], OutlierRule())
+    assert follow is not None and follow.kind == "resume"
+    assert follow.hosts == [h for h in HOSTS if h != "n4"]
+    # every pair left among the 7 nodes, by their ranks in the new job, none twice
+    index = {h: i for i, h in enumerate(HOSTS)}
+    got = {tuple(sorted((follow.hosts[a], follow.hosts[b]))) for a, b in follow.pairs}
+    assert len(got) == len(follow.pairs)
+    for a, b in got:
+        k = link_index(8, index[a], index[b])
+        assert np.isnan(sweep.latency[k]) and "n4" not in (a, b)
+    assert len(got) == n_links(7) - sum(
+        1 for i in range(8) for j in range(i + 1, 8)
+        if 4 not in (i, j) and not np.isnan(sweep.latency[link_index(8, i, j)])
+    )  # fmt: skip
+    assert follow.first_round == 4 and sweep.lost == ["n4"]
+
+
+def test_a_resume_fills_the_sweep_then_its_flagged_links_are_retested(tmp_path: Path) -> None:
+    from assay.parsers.allpairs_file import MatrixWriter
+
+    lat, bw = _healthy(8)
+    k = link_index(8, 1, 3)
+    bw[k] /= 10
+    sweep = _sweep(tmp_path, lat, bw, rounds=2, end=False)
+    unmeasured_n7 = [i for i in range(7) if np.isnan(sweep.latency[link_index(8, i, 7)])]
+    follow = resume(sweep, ["n7"])
+    assert follow is not None
+    # the resume job's file, as the probe writes it: its own hosts, its ranks
+    path = tmp_path / "resume.bin"
+    with open(path, "wb") as f:
+        w = MatrixWriter(f, follow.hosts)
+        a = np.array([p[0] for p in follow.pairs])
+        b = np.array([p[1] for p in follow.pairs])
+        index = {h: i for i, h in enumerate(HOSTS)}
+        where = np.array([index[h] for h in follow.hosts])
+        kk = link_index(8, where[a], where[b])
+        w.round(3, a, b, lat[kk], bw[kk], kind="resume", t_start=0.0, wall_s=0.1)
+        w.end()
+    sweep.add(read_matrix_file(path))
+    # n7's links never measured stay so; every other link is measured now
+    assert unmeasured_n7 and all(
+        np.isnan(sweep.latency[link_index(8, i, 7)]) for i in unmeasured_n7
+    )
+    others = [link_index(8, i, j) for i in range(7) for j in range(i + 1, 7)]
+    assert not np.isnan(sweep.latency[others]).any()
+    retest = plan_follow_up(sweep, [], OutlierRule())
+    assert retest is not None and retest.kind == "retest" and (1, 3) in retest.pairs
+    assert "n7" not in retest.hosts
+
+
+def test_lost_ranks_read_the_probes_summary() -> None:
+    params = [{"summary": "matrix", "unresponsive": [3]}, {"summary": "node"}]
+    assert lost_ranks(params) == [3]
+    assert lost_ranks([{"summary": "matrix"}]) == []
+
+
+@pytest.mark.parametrize("left", [1, 0])
+def test_no_resume_with_fewer_than_two_nodes_left(tmp_path: Path, left: int) -> None:
+    lat, bw = _healthy(8)
+    sweep = _sweep(tmp_path, lat, bw, rounds=1, end=False)
+    assert resume(sweep, HOSTS[left:] if left else HOSTS) is None
