@@ -17,9 +17,18 @@ from typing import Annotated
 
 import typer
 
+from assay.cli.batchopts import (
+    Account,
+    Constraint,
+    MaxWait,
+    Nodes,
+    Partition,
+    Qos,
+    SbatchArg,
+    TimeLimit,
+)
 from assay.errors import AssayError
 
-_SL = "Slurm (--on slurm)"
 _OUT = "Outputs"
 
 
@@ -109,30 +118,14 @@ def check(
         Path | None,
         typer.Option(help="Write the verdict page (HTML).", rich_help_panel=_OUT),
     ] = None,
-    nodes: Annotated[
-        int | None, typer.Option(help="Slurm: nodes to allocate.", rich_help_panel=_SL)
-    ] = None,
-    partition: Annotated[
-        str | None, typer.Option(help="Slurm partition.", rich_help_panel=_SL)
-    ] = None,
-    account: Annotated[str | None, typer.Option(help="Slurm account.", rich_help_panel=_SL)] = None,
-    qos: Annotated[str | None, typer.Option(help="Slurm QOS.", rich_help_panel=_SL)] = None,
-    constraint: Annotated[
-        str | None, typer.Option(help="Slurm node features (--constraint).", rich_help_panel=_SL)
-    ] = None,
-    time_limit: Annotated[
-        str | None, typer.Option("--time", help="Slurm time limit.", rich_help_panel=_SL)
-    ] = None,
-    sbatch_arg: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="ARG", help="Slurm: extra sbatch argument (repeatable).", rich_help_panel=_SL
-        ),
-    ] = None,
-    max_wait: Annotated[
-        float | None,
-        typer.Option(help="Slurm: seconds the allocation may stay pending.", rich_help_panel=_SL),
-    ] = None,
+    nodes: Nodes = None,
+    partition: Partition = None,
+    account: Account = None,
+    qos: Qos = None,
+    constraint: Constraint = None,
+    time_limit: TimeLimit = None,
+    sbatch_arg: SbatchArg = None,
+    max_wait: MaxWait = None,
 ) -> None:
     """Judge each node (and link) PASS, WARN or FAIL against a baseline; drain what fails.
 

@@ -185,14 +185,12 @@ def _baselines(names: tuple[str, ...]):
 
 def _request(args: CheckArgs, origin: str):
     """The check's run as ``assay run`` would be asked for it."""
+    from assay.cli.batchopts import own_options
     from assay.launch import LaunchOptions
     from assay.run.request import RunRequest
 
-    own = {
-        "partition": args.partition, "account": args.account, "qos": args.qos,
-        "constraint": args.constraint, "time": args.time_limit,
-        "sbatch_args": list(args.sbatch_args), "max_wait": args.max_wait,
-    }  # fmt: skip
+    own = own_options(args.partition, args.account, args.qos, args.constraint, args.time_limit,
+                      args.sbatch_args, args.max_wait)  # fmt: skip
     return RunRequest(
         suite=args.suite or origin, on=args.on, mpi=args.mpi, sets=list(args.sets),
         label=args.label, launch=LaunchOptions(nodes=args.nodes, own=own),
