@@ -167,8 +167,11 @@ def test_refusals_exit_2_before_anything_runs(home: dict, tmp_path: Path) -> Non
         cases.append((["gpu"], "nothing of gpu can run here (gpu_burn: no GPU found"))
     runs = home["home"] / "runs"
     before = sorted(runs.iterdir())
-    for args, said in cases:
-        proc = check(home, *args)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:  # each is a CLI start: ~1 s of CPU, mostly waiting
+        procs = list(pool.map(lambda c: check(home, *c[0]), cases))
+    for (args, said), proc in zip(cases, procs, strict=True):
         assert proc.returncode == 2, (args, proc.stderr)
         assert said in proc.stderr.replace("\n", " "), (args, proc.stderr)
         assert "Traceback" not in proc.stderr
