@@ -34,7 +34,7 @@ from assay.parsers.allpairs_file import (
     read_matrix_file,
     write_sweep,
 )
-from assay.probes.allpairs import AllPairsParams, AllPairsProbe, rounds_of
+from assay.probes.allpairs import AllPairsParams, AllPairsProbe, rounds_of, summary_lines
 from assay.probes.base import PlanContext
 from conftest import run_cli
 from test_native_probes import MPIS, Built, Mpi, compile_probe
@@ -231,7 +231,8 @@ def test_killed_rank_leaves_the_finished_rounds(mpi: Mpi, allpairs: Built, tmp_p
     """Rank 4 dies as round 4 starts; the launcher kills the others, rank 0 among them, maybe
     before its writer thread wrote round 3 (it ended a moment before): rounds 1 and 2 are
     there, whole; round 3 may be."""
-    run = run_probe(mpi, allpairs.exe, 6, tmp_path, *FAST,
+    job, job_dir = make_job(tmp_path, 6)
+    run = run_probe(mpi, allpairs.exe, 6, job_dir, *FAST,
                     "--test-die-rank", "4", "--test-die-round", "4")  # fmt: skip
     assert run.proc.returncode not in (0, 4), run.proc.stderr  # the launcher ends the job
     m = run.matrix()
@@ -239,6 +240,12 @@ def test_killed_rank_leaves_the_finished_rounds(mpi: Mpi, allpairs: Built, tmp_p
     kept = len(m.rounds)
     assert kept in (2, 3) and file_pairs(m) == rounds(6)[:kept], run.proc.stderr
     assert int((~np.isnan(m.bandwidth)).sum()) == 3 * kept
+    # It printed no summary: the run keeps what its file holds, saying where it stopped.
+    samples = AllPairsProbe().left_behind(job, job_dir)
+    whole = [s for s in samples if s.params["summary"] == "matrix"]
+    assert [s.metric for s in whole] == ["p2p.latency", "p2p.bandwidth"]
+    assert all(s.stats.n == 3 * kept and "cut short" in s.params["partial"] for s in whole)
+    assert len([s for s in samples if s.params["summary"] == "node"]) == 2 * 6
 
 
 @pytest.mark.parametrize(
@@ -361,6 +368,16 @@ def test_parse_gives_each_node_its_median_link(mpi: Mpi, allpairs: Built, tmp_pa
         )
     # without the job's directory only the summary is at hand
     assert len(AllPairsProbe().parse(run.proc.stdout, job)) == 2
+    # the summary a stopped job's file gives (``left_behind``) is the probe's own, from a whole one
+    made = AllPairsProbe().parse(summary_lines(m, "sweep"), job, job_dir=job_dir)
+    for mine, probes in zip(made[:2], whole, strict=True):
+        assert (mine.metric, mine.unit, mine.stats.n) == (probes.metric, probes.unit, 10)
+        assert mine.value == pytest.approx(probes.value, rel=1e-6)
+        assert (mine.stats.min, mine.stats.max) == pytest.approx(
+            (probes.stats.min, probes.stats.max), rel=1e-6
+        )
+        assert mine.stats.stddev == pytest.approx(probes.stats.stddev, rel=1e-3)
+    assert [s.value for s in made[2:]] == [s.value for s in nodes]
 
 
 @pytest.mark.slow

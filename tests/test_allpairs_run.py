@@ -16,10 +16,12 @@ import numpy as np
 import pytest
 
 from assay.condensed import link_index
+from assay.figures.allpairs import run_topology
 from assay.model import Job, JobResult, Sample, System
 from assay.parsers.allpairs_file import read_matrix_file, write_sweep
 from assay.probes.allpairs import AllPairsProbe
 from assay.store import RunStore
+from assay.system.topology import TopologyError
 from conftest import run_cli
 from matrixgen import Round, hosts_of, sweep_rounds, synthetic, write_rounds
 
@@ -475,3 +477,11 @@ def test_the_analysed_matrices_are_cached_beside_the_run(tmp_path: Path) -> None
     assert cached(run, ["jobs/m.bin"], OutlierRule(link_factor=2)) is None
     (run / "jobs" / "m.bin").write_bytes(b"xy")
     assert cached(run, ["jobs/m.bin"], rule) is None
+
+
+def test_a_topology_file_that_is_no_file_is_refused_not_read(tmp_path: Path) -> None:
+    """slurm/topology.txt linked to /dev/zero: refused by name, not read until memory runs out."""
+    (tmp_path / "slurm").mkdir()
+    (tmp_path / "slurm" / "topology.txt").symlink_to("/dev/zero")
+    with pytest.raises(TopologyError, match="not a regular file"):
+        run_topology(tmp_path)

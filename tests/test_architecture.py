@@ -26,6 +26,7 @@ STAGE: dict[str, int] = {
     "model": 0,
     "config": 0,
     "textutil": 0,
+    "inputfile": 0,
     "vocab": 0,
     "condensed": 0,  # the all-pairs matrix's layout (the probe file's reader and the analysis)
     # what the machine is (every read of /sys, /proc, PATH)

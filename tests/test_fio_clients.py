@@ -75,11 +75,11 @@ def test_local_servers_start_directly_and_remote_ones_through_ssh():
     local = clients.server_argv(Host("127.0.0.2", 9001), "/usr/bin/fio", "/j/s.pid")
     assert local == ["/usr/bin/fio", "--server=ip:127.0.0.2,9001", "--daemonize=/j/s.pid"]
     remote = clients.server_argv(Host("node7", 8765), "fio", "/tmp/s.pid")
-    assert remote == ["ssh", "-o", "BatchMode=yes", "node7", "fio",
+    assert remote == ["ssh", "-o", "BatchMode=yes", "--", "node7", "fio",
                       "--server=ip:node7,8765", "--daemonize=/tmp/s.pid"]  # fmt: skip
     stop = clients.stop_argv(Host("node7"), "/tmp/s.pid")
-    assert stop[:4] == ["ssh", "-o", "BatchMode=yes", "node7"]
-    assert "pkill -TERM -f -- '[-]-daemonize=/tmp/s.pid'" in stop[4]  # run: tests/test_fio_ssh.py
+    assert stop[:5] == ["ssh", "-o", "BatchMode=yes", "--", "node7"]
+    assert "pkill -TERM -f -- '[-]-daemonize=/tmp/s.pid'" in stop[5]  # run: tests/test_fio_ssh.py
 
 
 def test_each_host_gets_its_own_files_and_one_client_runs_them_all():

@@ -113,9 +113,9 @@ def test_assay_ssh_is_split_as_a_shell_would() -> None:
 
 def test_remote_stop_reaches_the_forked_workers_not_itself() -> None:
     argv = clients.stop_argv(Host("node7"), "/tmp/s.pid")
-    assert argv[:4] == ["ssh", "-o", "BatchMode=yes", "node7"]
+    assert argv[:5] == ["ssh", "-o", "BatchMode=yes", "--", "node7"]
     # run here, the script must not match the shell running it (nothing else matches)
-    proc = subprocess.run(["sh", "-c", argv[4]], capture_output=True, text=True, timeout=10)
+    proc = subprocess.run(["sh", "-c", argv[5]], capture_output=True, text=True, timeout=10)
     assert proc.returncode == 0, proc.stderr
 
 

@@ -2,7 +2,9 @@
 
 The mutator (tests/mutate.py) truncates, deletes, duplicates and swaps lines, flips bytes,
 puts NaN/inf/huge/negative/Python-only numbers in place of real ones, inserts non-UTF-8
-bytes, turns line ends into CRLF or CR and makes very long lines. ``make test`` runs a few
+bytes, turns line ends into CRLF or CR, makes very long lines (of a filler or of the line's own
+characters), changes a JSON value's type (a number quoted, a string a list, an object, null)
+and makes statistics impossible (a min above its max, a mean outside them). ``make test`` runs a few
 hundred cases per parser; ``make soak`` (marker ``soak``) runs 100,000 per parser
 (ASSAY_SOAK_CASES to change it) and prints the counts recorded in docs/robustness.md.
 """
@@ -38,6 +40,7 @@ def test_mutated_outputs_never_crash_a_parser_nor_yield_impossible_values(fmt: s
     tally = run(fmt, FAST_CASES, seed=1)
     assert not tally.crashes, "\n".join(tally.crashes[:5])
     assert not tally.impossible, "\n".join(tally.impossible[:5])
+    assert not tally.slow, "\n".join(tally.slow[:5])
     assert tally.parsed > 0 and tally.refused > 0  # the mutations both pass and fail parsing
 
 
@@ -48,3 +51,4 @@ def test_soak_mutated_outputs(fmt: str):
     print("\nSOAK " + tally.line())
     assert not tally.crashes, "\n".join(tally.crashes[:10])
     assert not tally.impossible, "\n".join(tally.impossible[:10])
+    assert not tally.slow, "\n".join(tally.slow[:10])

@@ -32,7 +32,7 @@ from assay.launch.slurm.launcher import SlurmLauncher
 from assay.launch.slurm.options import MpiLaunch, SlurmOptions, options_from_config
 from assay.launch.slurm.script import batch_script, sbatch_argv
 from assay.launch.slurm.servers import node_address, server_step_argv, servers
-from assay.launch.slurm.state import parse_show_job, slurm_words
+from assay.launch.slurm.state import parse_show_job, settled, slurm_words
 from assay.launch.slurm.steps import step_argv
 from assay.model import Job, MpiInfo, Sample
 from assay.probes import get_probe
@@ -200,6 +200,26 @@ def test_place_all_pairs_one_job_over_every_node_and_per_node_jobs() -> None:
     assert len({j.job_id for j in jobs}) == len(jobs)
 
 
+def test_all_pairs_steps_share_the_cpus_of_a_step_still_dying() -> None:
+    """After a lost node Slurm holds the failed step's CPUs until it gives up on the node; the
+    resume must not wait for them (all-pairs steps run one at a time): --overlap, for srun and
+    for the srun that starts Open MPI's daemons. Other MPI steps do not share."""
+    hosts = ["n1", "n2", "n3"]
+    for mpi, launch in ((MPICH, MpiLaunch("srun", "pmi2")), (OMPI, MpiLaunch("mpirun"))):
+        matrix = Job(job_id="001-allpairs", probe="allpairs", argv=["{exe}"], spawn="mpi",
+                     mpi=mpi.name, ranks=2)  # fmt: skip
+        (m,) = place([matrix], SlurmOptions(nodes=3, all_pairs=True), [mpi])
+        argv = step_argv(m, ["/c/allpairs"], hosts, mpi, launch)
+        if mpi is MPICH:
+            assert argv[0] == "srun" and "--overlap" in argv
+        else:
+            i = argv.index("plm_slurm_args")
+            assert argv[i - 1 : i + 2] == ["--mca", "plm_slurm_args", "--overlap"]
+        (p2p,) = place([_p2p("latency", mpi)], SlurmOptions(nodes=2), [mpi])
+        other = step_argv(p2p, ["/c/p2p"], hosts[:2], mpi, launch)
+        assert "--overlap" not in other
+
+
 def test_an_all_pairs_run_is_the_matrix_and_asked_for_per_node_benches() -> None:
     from assay.run.request import all_pairs_suite
     from assay.suite import resolve_suite
@@ -302,6 +322,24 @@ def test_parse_real_scontrol_show_job() -> None:
     assert (pending.state, pending.reason, pending.final) == ("PENDING", "PartitionConfig", False)
     cancelled = parse_show_job("20", (FIX / "scontrol_show_job_cancelled.txt").read_text())
     assert cancelled.state == "CANCELLED" and cancelled.final
+
+
+def test_a_job_still_completing_after_its_script_exited_0_is_done() -> None:
+    """The real line with JobState=COMPLETING (as slurmctld shows a job whose step a dead node
+    still holds): for a --no-kill job (all-pairs; the launcher applies ``settled`` to those
+    only, others may still end NODE_FAIL) exit 0 is COMPLETED, saying why; a non-zero exit
+    waits for Slurm's own final state (TIMEOUT, CANCELLED say more than FAILED)."""
+    text = (FIX / "scontrol_show_job_completed.txt").read_text()
+    completing = settled(
+        parse_show_job("19", text.replace("JobState=COMPLETED", "JobState=COMPLETING"))
+    )
+    assert completing.final and completing.state == "COMPLETED"
+    assert "still ending the job's processes" in completing.reason
+    killed = text.replace("JobState=COMPLETED", "JobState=COMPLETING").replace(
+        "ExitCode=0:0", "ExitCode=0:15"
+    )
+    waits = settled(parse_show_job("19", killed))
+    assert waits.state == "COMPLETING" and not waits.final
 
 
 def test_slurm_words_quote_sbatch_refusal() -> None:

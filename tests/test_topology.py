@@ -19,7 +19,7 @@ import pytest
 
 from assay.analysis.allpairs import analyse
 from assay.report.allpairs import allpairs_tables
-from assay.system.hostlist import HostlistError, expand_hostlist
+from assay.system.hostlist import HostlistError, compress_hostlist, expand_hostlist
 from assay.system.topology import (
     Topology,
     TopologyError,
@@ -81,6 +81,26 @@ def test_hostlist_expands_as_scontrol_does(expr: str, scontrol_env: dict[str, st
             expand_hostlist(expr)
     else:
         assert expand_hostlist(expr) == proc.stdout.split()
+
+
+@pytest.mark.parametrize(
+    ("hosts", "as_slurm_sorts"),
+    [([f"anode{i}" for i in (3, 1, 2, *range(5, 17))], True), (["a1", "a3", "a2", "a10"], True),
+     ([f"c{i}" for i in range(10000)], True), (["solo"], True),
+     # Slurm sorts prefixes by name and mixes widths in one bracket: the same hosts, other words
+     (["n001", "n002", "n003", "login", "n010"], False), (["n9", "n10", "n08"], False)],
+)  # fmt: skip
+def test_a_compressed_hostlist_is_read_back_by_scontrol(
+    hosts: list[str], as_slurm_sorts: bool, scontrol_env: dict[str, str]
+) -> None:
+    def scontrol(*args: str) -> str:
+        return subprocess.run(["scontrol", "show", *args], capture_output=True, text=True,
+                              env=scontrol_env, check=True).stdout  # fmt: skip
+
+    short = compress_hostlist(hosts)
+    assert sorted(scontrol("hostnames", short).split()) == sorted(hosts)
+    if as_slurm_sorts:
+        assert short == scontrol("hostlistsorted", ",".join(hosts)).strip()
 
 
 def test_hostlist_errors_say_what_is_wrong() -> None:

@@ -13,6 +13,9 @@ safe for each format assay writes.
 
 What is stored is never changed: these apply only on the way out. JSON output needs none of
 them (``json.dumps`` escapes every control character).
+
+Values going *in* are another matter: :func:`control_character` names the control character
+that refuses a value reaching a command line or a script (the config schema, Slurm options).
 """
 
 from __future__ import annotations
@@ -181,3 +184,17 @@ def toml_string(text: object) -> str:
     """``text`` as a TOML basic string: quote, backslash and every control character TOML
     forbids (U+0000–U+001F but tab, and DEL) escaped; any other character written as it is."""
     return '"' + _TOML_ESCAPE.sub(_toml_char, str(text)) + '"'
+
+
+# -- control characters in values that reach a script or a command line ----------------------
+
+# C0 controls (newline, carriage return, NUL, escape...), DEL and the C1 controls (NEL among
+# them): none belongs in a name or an argument, and each can end a line of a script or a file.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def control_character(text: str) -> str | None:
+    """The first control character in ``text`` (as ``repr`` shows it, e.g. ``'\\n'``), or
+    None. Values that reach a script or a command line are refused when they hold one."""
+    m = _CONTROL.search(text)
+    return None if m is None else repr(m.group())

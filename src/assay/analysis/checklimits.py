@@ -31,6 +31,7 @@ DEFAULT_LIMITS = {
     "storage": Limits(0.80, 0.50),
     "p2p": Limits(0.80, 0.50),
 }
+CHECK_KEYS = frozenset({"baseline", "retest", "warn_below", "fail_below"})  # of [check]
 LIMIT_HINT = (
     'e.g. [check.fail_below] default = 0.9, "memory.triad" = 0.85, storage = 0.5 '
     "(a ratio to the baseline: 0.9 is 10 % worse)"
@@ -82,7 +83,7 @@ def check_rule(config: Mapping[str, Any], threshold: float = THRESHOLD) -> Check
     table = config.get("check") or {}
     if not isinstance(table, Mapping):
         raise ConfigError("[check] in the config must be a table", hint=LIMIT_HINT)
-    known = {"baseline", "retest", "warn_below", "fail_below"}
+    known = CHECK_KEYS
     unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigError(

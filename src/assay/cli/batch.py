@@ -21,6 +21,7 @@ from assay.model import Job, JobResult
 from assay.run.execute import RunOutcome
 from assay.run.front import batch_job_of, finish, follow, prepare, read_plan, submit_run
 from assay.store import RunStore, RunWriter
+from assay.system.hostlist import compress_hostlist
 from assay.textutil import terminal
 
 COLOURS = {"ok": "green", "skipped": "yellow"}
@@ -28,7 +29,7 @@ COLOURS = {"ok": "green", "skipped": "yellow"}
 
 def _print_result(console: Console, r: JobResult) -> None:
     colour = COLOURS.get(r.status, "red")
-    where = f" on {','.join(r.hosts)}" if r.hosts else ""
+    where = f" on {compress_hostlist(r.hosts)}" if r.hosts else ""
     console.print(
         Text("  ")
         + Text(r.status, style=colour)
@@ -38,10 +39,27 @@ def _print_result(console: Console, r: JobResult) -> None:
         console.print(Text(f"    {terminal(r.reason)}"))
 
 
+def _shown_indices(indices: list[int]) -> str:
+    """Allocation indices as the dry run shows them: a few as a list, more as runs
+    (``[0-199999]``: an all-pairs job over a large allocation is one line, not megabytes)."""
+    if len(indices) <= 8:
+        return str(indices)
+    runs: list[str] = []
+    start = prev = indices[0]
+    for i in [*indices[1:], None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        runs.append(str(start) if start == prev else f"{start}-{prev}")
+        if i is not None:
+            start = prev = i
+    return "[" + ", ".join(runs) + "]"
+
+
 def dry_run(jobs: list[Job], launcher: BatchLauncher, mpis) -> None:
     """Where each job goes, then the submitting command and the batch script."""
     for job in jobs:
-        nodes = job.placement.indices if job.placement else []
+        nodes = _shown_indices(job.placement.indices) if job.placement else "[]"
         group = job.placement.group if job.placement else ""
         print(
             f"{job.job_id}: nodes {nodes} x ppn {job.ppn or 1}"

@@ -36,6 +36,7 @@ from assay.errors import ProbeError, StoreError
 from assay.figures.allpairs_cache import cached, save
 from assay.figures.allpairs_jobs import MatrixJob, Sweep, matrix_jobs, sweeps_by_mpi
 from assay.parsers.allpairs_file import COLUMN, MatrixFile, read_matrix_file
+from assay.store.lines import read_small
 from assay.system.topology import (
     Topology,
     TopologyError,
@@ -53,9 +54,9 @@ def run_topology(run_dir: Path) -> Topology | None:
         path = run_dir / name
         if not path.exists():
             continue
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
+        try:  # bounded: a link to /dev/zero must not be read until memory runs out
+            text = read_small(path).decode()
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise TopologyError(f"cannot read the run's topology {path}: {exc}") from None
         if name.endswith(".txt"):
             return parse_show_topology(text, f"the run's {name}")

@@ -13,6 +13,12 @@ this machine, for loopback hosts) the hosts never share a file, and the names st
 ``assay-fio-`` so the safety rules and the clean-up know them. (fio would otherwise prefix the
 client's address itself -- man page, ``unique_filename`` -- under a name assay does not know.)
 
+Names. A host is an IPv4 or IPv6 address (a scope such as ``%eth0`` allowed) or a host name
+as RFC 1123 writes one (labels of letters, digits, ``-`` and ``_``, none starting or ending
+with ``-``, 63 characters at most, 253 in all): nothing else reaches ssh or fio. A host
+starting with ``-`` would reach ssh as an option (``-oProxyCommand=...`` runs a command here);
+``assay.drivers.fio.clients`` also ends ssh's options with ``--`` before the host.
+
 Pure, except ``read_hostfile``, which reads the file it is given.
 """
 
@@ -21,13 +27,14 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from assay.errors import AssayError
 from assay.fio.job import FioJob
 from assay.fio.workloads import FILE_PREFIX
+from assay.inputfile import MAX_TEXT_BYTES, read_bounded
 
 DEFAULT_PORT = 8765  # fio's FIO_NET_PORT (server.h)
 
@@ -77,6 +84,30 @@ def is_loopback(address: str) -> bool:
         return False
 
 
+_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?", re.ASCII)
+
+
+def host_name_problem(address: str) -> str | None:
+    """Why ``address`` is neither an IP address nor a host name (see the docstring), or None."""
+    try:
+        ipaddress.ip_address(address)
+        return None
+    except ValueError:
+        pass
+    name = address[:-1] if address.endswith(".") else address  # a fully qualified "node7."
+    labels = name.split(".")
+    if all(label.isdigit() for label in labels):
+        return "all digits, but not an IPv4 address"
+    if ":" in name:
+        return "it has a ':', but is not an IPv6 address"
+    if len(name) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
+        return (
+            "a host name is letters, digits, '-' and '_' in dot-separated labels of at most "
+            "63 characters, none starting or ending with '-'"
+        )
+    return None
+
+
 def parse_host(text: str) -> Host:
     """``ADDR`` or ``ADDR,PORT`` (fio's own syntax; a comma, since IPv6 addresses have colons)."""
     value = text.strip()
@@ -87,6 +118,11 @@ def parse_host(text: str) -> Host:
         address = address.removeprefix(prefix)
     if not address or any(c.isspace() for c in address) or "/" in address:
         raise ClientError(f"host {text!r}: expected ADDR or ADDR,PORT (fio's connect string)")
+    problem = host_name_problem(address)
+    if problem:
+        raise ClientError(
+            f"host {text!r}: {address!r} is not a host name nor an IP address ({problem}); refused"
+        )
     port = DEFAULT_PORT
     if port_text:
         if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
@@ -113,7 +149,7 @@ def parse_hosts(texts: Iterable[str]) -> list[Host]:
 def read_hostfile(path: str | os.PathLike[str]) -> list[str]:
     """The host strings of a hostfile: one per line, blank lines and ``#`` comments skipped."""
     try:
-        text = Path(path).read_text()
+        text = read_bounded(path, MAX_TEXT_BYTES, "hostfile").decode(errors="replace")
     except OSError as exc:
         raise ClientError(f"hostfile {path}: cannot read: {exc.strerror}") from None
     lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]

@@ -10,6 +10,19 @@ new ``[section]``. A value holding a newline (``target="/tmp/x\nexec_prerun=touc
 would smuggle such a line in, so a control character in a value, an option name that is not a
 plain word (``rw=read\nexec_prerun``) or a section name with brackets is refused with a
 ``ValueError`` naming it; nothing is quoted, because fio's job file syntax has no quoting.
+
+fio also reads a value differently from how it is written (fio 3.33, parse.c and options.c),
+and a path assay checked must be the path fio opens (issue 21: ``filename=A:B`` wrote B, which
+the safety check never looked at):
+
+* ``;`` and ``#`` start a comment anywhere in a line, and blanks at either end are stripped
+  (``strip_blank_end``): a value holding those, or starting or ending with a blank, is refused;
+* ``${VAR}`` is replaced by the environment variable, and ``$pagesize``, ``$mb_memory`` and
+  ``$ncpus`` by their values (``fio_option_dup_subs``, ``fio_keyword_replace``): refused in the
+  options that name files (``FILE_OPTIONS``);
+* ``filename`` and ``directory`` hold several names separated by ``:``; ``\\:`` is a colon of
+  the name (``get_next_str``). ``fio_names`` splits a value as fio does; ``fio_path`` writes
+  one path so that fio opens exactly it (every ``:`` escaped).
 """
 
 from __future__ import annotations
@@ -36,6 +49,64 @@ def control_problem(value: str, what: str) -> str | None:
     )
 
 
+# Options whose value names files fio opens or creates: checked for fio's substitutions too.
+FILE_OPTIONS = frozenset({"filename", "directory", "filename_format", "opendir"})
+# fio's substitutions (options.c): ${VAR} and its reserved keywords
+_SUBSTITUTED = re.compile(r"\$\{|\$pagesize|\$mb_memory|\$ncpus")
+
+
+def misread_problem(key: str, value: str) -> str | None:
+    """Why fio would read ``key=value`` as something else than ``value``, or None."""
+    if ";" in value or "#" in value:
+        mark = ";" if ";" in value else "#"
+        return (
+            f"fio option {key}={value!r}: fio reads {mark!r} as the start of a comment and "
+            "would cut the value there; refused"
+        )
+    if value != value.strip():
+        return f"fio option {key}={value!r}: fio strips blanks at either end; refused"
+    if key in FILE_OPTIONS and (m := _SUBSTITUTED.search(value)):
+        return (
+            f"fio option {key}={value!r}: fio replaces {m.group()!r}... with a value of its "
+            "own, so the file it opens is not the one named; refused"
+        )
+    return None
+
+
+def fio_names(value: str) -> list[str]:
+    """The names fio reads in a ``filename`` or ``directory`` value: blanks at either end
+    stripped, then split at each ``:`` that is not escaped as ``\\:`` (the backslash is
+    dropped), empty names skipped (options.c, ``str_filename_cb`` and ``get_next_str``)."""
+    names: list[str] = []
+    current: list[str] = []
+    text = value.strip()
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and text[i + 1 : i + 2] == ":":
+            current.append(":")
+            i += 2
+            continue
+        if c == ":":
+            if current:
+                names.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+        i += 1
+    if current:
+        names.append("".join(current))
+    return names
+
+
+def fio_path(path: str) -> str:
+    """``path`` written as a ``filename`` or ``directory`` value that fio reads as exactly this
+    one path (``fio_names(fio_path(p)) == [p]``): each ``:`` escaped. What no escape can carry
+    (a comment mark, blanks at either end, a substitution) is refused when the job file is
+    written (``check_text``)."""
+    return path.replace(":", "\\:")
+
+
 def check_text(section: str, options: list[tuple[str, str | None]]) -> None:
     """Refuse (ValueError) a section name or an option that could smuggle a line into a job
     file (see the module docstring)."""
@@ -53,6 +124,9 @@ def check_text(section: str, options: list[tuple[str, str | None]]) -> None:
         problem = control_problem(value or "", f"fio option {key}=")
         if problem:
             raise ValueError(f"job {section!r}: {problem}")
+        problem = misread_problem(key, value or "")
+        if problem:
+            raise ValueError(f"job {section!r}: {problem}")
 
 
 RW = Literal["read", "write", "randread", "randwrite", "rw", "randrw", "readwrite", "trim"]
@@ -64,7 +138,9 @@ class FioJob:
     rw: RW
     bs: int  # bytes
     size: int | None = None  # bytes per job (per file); None: the whole file/device
-    filename: str | None = None  # one file or device (colon-separated list allowed by fio)
+    # fio's syntax (see the module docstring): names separated by ':', '\:' a colon of a name;
+    # fio_names() gives the paths, fio_path() writes one path
+    filename: str | None = None  # files or devices
     directory: str | None = None  # or a directory in which fio creates its files
     iodepth: int = 1
     numjobs: int = 1

@@ -33,7 +33,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from assay.fio.job import RW, FioJob
+from assay.fio.job import FILE_OPTIONS, RW, FioJob, fio_path
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -131,14 +131,15 @@ def workload_job(
     directory: str | None,
     filename: str | None = None,
 ) -> FioJob:
-    """The fio job of one standard workload, uncapped (``with_rate`` caps it)."""
+    """The fio job of one standard workload, uncapped (``with_rate`` caps it). ``directory``
+    and ``filename`` are paths (fio reads each as one, ``fio_path``)."""
     return FioJob(
         name=workload.name,
         rw=workload.rw,
         bs=settings.bs or workload.bs,
         size=settings.size,
-        filename=filename,
-        directory=None if filename else directory,
+        filename=fio_path(filename) if filename else None,
+        directory=None if filename or not directory else fio_path(directory),
         iodepth=settings.iodepth,
         numjobs=settings.numjobs,
         rwmixread=workload.rwmixread,
@@ -166,6 +167,7 @@ def fill_job(
 
     Not time based: it ends when the files are written end to end. ``end_fsync`` makes the data
     durable before the first measured run, so no write-back of the fill overlaps it.
+    ``directory`` and ``filename`` are in fio's syntax, as the jobs it fills hold them.
     """
     low, high = FILL_BS_RANGE
     if not low <= bs <= high:
@@ -218,7 +220,8 @@ def rate_per_job(total_iops: float, numjobs: int, rw: str, rwmixread: int | None
 
 CUSTOM_REQUIRED = ("name", "rw", "bs")
 # Fields a custom job may not set: the probe's ``target`` says where assay's files go. A file or
-# device of the user's own is named by ``filename`` (and checked by assay.fio.safety).
+# device of the user's own is named by ``filename`` (and checked by assay.fio.safety); the fio
+# options that name files are refused in ``extra``, where no safety check would see them.
 CUSTOM_FORBIDDEN = frozenset({"directory"})
 
 
@@ -261,9 +264,15 @@ def custom_job(fields: dict[str, Any], settings: RunSettings, *, directory: str 
     }
     merged = {**base, **fields}
     merged["extra"] = {str(k): str(v) for k, v in dict(fields.get("extra") or {}).items()}
+    naming = sorted(set(merged["extra"]) & FILE_OPTIONS)
+    if naming:
+        raise ValueError(
+            f"custom job {label!r}: extra sets {', '.join(naming)}, which names the files fio "
+            "writes; use the job's filename (checked by the safety rules) or the probe's target"
+        )
     merged["bs"] = int(merged["bs"])
     if not merged.get("filename"):
-        merged["directory"] = directory
+        merged["directory"] = fio_path(directory) if directory else None
         merged["extra"] = {**placement(None), **merged["extra"]}
     merged["extra"].setdefault("lat_percentiles", "1")
     return FioJob(**merged)

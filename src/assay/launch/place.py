@@ -28,6 +28,7 @@ from typing import Any
 
 from assay.errors import ConfigError
 from assay.model import Job, Placement
+from assay.plan.bounds import MAX_JOBS
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,19 @@ def _one(job: Job, opts: NodeOptions) -> list[Job]:
 
 
 def place(jobs: list[Job], opts: NodeOptions) -> list[Job]:
-    """Every job with its nodes; some become several (per node, per pair)."""
-    return gathered([p for job in jobs for p in _one(job, opts)])
+    """Every job with its nodes; some become several (per node, per pair). The placed plan is
+    held to the plan's bound on jobs, checked as it grows: each job adds at most one per node
+    (and the launcher's bound on nodes holds those), so a plan of per-node jobs over a huge
+    allocation is refused by its count, never built first."""
+    out: list[Job] = []
+    for job in jobs:
+        out += _one(job, opts)
+        if len(out) > MAX_JOBS:
+            raise ConfigError(
+                f"placed on {opts.nodes} nodes, the plan holds more than {MAX_JOBS} jobs",
+                hint="fewer nodes, or fewer benches or repetitions per run",
+            )
+    return gathered(out)
 
 
 def gathered(jobs: list[Job]) -> list[Job]:

@@ -98,6 +98,16 @@ def require_tool(
         raise ParseError(f"{expected}{looks}", source=source, hint=hint)
 
 
+# Where str.splitlines() ends a line: LF, CR (old Mac and some Windows tools), CRLF, and a few
+# others. A text ending in one of them has no cut last line, whichever its line ends are.
+_LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def last_line_cut(text: str) -> bool:
+    """Whether the last line of ``text`` has no line end (the tool was stopped mid-line)."""
+    return not text or text[-1] not in _LINE_ENDS
+
+
 def tool_lines(
     text: str,
     *,
@@ -109,7 +119,7 @@ def tool_lines(
     """``require_tool``'s checks, then the text's lines and whether its last line was cut (no
     newline at the end: the tool was stopped mid-line, so that line is not a whole row)."""
     require_tool(text, tool=tool, looks_like=looks_like, expected=expected, source=source)
-    return text.splitlines(), not text.endswith("\n")
+    return text.splitlines(), last_line_cut(text)
 
 
 def table_row(

@@ -38,7 +38,7 @@ from typing import Any
 
 from assay.errors import ParseError
 from assay.model import Stats
-from assay.parsers.base import ParseResult, make_sample, require_tool
+from assay.parsers.base import ParseResult, last_line_cut, make_sample, require_tool
 from assay.parsers.numbers import checked, parse_int, parse_number, parse_rate
 
 TOOL = "gpu_burn"
@@ -159,7 +159,7 @@ def _upstream(text: str, source: str) -> ParseResult:
     precision: dict[int, str] = {}
     tested: int | None = None
     lines = text.splitlines()
-    cut = not text.endswith(("\n", "\r"))
+    cut = last_line_cut(text)
     for lineno, raw in enumerate(lines, start=1):
         last = cut and lineno == len(lines)
         if m := _PROGRESS.match(raw):

@@ -49,10 +49,26 @@ _RESULT = re.compile(
     r"^(?P<tv>W[RC][A-Z0-9]{1,14})\s+(?P<n>\d+)\s+(?P<nb>\d+)\s+(?P<p>\d+)\s+(?P<q>\d+)"
     r"\s+(?P<time>\S+)\s+(?P<gflops>\S+)(?P<rest>\s+.*)?$"
 )
-_RESIDUAL = re.compile(
-    r"^\|\|Ax-b\|\|_oo\s*/.*=\s*(?P<value>\S+)\s+\.+\s+(?P<verdict>PASSED|FAILED)\s*$"
-)
-_PDGESV_TIME = re.compile(r"^HPL_pdgesv\(\) (?P<which>start|end) time\s+(?P<when>.+?)\s*$")
+# "||Ax-b||_oo/(eps*(||A||_oo*||x||_oo+||b||_oo)*N)=   1.72533487e-02 ...... PASSED": read after
+# the formula's last "=". One pattern spanning the formula (".*=") backtracked quadratically on
+# a long line of "=" (a 64,000-character line took 34 s); this is linear in the line.
+_RESIDUAL_HEAD = "||Ax-b||_oo"
+_RESIDUAL_TAIL = re.compile(r"\s*(?P<value>\S+)\s+\.+\s+(?P<verdict>PASSED|FAILED)\s*$")
+
+
+def _residual(line: str) -> re.Match[str] | None:
+    """The value and verdict of an HPL residual line, or None when ``line`` is not one."""
+    if not line.startswith(_RESIDUAL_HEAD):
+        return None
+    formula, equals, tail = line.rpartition("=")
+    if not equals or not formula[len(_RESIDUAL_HEAD) :].lstrip().startswith("/"):
+        return None
+    return _RESIDUAL_TAIL.match(tail)
+
+
+# "when" taken whole and stripped in code (a lazy group before "\s*$" is quadratic in a run
+# of blanks inside it)
+_PDGESV_TIME = re.compile(r"^HPL_pdgesv\(\) (?P<which>start|end) time\s+(?P<when>.+)$")
 _VERSION = re.compile(r"^HPLinpack\s+(?P<version>\S+)\s+--")
 _EPS = re.compile(r"relative machine precision \(eps\) is taken to be\s+(?P<eps>\S+)")
 _THRESHOLD = re.compile(r"Computational tests pass if scaled residuals are less than\s+(?P<t>\S+)")
@@ -162,7 +178,7 @@ def read_tests(text: str, *, source: str = "<text>", first_line: int = 1) -> Hpl
                 out.extra_columns = True
             out.tests.append(current)
             continue
-        if m := _RESIDUAL.match(line):
+        if m := _residual(line):
             if current is None:
                 raise ParseError(
                     "residual check with no result line before it", source=source, line=lineno
@@ -172,7 +188,7 @@ def read_tests(text: str, *, source: str = "<text>", first_line: int = 1) -> Hpl
             continue
         if m := _PDGESV_TIME.match(line):
             if current is not None:
-                setattr(current, m["which"], m["when"])
+                setattr(current, m["which"], m["when"].rstrip())
             continue
         if m := _FINISHED.match(line):
             out.n_summaries += 1

@@ -25,7 +25,9 @@ from assay.errors import ParseError
 # What printf's %d/%f/%e/%g print (no "_", no nan/inf), at most 64 characters: a real
 # tool's number is never longer, and the cap keeps int()/float() away from huge numerals.
 # re.ASCII: \d would match every Unicode digit ("٣"), which float() reads as 3.
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d{1,3})?", re.ASCII)
+# "\d+(?:\.\d*)?", not "\d+\.?\d*": the same numbers, but one way to split a run of digits,
+# so a failed match is linear in the token (the 64-character cap guards it anyway).
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3})?", re.ASCII)
 _INTEGER = re.compile(r"[-+]?\d{1,19}", re.ASCII)
 MAX_TOKEN = 64
 # An integer size or count above 2**63 is beyond every counter the tools keep.
@@ -38,6 +40,8 @@ _UNIT_MAX = {"s": 1e8, "B/s": 1e17, "flop/s": 1e20, "op/s": 1e16, "B": float(MAX
 _ANY_MAX = 1e21  # any other number a parser keeps (params, stats of other units)
 # Parameters that a tool may print as -1 for "none" (nccl-tests' root of a rootless op).
 _MAY_BE_NEGATIVE = frozenset({"root"})
+# Parameters that count something (bytes, iterations, ranks): a whole number or nothing.
+_WHOLE = frozenset({"size", "iterations", "ranks", "block_size", "transfer_size", "n"})
 
 
 def _where(source: str, line: int | None) -> dict[str, Any]:
@@ -207,9 +211,53 @@ def _check_number(value: Any, *, where: str, unit: str | None, positive: bool) -
     return None
 
 
+# Percentiles read off a histogram can lie outside the measured min and max: fio reports each at
+# the middle of its bin (64 bins per power of two, stat.c plat_idx_to_val), up to 1/128 of the
+# value away. Means and medians are computed from the values themselves: only float rounding.
+_BIN_SLACK = 1 / 64
+_FLOAT_SLACK = 1e-9
+
+
+def stats_problems(stats: Any, where: str) -> list[str]:
+    """What no set of measurements can give: min above max, a mean, median or percentile
+    outside [min, max], percentiles out of order, a standard deviation wider than the range."""
+    lo, hi = stats.min, stats.max
+    out: list[str] = []
+    if lo is not None and hi is not None and lo > hi:
+        out.append(f"{where} min {lo:g} is above max {hi:g}")
+        return out
+
+    def below(v: float, bound: float, slack: float) -> bool:
+        return v < bound - slack * abs(bound)
+
+    def above(v: float, bound: float, slack: float) -> bool:
+        return v > bound + slack * abs(bound)
+
+    for key, slack in (("mean", _FLOAT_SLACK), ("median", _FLOAT_SLACK), ("p99", _BIN_SLACK),
+                       ("p999", _BIN_SLACK)):  # fmt: skip
+        v = getattr(stats, key)
+        if v is None:
+            continue
+        if lo is not None and below(v, lo, slack):
+            out.append(f"{where} {key} {v:g} is below min {lo:g}")
+        elif hi is not None and above(v, hi, slack):
+            out.append(f"{where} {key} {v:g} is above max {hi:g}")
+    ordered = [(k, getattr(stats, k)) for k in ("median", "p99", "p999")]
+    ordered = [(k, v) for k, v in ordered if v is not None]
+    for (k1, v1), (k2, v2) in itertools.pairwise(ordered):
+        if above(v1, v2, _BIN_SLACK):
+            out.append(f"{where} {k1} {v1:g} is above {k2} {v2:g}")
+    sd = stats.stddev
+    known = sd is not None and lo is not None and hi is not None
+    if known and sd > (hi - lo) + _FLOAT_SLACK * abs(hi):  # a sample's stddev is at most its range
+        out.append(f"{where} stddev {sd:g} is wider than the range {lo:g}..{hi:g}")
+    return out
+
+
 def impossible_values(samples: Iterable[Any]) -> list[str]:
     """What is impossible in these samples: not finite, negative, a time ≤ 0, beyond any
-    machine. Empty when every value could have been measured."""
+    machine, statistics that no set of measurements gives (``stats_problems``). Empty when
+    every value could have been measured."""
     problems = []
     for s in samples:
         name = f"{s.metric} ({s.probe})"
@@ -224,8 +272,13 @@ def impossible_values(samples: Iterable[Any]) -> list[str]:
                     found.append(
                         _check_number(v, where=f"{name} {key}", unit=s.unit, positive=positive)
                     )
+            if not any(found):  # the numbers are possible one by one: are they together?
+                problems.extend(stats_problems(s.stats, f"{name} stats:"))
         for key, v in s.params.items():
             if key in _MAY_BE_NEGATIVE and isinstance(v, int) and v >= -1:
+                continue
+            if key in _WHOLE and isinstance(v, float) and math.isfinite(v) and not v.is_integer():
+                found.append(f"{name} {key} {v!r} is not a whole number")
                 continue
             found.append(_check_number(v, where=f"{name} {key}", unit=None, positive=False))
         problems.extend(p for p in found if p)

@@ -41,11 +41,16 @@ from assay.parsers.numbers import checked, parse_int, parse_rate
 TOOL = "vdbench"
 MIB = 2**20  # "MB/sec 1024**2"
 
-_TAG = re.compile(r"<[^>]*>")
+# no "<" inside a tag: "<[^>]*>" rescanned to the end of a line from every "<" of a long
+# run of them (quadratic: 100,000 characters took 30 s); this stops at the next "<"
+_TAG = re.compile(r"<[^<>]*>")
 _TIME = r"(?:\d{1,2}:\d{2}:\d{2}\.\d+)"
 _START = re.compile(r"Starting RD=(?P<rd>[^;]+?)\s*(?:;(?P<rest>.*))?$")
 _ROW = re.compile(
-    rf"^(?:{_TIME}\s*)?(?P<interval>avg_\d+(?:-\d+)?|\d+)\s+(?P<values>[-+0-9.eENaInfity\s]+)$"
+    # the values start with a figure, so the blanks before them are the "\s+"'s alone: a class
+    # holding blanks after "\s+" split a run of them every way on a failed match (quadratic)
+    rf"^(?:{_TIME}\s*)?(?P<interval>avg_\d+(?:-\d+)?|\d+)\s+"
+    r"(?P<values>[-+0-9.eENaInfity][-+0-9.eENaInfity\s]*)$"
 )
 _AVG = re.compile(r"avg_(?P<first>\d+)(?:-(?P<last>\d+))?")
 _VERSION = re.compile(r"Vdbench distribution: vdbench(?P<v>\d+)")

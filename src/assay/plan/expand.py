@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from assay.errors import SuiteError
 from assay.model import Job
+from assay.plan.bounds import MAX_JOBS, MAX_REPEAT
 from assay.probes import PlanContext, get_probe
 from assay.suite.schema import BenchSpec, SuiteSpec
 from assay.textutil import slugify
@@ -114,6 +115,8 @@ def plan(suite: SuiteSpec, ctx: PlanContext, overrides: Overrides | None = None)
             wanted = (overrides.mpi if overrides and overrides.mpi else None) or bench.mpi or "all"
             mpis = select_mpis(ctx.mpis, wanted)
         repeat = bench.repeat or suite.repeat
+        if repeat > MAX_REPEAT:
+            raise SuiteError(f"repeat {repeat}: at most {MAX_REPEAT} repetitions of a job")
         for point in _sweep_points(bench):
             try:
                 params = probe.Params.model_validate({**bench.params, **point})
@@ -130,6 +133,11 @@ def plan(suite: SuiteSpec, ctx: PlanContext, overrides: Overrides | None = None)
                 ) from None
             for draft in probe.drafts(params, ctx, mpis=mpis, ranks=bench.ranks):
                 for rep in range(1, repeat + 1):
+                    if len(jobs) >= MAX_JOBS:
+                        raise SuiteError(
+                            f"suite {suite.name!r} plans more than {MAX_JOBS} jobs; refused",
+                            hint="fewer repetitions, sweep points or MPIs per run",
+                        )
                     n = len(jobs) + 1
                     suffix = f"-r{rep}" if repeat > 1 else ""
                     job_params = {**point, **draft.params}

@@ -22,6 +22,7 @@ continues, by which the report puts their files together (``assay.figures.allpai
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from pathlib import Path
 from typing import Any, Literal
@@ -47,7 +48,9 @@ class AllPairsParams(ProbeParams):
     lat_size: int = Field(default=8, ge=0, le=2**31 - 1)  # bytes: one double, flat latency
     bw_size: int = Field(default=131072, ge=1, le=2**31 - 1)  # bytes: the rendezvous path
     window: int = Field(default=64, ge=1, le=65536)  # osu_bw's
-    pair_budget: float = Field(default=0.1, gt=0.0, le=3600.0)  # seconds per pair
+    # seconds per pair; from 1 ms bandwidth's 3/4 share holds one default window (64 x 128 KiB)
+    # at 100 Gbit/s (0.7 ms); less is refused before anything runs
+    pair_budget: float = Field(default=0.1, ge=0.001, le=3600.0)
     pairs_at_once: int = Field(default=0, ge=0)  # 0: a whole round at once
     lat_iterations: int | None = Field(default=None, ge=1)  # None: the pilot sizes them
     bw_iterations: int | None = Field(default=None, ge=1)
@@ -201,6 +204,17 @@ class AllPairsProbe(Probe):
         )
         return estimate_seconds(job.ranks, params)
 
+    def left_behind(self, job: Job, job_dir: Path) -> list[Sample]:
+        """A job stopped before its summary (a node died, a rank hung): the rounds its file
+        holds, as the samples a finished job gives, each saying it is ``partial``."""
+        path = job_dir / MATRIX_FILE
+        if not path.exists():
+            return []
+        matrix = read_matrix_file(path)
+        kind = str(job.params.get("kind", "sweep"))
+        lines = summary_lines(matrix, kind) if matrix.rounds else ""
+        return self.parse(lines, job, job_dir=job_dir) if lines else []
+
     def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         """The probe's summary lines, and, from the matrix file in ``job_dir``, a sample per
         node and metric."""
@@ -216,6 +230,38 @@ class AllPairsProbe(Probe):
         for s in summary:
             s.params["matrix"] = rel
         return summary + per_node(matrix, summary)
+
+
+def summary_lines(matrix: MatrixFile, kind: str) -> str:
+    """The probe's two summary lines (the whole matrix, per metric) made from its file: what
+    a job stopped before it printed them measured, in the same words, ``partial`` saying where
+    it stopped."""
+    lines = []
+    for metric, size in (("p2p.latency", matrix.lat_size), ("p2p.bandwidth", matrix.bw_size)):
+        values = _links(matrix, metric, kind)
+        values = values[np.isfinite(values)].astype(np.float64)
+        if not values.size:
+            continue
+        last = matrix.rounds[-1] if matrix.rounds else None
+        stats = {
+            "n": int(values.size), "min": float(values.min()), "max": float(values.max()),
+            "mean": float(values.mean()), "median": float(np.median(values)),
+            "stddev": float(values.std(ddof=1)) if values.size > 1 else 0.0,
+        }  # fmt: skip
+        params: dict[str, Any] = {
+            "size": size, "summary": "matrix", "kind": kind, "node_count": matrix.n,
+            "rounds": len(matrix.rounds), "pair_budget": matrix.pair_budget_s,
+            "matrix": MATRIX_FILE, "partial": matrix.note or "the job printed no summary",
+        }  # fmt: skip
+        if last is not None:
+            params["timed_iterations"] = (
+                last.lat_iterations if metric == "p2p.latency" else last.bw_iterations
+            )
+        if metric == "p2p.bandwidth":
+            params["window"] = matrix.window
+        lines.append(json.dumps({"metric": metric, "value": stats["median"], "params": params,
+                                 "stats": stats}))  # fmt: skip
+    return "\n".join(lines)
 
 
 def _links(matrix: MatrixFile, metric: str, kind: str) -> np.ndarray:

@@ -113,6 +113,12 @@ class Probe(ABC):
         None when it cannot, and the progress line shows the job's timeout instead."""
         return None
 
+    def left_behind(self, job: Job, job_dir: Path) -> list[Sample]:
+        """Samples from what a job that printed nothing left in ``job_dir`` (a probe that
+        writes its figures to a file as it goes: the all-pairs rounds finished before a node
+        died). Most probes leave nothing: []."""
+        return []
+
     @abstractmethod
     def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:
         """Samples from what the job printed; raises ProbeError on a broken contract.

@@ -34,6 +34,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from assay.errors import ProbeError, SuiteError
+from assay.inputfile import MAX_TEXT_BYTES, read_bounded
 from assay.model import Build, Job, MpiInfo, Sample
 from assay.parsers import hpl as hpl_parser
 from assay.probes._blas import ASKED, CHOICE, DETECTED, REASON, SIMULATED, kernel_plan, verify
@@ -210,7 +211,10 @@ class HplProbe(Probe):
         }  # fmt: skip
         if peak and cores:
             job_params["rpeak"] = peak * n_ranks / cores if n_ranks < cores else peak
-        inputs = {"HPL.dat": path.read_text()}
+        try:
+            inputs = {"HPL.dat": read_bounded(path, MAX_TEXT_BYTES, "HPL.dat").decode()}
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SuiteError(f"hpl: HPL.dat {path}: cannot read it as text: {exc}") from None
         return _xhpl_draft(params, ctx, mpi, job_params, inputs, n_ranks, None)
 
     def parse(self, stdout: str, job: Job, *, job_dir: Path | None = None) -> list[Sample]:

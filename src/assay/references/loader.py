@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from assay.config import config_path
 from assay.errors import AssayError, NotFoundError
+from assay.inputfile import MAX_TEXT_BYTES, read_bounded
 from assay.model import Stats
 from assay.references.model import ReferenceSet, RefPoint, Tolerance
 from assay.references.schema import STAT_COLUMNS, PointSpec, SetSpec, TableSpec, row_params
@@ -67,7 +68,7 @@ def load(name: str) -> ReferenceSet:
 
 def load_file(path: Path, builtin: bool = False) -> ReferenceSet:
     try:
-        text = path.read_text(encoding="utf-8")  # TOML is UTF-8, whatever the locale
+        text = read_bounded(path, MAX_TEXT_BYTES, "reference set").decode()  # TOML is UTF-8
     except OSError as exc:
         raise ReferenceError(f"{path}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:

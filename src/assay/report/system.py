@@ -5,6 +5,7 @@ from __future__ import annotations
 from assay.model import System
 from assay.report.table import Table
 from assay.system.dram import describe_dram
+from assay.system.hostlist import compress_hostlist
 
 
 def system_table(system: System, hosts: list[str]) -> Table:
@@ -20,7 +21,7 @@ def system_table(system: System, hosts: list[str]) -> Table:
         if system.freq_base_hz:
             freq += f", {system.freq_base_hz / 1e9:.2f} GHz base"
     rows = [
-        ["Host", ", ".join(hosts) or system.hostname or "unknown"],
+        ["Host", compress_hostlist(hosts) or system.hostname or "unknown"],
         ["CPU", system.cpu_model or "unknown"],
         ["Micro-architecture", system.microarchitecture or "unknown"],
         [

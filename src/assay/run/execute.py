@@ -268,6 +268,11 @@ def run_job(
             samples = get_probe(job.probe).parse(stdout, job, job_dir=job_dir)
         except AssayError as exc:
             parse_error = str(exc)
+    else:  # it printed nothing: what it wrote as it went, if anything
+        try:
+            samples = get_probe(job.probe).left_behind(job, job_dir)
+        except AssayError as exc:
+            parse_error = str(exc)
     if outcome.interrupted:
         result.status, result.reason = "interrupted", stop_reason(outcome.stop_signal)
     elif outcome.timed_out:

@@ -45,6 +45,9 @@ StateHook = Callable[[BatchState, float], None]
 ResultHook = Callable[[JobResult], None]
 
 
+RUNNER_NOTES = "notes.txt"  # the runner's notes, one a line, in the batch directory
+
+
 def batch_dir(run_dir: Path, launcher: str) -> Path:
     """Where a batch run keeps its plan, script, heartbeat and runner files."""
     return run_dir / launcher
@@ -216,6 +219,10 @@ def finish(
     if runner.exists():
         with contextlib.suppress(OSError, json.JSONDecodeError):
             batch["hosts"] = json.loads(runner.read_text()).get("hosts", batch.get("hosts"))
+    with contextlib.suppress(OSError):  # the runner's notes (shared memory, follow-up jobs)
+        for line in (where / RUNNER_NOTES).read_text(errors="replace").splitlines():
+            if line.strip():
+                writer.note(line.strip())
     watchdog = where / "watchdog.txt"
     if watchdog.exists():
         batch["reason"] = "runner watchdog: " + watchdog.read_text().strip()

@@ -7,12 +7,12 @@ so one bad file never hides the good ones. When no file can be read, nothing is 
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.errors import AssayError, StoreError
 from assay.figures.folded import cache_figures
+from assay.inputfile import MAX_OUTPUT_BYTES, read_bounded
 from assay.model import Job, JobResult, Sample, System
 from assay.parsers import parse_text
 from assay.store import RunStore
@@ -25,18 +25,21 @@ class ImportedFile:
     n_samples: int
     message: str = ""
     samples: list[Sample] = field(default_factory=list, repr=False)
+    data: bytes = field(default=b"", repr=False)  # what was read, kept with the run
 
 
 def read_file(path: Path, fmt: str, label: str) -> ImportedFile:
     """Parse one file; whatever goes wrong is this file's failure, named, never a traceback
-    that would leave the other files unread."""
+    that would leave the other files unread. At most MAX_OUTPUT_BYTES are read (a file
+    symlinked to /dev/zero is refused, not read until memory runs out)."""
+    data = b""
     try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
-        parsed = parse_text(text, fmt, source=str(path))
+        data = read_bounded(path, MAX_OUTPUT_BYTES, "tool output")
+        parsed = parse_text(data.decode("utf-8", errors="replace"), fmt, source=str(path))
     except OSError as exc:
         return ImportedFile(path, "failed", 0, f"{path}: cannot read: {exc.strerror or exc}")
     except AssayError as exc:
-        return ImportedFile(path, "failed", 0, str(exc))
+        return ImportedFile(path, "failed", 0, str(exc), data=data)
     except Exception as exc:  # a parser bug must not cost the other files their import
         return ImportedFile(
             path,
@@ -44,6 +47,7 @@ def read_file(path: Path, fmt: str, label: str) -> ImportedFile:
             0,
             f"{path}: the {fmt} parser failed ({type(exc).__name__}: {str(exc)[:200]}); "
             "this is a bug in assay, please report it with the file",
+            data=data,
         )
     for s in parsed.samples:
         s.params.setdefault("mpi_label", label or path.stem)
@@ -55,7 +59,7 @@ def read_file(path: Path, fmt: str, label: str) -> ImportedFile:
     if not parsed.samples:
         status = "failed"
         notes.append("no measurement could be kept from this file")
-    return ImportedFile(path, status, len(parsed.samples), "; ".join(notes), parsed.samples)
+    return ImportedFile(path, status, len(parsed.samples), "; ".join(notes), parsed.samples, data)
 
 
 def import_files(
@@ -98,11 +102,9 @@ def import_files(
                 reason=o.message,
                 n_samples=o.n_samples,
             )
-            try:  # the raw output travels with the run, a bad file's too
-                shutil.copyfile(o.path, job_dir / "stdout")
-            except OSError:
-                if o.samples:
-                    raise
+            # the raw output travels with the run, a bad file's too: the bytes read, never the
+            # file read again (it may have changed, or be a device that never ends)
+            (job_dir / "stdout").write_bytes(o.data)
             writer.record(result, o.samples)
         writer.finish("complete")
         finished = True

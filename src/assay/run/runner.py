@@ -38,10 +38,11 @@ from assay.parsers.allpairs_file import read_matrix_file
 from assay.probes import get_probe
 from assay.run.execute import run_job
 from assay.run.followup import Sweep, lost_ranks, plan_follow_up
-from assay.run.front import batch_dir, read_plan
+from assay.run.front import RUNNER_NOTES, batch_dir, read_plan
 from assay.store import RunWriter
 from assay.store.records import read_run_info
 from assay.store.rundir import read_jsonl
+from assay.system.hostlist import compress_hostlist
 
 STATE_OF_STATUS = {
     "ok": "COMPLETED",
@@ -55,13 +56,26 @@ STATE_OF_STATUS = {
 class _Writer(RunWriter):
     """The run writer, shared by the threads of a group, adding where each job ran."""
 
-    def __init__(self, path: Path, info: RunInfo, hosts: dict[str, list[str]], who: str) -> None:
+    def __init__(
+        self, path: Path, info: RunInfo, hosts: dict[str, list[str]], who: str, notes: Path
+    ) -> None:
         super().__init__(path, info)
         self.hosts = hosts
         self.who = who  # the launcher's name, for the reason of a stopped job
+        self.notes = notes  # where this process's notes go (``note``)
         self.lock = threading.Lock()
         self.stopped = False  # a job was interrupted: the allocation is ending
         self.stored: dict[str, list[Sample]] = {}  # job id -> its samples (follow-ups read them)
+
+    def note(self, text: str) -> None:
+        """Kept in the batch directory: run.json is the front end's to write (it would
+        overwrite a note written here), and its finish folds these in (``runner_notes``)."""
+        with self.lock:
+            if text in self.info.notes:
+                return
+            super().note(text)
+            with self.notes.open("a") as f:
+                f.write(text.replace("\n", " ") + "\n")
 
     def record(self, result: JobResult, samples: list[Sample]) -> None:
         result.hosts = self.hosts.get(result.job_id, result.hosts)
@@ -192,7 +206,7 @@ def off_shared_memory(
     shared = shared_kernels(boot_ids)
     if not shared:
         return
-    groups = "; ".join(", ".join(g) for g in shared)
+    groups = "; ".join(compress_hostlist(g) for g in shared)
     writer.note(
         f"nodes share a kernel ({groups}): MPI between them was kept on its network transport "
         "(TCP), never shared memory; they share CPUs too"
@@ -240,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         hosts[job.job_id] = [allocation.hosts[i] for i in idx]
         job.params["hosts"] = hosts[job.job_id]
-    writer = _Writer(run_dir, info, hosts, launcher.caps.name.capitalize())
+    writer = _Writer(run_dir, info, hosts, launcher.caps.name.capitalize(), where / RUNNER_NOTES)
     mpi_by_name = {m.name: m for m in mpis}
     if len(allocation.hosts) > 1:
         off_shared_memory(writer, jobs, mpi_by_name, launcher.boot_ids(allocation.hosts))

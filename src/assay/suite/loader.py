@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from assay.errors import SuiteError
+from assay.inputfile import MAX_TEXT_BYTES, read_bounded
 from assay.suite.schema import SuiteSpec
 
 
@@ -36,9 +37,11 @@ def resolve_suite(name_or_path: str) -> tuple[SuiteSpec, str, str]:
             hint=f"built-in suites: {', '.join(sorted(builtins))}",
         )
     try:
-        text = path.read_text()
+        text = read_bounded(path, MAX_TEXT_BYTES, "suite file").decode()
     except OSError as exc:
         raise SuiteError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise SuiteError(f"{path}: not UTF-8 text (at byte {exc.start})") from None
     return load_suite(text, str(path)), text, str(path)
 
 

@@ -87,3 +87,35 @@ def expand_hostlist(expr: str) -> list[str]:
     """Every host name of a Slurm host list, in Slurm's order (a HostlistError when Slurm
     would refuse it)."""
     return [name for item in _items(expr) for name in _expand_item(item, expr)]
+
+
+def compress_hostlist(hosts: list[str]) -> str:
+    """Host names as one Slurm host list (``anode[1-16]``, ``n[001-003],login``): what Slurm
+    prints, and what stays one line at thousands of nodes. Names keep their first-seen order by
+    prefix; numbers within a prefix are sorted; a zero-padded width is its own group, as Slurm
+    keeps it."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    for host in hosts:
+        m = re.fullmatch(r"(.*?)(\d+)", host)
+        if not m:
+            groups.setdefault((host, -1), [])
+            continue
+        digits = m.group(2)
+        width = len(digits) if digits.startswith("0") and len(digits) > 1 else 0
+        groups.setdefault((m.group(1), width), []).append(int(digits))
+    out = []
+    for (prefix, width), numbers in groups.items():
+        if width < 0:
+            out.append(prefix)
+            continue
+        runs: list[list[int]] = []
+        for n in sorted(set(numbers)):
+            if runs and n == runs[-1][1] + 1:
+                runs[-1][1] = n
+            else:
+                runs.append([n, n])
+        fmt = f"{{:0{width}d}}" if width else "{}"
+        parts = [fmt.format(a) if a == b else f"{fmt.format(a)}-{fmt.format(b)}" for a, b in runs]
+        only = len(parts) == 1 and runs[0][0] == runs[0][1]
+        out.append(prefix + parts[0] if only else f"{prefix}[{','.join(parts)}]")
+    return ",".join(out)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from assay.fio.job import FioJob, job_file
+from assay.fio.job import FioJob, fio_names, job_file
 
 # ---------------------------------------------------------------------------- data
 
@@ -188,7 +188,13 @@ class Translation:
 
     def targets(self) -> list[str]:
         """Every file or device the jobs open, for a safety check before running."""
-        names = {job.filename for run in self.runs for job in run.jobs if job.filename}
+        names = {
+            name
+            for run in self.runs
+            for job in run.jobs
+            if job.filename
+            for name in fio_names(job.filename)
+        }
         return sorted(names)
 
 

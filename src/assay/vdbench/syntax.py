@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assay.errors import ParseError
+from assay.inputfile import MAX_TEXT_BYTES, read_bounded
 from assay.vdbench.definitions import Item, Param, Seek, Where
 from assay.vdbench.keywords import TIME_KEYS, resolve_keyword
 
@@ -51,7 +52,7 @@ class Line:
 def read_file(path: Path, shown: str, chain: tuple[Path, ...], out: list[Line], files: list[str]):
     """Append the parameter lines of ``path`` (comments removed, includes inserted)."""
     try:
-        text = path.read_text(errors="replace")
+        text = read_bounded(path, MAX_TEXT_BYTES, "Vdbench parameter file").decode(errors="replace")
     except OSError as err:
         raise ParseError(
             f"cannot read Vdbench parameter file: {err.strerror}", source=shown

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Literal
 
 from assay.errors import ParseError
-from assay.fio.job import RW, FioJob
+from assay.fio.job import RW, FioJob, fio_path
 from assay.vdbench.definitions import (
     DEFAULT_CURVE,
     IoRate,
@@ -296,7 +296,7 @@ def _job(
         rw=rw,
         bs=bs,
         size=size if size is not None else sd.size,
-        filename=sd.target,
+        filename=fio_path(sd.target) if sd.target else None,
         iodepth=threads if use_iodepth else 1,
         numjobs=1 if use_iodepth else threads,
         rwmixread=mix,

@@ -20,6 +20,7 @@ from assay.drivers.fio.files import job_names
 from assay.drivers.fio.spec import DriverSpec, Item, all_jobs, items_of
 from assay.errors import AssayError
 from assay.fio.hosts import ClientError, Host, parse_hosts
+from assay.fio.job import FioJob, fio_names, job_file
 from assay.fio.safety import Placement, SafetyError, check_filename, human, place, space_problem
 from assay.fio.target import device_of, existing_files, free_bytes, not_writable, observe
 
@@ -51,6 +52,8 @@ def check_spec(spec: DriverSpec, target: str) -> Checked:
         raise Refused([f"refused: {exc}"], hint=exc.hint) from None
     try:
         items = items_of(spec, placement.workdir, placement.filename)
+        for item in items:  # every line fio will read, as the probe checked it when planned
+            job_file(list(item.jobs))
     except ValueError as exc:
         raise Refused([f"bad spec: {exc}"]) from None
     if not items:
@@ -70,9 +73,14 @@ def check_spec(spec: DriverSpec, target: str) -> Checked:
     created: list[str] = []
     try:
         problems = space_problems(spec, placement, items, hosts)
-        for path in dict.fromkeys(j.filename for j in all_jobs(items) if j.filename):
-            if path is None or path == placement.filename:
+        for path in own_files(all_jobs(items)):
+            if path == placement.filename:
                 continue
+            if path == "-":
+                raise SafetyError(
+                    "a job's filename names '-', which fio reads as its standard input or "
+                    "output; refused"
+                )
             state = observe(path)
             owned = check_filename(state, destructive=spec.destructive, assay_files=set())
             if owned and state.kind == "absent":
@@ -115,9 +123,9 @@ def space_problems(
                 problems.append(problem)
     new_files: dict[str, int] = {}
     for job in jobs:
-        name = job.filename
-        if name and name != placement.filename and not os.path.exists(name):
-            new_files[name] = max(new_files.get(name, 0), job.size or 0)
+        for name in fio_names(job.filename or ""):
+            if name != placement.filename and not os.path.exists(name):
+                new_files[name] = max(new_files.get(name, 0), job.size or 0)
     by_fs: dict[int, list[str]] = {}
     for name in new_files:
         by_fs.setdefault(device_of(name), []).append(name)
@@ -127,3 +135,9 @@ def space_problems(
         if problem:
             problems.append(problem)
     return problems
+
+
+def own_files(jobs: Sequence[FioJob]) -> list[str]:
+    """Every path the jobs' own ``filename`` values name, split as fio splits them (``A:B`` is
+    two files, ``A\\:B`` one): each is what the safety rules must check."""
+    return list(dict.fromkeys(name for j in jobs for name in fio_names(j.filename or "")))

@@ -11,7 +11,7 @@ Hosts (``assay.fio.hosts``: their syntax and their job files) are started and st
 * a loopback address (127.0.0.0/8, ``::1``, ``localhost``) is *local*: its server is started
   here, ``fio --server=ip:ADDR,PORT --daemonize=PIDFILE``, and stopped by the pid fio wrote
   (SIGTERM to it and the job processes it forked, SIGKILL if they linger);
-* any other host is *remote*: the same command through ``ssh -o BatchMode=yes HOST`` (or the
+* any other host is *remote*: the same command through ``ssh -o BatchMode=yes -- HOST`` (or the
   command in ``$ASSAY_SSH``, as ``GIT_SSH_COMMAND`` or rsync's ``RSYNC_RSH``: a key, a port, a
   jump host), stopped through ssh too: SIGTERM, then SIGKILL, to every process whose command
   line holds the server's ``--daemonize=PIDFILE`` (the server and the workers it forked, which
@@ -96,7 +96,7 @@ def ssh_command(env: Mapping[str, str] | None = None) -> list[str]:
 
 def server_argv(host: Host, fio: str, pidfile: str) -> list[str]:
     argv = [fio, f"--server={host.connect}", f"--daemonize={pidfile}"]
-    return argv if host.local else [*ssh_command(), host.address, *argv]
+    return argv if host.local else [*ssh_command(), "--", host.address, *argv]
 
 
 def stop_argv(host: Host, pidfile: str) -> list[str]:
@@ -109,7 +109,7 @@ def stop_argv(host: Host, pidfile: str) -> list[str]:
         f"for i in 1 2 3 4 5 6 7 8 9 10; do pgrep -f -- {pattern} >/dev/null || break; "
         f"sleep 0.2; done; pkill -KILL -f -- {pattern}; rm -f {shlex.quote(pidfile)}; true"
     )
-    return [*ssh_command(), host.address, script]
+    return [*ssh_command(), "--", host.address, script]
 
 
 def listening(host: Host, timeout: float = 0.5) -> bool:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.fio.job import FioJob
+from assay.fio.job import FioJob, fio_path
 from assay.fio.safety import SUBDIR
 from assay.fio.workloads import RunSettings, custom_job, get_workload, workload_job
 
@@ -83,12 +83,12 @@ class Item:
 
 
 def own_file(job: FioJob, filename: str | None) -> FioJob:
-    """A custom job without a file of its own writes to the target's device or file."""
+    """A custom job without a file of its own writes to the target's device or file (a path)."""
     if not filename or job.filename:
         return job
     return dataclasses.replace(
         job,
-        filename=filename,
+        filename=fio_path(filename),
         directory=None,
         extra={k: v for k, v in job.extra.items() if k != "filename_format"},
     )

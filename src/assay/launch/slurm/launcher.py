@@ -110,6 +110,8 @@ class SlurmLauncher(BatchLauncher):
 
     def poll(self, handle: str) -> BatchState:
         s = slurm.query(handle)
+        if self.opts.all_pairs:  # submitted --no-kill (``script.sbatch_argv``)
+            s = slurm.settled(s)
         return BatchState(handle, s.state, s.reason, s.nodes, s.exit_code, s.final,
                           pending=s.state == "PENDING")  # fmt: skip
 

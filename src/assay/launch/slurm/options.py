@@ -33,6 +33,10 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.model import MpiInfo
 
+# Above the largest machine (Fugaku: 158,976 nodes). An all-pairs run is one job whatever the
+# node count (the probe runs the tournament), so its pairs are bounded by this alone; what a
+# plan places on the allocation is held to the plan's bound on jobs (``assay.launch.place``).
+MAX_NODES = 200_000
 DEFAULT_MAX_WAIT_S = 24 * 3600.0
 DEFAULT_HEARTBEAT_S = 120.0
 
@@ -76,58 +80,57 @@ class SlurmOptions:
         return MpiLaunch(launcher="srun", srun_mpi="pmi2")
 
 
-def _mpi_launch(name: str, table: Any) -> MpiLaunch:
-    if not isinstance(table, dict):
-        raise ConfigError(f"config [slurm.mpi.{name}]: expected a table")
-    launcher = table.get("launcher", "srun")
-    if launcher not in ("srun", "mpirun"):
-        raise ConfigError(
-            f"config [slurm.mpi.{name}] launcher = {launcher!r}: expected 'srun' or 'mpirun'"
-        )
-    if str(table.get("srun_mpi", "pmi2")) == "pmix":
+# Options of a run given on the command line only, never a [slurm] key of config.toml: every
+# other field is one (``assay.config.schema.SlurmTable``; a test holds the two to each other).
+COMMAND_LINE_ONLY = frozenset({"detach", "all_pairs", "per_node"})
+
+# The command-line option of each [slurm] key, to name a bad value where it was given.
+OPTION_NAMES = {
+    "nodes": "--nodes", "partition": "--partition", "account": "--account", "qos": "--qos",
+    "constraint": "--constraint", "time": "--time", "sbatch_args": "--sbatch-arg",
+    "max_wait": "--max-wait", "pairs_at_once": "--pairs-at-once", "intra_node": "--intra-node",
+}  # fmt: skip
+
+
+def _mpi_launch(name: str, table: dict[str, Any]) -> MpiLaunch:
+    """One [slurm.mpi.NAME] table, already checked by the config schema."""
+    if table.get("srun_mpi") == "pmix":
         raise ConfigError(
             f"config [slurm.mpi.{name}] srun_mpi = 'pmix': refused, its steps can hang and "
             "leave the node unusable with this Slurm; use pmi2 or launcher = 'mpirun'"
         )
-    env = table.get("env", {})
-    args = table.get("args", [])
-    if not isinstance(env, dict) or not isinstance(args, list):
-        raise ConfigError(f"config [slurm.mpi.{name}]: env must be a table, args a list")
     return MpiLaunch(
-        launcher=launcher,
-        srun_mpi=str(table.get("srun_mpi", "pmi2")),
-        args=tuple(str(a) for a in args),
-        env=tuple((str(k), str(v)) for k, v in env.items()),
+        launcher=table.get("launcher", "srun"),
+        srun_mpi=table.get("srun_mpi", "pmi2"),
+        args=tuple(table.get("args", ())),
+        env=tuple(table.get("env", {}).items()),
     )
 
 
 def options_from_config(config: dict[str, Any], **given: Any) -> SlurmOptions:
-    """The ``[slurm]`` table, overridden by every option given that is not None."""
-    table = config.get("slurm", {}) or {}
-    if not isinstance(table, dict):
-        raise ConfigError("config [slurm]: expected a table")
-    known = set(SlurmOptions.__dataclass_fields__) - {"mpi", "detach", "all_pairs", "per_node"}
-    unknown = set(table) - known - {"mpi"}
-    if unknown:
-        raise ConfigError(
-            f"config [slurm]: unknown key(s) {', '.join(sorted(unknown))}",
-            hint=f"keys: {', '.join(sorted(known | {'mpi'}))}",
-        )
-    values: dict[str, Any] = {k: table[k] for k in known if k in table}
+    """The ``[slurm]`` table, overridden by every option given that is not None. Both are
+    checked by the config's schema (``assay.config.schema``): a value of the wrong type, or a
+    control character in one that reaches sbatch's command line or the batch script, is a
+    ConfigError naming the key or the option."""
+    from assay.config.schema import validate_section
+
+    table = validate_section("slurm", config.get("slurm"), "config")
+    given = {k: v for k, v in given.items() if v is not None and not (k == "sbatch_args" and not v)}
+    validate_section(
+        "slurm",
+        {k: v for k, v in given.items() if k in OPTION_NAMES},
+        "command line",
+        options=OPTION_NAMES,
+    )
+    values: dict[str, Any] = {k: v for k, v in table.items() if k != "mpi"}
     values["mpi"] = {n: _mpi_launch(n, t) for n, t in (table.get("mpi") or {}).items()}
-    for key, value in given.items():
-        if value is None or (key == "sbatch_args" and not value):
-            continue
-        values[key] = value
+    values.update(given)
     opts = SlurmOptions(**values)
-    if int(opts.nodes) < 1:
-        raise ConfigError(f"--nodes {opts.nodes}: need at least 1 node")
-    if opts.all_pairs and int(opts.nodes) < 2:
-        raise ConfigError("--all-pairs needs --nodes 2 or more")
-    opts.nodes = int(opts.nodes)
-    if type(opts.pairs_at_once) is not int or opts.pairs_at_once < 0:
+    nodes = "--nodes" if "nodes" in given else "config [slurm] nodes ="
+    if opts.nodes > MAX_NODES:
         raise ConfigError(
-            f"pairs_at_once = {opts.pairs_at_once!r}: expected a count (1, 2, ...) or 0 "
-            "for every pair of a round"
+            f"{nodes} {opts.nodes}: at most {MAX_NODES} nodes (more than any machine)"
         )
+    if opts.all_pairs and opts.nodes < 2:
+        raise ConfigError("--all-pairs needs --nodes 2 or more")
     return opts

@@ -1,8 +1,11 @@
 """The sbatch command line and the batch script of one run (text only; nothing is submitted).
 
-Options go on the sbatch command line as an argv list, never through a shell; the script
-repeats that command line in a comment so the run directory says how it was submitted.
-Every value in the script is quoted with ``shlex.quote``.
+Options go on the sbatch command line as an argv list, never through a shell. The script keeps
+that command line, so the run directory says how it was submitted, as one quoted word in a
+variable (``ASSAY_SBATCH``), never in a comment: a newline in an option would end a comment,
+and the next line would run on the first node (issue 21). User text is written into the script
+only as words quoted with ``shlex.quote``; the options are refused earlier anyway when they
+hold a control character (``assay.config.schema``).
 """
 
 from __future__ import annotations
@@ -57,11 +60,14 @@ def batch_script(
     lines = [
         "#!/bin/bash",
         "# Written by assay: one allocation runs every job of this run, in sequence.",
-        f"# Submitted with: {shlex.join(sbatch)}",
         "set -eu",
+        "# how it was submitted: the sbatch command line, as one quoted word",
+        f"ASSAY_SBATCH={q(shlex.join(sbatch))}",
         f"cd {q(str(run_dir))}",
     ]
     for key, value in sorted(env.items()):
+        if not key.isidentifier() or not key.isascii():
+            raise ValueError(f"environment variable name {key!r} is not a shell name")
         lines.append(f"export {key}={q(value)}")
     runner = [python, "-m", "assay.run.runner", str(run_dir), "--launcher", "slurm"]
     if heartbeat_timeout:

@@ -8,6 +8,7 @@ database. Every failure quotes Slurm's own words.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -37,6 +38,18 @@ class JobState:
     @property
     def final(self) -> bool:
         return self.state in FINAL_STATES or self.state == "UNKNOWN"
+
+
+def settled(s: JobState) -> JobState:
+    """A ``--no-kill`` job (an all-pairs run: a lost node does not end it, so it never ends
+    NODE_FAIL) whose batch script exited 0 but that Slurm is still ending on a node
+    (COMPLETING: a step left on a node that died) is COMPLETED for assay: every result is
+    written by then, and waiting for the cleanup cost a minute here after a lost node. Any
+    other COMPLETING waits for its own final state (NODE_FAIL, TIMEOUT, CANCELLED say more)."""
+    if s.state == "COMPLETING" and s.exit_code == "0:0":
+        why = "Slurm was still ending the job's processes on a node when assay finished"
+        return dataclasses.replace(s, state="COMPLETED", reason=s.reason or why)
+    return s
 
 
 def parse_show_job(job_id: str, text: str) -> JobState:

@@ -52,11 +52,15 @@ def step_argv(
             step.append(f"--cpus-per-task={cpus_per_node}")
         return [*step, *argv]
     ranks = str(job.ranks)
+    # An all-pairs step after a lost node: the step before it may hold its CPUs until Slurm
+    # gives up on that node (measured here: the resume waited 50 s for it). All-pairs steps run
+    # one at a time, so sharing the CPUs with a dying step costs nothing.
+    overlap = job.spread.kind == "all-pairs"
     if launch.launcher == "srun":
         threaded = [f"--cpus-per-task={job.threads}"] if job.threads > 1 else []
         return [
-            *srun, f"--ntasks={ranks}", f"--ntasks-per-node={ppn}", *threaded,
-            f"--mpi={launch.srun_mpi}", *launch.args, *argv,
+            *srun, *(["--overlap"] if overlap else []), f"--ntasks={ranks}",
+            f"--ntasks-per-node={ppn}", *threaded, f"--mpi={launch.srun_mpi}", *launch.args, *argv,
         ]  # fmt: skip
     if mpi.flavor == "openmpi":
         cmd = [
@@ -65,6 +69,8 @@ def step_argv(
         ]  # fmt: skip
         if os.geteuid() == 0:
             cmd.append("--allow-run-as-root")
+        if overlap:  # the srun that starts Open MPI's daemons
+            cmd += ["--mca", "plm_slurm_args", "--overlap"]
     else:  # MPICH's hydra and its relatives
         cmd = [mpi.launcher, "-n", ranks, "-ppn", str(ppn), "-hosts", node_list(hosts)]
     return [*cmd, *launch.args, *mpi.launcher_flags, *argv]

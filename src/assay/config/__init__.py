@@ -1,4 +1,9 @@
-"""User configuration and locations: ``ASSAY_HOME`` and ``~/.config/assay/config.toml``."""
+"""User configuration and locations: ``ASSAY_HOME`` and ``~/.config/assay/config.toml``.
+
+The file is checked against one schema (``assay.config.schema``) when it is read: an unknown
+section or key, a value of the wrong type or range, a file that is not UTF-8 text, is a
+``ConfigError`` naming it (exit 2), never a traceback nor a setting silently ignored.
+"""
 
 from __future__ import annotations
 
@@ -27,19 +32,36 @@ def config_path() -> Path:
     return Path(base) / "assay" / "config.toml"
 
 
+# A config is a few dozen lines; more than this is not a config (or /dev/zero).
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def load_config(path: Path | None = None) -> dict[str, Any]:
-    """The user's config, or {} when there is none. A malformed file is an error, not ignored."""
+    """The user's config, checked against the schema, or {} when there is none. A malformed
+    file is an error, not ignored."""
     path = path or config_path()
     try:
         if not path.exists():
             return {}
-        text = path.read_text()
+        with path.open("rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:  # another user's home (a check run as a service user): say so
         raise ConfigError(
             f"{path}: cannot read the config: {exc.strerror or exc}",
             hint="set ASSAY_CONFIG to a config this user can read",
         ) from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes: not a config file")
     try:
-        return tomllib.loads(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})"
+        ) from None
+    try:
+        parsed = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    from assay.config.schema import validate_config  # pydantic: only when a config is read
+
+    return validate_config(parsed, origin=str(path))

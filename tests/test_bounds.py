@@ -1,0 +1,108 @@
+"""Counts are bounded where they are read (issue 21): a node count, a repetition count or a plan
+that no machine runs is refused with a message (exit 2) before anything grows, never a
+MemoryError, a plan growing past gigabytes or a command that never answers."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from assay.errors import ConfigError, SuiteError
+from assay.launch.slurm.options import MAX_NODES, options_from_config
+from assay.model import System
+from assay.plan import Overrides, plan
+from assay.plan.bounds import MAX_REPEAT
+from assay.probes import PlanContext
+from assay.suite import resolve_suite
+from conftest import run_cli
+
+
+def test_a_node_count_beyond_any_machine_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"--nodes 1000000000: at most 200000"):
+        options_from_config({}, nodes=1_000_000_000)
+    with pytest.raises(ConfigError, match=r"\[slurm\] nodes = 1000000000: at most 200000"):
+        options_from_config({"slurm": {"nodes": 1_000_000_000}})
+    assert options_from_config({}, nodes=MAX_NODES).nodes == MAX_NODES
+
+
+def test_all_pairs_is_one_job_whatever_the_node_count() -> None:
+    """All-pairs makes no pair before it runs (the probe runs the tournament in one job), so
+    its bound is the node count's: over the largest allocation it answers at once."""
+    started = time.perf_counter()
+    assert options_from_config({}, nodes=MAX_NODES, all_pairs=True).nodes == MAX_NODES
+    with pytest.raises(ConfigError, match=r"--nodes 200001: at most 200000"):
+        options_from_config({}, nodes=MAX_NODES + 1, all_pairs=True)
+    assert time.perf_counter() - started < 1
+
+
+def _quick() -> tuple:
+    spec, _, _ = resolve_suite("quick")
+    return spec, PlanContext(system=System(cores=2))
+
+
+def test_a_repetition_count_beyond_the_bound_is_refused_by_the_plan() -> None:
+    spec, ctx = _quick()
+    started = time.perf_counter()
+    with pytest.raises(SuiteError, match=rf"repeat 99999999999: at most {MAX_REPEAT}"):
+        plan(spec, ctx, Overrides(repeat=99_999_999_999))
+    spec.repeat = 99_999_999_999  # a suite file's own repeat = is held to the same bound
+    with pytest.raises(SuiteError, match="repeat 99999999999"):
+        plan(spec, ctx)
+    assert time.perf_counter() - started < 2
+
+
+def test_a_plan_beyond_the_job_bound_is_refused_as_it_grows(monkeypatch) -> None:
+    import assay.plan.expand as expand
+
+    spec, ctx = _quick()
+    monkeypatch.setattr(expand, "MAX_JOBS", 20)
+    with pytest.raises(SuiteError, match=r"more than 20 jobs"):
+        plan(spec, ctx, Overrides(repeat=50, only=["stream"]))
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--on", "slurm", "--nodes", "1000000000"], "--nodes 1000000000: at most 200000"),
+        (["--on", "slurm", "--nodes", "200001", "--all-pairs"], "--nodes 200001: at most"),
+        (["--repeat", "99999999999"], "repeat 99999999999: at most"),
+    ],
+)
+def test_the_cli_answers_at_once_with_exit_2(tmp_path: Path, args: list[str], words: str):
+    started = time.perf_counter()
+    try:
+        proc = run_cli("run", "quick", "--dry-run", *args, home=tmp_path, timeout=30,
+                       env={"ASSAY_CONFIG": str(tmp_path / "none.toml")})  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"assay run {' '.join(args)} --dry-run did not answer in 30 s")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert words in " ".join(proc.stderr.split())
+    assert "Traceback" not in proc.stderr
+    assert time.perf_counter() - started < 20
+
+
+def test_an_all_pairs_dry_run_over_the_largest_allocation_answers(tmp_path: Path) -> None:
+    proc = run_cli("run", "quick", "--dry-run", "--on", "slurm", "--nodes", str(MAX_NODES),
+                   "--all-pairs", home=tmp_path, timeout=30,
+                   env={"ASSAY_CONFIG": str(tmp_path / "none.toml")})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"--nodes={MAX_NODES}" in proc.stdout
+    assert len(proc.stdout) < 100_000  # the plan: one job per MPI, not one per pair
+
+
+def test_placing_on_an_allocation_is_bounded_too(monkeypatch) -> None:
+    import assay.launch.place as place_module
+    from assay.launch.place import NodeOptions
+    from assay.model import Job, Spread
+
+    monkeypatch.setattr(place_module, "MAX_JOBS", 10)
+    jobs = [
+        Job(job_id=f"{i:03d}-hpl", probe="hpl", argv=["x"], spread=Spread("per-node"))
+        for i in range(2)
+    ]
+    assert len(place_module.place(jobs[:1], NodeOptions(nodes=8))) == 8
+    with pytest.raises(ConfigError, match="more than 10 jobs"):
+        place_module.place(jobs, NodeOptions(nodes=8))
