@@ -202,6 +202,7 @@ def test_level_2_drains_the_slow_node_names_the_slow_link_and_resumes_its_own(cl
     assert actions["anode4"]["action"] == "resume" and actions["anode4"]["done"] is True
     assert doc["retest_run_id"] and junit.exists()
     assert not node_state(env, "anode4")[0].startswith("drain")
+    assert scontrol(env, "update", "NodeName=anode3", "State=RESUME").returncode == 0
 
 
 HEALTH_SCRIPT = """#!/bin/sh
@@ -285,12 +286,7 @@ def test_level_1_as_healthcheckprogram_drains_itself_and_resumes_only_what_it_dr
     for node in ("anode1", "anode2"):
         (logs / f"go-{node}").touch()
     _wait_checks(cluster, node_logs, before, within=150)
-    got = drained_reasons(env)
-    assert got == {"anode1": "fan replaced"}, (
-        got,
-        node_state(env, "anode2"),
-        [ln for ln in node_logs[1].read_text().splitlines() if "anode2:" in ln or "run 20" in ln],
-    )
+    assert drained_reasons(env) == {"anode1": "fan replaced"}, node_logs[1].read_text()[-2000:]
     assert not node_state(env, "anode2")[0].startswith("drain")
     tc("healthcheck", "off")
     assert scontrol(env, "update", "NodeName=anode1", "State=RESUME").returncode == 0
