@@ -53,7 +53,7 @@ args = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
         "--mca", "oob_tcp_if_include", "10.213.0.0/24"]
 
 # Four "nodes" share two cores: healthy figures vary up to 2x from one job to the next. Only a
-# node or link far below its peers fails here (10-20 % of a CPU: 5-8x; 30 Mbit/s: 40x and more).
+# node or link far below its peers fails here (10 % of a CPU: 5-8x; 30 Mbit/s: 40x and more).
 [check.warn_below]
 default = 0.5
 p2p = 0.2
