@@ -105,6 +105,10 @@ BAD = [
     ('[peak]\ncores = "8"', "[peak] cores = '8': expected a whole number"),
     ("[peak]\nclock = 'turbo'", "[peak] clock = 'turbo'"),
     ("slurm = 3", "slurm = 3: expected a table"),
+    ("[check.fail_below]\ndefault = 2", "[check.fail_below] default = 2: expected a ratio"),
+    ('[check.warn_below]\n"memory.triad" = "high"', "warn_below] memory.triad = 'high'"),
+    ("[check]\nbaselin = 'a'", "unknown key 'baselin' in [check]"),
+    ("[check]\nretest = 'yes'", "[check] retest = 'yes': expected true or false"),
 ]  # fmt: skip
 
 
@@ -175,8 +179,9 @@ def test_the_schema_has_every_key_its_readers_take() -> None:
     character in ``--partition`` would reach the batch script)."""
     from dataclasses import fields
 
+    from assay.analysis.checklimits import CHECK_KEYS
     from assay.analysis.outliers import RULE_KEYS
-    from assay.config.schema import OutliersTable, PeakTable, SlurmTable
+    from assay.config.schema import CheckTable, OutliersTable, PeakTable, SlurmTable
     from assay.launch.slurm.launcher import OWN_OPTIONS
     from assay.launch.slurm.options import COMMAND_LINE_ONLY, OPTION_NAMES, SlurmOptions
     from assay.system.peak import OVERRIDE_KEYS
@@ -188,6 +193,7 @@ def test_the_schema_has_every_key_its_readers_take() -> None:
     assert {"nodes", "intra_node", "pairs_at_once"} <= set(OPTION_NAMES)
     assert set(PeakTable.model_fields) == set(OVERRIDE_KEYS)
     assert set(OutliersTable.model_fields) == set(RULE_KEYS)
+    assert set(CheckTable.model_fields) == set(CHECK_KEYS)
 
 
 def test_a_command_line_only_option_is_not_a_config_key(tmp_path: Path) -> None:

@@ -24,7 +24,16 @@ ALLOWED = {
         "assay.suite.schema",
         "assay.suite.writer",
     },
-    "assay.drivers": {"assay.errors", "assay.fio", "assay.parsers", "assay.analysis"},
+    # the inventory driver (assay check) reads its node: the system record and the MPIs found
+    "assay.drivers": {
+        "assay.errors",
+        "assay.fio",
+        "assay.parsers",
+        "assay.analysis",
+        "assay.model",
+        "assay.system",
+        "assay.toolchain",
+    },
 }
 MAX_LINES = 400
 

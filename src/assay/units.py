@@ -116,6 +116,13 @@ METRICS: dict[str, MetricInfo] = {
     "storage.iops": MetricInfo("op/s", "higher", "IOPS", "IOPS"),
     "storage.bandwidth": MetricInfo("B/s", "higher", "MiB/s", "Storage bandwidth"),
     "storage.latency": MetricInfo("s", "lower", "ms", "Storage latency"),
+    # What a node has (assay.drivers.inventory), judged by 'assay check' against its baseline.
+    "inventory.cores": MetricInfo("1", "higher", "1", "physical cores"),
+    "inventory.threads": MetricInfo("1", "higher", "1", "logical CPUs"),
+    "inventory.memory": MetricInfo("B", "higher", "GiB", "memory (MemTotal)"),
+    "inventory.gpus": MetricInfo("1", "higher", "1", "GPUs"),
+    "inventory.link_speed": MetricInfo("B/s", "higher", "Gb/s", "link speed"),
+    "inventory.node": MetricInfo("1", "higher", "1", "node facts"),
 }
 
 FAMILY_DEFAULTS: dict[str, MetricInfo] = {

@@ -102,6 +102,7 @@ def runs_cmd(
 
 # The other commands, one module per topic: report; doctor and plan-io; import; compare (runs or
 # --ref), references, summary; history with change points, label.
+from assay.cli.check import register as _register_check  # noqa: E402
 from assay.cli.compare import register as _register_compare  # noqa: E402
 from assay.cli.history import register as _register_history  # noqa: E402
 from assay.cli.imports import register as _register_import  # noqa: E402
@@ -115,6 +116,7 @@ _register_system(app)
 _register_import(app)
 _register_compare(app)
 _register_history(app)
+_register_check(app)
 
 
 def main() -> None:

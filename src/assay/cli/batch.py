@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -81,9 +82,11 @@ def run_batch(
     jobs: list[Job],
     launcher: BatchLauncher,
     label: str,
+    on_start: Callable[[], None] | None = None,
 ) -> RunOutcome | None:
     """Submit one allocation for the placed ``jobs``, follow it (unless detached). None:
-    detached, nothing to wait for."""
+    detached, nothing to wait for. ``on_start``: called once, when the allocation is seen
+    running (``assay check --resume`` drains its held nodes again then)."""
     launcher.require()
     writer = store.create(
         suite=spec_name, suite_text=suite_text, system=system, argv=sys.argv,
@@ -106,18 +109,27 @@ def run_batch(
         writer.release()
         console.print(f"detached: collect the results with: assay collect {writer.info.run_id}")
         return None
-    return collect_writer(console, writer, jobs, launcher)
+    return collect_writer(console, writer, jobs, launcher, on_start)
 
 
 def collect_writer(
-    console: Console, writer: RunWriter, jobs: list[Job], launcher: BatchLauncher
+    console: Console,
+    writer: RunWriter,
+    jobs: list[Job],
+    launcher: BatchLauncher,
+    on_start: Callable[[], None] | None = None,
 ) -> RunOutcome:
     """Follow the allocation with a live line, report each job as it lands, close the run."""
     _, handle = batch_job_of(writer.info)
     who = launcher.caps.name.capitalize()
     with console.status(f"{who} job {handle}: asking {who}") as status:
+        started: list[bool] = []
 
         def on_state(state: BatchState, elapsed: float) -> None:
+            running = not state.pending and state.state != "UNKNOWN"
+            if on_start is not None and not started and running:
+                started.append(True)
+                on_start()
             done = sum(1 for _ in (writer.path / "jobs.jsonl").open()) if (
                 writer.path / "jobs.jsonl"
             ).exists() else 0  # fmt: skip

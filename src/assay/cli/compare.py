@@ -252,11 +252,12 @@ def _add(name: str, run_ref: str, force: bool) -> None:
     path = directory / f"{name}.toml"
     if path.exists() and not force:
         raise AssayError(f"{path} exists", hint="use --force to replace it")
+    node, node_note = _node_of(run)
     figures = []
     for f in run_figures:
         info = metric_info(f.metric)
-        if f.value <= 0 or f.unit != info.unit:
-            continue
+        if f.value <= 0 or f.unit != info.unit or f.metric.startswith("inventory."):
+            continue  # the inventory goes in [node]
         params = dict(identity(f.params))
         typed = {k: f.params[k] for k in params if isinstance(f.params[k], str | int | float)}
         figures.append(RunFigure(f.metric, f.probe, typed, f.value, info.display, f.stats))
@@ -269,10 +270,11 @@ def _add(name: str, run_ref: str, force: bool) -> None:
         title += f": {run.info.label}"
     text = to_toml(
         name, title, system=system, source=f"assay run {run.info.run_id} ({run.path})",
-        date=run.info.created[:10], figures=figures,
+        date=run.info.created[:10], figures=figures, node=node,
     )  # fmt: skip
     _write_reference(path, text)
     err.print(Text(f"wrote {path}: {len(figures)} figures from run {run.info.run_id}"))
+    err.print(Text(node_note))
     err.print(Text(f"compare with it: assay compare RUN --ref {name}"))
 
 
@@ -302,6 +304,19 @@ def _write_reference(path: Path, text: str) -> None:
             shutil.rmtree(own, ignore_errors=True)
         with contextlib.suppress(OSError):  # another 'add' may be writing there right now
             staging.rmdir()
+
+
+def _node_of(run: LoadedRun) -> tuple[dict | None, str]:
+    """The node type and inventory a baseline made from ``run`` records (assay check)."""
+    from assay.analysis.checkrun import node_table
+    from assay.analysis.health import node_figures
+    from assay.analysis.nodetype import facts_of_system
+    from assay.figures.folded import folded_of
+
+    folded = folded_of(run)
+    local = None if run.info.batch else facts_of_system(run.system)
+    host = local.host if local else ""
+    return node_table(node_figures(folded.by_host, folded.figures, host), local)
 
 
 # -- summary -----------------------------------------------------------------------------------

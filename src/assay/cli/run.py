@@ -12,6 +12,18 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.text import Text
 
+from assay.cli.batchopts import (
+    PANEL,
+    Account,
+    Constraint,
+    MaxWait,
+    Nodes,
+    Partition,
+    Qos,
+    SbatchArg,
+    TimeLimit,
+    own_options,
+)
 from assay.cli.common import console, discover, open_index, open_store, print_summary
 from assay.errors import AssayError
 
@@ -20,8 +32,6 @@ if TYPE_CHECKING:  # imported when used: 'assay --help' must not pay for them
     from assay.model import Job
     from assay.run.request import PlannedRun, RunRequest
     from assay.store import RunStore
-
-_SL = "Multi-node launchers (--on slurm)"
 
 
 def run(
@@ -91,40 +101,24 @@ def run(
             help="With --vdbench: size of every LUN file, e.g. 1g.", rich_help_panel="Vdbench"
         ),
     ] = None,
-    nodes: Annotated[
-        int | None, typer.Option(help="Slurm: nodes to allocate.", rich_help_panel=_SL)
-    ] = None,
-    partition: Annotated[
-        str | None, typer.Option(help="Slurm partition.", rich_help_panel=_SL)
-    ] = None,
-    account: Annotated[str | None, typer.Option(help="Slurm account.", rich_help_panel=_SL)] = None,
-    qos: Annotated[str | None, typer.Option(help="Slurm QOS.", rich_help_panel=_SL)] = None,
-    constraint: Annotated[
-        str | None, typer.Option(help="Slurm node features (--constraint).", rich_help_panel=_SL)
-    ] = None,
-    time_limit: Annotated[
-        str | None, typer.Option("--time", help="Slurm time limit.", rich_help_panel=_SL)
-    ] = None,
-    sbatch_arg: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="ARG", help="Slurm: extra sbatch argument (repeatable).", rich_help_panel=_SL
-        ),
-    ] = None,
-    max_wait: Annotated[
-        float | None,
-        typer.Option(help="Slurm: seconds the allocation may stay pending.", rich_help_panel=_SL),
-    ] = None,
+    nodes: Nodes = None,
+    partition: Partition = None,
+    account: Account = None,
+    qos: Qos = None,
+    constraint: Constraint = None,
+    time_limit: TimeLimit = None,
+    sbatch_arg: SbatchArg = None,
+    max_wait: MaxWait = None,
     detach: Annotated[
         bool,
-        typer.Option(help="Slurm: submit and return; then 'assay collect'.", rich_help_panel=_SL),
+        typer.Option(help="Slurm: submit and return; then 'assay collect'.", rich_help_panel=PANEL),
     ] = False,
     all_pairs: Annotated[
         bool,
         typer.Option(
             help="The all-pairs matrix: p2p latency and bandwidth of every node pair, one MPI "
             "job per MPI (the suite's collectives and two-node figures are left out).",
-            rich_help_panel=_SL,
+            rich_help_panel=PANEL,
         ),
     ] = False,
     per_node: Annotated[
@@ -132,7 +126,7 @@ def run(
         typer.Option(
             help="With --all-pairs: also the suite's per-node benches (STREAM, DGEMM, HPL on "
             "every node at once).",
-            rich_help_panel=_SL,
+            rich_help_panel=PANEL,
         ),
     ] = False,
     pairs_at_once: Annotated[
@@ -141,11 +135,11 @@ def run(
             metavar="N",
             help="Slurm, --all-pairs: at most N pairs measured at once (default: a whole "
             "round; 1: every link alone, slower but undisturbed by the others).",
-            rich_help_panel=_SL,
+            rich_help_panel=PANEL,
         ),
     ] = None,
     intra_node: Annotated[
-        bool, typer.Option(help="Slurm: also p2p within one node.", rich_help_panel=_SL)
+        bool, typer.Option(help="Slurm: also p2p within one node.", rich_help_panel=PANEL)
     ] = False,
 ) -> None:
     """Run a suite and store every result with the system it came from.
@@ -163,10 +157,7 @@ def run(
     from assay.launch import LaunchOptions
     from assay.run.request import RunRequest, VdbenchRequest
 
-    own = {
-        "partition": partition, "account": account, "qos": qos, "constraint": constraint,
-        "time": time_limit, "sbatch_args": list(sbatch_arg or []), "max_wait": max_wait,
-    }  # fmt: skip
+    own = own_options(partition, account, qos, constraint, time_limit, sbatch_arg, max_wait)
     request = RunRequest(
         suite=suite, on=on, mpi=mpi, only=only, sets=list(set_ or []), repeat=repeat,
         label=label, dry_run=dry_run,

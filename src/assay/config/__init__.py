@@ -40,13 +40,16 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
     """The user's config, checked against the schema, or {} when there is none. A malformed
     file is an error, not ignored."""
     path = path or config_path()
-    if not path.exists():
-        return {}
     try:
+        if not path.exists():
+            return {}
         with path.open("rb") as f:
             data = f.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the config: {exc.strerror}") from None
+    except OSError as exc:  # another user's home (a check run as a service user): say so
+        raise ConfigError(
+            f"{path}: cannot read the config: {exc.strerror or exc}",
+            hint="set ASSAY_CONFIG to a config this user can read",
+        ) from None
     if len(data) > MAX_CONFIG_BYTES:
         raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes: not a config file")
     try:

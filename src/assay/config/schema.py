@@ -9,7 +9,7 @@ may hold no control character (a newline in an sbatch argument would end a line 
 script). What each value *means* (defaults, the MPI launch rules, Rpeak overrides, the outlier
 rule) stays with the code that uses it: ``assay.launch.slurm.options`` ([slurm]),
 ``assay.toolchain.mpis`` ([[mpi]]), ``assay.system.peak`` ([peak]),
-``assay.analysis.outliers`` ([outliers]).
+``assay.analysis.outliers`` ([outliers]), ``assay.analysis.checklimits`` ([check]).
 
 Imported when a config is validated, not with ``assay.config``: ``assay --help`` must not pay
 for pydantic.
@@ -99,8 +99,15 @@ def _factor(value: float) -> float:
     return value
 
 
+def _ratio(value: float) -> float:
+    if not 0 < value <= 1:
+        raise ValueError("expected a ratio above 0 and at most 1 (0.9: 10 % below the baseline)")
+    return value
+
+
 Positive = Annotated[float, AfterValidator(_positive)]
 Factor = Annotated[float, AfterValidator(_factor)]
+Ratio = Annotated[float, AfterValidator(_ratio)]
 
 
 class _Table(BaseModel):
@@ -167,17 +174,29 @@ class OutliersTable(_Table):
     node_factor: Factor | None = None
 
 
+class CheckTable(_Table):
+    """``[check]``: what ``assay check`` judges against and how far below it a figure may be
+    (limits keyed by a metric, a family or ``default``)."""
+
+    baseline: Name | list[Name] | None = None  # one per node type
+    retest: bool = True
+    warn_below: dict[Name, Ratio] = {}
+    fail_below: dict[Name, Ratio] = {}
+
+
 class ConfigFile(_Table):
     slurm: SlurmTable | None = None
     mpi: list[MpiEntry] = []
     peak: PeakTable | None = None
     outliers: OutliersTable | None = None
+    check: CheckTable | None = None
 
 
 SECTIONS: dict[str, type[_Table]] = {
     "slurm": SlurmTable,
     "peak": PeakTable,
     "outliers": OutliersTable,
+    "check": CheckTable,
 }
 
 

@@ -40,8 +40,28 @@ def _inline(d: dict[str, Any]) -> str:
     return "{ " + ", ".join(f"{toml_string(k)} = {_toml_value(v)}" for k, v in d.items()) + " }"
 
 
+def _node_lines(node: dict[str, Any]) -> list[str]:
+    """The ``[node]`` table: words and counts as keys, MPIs as an array, links inline."""
+    lines = ["", "[node]"]
+    for key, value in node.items():
+        if isinstance(value, list):
+            lines.append(f"{key} = [{', '.join(toml_string(str(v)) for v in value)}]")
+        elif isinstance(value, dict):
+            lines.append(f"{key} = {_inline(value)}")
+        else:
+            lines.append(f"{key} = {_toml_value(value)}")
+    return lines
+
+
 def to_toml(
-    name: str, title: str, *, system: str, source: str, date: str, figures: list[RunFigure]
+    name: str,
+    title: str,
+    *,
+    system: str,
+    source: str,
+    date: str,
+    figures: list[RunFigure],
+    node: dict[str, Any] | None = None,
 ) -> str:
     lines = [
         f"# Written by 'assay references add' from {source}; edit freely.",
@@ -55,6 +75,8 @@ def to_toml(
         "[tolerance]",
         "default = { lower = -0.05, upper = 0.05 }",
     ]
+    if node:
+        lines += _node_lines(node)
     for f in figures:
         value = to_display(f.value, f.unit)
         lines += [

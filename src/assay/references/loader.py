@@ -117,6 +117,7 @@ def _build(spec: SetSpec, path: Path, text: str, builtin: bool) -> ReferenceSet:
         tolerance=default,
         tolerances=tolerances,
         summary=[(s.workload, s.published) for s in spec.summary],
+        node=spec.node.model_dump(exclude_defaults=True) if spec.node else {},
     )
     for i, p in enumerate(spec.point):
         ref.points.append(_point(p, locate(text, ("point", i))))

@@ -74,6 +74,9 @@ class ReferenceSet:
     points: list[RefPoint] = field(default_factory=list)
     # The page's own one-line workload summary rows, verbatim: (workload, figure as published).
     summary: list[tuple[str, str]] = field(default_factory=list)
+    # The node type its figures were measured on, and its inventory (``[node]``, written by
+    # 'assay references add' from a run): what 'assay check' expects of a node of this type.
+    node: dict[str, Any] = field(default_factory=dict)
 
     def tolerance_for(self, point: RefPoint) -> Tolerance:
         return point.tolerance or self.tolerances.get(point.metric) or self.tolerance

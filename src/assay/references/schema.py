@@ -104,6 +104,22 @@ class SummarySpec(_Strict):
     published: str
 
 
+class NodeSpec(_Strict):
+    """``[node]``: the node type a set was measured on and what such a node has (written by
+    'assay references add' from a run; 'assay check' holds nodes of this type to it)."""
+
+    cpu_model: str = ""
+    sockets: int = Field(default=0, ge=0)
+    cores: int | None = Field(default=None, ge=1)
+    threads: int | None = Field(default=None, ge=1)
+    memory_bytes: int | None = Field(default=None, ge=1)
+    gpus: int | None = Field(default=None, ge=0)
+    gpu_model: str = ""
+    kernel: str = ""
+    mpis: list[str] = Field(default_factory=list)
+    links: dict[str, float] = Field(default_factory=dict, description="interface -> Gb/s")
+
+
 class SetSpec(_Strict):
     name: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9._-]*$")
     title: str
@@ -115,6 +131,7 @@ class SetSpec(_Strict):
     notes: list[str] = Field(default_factory=list)
     tolerance: dict[str, TolSpec] = Field(default_factory=dict)
     summary: list[SummarySpec] = Field(default_factory=list)
+    node: NodeSpec | None = None
     point: list[PointSpec] = Field(default_factory=list)
     table: list[TableSpec] = Field(default_factory=list)
 

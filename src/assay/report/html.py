@@ -38,7 +38,10 @@ p.note { color: #57606a; font-size: .9em; margin: .2em 0; }
 figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
 figcaption { color: #57606a; font-size: .9em; }
 .warn { background: #fff8c5; padding: .5em; border: 1px solid #d4a72c; }
+td.g-pass { background: #dafbe1; } td.g-warn { background: #fff8c5; }
+td.g-fail { background: #ffebe9; font-weight: 700; }
 """
+GRADES = ("PASS", "WARN", "FAIL")  # assay check's verdict cells are coloured by grade
 
 # Tables whose cells are words, not figures: left-aligned.
 TEXT_TABLES = ("system", "failures", "other", "compare")
@@ -74,6 +77,8 @@ def table_html(t: Table) -> list[str]:
                 klass = ' class="best"'
             elif t.key == "compare" and i == len(row) - 1:
                 klass = f' class="{esc(str(c).split()[0] if str(c).strip() else "")}"'
+            elif t.key.startswith("check") and str(c).split(" ")[0] in GRADES:
+                klass = f' class="g-{str(c).split(" ")[0].lower()}"'
             cells.append(f"<{tag}{klass}>{esc(c)}</{tag}>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")

@@ -42,10 +42,25 @@ class BenchSpec(BaseModel):
         return sweep
 
 
+class CheckSpec(BaseModel):
+    """``[check]``: a suite made for ``assay check`` (the levels' built-in suites): its time
+    budget, where it can run, and the figures it judges."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    level: int | None = Field(default=None, ge=1, le=3)
+    budget_s: float = Field(gt=0, allow_inf_nan=False, description="seconds it should take")
+    min_nodes: int = Field(default=1, ge=1, description="nodes it needs (all-pairs: 2)")
+    max_nodes: int | None = Field(default=None, ge=1, description="1: one node, no allocation")
+    metrics: list[str] = Field(default_factory=list, description="the figures it judges")
+    contents: list[str] = Field(default_factory=list, description="what it runs, in words")
+
+
 class SuiteSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
     description: str = ""
     repeat: int = Field(default=1, ge=1)
+    check: CheckSpec | None = None
     bench: list[BenchSpec] = Field(min_length=1)
