@@ -154,7 +154,10 @@ def squeue_ids(cluster) -> list[str]:
 
 
 def node_processes() -> list[str]:
-    """Command lines of every process left in the nodes' namespaces, daemons aside."""
+    """Command lines of every process left in the nodes' namespaces, Slurm's daemons aside:
+    slurmd, and slurmstepd, which Slurm ends itself (one whose step spanned a node killed by an
+    earlier test retries its completion message to the dead node for a minute or more; the
+    job's own processes, ranks and launchers, are counted)."""
     found = []
     for node in NODES:
         pids = subprocess.run(["ip", "netns", "pids", f"assay-{node}"], capture_output=True,
@@ -164,7 +167,7 @@ def node_processes() -> list[str]:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
             except OSError:
                 continue
-            if "slurmd" not in cmd:
+            if "slurmd" not in cmd and not cmd.startswith("slurmstepd"):
                 found.append(f"{node}: {cmd}")
     return found
 
