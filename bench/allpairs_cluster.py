@@ -29,25 +29,16 @@ from scale_model import Measured, calibrate, model
 
 from assay.parsers.allpairs_file import read_matrix_file
 
-sys.path.insert(0, str(ROOT / "tests"))  # the cluster's log reader, shared with its tests
-from slurmlogs import steps_launched
+sys.path.insert(0, str(ROOT / "tests"))  # the cluster's config and logs, shared with its tests
+from nscluster import MPI_TABLES, steps_launched
 
 TESTCLUSTER = ROOT / "scripts" / "testcluster"
 STATE = "/tmp/assay-bench-cluster"
-CONFIG = """
+CONFIG = f"""
 [slurm]
 poll_s = 0.5
 max_wait = 120
-
-[slurm.mpi.mpich]
-launcher = "srun"
-srun_mpi = "pmi2"
-
-[slurm.mpi.openmpi]
-launcher = "mpirun"
-args = ["--mca", "btl_tcp_if_include", "10.213.0.0/24",
-        "--mca", "oob_tcp_if_include", "10.213.0.0/24"]
-"""
+{MPI_TABLES}"""
 
 
 def testcluster(nodes: int, *args: str) -> None:

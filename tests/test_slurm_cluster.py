@@ -32,7 +32,7 @@ from assay.errors import AssayError
 from assay.parsers.allpairs_file import read_matrix_file
 from conftest import run_cli
 from html_browser import Browser
-from slurmlogs import steps_launched
+from nscluster import MPI_TABLES, steps_launched
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCLUSTER = ROOT / "scripts" / "testcluster"
@@ -44,16 +44,7 @@ CONFIG = f"""
 poll_s = 0.5
 heartbeat_timeout = {HEARTBEAT_S}
 max_wait = 120
-
-[slurm.mpi.mpich]
-launcher = "srun"
-srun_mpi = "pmi2"
-
-[slurm.mpi.openmpi]
-launcher = "mpirun"
-args = ["--mca", "btl_tcp_if_include", "10.213.0.0/24",
-        "--mca", "oob_tcp_if_include", "10.213.0.0/24"]
-"""
+{MPI_TABLES}"""
 P2P_FAST = ["--set", "p2p.iterations=200", "--set", "p2p.warmup=10",
             "--set", "p2p.iterations_large=20", "--set", "p2p.warmup_large=2"]  # fmt: skip
 

@@ -1,10 +1,24 @@
-"""What the namespace cluster's slurmds logged: the steps they launched (the test cluster's
-tests and bench/allpairs_cluster.py count launches by it)."""
+"""The namespace Slurm cluster (scripts/testcluster) as its tests and bench/allpairs_cluster.py
+use it: how each MPI starts there, and the steps its slurmds launched."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+# [slurm.mpi.*] for the namespace cluster: Open MPI kept to the bridge's subnet (the host's
+# other interfaces lead nowhere from a namespace); nothing about shared memory, which assay
+# keeps off itself for nodes of one kernel (``assay.launch.transports``)
+MPI_TABLES = """
+[slurm.mpi.mpich]
+launcher = "srun"
+srun_mpi = "pmi2"
+
+[slurm.mpi.openmpi]
+launcher = "mpirun"
+args = ["--mca", "btl_tcp_if_include", "10.213.0.0/24",
+        "--mca", "oob_tcp_if_include", "10.213.0.0/24"]
+"""
 
 
 def steps_launched(
