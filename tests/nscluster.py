@@ -3,7 +3,9 @@ use it: how each MPI starts there, and the steps its slurmds launched."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from pathlib import Path
 
 # [slurm.mpi.*] for the namespace cluster: Open MPI kept to the bridge's subnet (the host's
@@ -35,3 +37,13 @@ def steps_launched(
         new = data[(since or {}).get(str(log), 0) :].decode(errors="replace")
         steps |= set(re.findall(r"launch task StepId=(\d+\.\d+)", new))
     return steps, sizes
+
+
+def node_count(state_dir: str | Path) -> int:
+    """The nodes of the cluster up now (0 when none is). A test module that needs another
+    size brings it down and up again: `testcluster up` with another count would rewrite
+    slurm.conf under the running slurmctld, which the next reconfigure kills."""
+    env = {**os.environ, "SLURM_CONF": f"{state_dir}/slurm.conf"}
+    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True,
+                         env=env, check=False)  # fmt: skip
+    return len(set(out.stdout.split())) if out.returncode == 0 else 0

@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
+from nscluster import node_count
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCLUSTER = ROOT / "scripts" / "testcluster"
@@ -92,6 +93,9 @@ def cluster():
     if missing:
         pytest.fail(f"{', '.join(missing)} missing: run scripts/install-system-deps (slurm-wlm)")
     was_up = tc("status").returncode == 0
+    if was_up and node_count(STATE_DIR) != len(NODES):  # another size (the all-pairs tests')
+        tc("down")
+        was_up = False
     up = tc("up")
     if up.returncode != 0:
         pytest.fail(f"testcluster up failed:\n{up.stderr}")

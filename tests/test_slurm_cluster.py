@@ -32,7 +32,7 @@ from assay.errors import AssayError
 from assay.parsers.allpairs_file import read_matrix_file
 from conftest import run_cli
 from html_browser import Browser
-from nscluster import MPI_TABLES, steps_launched
+from nscluster import MPI_TABLES, node_count, steps_launched
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTCLUSTER = ROOT / "scripts" / "testcluster"
@@ -62,13 +62,6 @@ def _tc(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
 STATE_DIR = os.environ.get("ASSAY_TESTCLUSTER_DIR", "/tmp/assay-testcluster")
 
 
-def _node_count() -> int:
-    env = {**os.environ, "SLURM_CONF": f"{STATE_DIR}/slurm.conf"}
-    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True,
-                         env=env, check=False)  # fmt: skip
-    return len(set(out.stdout.split()))
-
-
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
     if os.geteuid() != 0:
@@ -81,7 +74,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
     if probe.returncode != 0:
         pytest.skip(f"cannot create network namespaces here: {probe.stderr.strip()}")
     was_up = _tc("status").returncode == 0
-    if was_up and _node_count() < BIG:  # someone's smaller cluster: ours, the size we need
+    if was_up and node_count(STATE_DIR) != BIG:  # another size: ours, the size we need
         _tc("down")
         was_up = False
     up = _tc("up")
