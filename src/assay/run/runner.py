@@ -69,7 +69,7 @@ class _Writer(RunWriter):
 
     def note(self, text: str) -> None:
         """Kept in the batch directory: run.json is the front end's to write (it would
-        overwrite a note written here), and its finish folds these in (``runner_notes``)."""
+        overwrite a note written here), and its ``finish`` folds these in (``RUNNER_NOTES``)."""
         with self.lock:
             if text in self.info.notes:
                 return
