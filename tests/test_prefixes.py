@@ -137,7 +137,7 @@ def test_a_table_that_starts_lines_with_numbers_and_colons_is_not_a_label():
 def test_other_ranks_warnings_do_not_hide_rank_zeros_table():
     """Under --tag-output the other ranks print their own lines (NCCL INFO, warnings):
     they are grouped apart and hold no table, so rank 0's table is read alone."""
-    nccl = [(p, t, r) for f, p, t, r in BARE if f == "nccl"][0]
+    nccl = next((p, t, r) for f, p, t, r in BARE if f == "nccl")
     _, text, bare = nccl
     rank1 = "[1,1]<stderr>:Authorization required, but no authorization protocol specified\n"
     tagged = rank1 + _orte("[1,0]<stdout>:", text, random.Random(1)) + rank1
