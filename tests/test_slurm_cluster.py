@@ -48,7 +48,7 @@ max_wait = 120
 P2P_FAST = ["--set", "p2p.iterations=200", "--set", "p2p.warmup=10",
             "--set", "p2p.iterations_large=20", "--set", "p2p.warmup_large=2"]  # fmt: skip
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
 
 def _tc(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
