@@ -36,6 +36,9 @@ class Style:
     prefix: str  # regex of the prefix; group "who" names the writer, where the style says it
     key: str  # the param that tells writers apart: "rank" or "host"
     anywhere: bool = False  # the prefix recurs inside a line (Open MPI's chunked forwarding)
+    # writers that are words of the tools, not hosts: IOR's and mdtest's verbosity tags
+    # ("V-1: Entering ..."), launchers' and loggers' own words
+    not_who: str = ""
 
     @property
     def start(self) -> re.Pattern[str]:
@@ -62,7 +65,12 @@ STYLES = (
     Style("Open MPI --timestamp-output", rf"{_CTIME}{_STREAM}", "rank", anywhere=True),
     Style("srun --label", r"(?P<who>\d{1,9}): ", "rank"),
     Style("mpiexec -l (MPICH, Intel MPI)", r"\[(?P<who>\d{1,9})\] ", "rank"),
-    Style("pdsh/clush", r"(?P<who>[A-Za-z][A-Za-z0-9_.-]{0,62}): ", "host"),
+    Style(
+        "pdsh/clush",
+        r"(?P<who>[A-Za-z][A-Za-z0-9_.-]{0,62}): ",
+        "host",
+        not_who=r"V-\d+|(?i:error|warning|note|info|debug|srun|mpirun|mpiexec|slurmstepd)",
+    ),
 )
 
 # A style must start at least this share of the non-blank lines, and at least two of them.
@@ -88,7 +96,11 @@ class Split:
 
 
 def _starts(style: Style, lines: list[str]) -> list[re.Match[str] | None]:
-    return [style.start.match(line) for line in lines]
+    matches = [style.start.match(line) for line in lines]
+    if not style.not_who:
+        return matches
+    words = _compiled(style.not_who)
+    return [m if m and not words.fullmatch(m["who"]) else None for m in matches]
 
 
 def _fits(style: Style, matches: list[re.Match[str] | None], n_text: int) -> bool:

@@ -155,7 +155,7 @@ def run_all_pairs(
             return
         n += 1
         nxt = probe.pairs_job(job, follow.pairs, follow.kind, follow.first_round,
-                              follow.iterations, f"{follow.kind}{n}")  # fmt: skip
+                              follow.iterations, f"{follow.kind}{n}", sweep.fitted)  # fmt: skip
         nxt.ranks, nxt.nodes = len(follow.hosts), len(follow.hosts)
         index = {h: i for i, h in enumerate(hosts_of)}
         nxt.placement = Placement([index[h] for h in follow.hosts], "", None)
