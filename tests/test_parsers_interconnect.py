@@ -641,12 +641,16 @@ def test_nccl_current_format_busbw_algbw_time() -> None:
     assert time.value == pytest.approx(47535e-6)
     assert (time.unit, time.better) == ("s", "lower")
     # 0.00 GB/s at 8 bytes is print resolution, not a result; the time is kept
-    assert not [x for x in s if x.params["size"] == 8 and x.metric.endswith("bw")]
+    assert not [x for x in s if x.params.get("size") == 8 and x.metric.endswith("bw")]
     assert one(s, "gpu.nccl.all_reduce.time", size=8, placement="in-place").value == pytest.approx(
         123.5e-6
     )
     assert result.meta["avg_bus_bandwidth"] == [pytest.approx(70.742e9)]
-    assert result.meta["tests"] == [{"test": "all_reduce_perf", "from": "busbw/algbw ratio"}]
+    # the '# Avg bus bandwidth' footer is a sample of its own, with no size
+    avg = one(s, "gpu.nccl.all_reduce.avg.busbw")
+    assert avg.value == pytest.approx(70.742e9) and "size" not in avg.params
+    # the pasted command line names the binary (.../build/all_reduce_perf)
+    assert result.meta["tests"] == [{"test": "all_reduce_perf", "from": "command line"}]
 
 
 def test_nccl_old_format_with_error_column() -> None:
@@ -666,7 +670,7 @@ def test_nccl_test_name_from_the_file_name() -> None:
 
 def test_nccl_debug_line_inside_the_table_is_skipped() -> None:
     result = run("nccl", "azureml_gpu_perf_readme_k80_stdout.log")
-    assert len({x.params["size"] for x in result.samples}) == 7
+    assert len({x.params["size"] for x in result.samples if "size" in x.params}) == 7
     t = one(result.samples, "gpu.nccl.all_reduce.time", size=2147483648, placement="in-place")
     assert t.value == pytest.approx(1258876e-6)
     assert any("NCCL debug" in w for w in result.warnings)
@@ -689,7 +693,9 @@ def test_nccl_wrong_results_are_left_out() -> None:
     result = nccl.parse(source, source="ar.log")
     size = 1048576
     assert not [
-        x for x in result.samples if x.params["size"] == size and "out-of" in x.params["placement"]
+        x
+        for x in result.samples
+        if x.params.get("size") == size and "out-of" in x.params["placement"]
     ]
     in_place = one(result.samples, "gpu.nccl.all_reduce.busbw", size=size, placement="in-place")
     assert in_place.value == pytest.approx(9.49e9)
