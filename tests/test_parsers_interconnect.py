@@ -731,3 +731,36 @@ def test_nccl_interleaved_rows_raise() -> None:
     with pytest.raises(ParseError, match="interleaved") as err:
         nccl.parse(source, source="ar.log")
     assert err.value.line == lineno
+
+
+# ------------------------------------------------- classes of the real corpus (issue 26)
+
+
+def test_nccl_a_file_whose_every_test_failed_its_check_is_refused() -> None:
+    whole = text("real/nccl", "dgx2_v100_old_format_three_collectives_oob_failed_excerpt.md")
+    first = whole[: whole.index("Running:", whole.index("# Out of bounds values : 4 FAILED"))]
+    with pytest.raises(ParseError, match="4 FAILED") as err:
+        nccl.parse(first, source="dgx2.log")
+    assert err.value.line == first.splitlines().index("# Out of bounds values : 4 FAILED") + 1
+    # with the passing tests after it, the failed one is left out and the others kept
+    result = nccl.parse(whole, source="dgx2.log")
+    assert {s.params["benchmark"] for s in result.samples} == {"all_reduce_perf", "broadcast_perf"}
+    assert any("all_gather_perf" in w and "out-of-bounds" in w for w in result.warnings)
+
+
+def test_nccl_runs_of_one_collective_are_numbered_and_the_mpi_suffix_dropped() -> None:
+    source = text("real/nccl", "eunomia_socket_thread_allreduce_mpi_tag_output_3reps.md")
+    source = source.replace("[1,0]<stdout>:", "")  # the lead's prefix stripper does this
+    result = nccl.parse(source, source="reps.md")
+    assert {s.params["run"] for s in result.samples} == {1, 2, 3}
+    assert {s.params["benchmark"] for s in result.samples} == {"all_reduce_perf"}
+
+
+def test_perftest_header_with_neither_title_nor_command_is_refused_saying_so() -> None:
+    source = text(
+        "real/perftest", "rxe_softroce_session_write_bw_send_lat_untitled_and_duration_excerpt.md"
+    )
+    source = source.replace("ekou@ubuntu2:~$ ib_send_lat -d rxe0 -s 64 10.10.80.91\n", "")
+    with pytest.raises(ParseError, match="nor a command line naming the test") as err:
+        perftest.parse(source, source="lab.md")
+    assert "after the closed table" in str(err.value)
