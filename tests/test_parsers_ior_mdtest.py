@@ -57,6 +57,10 @@ def test_ior_330_summary_write_and_read():
         "transfer_size": 1048576,
         "mean_time_s": 178.42125,
         "aggregate_bytes": 328704 * MIB,
+        # what tells this test from another (command line -C -F -e, Options "type")
+        "collective": False,
+        "fsync": True,
+        "reorder_tasks": True,
     }
     assert one(r, "storage.bandwidth", operation="read").value == 2428638330.88
     iops = one(r, "storage.iops", operation="read")
@@ -200,6 +204,7 @@ def test_mdtest_330_every_phase():
         "nodes": 4,
         "items": 131072,
         "operation": "Directory creation",
+        "items_per_rank": 2048,  # the command line's -n
     }
     assert r.samples[5].value == 26512.201  # File read
 
