@@ -6,7 +6,8 @@ iter`` (IOR 3.2 has no IOPS and Latency columns), then ``Summary of all tests:``
 per test and operation, columns ``Operation Max(MiB) Min(MiB) Mean(MiB) StdDev Max(OPs)
 Min(OPs) Mean(OPs) StdDev Mean(s) [Stonewall(s) Stonewall(MiB)] Test# #Tasks tPN reps fPP
 reord reordoff reordrand seed segcnt blksiz xsize aggs(MiB) API RefNum`` (the Stonewall
-columns since IOR 3.3). Both tables are read by their header words. MiB is 2**20 bytes:
+columns since IOR 3.3; IOR 3.0 and 3.1 print no OPs columns and ``aggsize`` in bytes; 2.10
+spells ``Max (MiB)``, ``Std Dev``). Both tables are read by their header words. MiB is 2**20 bytes:
 ior-output.c divides bytes by ``MEBIBYTE``, ``#define MEBIBYTE (1 << 20)`` in src/iordef.h.
 
 Samples. From the summary (the result IOR itself reports), per test and operation:
@@ -19,6 +20,18 @@ are the samples, with ``params["iteration"]``, and the result is incomplete. IOR
 ``Latency(s)`` column is not a per-I/O latency (it is the access time divided by
 block/transfer, whatever the segment count: hpc/ior issue #495) and is kept only as the param
 ``ior_latency_s``.
+
+Several tests, several runs. A file may hold several ior invocations (a batch script running
+ior once per API or mode, pasted ``tail``s of several jobs, with shell prompts and launcher
+lines between them): each banner (or a table after a finished run, for pastes without one)
+starts a run, and with more than one every sample has ``params["run"]`` (0, 1, ...). Each test
+keeps the params that tell it from another, which the summary's columns do not all hold: from
+the test's ``Options`` (``api``, ``type`` collective/independent, ``access``, ``ordering in a
+file``; 3.0's ``Summary:`` block) and the command line (``-c``/``--collective``, ``-e`` fsync,
+``-Y``, ``-z``, ``-B``/``--posix.odirect``, ``-C``, ``-Z``, ``-u``, ``-O name=1``):
+``collective`` (where known), then ``fsync``, ``random_offset``, ``direct_io``, ...
+when set. Without them an MPI-IO or HDF5 test with ``-c`` and the same test without it were
+one measurement of two repetitions in a report.
 
 JSON: the same numbers under ``"summary"`` (``bwMeanMIB``, ``OPsMean``, ...) and
 ``"tests"[i]["Results"]``; text before the first ``{`` (IOR's banner) is skipped.
@@ -70,6 +83,7 @@ _VALUED = frozenset("aAbdDfGiIjJlMNoOQstTUX")
 # each sets, from its letter, its long name (4.x) or ``-O name=1``. -c collective comes from
 # the Options' "type" where IOR prints it (3.2 on).
 _SWITCHES = {"e": "fsync", "Y": "fsync_per_write", "z": "random_offset", "B": "direct_io",
+             "C": "reorder_tasks", "Z": "reorder_random",
              "u": "unique_dir", "c": "collective", "collective": "collective",
              "posix.odirect": "direct_io", "fsync": "fsync", "fsyncperwrite": "fsync_per_write",
              "randomoffset": "random_offset", "useo_direct": "direct_io",
@@ -381,9 +395,11 @@ def _summary_samples(
             params[name] = _i(row, column, source, line)
     if "fPP" in row:
         params["file_per_proc"] = _f(row, "fPP", source, line) != 0
-    for column, name in _SUMMARY_FLAGS.items():
+    for column, name in _SUMMARY_FLAGS.items():  # the table's word over the command line's
         if column in row and _f(row, column, source, line) != 0:
             params[name] = True
+        elif column in row:
+            params.pop(name, None)
     params["mean_time_s"] = _f(row, "Mean(s)", source, line)
     if "API" in row:
         params["api"] = row["API"]

@@ -1,4 +1,4 @@
-"""mdtest (hpc/ior's mdtest 3.x and 4.x, and LLNL mdtest 1.9): the ``SUMMARY rate`` table.
+"""mdtest (hpc/ior's mdtest 3.x and 4.x, and LLNL mdtest 1.8 and 1.9): the ``SUMMARY rate`` table.
 
 mdtest prints, after its iterations::
 
@@ -14,6 +14,14 @@ The rates are operations per second over all tasks (4.x says "in ops/sec"; mdtes
 divides the items done by all ranks by the phase time). 4.x then prints a ``SUMMARY time``
 table in seconds, mislabelled "(in ops/sec)" too; its means are kept as the param
 ``time_s``.
+
+Several runs in one file (a batch script's, each from ``-- started at`` to ``-- finished at``)
+are kept apart: with more than one SUMMARY table every sample has ``params["run"]`` (0, 1,
+...). Each run's params come from its launch line (``tasks``, ``nodes``), its ``N tasks, M
+files`` line (``items``) and its command line (``-n`` items_per_rank, ``-I`` items_per_dir,
+``-z`` depth, ``-b`` branching, ``-w``/``-e`` bytes, ``-a`` api; ``-u`` unique_dir, ``-F``,
+``-D``, ``-S``, ``-L`` when given). mdtest 1.8 prints the tree's rates outside its table
+(``tree creation rate: N ops/sec``): kept as samples of that run.
 
 Samples: ``storage.metadata.<operation>`` (``directory_creation``, ``file_stat``, ...,
 ``tree_removal``), op/s, value = Mean, ``Stats`` n = iterations, min, max, mean, stddev. A
