@@ -155,10 +155,19 @@ def _is_results_header(words: list[str]) -> bool:
 
 
 def _summary_header(line: str) -> list[str] | None:
+    """The summary's column names. IOR 2.10 (IOR.c, SummarizeResults) spells "Max (MiB)" and
+    "Std Dev", heads its -v columns with "Op grep #Tasks ..." but prints #Tasks first and the
+    test number and API last, and ends each row with "EXCEL"."""
     if not line.startswith("Operation"):
         return None
     words = _SPACED_UNIT.sub(r"(\1)", line).replace("Std Dev", "StdDev").split()
-    return _unique(words) if "Mean(MiB)" in words else None
+    if "Mean(MiB)" not in words:
+        return None
+    if words[-2:] != ["API", "RefNum"] and words[10:12] == ["Op", "grep"]:
+        words = [*words[:10], *words[12:], "Test#", "API"]
+    if _SPACED_UNIT.search(line):
+        words.append("EXCEL")
+    return _unique(words)
 
 
 def _read_runs(lines: list[str], source: str) -> list[_Run]:
@@ -188,7 +197,7 @@ def _feed(run: _Run, line: str, words: list[str], lineno: int, last: bool, sourc
     task maps, "Max Write:" lines) is skipped."""
     if line.startswith("Command line"):
         run.command = run.command or line.partition(":")[2].strip()
-    elif line.startswith("Finished"):
+    elif line.startswith(("Finished", "Run finished")):  # 2.10: "Run finished: <date>"
         run.finished, run.section = True, ""
     elif m := _TEST_ID.match(line):
         run.test = int(m["a"] or m["b"])
