@@ -146,6 +146,9 @@ def test_ior_json_summary():
     assert r.complete and r.meta["version"] == "3.3.0"
     assert one(r, "storage.bandwidth", operation="write").value == 1842.29 * MIB
     assert one(r, "storage.iops", operation="read").params["block_size"] == 16777216
+    # what the summary entries do not say, from the command line (-e, no -c): as in the text
+    write = one(r, "storage.bandwidth", operation="write").params
+    assert (write["fsync"], write["collective"], write["reorder_tasks"]) == (True, False, True)
     no_summary = {k: v for k, v in doc.items() if k != "summary"}
     r = ior.parse(json.dumps(no_summary), "iters.json")
     assert not r.complete

@@ -503,9 +503,15 @@ def _json_result(data: dict[str, Any], result: ParseResult, source: str) -> Pars
         result.meta["command"] = str(data["Command line"])
     summary = data.get("summary")
     tests = data.get("tests") or []
+    flags = _command_flags(str(data["Command line"])) if "Command line" in data else None
+    options = {  # each test's "Options" object, as the text report's Options section
+        test.get("TestID", t): {str(k): str(v) for k, v in (test.get("Options") or {}).items()}
+        for t, test in enumerate(tests)
+    }
     if summary:
         for entry in summary:
-            _json_summary(entry, result, source)
+            common = _test_params(options.get(entry.get("TestID"), {}), flags)
+            _json_summary(entry, common, result, source)
     else:
         for t, test in enumerate(tests):
             for rep in test.get("Results") or []:
@@ -534,14 +540,17 @@ def _int(entry: dict[str, Any], key: str, source: str) -> int:
     return to_int(_num(entry, key, source), source=source, line=None, what=f"IOR JSON {key!r}")
 
 
-def _json_summary(entry: dict[str, Any], result: ParseResult, source: str) -> None:
+def _json_summary(
+    entry: dict[str, Any], common: dict[str, Any], result: ParseResult, source: str
+) -> None:
     operation = entry.get("operation")
     if operation not in _OPERATIONS:
         return
     reps = _int(entry, "repetitions", source)
     params: dict[str, Any] = {
+        **common,
         "operation": operation,
-        "api": entry.get("API"),
+        "api": entry.get("API") or common.get("api"),
         "test": _int(entry, "TestID", source),
         "tasks": _int(entry, "numTasks", source),
         "tasks_per_node": _int(entry, "tasksPerNode", source),
@@ -552,6 +561,10 @@ def _json_summary(entry: dict[str, Any], result: ParseResult, source: str) -> No
         "transfer_size": _int(entry, "transferSize", source),
         "mean_time_s": _num(entry, "MeanTime", source),
     }
+    for key, name in (("reorderTasks", "reorder_tasks"), ("reorderTasksRandom", "reorder_random")):
+        params.pop(name, None)
+        if key in entry and _num(entry, key, source) != 0:
+            params[name] = True
     bw = Stats(
         n=reps,
         min=_times(_num(entry, "bwMinMIB", source), MIB),
