@@ -92,7 +92,7 @@ def metric_name(operation: str) -> str:
     return "storage.metadata." + "_".join(operation.lower().split())
 
 
-def command_params(command: str, *, source: str, line: int) -> dict[str, Any]:
+def command_params(command: str) -> dict[str, Any]:
     """The params mdtest's command line sets: ``-n 100 -u``, ``"-n" "100"`` (1.9),
     ``'-n' '100'`` (3.x on), ``-n100``; long options (``--dataPacketType=...``) skipped."""
     words = [w.strip("'\"") for w in command.split()]
@@ -112,9 +112,9 @@ def command_params(command: str, *, source: str, line: int) -> dict[str, Any]:
                 value, i = words[i], i + 1
             if letter == "a":
                 params["api"] = value
-            elif letter in _VALUED_PARAMS:
-                name = _VALUED_PARAMS[letter]
-                params[name] = parse_int(value, source=source, line=line, what=f"-{letter}")
+            elif letter in _VALUED_PARAMS:  # "-w 4k" as typed when not a plain count
+                plain = value.isascii() and value.isdigit() and len(value) < 19
+                params[_VALUED_PARAMS[letter]] = int(value) if plain else value
             break
     return params
 
@@ -153,7 +153,7 @@ class _Reader:
         elif line.startswith("Command line used:"):
             command = line.split(":", 1)[1].strip()
             self.result.meta.setdefault("command", command)
-            self.header.update(command_params(command, source=self.source, line=lineno))
+            self.header.update(command_params(command))
         elif m := _FILES.match(line):
             self.header["items"] = parse_int(m["items"], source=self.source, line=lineno)
         elif m := _TREE_RATE.match(line):
