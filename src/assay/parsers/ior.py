@@ -188,7 +188,9 @@ def _read_runs(lines: list[str], source: str) -> list[_Run]:
         _feed(run, line, words, lineno, lineno == last, source)
         if run.cut:
             break
-    return [run for run in runs if run.seen()]
+    # a run is a banner or a table: "Summary:" and "key: value" lines in the prose around
+    # a paste are no run of their own
+    return [run for run in runs if run.version or run.tables()]
 
 
 def _feed(run: _Run, line: str, words: list[str], lineno: int, last: bool, source: str) -> None:
