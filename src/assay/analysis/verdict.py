@@ -89,6 +89,7 @@ IDENTITY = (
     "run", "iteration", "collective", "segments", "fsync", "fsync_per_write", "random_offset",
     "direct_io", "reorder_tasks", "reorder_random", "unique_dir", "items_per_rank",
     "items_per_dir", "depth", "branching", "files_only", "dirs_only", "shared_file",
+    "stonewall_s",
 )  # fmt: skip
 # Not identity: ``mpi_label`` (a probe's MPI version string, or an import's file name: two runs
 # before and after an MPI upgrade, or two imported files, must still pair) and ``source_file``.

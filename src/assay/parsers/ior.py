@@ -28,9 +28,9 @@ starts a run, and with more than one every sample has ``params["run"]`` (0, 1, .
 keeps the params that tell it from another, which the summary's columns do not all hold: from
 the test's ``Options`` (``api``, ``type`` collective/independent, ``access``, ``ordering in a
 file``; 3.0's ``Summary:`` block) and the command line (``-c``/``--collective``, ``-e`` fsync,
-``-Y``, ``-z``, ``-B``/``--posix.odirect``, ``-C``, ``-Z``, ``-u``, ``-O name=1``):
+``-Y``, ``-z``, ``-B``/``--posix.odirect``, ``-C``, ``-Z``, ``-u``, ``-O name=1``, ``-D``):
 ``collective`` (where known), then ``fsync``, ``random_offset``, ``direct_io``, ...
-when set. Without them an MPI-IO or HDF5 test with ``-c`` and the same test without it were
+when set, ``stonewall_s`` when given. Without them an MPI-IO or HDF5 test with ``-c`` and the same test without it were
 one measurement of two repetitions in a report.
 
 JSON: the same numbers under ``"summary"`` (``bwMeanMIB``, ``OPsMean``, ...) and
@@ -358,8 +358,10 @@ def _test_params(options: dict[str, str], flags: dict[str, str] | None) -> dict[
     if options.get("ordering in a file", "").startswith("random"):
         switches.add("random_offset")
     params.update((name, True) for name in sorted(switches - {"collective"}))
-    for key, name in (("tasks", "tasks"), ("clients per node", "tasks_per_node")):
-        value = options.get(key, "")
+    counts = (("tasks", "tasks"), ("clients per node", "tasks_per_node"))
+    for value, name in [(options.get(k, ""), n) for k, n in counts] + [
+        ((flags or {}).get("D", ""), "stonewall_s")  # -D: a phase stops after so many seconds
+    ]:
         if value.isascii() and value.isdigit() and len(value) < 19:
             params[name] = int(value)
     return params
