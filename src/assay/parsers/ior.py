@@ -30,8 +30,8 @@ the test's ``Options`` (``api``, ``type`` collective/independent, ``access``, ``
 file``; 3.0's ``Summary:`` block) and the command line (``-c``/``--collective``, ``-e`` fsync,
 ``-Y``, ``-z``, ``-B``/``--posix.odirect``, ``-C``, ``-Z``, ``-u``, ``-O name=1``, ``-D``):
 ``collective`` (where known), then ``fsync``, ``random_offset``, ``direct_io``, ...
-when set, ``stonewall_s`` when given. Without them an MPI-IO or HDF5 test with ``-c`` and the same test without it were
-one measurement of two repetitions in a report.
+when set, ``stonewall_s`` when given. Without them an MPI-IO or HDF5 test with ``-c`` and
+the same test without it were one measurement of two repetitions in a report.
 
 JSON: the same numbers under ``"summary"`` (``bwMeanMIB``, ``OPsMean``, ...) and
 ``"tests"[i]["Results"]``; text before the first ``{`` (IOR's banner) is skipped.
