@@ -48,6 +48,7 @@ _PROGRESS = re.compile(r"^\s*(?P<pct>\d{1,3}(?:\.\d+)?)%\s+proc'd:\s*(?P<rest>.*
 _PROC = re.compile(r"^(?P<n>-?\d{1,19})\s+\((?P<r>\S{1,40})\s+Gflop/s\)$")
 _ERROR = re.compile(r"^(?P<n>-?\d{1,19})(?:\s+\((?P<flag>WARNING|DIED)!\))?$")
 _TEMP = re.compile(r"^(?P<t>-?\d{1,4}|--)\s*C$")
+_TEMPS = re.compile(r"(?:-?\d{1,4}|--)\s*C(?:\s+-\s+(?:-?\d{1,4}|--)\s*C)*")
 _INIT = re.compile(r"^\s*Initialized device (?P<gpu>\d{1,4}) with .*using (?P<kind>FLOATS|DOUBLES)")
 _NAME = re.compile(r"^\s*GPU (?P<gpu>\d{1,4}): (?P<name>.+?) \(UUID: (?P<uuid>[^)]*)\)\s*$")
 _TESTED = re.compile(r"^\s*Tested (?P<n>\d{1,4}) GPUs:\s*$")
@@ -90,7 +91,9 @@ def _split(body: str, sep: str) -> list[str]:
     return [part.strip() for part in body.split(sep)]
 
 
-def _progress(rest: str, gpus: dict[int, _Gpu], source: str, line: int) -> None:
+def _progress(
+    rest: str, gpus: dict[int, _Gpu], source: str, line: int, warnings: list[str]
+) -> None:
     """One progress line: 'N (R Gflop/s) - ...   errors: E - ...   temps: T C - ...'."""
     proc, _, tail = rest.partition("errors:")
     errs, _, temps = tail.partition("temps:")
@@ -132,12 +135,23 @@ def _progress(rest: str, gpus: dict[int, _Gpu], source: str, line: int) -> None:
             gpus[i].errors = parse_int(m["n"], source=source, line=line, minimum=-(2**63))
             gpus[i].error_flag = m["flag"]
     if temps.strip():
-        for i, part in enumerate(_split(temps.strip(), " - ")):
-            m = _TEMP.match(part)
-            if m is None or i not in gpus:
-                raise ParseError(f"unreadable temperature {part[:40]!r}", source=source, line=line)
-            if m["t"] != "--":
-                gpus[i].temps.append(parse_int(m["t"], source=source, line=line, minimum=-300))
+        _temps(temps.strip(), gpus, source, line, warnings)
+
+
+def _temps(text: str, gpus: dict[int, _Gpu], source: str, line: int, warnings: list[str]) -> None:
+    """'T C - T C ...'; on a terminal the next message may follow the last 'C' on the same
+    line (gpu_burn redraws with '\\r', no newline): that text is not a temperature."""
+    m = _TEMPS.match(text)
+    if m is None:
+        raise ParseError(f"unreadable temperature {text[:40]!r}", source=source, line=line)
+    if rest := text[m.end() :].strip():
+        warnings.append(f"{source}:{line}: text after the temperatures ignored: {rest[:60]!r}")
+    for i, part in enumerate(_split(m[0].strip(), " - ")):
+        t = _TEMP.match(part)
+        if t is None or i not in gpus:
+            raise ParseError(f"unreadable temperature {part[:40]!r}", source=source, line=line)
+        if t["t"] != "--":
+            gpus[i].temps.append(parse_int(t["t"], source=source, line=line, minimum=-300))
 
 
 def _failure(gpu: _Gpu) -> str | None:
@@ -167,7 +181,7 @@ def _upstream(text: str, source: str) -> ParseResult:
                 result.complete = False
                 result.missing.append(f"the progress line cut at {source}:{lineno}")
                 continue
-            _progress(m["rest"], gpus, source, lineno)
+            _progress(m["rest"], gpus, source, lineno, result.warnings)
         elif m := _INIT.match(raw):
             precision[int(m["gpu"])] = m["kind"]
         elif m := _NAME.match(raw):
@@ -237,9 +251,20 @@ def _upstream(text: str, source: str) -> ParseResult:
     if failed:
         result.meta["failed"] = failed
     result.meta["gpus"] = len(gpus)
-    if not result.samples and not failed:
-        raise ParseError("gpu_burn output without any GPU's figures", source=source)
+    if not result.samples:
+        raise ParseError(_nothing_kept(failed), source=source)
     return result
+
+
+def _nothing_kept(failed: list[dict[str, Any]]) -> str:
+    """The refusal of an output where no GPU has a rate to keep: what each GPU showed."""
+    if not failed:
+        return "gpu_burn output without any GPU's figures"
+    reasons: dict[str, list[str]] = {}
+    for f in failed:
+        reasons.setdefault(f["reason"], []).append(str(f["gpu"]))
+    said = "; ".join(f"GPU {', '.join(gpus)}: {why}" for why, gpus in reasons.items())
+    return f"gpu_burn output without a rate to keep for any of its {len(failed)} GPU(s) ({said})"
 
 
 def _reframe(text: str, source: str) -> ParseResult:
