@@ -14,12 +14,14 @@ reporting interval (gpu_burn.cpp keeps R until N moves again). It ends with a ve
 
 What is read. A GPU's intervals are the progress lines where its N grew (a repeated R is the
 same measurement printed again, and R=0 with N=0 is a GPU that has not finished one GEMM).
-Its first interval includes start-up and is left out when at least two others exist. The
+Its first interval includes start-up and is left out when another exists. The
 sample is the median of the remaining interval rates (min, max, mean in its stats), as
 ``gpu.sgemm`` when gpu_burn printed "using FLOATS" (its default) and ``gpu.dgemm`` for
 "using DOUBLES" (``-d``). A GPU that gpu_burn calls FAULTY, whose error count is not 0
 (negative counts are gpu_burn's own counter gone wrong, "(DIED!)" a lost GPU), or that died
-(N = -1) gives no rate: its reason is in the warnings and ``meta["failed"]``. Output without
+(N = -1) gives no rate: its reason is in the warnings and ``meta["failed"]``; an output where
+no GPU has a rate is refused, the error naming each GPU's reason. "using Tensor Cores" (``-tc``)
+in a GPU's init line adds ``tensor_cores``. Output without
 the summary is incomplete; its rates are kept when the last error counts are 0.
 
 The ReFrame variant (ReFrame's hpctestlib gpu_burn) prints one line per GPU and node::
@@ -49,7 +51,11 @@ _PROC = re.compile(r"^(?P<n>-?\d{1,19})\s+\((?P<r>\S{1,40})\s+Gflop/s\)$")
 _ERROR = re.compile(r"^(?P<n>-?\d{1,19})(?:\s+\((?P<flag>WARNING|DIED)!\))?$")
 _TEMP = re.compile(r"^(?P<t>-?\d{1,4}|--)\s*C$")
 _TEMPS = re.compile(r"(?:-?\d{1,4}|--)\s*C(?:\s+-\s+(?:-?\d{1,4}|--)\s*C)*")
-_INIT = re.compile(r"^\s*Initialized device (?P<gpu>\d{1,4}) with .*using (?P<kind>FLOATS|DOUBLES)")
+# searched, not matched: a redraw may put "Killing processes.. " before it on the same line
+_INIT = re.compile(
+    r"Initialized device (?P<gpu>\d{1,4}) with .*using (?P<kind>FLOATS|DOUBLES)"
+    r"(?P<tc>, using Tensor Cores)?"
+)
 _NAME = re.compile(r"^\s*GPU (?P<gpu>\d{1,4}): (?P<name>.+?) \(UUID: (?P<uuid>[^)]*)\)\s*$")
 _TESTED = re.compile(r"^\s*Tested (?P<n>\d{1,4}) GPUs:\s*$")
 _VERDICT = re.compile(r"^\s*GPU (?P<gpu>\d{1,4}): (?P<v>OK|FAULTY)\s*$")
@@ -171,6 +177,7 @@ def _upstream(text: str, source: str) -> ParseResult:
     gpus: dict[int, _Gpu] = {}
     names: dict[int, tuple[str, str]] = {}
     precision: dict[int, str] = {}
+    tensor: set[int] = set()  # "-tc": "using Tensor Cores" in its init line
     tested: int | None = None
     lines = text.splitlines()
     cut = last_line_cut(text)
@@ -182,8 +189,10 @@ def _upstream(text: str, source: str) -> ParseResult:
                 result.missing.append(f"the progress line cut at {source}:{lineno}")
                 continue
             _progress(m["rest"], gpus, source, lineno, result.warnings)
-        elif m := _INIT.match(raw):
+        elif m := _INIT.search(raw):
             precision[int(m["gpu"])] = m["kind"]
+            if m["tc"]:
+                tensor.add(int(m["gpu"]))
         elif m := _NAME.match(raw):
             names[int(m["gpu"])] = (m["name"].strip(), m["uuid"])
         elif m := _TESTED.match(raw):
@@ -215,7 +224,7 @@ def _upstream(text: str, source: str) -> ParseResult:
         if kind is None:
             kind = "FLOATS"  # gpu_burn's default; said in a warning since it was not printed
             result.warnings.append(f"GPU {i}: precision not printed; gpu_burn's default FP32")
-        rates = gpu.rates[1:] if len(gpu.rates) >= 3 else gpu.rates
+        rates = gpu.rates[1:] if len(gpu.rates) >= 2 else gpu.rates
         params: dict[str, Any] = {
             "tool": TOOL,
             "gpu": i,
@@ -227,6 +236,8 @@ def _upstream(text: str, source: str) -> ParseResult:
         }
         if i in names:
             params["gpu_name"], params["gpu_uuid"] = names[i]
+        if i in tensor:
+            params["tensor_cores"] = True
         if gpu.temps:
             params["temp_max_c"] = max(gpu.temps)
         stats = Stats(

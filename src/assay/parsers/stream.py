@@ -188,6 +188,13 @@ def _keep_runs(tables: list[_Table], result: ParseResult, source: str) -> None:
             )
             continue
         _samples(tab, i if several else None, result)
+    summaries = [str(i + 1) for i, t in enumerate(tables) if _triad_only(t)]
+    if summaries:
+        result.warnings.append(
+            f"runs {', '.join(summaries)}: only the thread count and the Triad row (a summary "
+            "as stream-scaling prints it, the validation line filtered out, no 'Failed "
+            "Validation' line)"
+        )
     if all(t.failed is not None for t in tables):
         line, text = next(t.failed for t in tables if t.failed is not None)
         raise ParseError(
@@ -198,14 +205,14 @@ def _keep_runs(tables: list[_Table], result: ParseResult, source: str) -> None:
         )
 
 
+def _triad_only(table: _Table) -> bool:
+    """A run of which only the Triad row was kept (stream-scaling's egrep), not a cut table."""
+    return set(table.rows) == {"Triad"} and not table.validated and table.failed is None
+
+
 def _samples(table: _Table, run: int | None, result: ParseResult) -> None:
     where = f"run {run + 1} (table at line {table.line})" if run is not None else "the table"
-    if set(table.rows) == {"Triad"} and not table.validated:
-        result.warnings.append(
-            f"{where}: only the thread count and the Triad row (a summary as stream-scaling "
-            "prints it, its validation line filtered out; no 'Failed Validation' line)"
-        )
-    else:
+    if not _triad_only(table):  # a Triad-only run is said once, in _keep_runs
         for kernel in KERNELS:
             if kernel not in table.rows:
                 result.complete = False
