@@ -8,11 +8,12 @@ The table stream.c prints (5.10)::
 "MB" is 1e6 bytes: stream.c prints ``1.0E-06 * bytes[j] / mintime[j]`` where ``bytes[j]`` is
 2 or 3 arrays of ``sizeof(STREAM_TYPE) * STREAM_ARRAY_SIZE`` bytes; the times are seconds
 over the ``NTIMES - 1`` timed iterations (the first is not counted). Releases before 5.10
-(and the Fortran stream.f) head the table ``Function      Rate (MB/s)   Avg time ...`` and print
-``Array size = 2000000, Offset = 0``; HPCC's copy prints ``Rate (GB/s)`` (1e9 B/s) -- the unit
-is taken from the header either way. ``stream_mpi.c`` (its own revision, 1.x) prints ``Total
-Aggregate Array size = N (elements)`` and ``Data is distributed across R MPI ranks``: its
-samples carry ``ranks``.
+head the table ``Function      Rate (MB/s)   Avg time ...`` and print ``Array size = 2000000,
+Offset = 0``; the Fortran stream.f prints ``Array size =    2000000`` and ``Offset     =  0`` on
+lines of their own and leaves out the first and the last iteration; HPCC's copy prints
+``Rate (GB/s)`` (1e9 B/s) -- the unit is taken from the header either way. ``stream_mpi.c``
+(its own revision, 1.x) prints ``Total Aggregate Array size = N (elements)`` and ``Data is
+distributed across R MPI ranks``: its samples carry ``ranks``.
 
 Runs. Every table is its own run with the header lines printed before it: a file of several
 runs (``for t in 1 2 4 8; do OMP_NUM_THREADS=$t ./stream; done > out``) gives a ``run`` index
@@ -58,24 +59,34 @@ _FAILED = re.compile(r"^(?:Failed Validation|ERROR\b)")
 # The header lines before a table: (pattern, key of the run's header, what it is). The first
 # group of each pattern is the integer kept; "offset" also comes from _ARRAY's second group.
 _ARRAY = re.compile(
-    r"^(?:Total Aggregate )?Array size = (?P<n>\d+)(?: \(elements\))?(?:, Offset = (?P<o>-?\d+))?"
+    r"^(?:Total Aggregate )?Array size =\s*(?P<n>\d+)(?: \(elements\))?"
+    r"(?:, Offset = (?P<o>-?\d+))?"
 )
 _HEADER_LINES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (
-        re.compile(r"^This system uses (\d+) bytes per (?:array element|DOUBLE PRECISION)"),
+        re.compile(
+            r"^(?:This system uses|Assuming) (\d+) bytes per "
+            r"(?:array element|DOUBLE PRECISION)"
+        ),
         "bytes_per_element",
         "bytes per element",
     ),
     (_ARRAY, "elements", "array size"),
+    (re.compile(r"^Offset\s*=\s*(-?\d+)$"), "offset", "offset"),  # stream.f's own line
     (
-        re.compile(r"^(?:Each kernel will be executed|Each test is run) (\d+) times"),
+        re.compile(
+            r"^(?:Each kernel will be executed|Each test is run|You are running each test)"
+            r"\s+(\d+) times"
+        ),
         "ntimes",
         "NTIMES",
     ),
-    (re.compile(r"^Number of Threads(?: requested)? = (\d+)"), "threads_requested", "threads"),
-    (re.compile(r"^Number of Threads counted = (\d+)"), "threads", "threads"),
+    (re.compile(r"^Number of Threads(?: requested)?\s*=\s*(\d+)"), "threads_requested", "threads"),
+    (re.compile(r"^Number of Threads counted\s*=\s*(\d+)"), "threads", "threads"),
     (re.compile(r"^Data is distributed across (\d+) MPI ranks"), "ranks", "MPI ranks"),
 )
+# stream.f times NTIMES iterations and leaves out the first and the last (stream.c: the first)
+_EXCLUDING = re.compile(r"^\*EXCLUDING\* the first and last iterations")
 
 
 @dataclass
@@ -102,6 +113,9 @@ def _header_line(line: str, lineno: int, header: dict[str, Any], source: str) ->
     if m := _VERSION.search(line):
         header.clear()  # a new run's banner: nothing of the previous run's header carries over
         header["version"] = m["v"]
+        return True
+    if _EXCLUDING.match(line):
+        header["excluded"] = 2
         return True
     for pattern, key, what in _HEADER_LINES:
         if m := pattern.match(line):
@@ -248,7 +262,7 @@ def _sample(kernel: str, table: _Table, h: dict[str, Any], run: int | None) -> S
     if "ntimes" in h and tmax > 0:
         # the same bytes move in every iteration: the slowest one ran at rate * min/max
         best = _times(rate, table.scale)
-        stats = Stats(n=h["ntimes"] - 1, max=best, min=best * tmin / tmax)
+        stats = Stats(n=h["ntimes"] - h.get("excluded", 1), max=best, min=best * tmin / tmax)
     return Sample.make(TOOL, f"memory.{kernel.lower()}", _times(rate, table.scale), params, stats)
 
 
