@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import ParseError
-from assay.model import Stats
+from assay.model import Sample, Stats
 from assay.parsers.base import ParseResult, last_line_cut, make_sample, require_tool
 from assay.parsers.numbers import checked, parse_int, parse_number, parse_rate
 
@@ -172,6 +172,37 @@ def _failure(gpu: _Gpu) -> str | None:
     return None
 
 
+def _rate_sample(gpu: _Gpu, kind: str, name: tuple[str, str] | None, tensor: bool) -> Sample:
+    """The GPU's sample: the median of its interval rates, the first (start-up) one left out
+    when another exists."""
+    rates = gpu.rates[1:] if len(gpu.rates) >= 2 else gpu.rates
+    params: dict[str, Any] = {
+        "tool": TOOL,
+        "gpu": gpu.index,
+        "precision": "fp64" if kind == "DOUBLES" else "fp32",
+        "intervals": len(rates),
+        "warmup_intervals": len(gpu.rates) - len(rates),
+        "errors": gpu.errors if gpu.errors is not None else 0,
+        "verdict": gpu.verdict or "unknown (no summary)",
+    }
+    if name is not None:
+        params["gpu_name"], params["gpu_uuid"] = name
+    if tensor:
+        params["tensor_cores"] = True
+    if gpu.temps:
+        params["temp_max_c"] = max(gpu.temps)
+    stats = Stats(
+        n=len(rates),
+        min=min(rates) * GFLOPS,
+        max=max(rates) * GFLOPS,
+        mean=statistics.fmean(rates) * GFLOPS,
+        median=statistics.median(rates) * GFLOPS,
+    )
+    metric = "gpu.dgemm" if kind == "DOUBLES" else "gpu.sgemm"
+    value = statistics.median(rates) * GFLOPS
+    return make_sample(TOOL, metric, value, params, stats, unit="flop/s", better="higher")
+
+
 def _upstream(text: str, source: str) -> ParseResult:
     result = ParseResult(tool=TOOL)
     gpus: dict[int, _Gpu] = {}
@@ -224,41 +255,7 @@ def _upstream(text: str, source: str) -> ParseResult:
         if kind is None:
             kind = "FLOATS"  # gpu_burn's default; said in a warning since it was not printed
             result.warnings.append(f"GPU {i}: precision not printed; gpu_burn's default FP32")
-        rates = gpu.rates[1:] if len(gpu.rates) >= 2 else gpu.rates
-        params: dict[str, Any] = {
-            "tool": TOOL,
-            "gpu": i,
-            "precision": "fp64" if kind == "DOUBLES" else "fp32",
-            "intervals": len(rates),
-            "warmup_intervals": len(gpu.rates) - len(rates),
-            "errors": gpu.errors if gpu.errors is not None else 0,
-            "verdict": gpu.verdict or "unknown (no summary)",
-        }
-        if i in names:
-            params["gpu_name"], params["gpu_uuid"] = names[i]
-        if i in tensor:
-            params["tensor_cores"] = True
-        if gpu.temps:
-            params["temp_max_c"] = max(gpu.temps)
-        stats = Stats(
-            n=len(rates),
-            min=min(rates) * GFLOPS,
-            max=max(rates) * GFLOPS,
-            mean=statistics.fmean(rates) * GFLOPS,
-            median=statistics.median(rates) * GFLOPS,
-        )
-        metric = "gpu.dgemm" if kind == "DOUBLES" else "gpu.sgemm"
-        result.samples.append(
-            make_sample(
-                TOOL,
-                metric,
-                statistics.median(rates) * GFLOPS,
-                params,
-                stats,
-                unit="flop/s",
-                better="higher",
-            )
-        )
+        result.samples.append(_rate_sample(gpu, kind, names.get(i), i in tensor))
     if failed:
         result.meta["failed"] = failed
     result.meta["gpus"] = len(gpus)

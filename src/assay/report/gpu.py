@@ -66,6 +66,26 @@ def _imported(by_metric: dict[str, Figure]) -> tuple[Figure, str, str] | None:
     return fig, str(p.get("errors", "–")), str(p.get("verdict", "–"))
 
 
+def _watts(power: Figure | None) -> str:
+    """'mean (max)' of the power samples, else '–'."""
+    if power is None:
+        return "–"
+    pmax = power.sample.stats.max if power.sample.stats else None
+    watts = format_value(power.sample.value, "W", 0)
+    return watts + (f" ({format_value(pmax, 'W', 0)})" if pmax is not None else "")
+
+
+def _hottest(by_metric: dict[str, Figure], imported: tuple[Figure, str, str] | None) -> str:
+    """The hottest temperature: the sampled one, or what an imported gpu_burn file printed."""
+    temp = by_metric.get("gpu.temperature")
+    if temp is not None:
+        hottest = temp.sample.stats.max if temp.sample.stats else None
+        return format_value(hottest if hottest is not None else temp.sample.value, "C", 0)
+    if imported and imported[0].sample.params.get("temp_max_c") is not None:
+        return format_value(imported[0].sample.params["temp_max_c"], "C", 0)
+    return "–"
+
+
 def burn_table(figures: list[Figure]) -> Table | None:
     """One row per GPU and precision: TFLOP/s mean (min–max over the measured intervals),
     errors and verdict, SM and memory clock ranges, power mean (max), hottest temperature."""
@@ -100,20 +120,7 @@ def burn_table(figures: list[Figure]) -> Table | None:
             count, verdict = imported[1], imported[2]
             if IMPORTED_NOTE not in notes:
                 notes.append(IMPORTED_NOTE)
-        power = by_metric.get("gpu.power")
-        watts = "–"
-        if power is not None:
-            pmax = power.sample.stats.max if power.sample.stats else None
-            watts = format_value(power.sample.value, "W", 0)
-            if pmax is not None:
-                watts += f" ({format_value(pmax, 'W', 0)})"
-        temp = by_metric.get("gpu.temperature")
-        tmax = "–"
-        if temp is not None:
-            hottest = temp.sample.stats.max if temp.sample.stats else None
-            tmax = format_value(hottest if hottest is not None else temp.sample.value, "C", 0)
-        elif imported and flops.sample.params.get("temp_max_c") is not None:
-            tmax = format_value(flops.sample.params["temp_max_c"], "C", 0)
+        watts, tmax = _watts(by_metric.get("gpu.power")), _hottest(by_metric, imported)
         sm = by_metric.get("gpu.sm_clock")
         reasons = sm.sample.params.get("clock_event_reasons") if sm else None
         if reasons:
