@@ -234,14 +234,19 @@ def test_hpcc_summary_hpl_when_the_body_has_no_hpl_test():
     assert any(f.get("key") == "HPL_Tflops" for f in r.meta["failed"])
 
 
-def test_hpcc_appended_runs_reads_the_last():
+def test_hpcc_appended_runs_are_each_kept_apart():
+    # (this asserted before that only the last run was read: the first run's HPL tests were lost)
     text = fixture("hpcc/hpccoutf.txt")
     failed = fixture("hpcc/hpccoutf_hpl_failed.txt")
-    r = hpcc.parse(failed + text, "twice.txt")  # hpcc appends: the second run is the last
-    assert any("2 HPCC runs" in w and "line 634" in w for w in r.warnings)
-    assert len(r.samples) == len(hpcc.parse(text).samples)
-    assert len(by_metric(r.samples, "compute.hpl")) == 4
-    assert by_metric(r.samples, "compute.hpl")[0].params["N"] == 500
+    r = hpcc.parse(failed + text, "twice.txt")  # hpcc appends: two runs, the failed one first
+    assert any("2 HPCC runs" in w and "params.run 1..2" in w for w in r.warnings)
+    second = by_metric(r.samples, "compute.hpl", run=2)
+    assert len(second) == 4 and second[0].params["N"] == 500
+    first = by_metric(r.samples, "compute.hpl", run=1)
+    assert len(first) == 3  # its failed test (N=1000 NB=64) is no rate
+    assert [f for f in r.meta["failed"] if f["run"] == 1 and f["section"] == "HPL"]
+    assert {s.params["run"] for s in r.samples} == {1, 2}
+    assert len(r.samples) == len(hpcc.parse(failed).samples) + len(hpcc.parse(text).samples)
 
 
 def test_hpcc_bad_input():
