@@ -161,6 +161,8 @@ def compute_table(figures: list[Figure], derived: Derived) -> Table | None:
             detail += " of each core" if p.get("variant") == "star" else " alone"
         else:
             detail = f"n={p.get('n')}, {p.get('threads', '?')} threads"
+        if s.metric != "compute.hpl" and p.get("run") is not None:
+            detail = f"run {p['run']}: {detail}"  # runs appended to one file, kept apart
         frac = derived.fraction_of(f)
         share = "–"
         kernel = derived.kernel_of(f)
