@@ -103,3 +103,17 @@ def test_notes_are_text_never_markup():
     out = term_tables([table], width=300)
     assert "see [peak] and [/] and [red]x[/red]" in out
     assert "HPL Rmax ([bold]OpenMPI[/bold] [peak])" in out
+
+
+def test_hpl_sweep_with_repetitions_names_rmax_by_its_highest_repetition():
+    # HPL-NVIDIA, each N run twice (github.com/pkusc/ASC22_HPL, tests/fixtures/real/hpl)
+    from assay.parsers import hpl
+
+    path = FIXTURES / "real" / "hpl" / "pkusc_hpl_nvidia_100_reps_interrupted_noprogress.out"
+    samples = hpl.parse(path.read_text(), path.name).samples
+    rows = tables_of(loaded(samples))["compute"].rows
+    (rmax,) = [r for r in rows if r[0].startswith("HPL Rmax")]
+    # N=150000: 33120 and 34290 Gflops; N=140000: 33600 and 34160 (a higher median, 33880)
+    assert "N=150000" in rmax[4] and "highest of 2 repetitions: 34290.00 GFLOP/s" in rmax[4]
+    assert rmax[3] == "2 reps"
+    assert len([r for r in rows if r[0].startswith("HPL test")]) == 5  # 6 N, one Rmax

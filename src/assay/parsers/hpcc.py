@@ -21,8 +21,14 @@ Star tests run on every process at once and HPCC reports their *average* per pro
 Single tests run on one randomly chosen process; MPI tests (and PTRANS, HPL) are global.
 
 HPCC initialises every result to -1 (``src/io.c``, ``HPCC_Init``) and prints -1 for a test that
-did not run (the latency/bandwidth test needs two processes): such values are "not measured",
-never samples.
+did not run (the latency/bandwidth test needs two processes); a field no test wrote prints as
+whatever the memory held, typically a denormal (``SingleRandomAccess_LCG_GUPs=2.36541e-310``,
+``HPL_Tflops=4.94066e-324``); a failed residual prints ``nan``. None of them is a sample: each
+run says in a warning which values it did not store, and why.
+
+hpcc appends to ``hpccoutf.txt``: a file holds every run since it was created, restarts and
+aborted starts included, each from its banner. Every run is read and kept apart by a ``run``
+param (1 for the first in the file); an aborted start is said in a warning.
 
 Validation. ``Success=0`` (``Failure`` in ``HPCC_Params``) means *some* test failed its check:
 an HPL or PTRANS residual, a STREAM validation, a DGEMM or FFT residual, RandomAccess errors.
