@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from assay.errors import ParseError
-from assay.parsers import fio, hpcc, hpl, stream
+from assay.parsers import fio, hpcc, hpl, parse_text, stream
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -113,6 +113,9 @@ def test_hpl_pasted_indented_after_a_prompt_reads_as_written():
     )
     (s,) = hpl.parse(text, "pasted.rst").samples
     assert s.value == pytest.approx(9.79690e11) and s.params["N"] == 100000
+    # detected as HPL even when the banner was left out of the paste
+    no_banner = "\n".join(ln for ln in text.splitlines() if "HPLinpack" not in ln)
+    assert parse_text(no_banner, "auto", "pasted.rst").tool == "hpl"
 
 
 def test_hpl_nan_residual_is_failed_never_a_rate():

@@ -174,7 +174,7 @@ def looks_like(text: str) -> bool:
         return False  # HPCC embeds HPL; hpcc.py reads that file whole
     if "HPLinpack" in text and "High-Performance Linpack benchmark" in text:
         return True
-    return "||Ax-b||_oo" in text and any(_RESULT.match(ln) for ln in text.splitlines())
+    return "||Ax-b||_oo" in text and any(_RESULT.match(ln.strip()) for ln in text.splitlines())
 
 
 def read_tests(text: str, *, source: str = "<text>", first_line: int = 1) -> HplOutput:
