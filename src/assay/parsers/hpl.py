@@ -227,7 +227,7 @@ def read_tests(text: str, *, source: str = "<text>", first_line: int = 1) -> Hpl
             in_counts = False
         if m := _VERSION.match(line):
             out.version = out.version or m["version"]
-            if not out.runs or closed or any(t.run == out.runs for t in out.tests):
+            if not out.runs or closed or (out.tests and out.tests[-1].run == out.runs):
                 out.new_run(lineno)
                 closed = False
         elif m := _EPS.search(line):
