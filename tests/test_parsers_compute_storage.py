@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from assay.errors import ParseError
-from assay.parsers import fio, hpcc, hpl, stream
+from assay.parsers import fio, hpcc, hpl, parse_text, stream
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -104,6 +104,64 @@ def test_hpl_reads_the_hpl_part_of_hpcc_output():
     # PTRANS's look-alike counts ("... residual checks.") are not HPL's
     assert r.meta["summary"] == {"finished": 4, "passed": 4, "failed": 0, "skipped": 0}
     assert not hpl.looks_like(text) and hpcc.looks_like(text)
+
+
+def test_hpl_pasted_indented_after_a_prompt_reads_as_written():
+    # a block pasted into a doc (reStructuredText literal: indented, after the shell prompt)
+    text = "  $ mpirun -np 48 ./xhpl\n" + "".join(
+        f"  {line}\n" for line in fixture("hpl/sc14_hpl21.txt").splitlines()
+    )
+    (s,) = hpl.parse(text, "pasted.rst").samples
+    assert s.value == pytest.approx(9.79690e11) and s.params["N"] == 100000
+    # detected as HPL even when the banner was left out of the paste
+    no_banner = "\n".join(ln for ln in text.splitlines() if "HPLinpack" not in ln)
+    assert parse_text(no_banner, "auto", "pasted.rst").tool == "hpl"
+
+
+def test_hpl_nan_residual_is_failed_never_a_rate():
+    # HPCC 1.5.0's HPL printed "-nan ...... FAILED" (github.com/liuquan2049/hpcc-buaa)
+    text = fixture("real/hpcc/buaa_hpcc150_appended_excerpt.txt")
+    r = hpcc.parse(text, "buaa.txt")
+    assert not by_metric(r.samples, "compute.hpl", run=5)
+    (bad,) = [f for f in r.meta["failed"] if f["run"] == 5 and f["section"] == "HPL"]
+    assert bad["N"] == 30000 and bad["residual"] is None
+
+
+def test_hpl_outputs_pasted_one_after_another_are_runs_kept_apart():
+    text = fixture("real/hpl/nvidia_cuda_hpl20_typical_results_excerpt.txt")
+    r = hpl.parse(text, "readme.txt")
+    assert sorted({s.params["run"] for s in r.samples}) == [1, 2, 3, 4, 5, 6]
+    # run 3 was pasted without its banner and its closing counts: kept, and said
+    assert len(by_metric(r.samples, "compute.hpl", run=3)) == 7
+    assert any("run 3" in w and "no closing counts" in w for w in r.warnings)
+    assert r.complete
+
+
+def test_hpcc_values_it_never_computed_are_not_stored():
+    # RandomAccess_LCG values never set (denormals), -1 for tests that did not run
+    text = fixture("real/hpcc/tuandinh91_hpcc142_appended_excerpt.txt")
+    r = hpcc.parse(text, "tuan.txt")
+    assert not by_metric(r.samples, "memory.randomaccess")
+    assert any("uninitialised: StarRandomAccess_LCG_GUPs=6.95257e-310" in w for w in r.warnings)
+    assert any("not run: StarSTREAM_Copy" in w for w in r.warnings)
+    assert "SingleRandomAccess_LCG_GUPs" in r.meta["runs"][0]["not_measured"]
+
+
+def test_hpcc_aborted_start_is_refused_saying_where_it_stopped():
+    text = fixture("real/hpcc/alexsockz_hpcc150_aborted_start_excerpt.txt")
+    with pytest.raises(ParseError, match=r"stopped before any result.*MPIRandomAccess section"):
+        hpcc.parse(text, "aborted.txt")
+
+
+def test_hpcc_summary_hpl_never_from_minus_one_nor_n_zero():
+    text = fixture("hpcc/hpccoutf.txt")
+    text = drop_section(text, "HPL")
+    for key, bad in (("HPL_Tflops", "-1"), ("HPL_Tflops", "4.94066e-324"), ("HPL_N", "0")):
+        start = text.index(f"\n{key}=") + 1
+        end = text.index("\n", start)
+        r = hpcc.parse(text[:start] + f"{key}={bad}" + text[end:], "x.txt")
+        assert not by_metric(r.samples, "compute.hpl"), (key, bad)
+        assert any("HPL_Tflops" in w and "not stored" in w for w in r.warnings), (key, bad)
 
 
 def test_hpl_bad_input():
@@ -234,14 +292,19 @@ def test_hpcc_summary_hpl_when_the_body_has_no_hpl_test():
     assert any(f.get("key") == "HPL_Tflops" for f in r.meta["failed"])
 
 
-def test_hpcc_appended_runs_reads_the_last():
+def test_hpcc_appended_runs_are_each_kept_apart():
+    # (this asserted before that only the last run was read: the first run's HPL tests were lost)
     text = fixture("hpcc/hpccoutf.txt")
     failed = fixture("hpcc/hpccoutf_hpl_failed.txt")
-    r = hpcc.parse(failed + text, "twice.txt")  # hpcc appends: the second run is the last
-    assert any("2 HPCC runs" in w and "line 634" in w for w in r.warnings)
-    assert len(r.samples) == len(hpcc.parse(text).samples)
-    assert len(by_metric(r.samples, "compute.hpl")) == 4
-    assert by_metric(r.samples, "compute.hpl")[0].params["N"] == 500
+    r = hpcc.parse(failed + text, "twice.txt")  # hpcc appends: two runs, the failed one first
+    assert any("2 HPCC runs" in w and "params.run 1..2" in w for w in r.warnings)
+    second = by_metric(r.samples, "compute.hpl", run=2)
+    assert len(second) == 4 and second[0].params["N"] == 500
+    first = by_metric(r.samples, "compute.hpl", run=1)
+    assert len(first) == 3  # its failed test (N=1000 NB=64) is no rate
+    assert [f for f in r.meta["failed"] if f["run"] == 1 and f["section"] == "HPL"]
+    assert {s.params["run"] for s in r.samples} == {1, 2}
+    assert len(r.samples) == len(hpcc.parse(failed).samples) + len(hpcc.parse(text).samples)
 
 
 def test_hpcc_bad_input():
