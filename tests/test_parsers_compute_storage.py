@@ -460,8 +460,13 @@ def test_fio_plain_json_and_sizes():
 def test_fio_failed_job_is_not_a_rate():
     doc = fio_doc("fio/randread_8k.jsonplus.json")
     doc["jobs"][0]["error"] = 5  # EIO, as fio reports a job that died on an I/O error
-    r = fio.parse(json.dumps(doc), "err.json")
-    assert r.samples == []
+    # every job failed: no measurement at all, refused with the jobs and their errors
+    with pytest.raises(ParseError, match=r"every job failed \(job 'randread': error 5 \(Input"):
+        fio.parse(json.dumps(doc), "err.json")
+    two = json.loads(json.dumps(doc))
+    two["jobs"].append(fio_doc("fio/randread_8k.jsonplus.json")["jobs"][0])
+    r = fio.parse(json.dumps(two), "err.json")
+    assert {s.params["job"] for s in r.samples} == {"randread"} and len(r.samples) == 4
     assert r.meta["failed"] == [{"job": "randread", "host": None, "error": 5}]
     # a client that failed also spoils fio's "All clients" sum
     doc = fio_doc("fio/client_server_2hosts.jsonplus.txt")
