@@ -41,9 +41,11 @@ fio 2.99-3.2 write ``io_bytes`` in bytes and ``bw`` in KiB/s only: the bandwidth
 fio's own later formula, ``1000 * io_bytes // runtime``, said in a warning. fio 2.x writes
 ``io_bytes`` in KiB (``>> 10``), ``bw`` in KiB/s and ``slat``/``clat``/``lat`` in
 microseconds with the percentiles under ``clat`` (no ``N``, no ``*_ns``): the bandwidth is
-``bw * 1024`` (exact to 1 KiB/s) and the latencies are converted from µs, both said in a
-warning; the block size is then not derived from ``io_bytes``. Latency ``n`` is fio's ``N``,
-else the direction's ``total_ios`` (one completion latency per I/O). Options a file does not
+``1000 * io_bytes * 1024 // runtime`` (fio's formula, closer than ``bw * 1024``, which is
+floored to 1 KiB/s; ``bw * 1024`` only without a runtime) and the latencies are converted
+from µs, both said in a warning; a clat/lat ``min`` of 0 µs (under 1 µs) is left out; the
+block size is then not derived from ``io_bytes``. Latency ``n`` is fio's ``N``, else the
+direction's ``total_ios`` (one completion latency per I/O). Options a file does not
 record (fio 2.1 writes no ``job options``) are left out, not filled with fio's defaults.
 
 A file where every job failed (``error`` != 0) holds no measurement: a ParseError naming
@@ -369,13 +371,18 @@ def _bandwidth(data: Mapping[str, Any], kib_io: bool, ddir: str, source: str) ->
 
     if "bw_bytes" in data:
         return json_number(data["bw_bytes"], source=source, what=f"{ddir}.bw_bytes", minimum=0), ""
-    if not kib_io and "io_bytes" in data and whole("runtime") > 0:
+    if "io_bytes" in data and "runtime" in data and whole("runtime") > 0:
+        if kib_io:  # fio 2.x: io_bytes is whole KiB (io_bytes >> 10)
+            return float(1000 * whole("io_bytes") * 1024 // whole("runtime")), (
+                "no bw_bytes (fio 2.x): bandwidth = 1000 * io_bytes (KiB) * 1024 // runtime "
+                "(ms), fio's own formula for bw_bytes, io_bytes being whole KiB"
+            )
         return float(1000 * whole("io_bytes") // whole("runtime")), (
             "no bw_bytes (fio before 3.3): bandwidth = 1000 * io_bytes // runtime (ms), "
             "fio's own formula for bw_bytes"
         )
     return json_number(data["bw"], source=source, what=f"{ddir}.bw", minimum=0) * 1024, (
-        "no bw_bytes (fio 2.x): bandwidth = bw (KiB/s) * 1024, exact to 1 KiB/s"
+        "no bw_bytes nor runtime: bandwidth = bw (KiB/s) * 1024, exact to 1 KiB/s"
     )
 
 
