@@ -49,8 +49,8 @@ direction's ``total_ios`` (one completion latency per I/O). Options a file does 
 record (fio 2.1 writes no ``job options``) are left out, not filled with fio's defaults.
 
 A file where every job failed (``error`` != 0) holds no measurement: a ParseError naming
-the jobs and errors. fio's normal (human-readable) output is recognised and refused with a
-message saying so (rerun with ``--output-format=json``).
+the jobs and errors. fio's normal (human-readable) output without any JSON is read by
+``fio_normal.parse_normal`` (figures as printed, rounded: said in a warning).
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.base import ParseResult, require_text
+from assay.parsers.fio_normal import parse_normal
 from assay.parsers.jsonshape import json_text, json_text_map
 from assay.parsers.numbers import checked, json_int, json_number, parse_int, parse_number
 from assay.vocab import ALL_CLIENTS  # the name fio gives a multi-client total; shared
@@ -249,12 +250,6 @@ def _load_all(text: str, source: str, result: ParseResult) -> list[dict[str, Any
     require_text(text, "fio JSON", source=source)
     m = re.search(r"^\{", text, re.MULTILINE) or re.search(r"\{", text)
     if m is None:
-        if _NORMAL.search(text):
-            raise ParseError(
-                "this is fio's normal (human-readable) output, which assay does not read: "
-                "rerun fio with --output-format=json (or json+)",
-                source=source,
-            )
         raise ParseError(
             "no JSON object found: not fio --output-format=json output", source=source, line=1
         )
@@ -522,6 +517,8 @@ def _check_entry(entry: Any, client_mode: bool, source: str) -> None:
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Parse fio JSON or JSON+ (local ``jobs`` or client/server ``client_stats``), one
     document or several appended (each a ``run``)."""
+    if _NORMAL.search(text) and not re.search(r"^\{", text, re.MULTILINE):
+        return parse_normal(text, source)  # no JSON: fio's normal output alone
     result = ParseResult(tool=TOOL)
     docs = _load_all(text, source, result)
     failed: list[dict[str, Any]] = []
