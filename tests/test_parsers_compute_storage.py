@@ -641,3 +641,13 @@ def test_fio_normal_output_alone_is_read_and_a_header_only_one_refused():
     header_only = text.split("seq: (groupid")[0] + "Run status group 0 (all jobs):\n"
     with pytest.raises(ParseError, match=r"fio's normal .* without any job result line"):
         parse_text(header_only, "auto", source="h.txt")
+
+
+def test_fio_normal_and_json_output_reads_the_json():
+    real = Path(__file__).parent / "fixtures" / "real" / "fio"
+    normal = (real / "vps_2.2.10_normal_randread_5runs.log").read_text().split("Disk stats")[0]
+    text = normal + fixture("fio/write_1m.json")  # --output-format=normal,json
+    r = parse_text(text, "auto", source="both.txt")
+    assert {s.params["job"] for s in r.samples} == {"seqwrite"}
+    assert r.samples[0].params["rw"] == "write"
+    assert any("before fio's JSON" in w and "randread: (g=0)" in w for w in r.warnings)
