@@ -731,3 +731,16 @@ def test_nan_cpu_and_for_loops_params():
     assert [run["name"] for run in r.meta["runs"]] == ["SD_format", "rd1"]  # NaN cpu% read
     t = vdbench.parse(report("guide_totals_example.txt"), "totals")
     assert [s.params["xfersize"] for s in samples_of(t, "storage.iops")] == [1024, 2048, 3072]
+
+
+def test_flatfile_is_recognised_and_refused_with_the_files_to_import():
+    from assay.parsers import parse_text
+
+    # the fixed first lines Vdbench writes into flatfile.html (Flat.java, print_col_headers)
+    text = (
+        "*\n* 'flatfile.html' contains Vdbench generated information in a column by column "
+        "ASCII format. \n*\n"
+    )
+    for fmt in ("vdbench", "auto"):
+        with pytest.raises(ParseError, match=r"flatfile\.html .* summary\.html or totals\.html"):
+            parse_text(text, fmt, source="flatfile.html")

@@ -1,4 +1,5 @@
 """Vdbench raw-I/O (SD/WD) reports: ``summary.html``, ``totals.html`` or Vdbench's console.
+(``flatfile.html`` is recognised and refused with a message naming the files to import.)
 
 Every run starts with a ``Starting RD=name; I/O rate: ...; elapsed=...; For loops: ...`` line
 and has a table of reporting intervals ended by a weighted average over the intervals after
@@ -55,6 +56,10 @@ _ROW = re.compile(
 _AVG = re.compile(r"avg_(?P<first>\d+)(?:-(?P<last>\d+))?")
 _VERSION = re.compile(r"Vdbench distribution: vdbench(?P<v>\d+)")
 _FSD_HEADER = re.compile(r"\.Interval\.\s+\.ReqstdOps")
+# flatfile.html (Flat.java): comment lines, then " tod  timestamp Run Interval reqrate ..."
+_FLATFILE = re.compile(
+    r"^\s*tod\s+timestamp\s+Run\s+Interval\b|'flatfile\.html' contains Vdbench", re.M
+)
 
 
 @dataclass
@@ -72,7 +77,7 @@ def looks_like(text: str) -> bool:
     its ``Starting RD=`` line followed by an ``avg_`` line (a pasted excerpt)."""
     if "<title>Vdbench" in text or "Vdbench distribution:" in text:
         return True
-    if "Vdbench summary report" in text:
+    if "Vdbench summary report" in text or _FLATFILE.search(text[:65536]):
         return True
     if ("1024**2" in text or "1000**2" in text) and re.search(r"\binterval\b", text):
         return True
@@ -95,6 +100,13 @@ class _Scan:
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Samples of every ``avg_`` line of a Vdbench SD/WD report."""
     require_text(text, "Vdbench output", source=source)
+    if _FLATFILE.search(text):
+        raise ParseError(
+            "a Vdbench flatfile.html (one column per counter): not read; import the "
+            "summary.html or totals.html of the same output directory, which hold the same "
+            "avg_ lines",
+            source=source,
+        )
     result = ParseResult(tool=TOOL)
     if m := _VERSION.search(text):
         digits = m["v"]
