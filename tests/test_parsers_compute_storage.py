@@ -651,3 +651,12 @@ def test_fio_normal_and_json_output_reads_the_json():
     assert {s.params["job"] for s in r.samples} == {"seqwrite"}
     assert r.samples[0].params["rw"] == "write"
     assert any("before fio's JSON" in w and "randread: (g=0)" in w for w in r.warnings)
+
+
+def test_fio_normal_output_with_a_cut_json_reads_the_normal_output_and_says_why():
+    real = Path(__file__).parent / "fixtures" / "real" / "fio"
+    normal = (real / "vps_2.2.10_normal_randread_5runs.log").read_text().split("Disk stats")[0]
+    json_text = fixture("fio/write_1m.json")
+    r = parse_text(normal + json_text[: len(json_text) // 2], "fio", source="cut.txt")
+    assert {s.params["job"] for s in r.samples} == {"randread"}
+    assert any("fio JSON not read" in w and "not valid" in w for w in r.warnings)

@@ -517,10 +517,20 @@ def _check_entry(entry: Any, client_mode: bool, source: str) -> None:
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Parse fio JSON or JSON+ (local ``jobs`` or client/server ``client_stats``), one
     document or several appended (each a ``run``)."""
-    if _NORMAL.search(text) and not re.search(r"^\{", text, re.MULTILINE):
+    normal = _NORMAL.search(text) is not None
+    if normal and not re.search(r"^\{", text, re.MULTILINE):
         return parse_normal(text, source)  # no JSON: fio's normal output alone
     result = ParseResult(tool=TOOL)
-    docs = _load_all(text, source, result)
+    try:
+        docs = _load_all(text, source, result)
+    except ParseError as err:
+        if not normal:
+            raise
+        # a "{" line that is not fio's JSON (a pasted script), or a cut JSON after the normal
+        # output: the normal output is read, and the JSON's fault said
+        result = parse_normal(text, source)
+        result.warnings.append(f"fio JSON not read ({err}): fio's normal output read instead")
+        return result
     failed: list[dict[str, Any]] = []
     for i, doc in enumerate(docs):
         run = {"run": i + 1} if len(docs) > 1 else {}
