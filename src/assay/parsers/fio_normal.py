@@ -51,7 +51,8 @@ _LAT = re.compile(
     rf"max=\s*(?P<max>{_NUM}[kKMG]?), avg=\s*(?P<avg>{_NUM}), stdev=\s*(?P<stdev>{_NUM})"
 )
 _PCT_HEAD = re.compile(r"^\s+(?P<kind>clat|lat) percentiles \((?P<unit>nsec|usec|msec)\):")
-_PCT = re.compile(rf"(?P<p>{_NUM})th=\[\s*(?P<v>{_NUM}[kKMG]?)\]")
+# a number starts where no digit is before it: tried once per run of digits, not at each digit
+_PCT = re.compile(rf"(?<![\d.])(?P<p>{_NUM})th=\[\s*(?P<v>{_NUM}[kKMG]?)\]")
 _BANNER = re.compile(r"^fio-\d+\.\d+")
 _SECONDS = {"nsec": 1e-9, "usec": 1e-6, "msec": 1e-3}
 _COUNT = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}

@@ -50,7 +50,9 @@ _START = re.compile(r"Starting RD=(?P<rd>[^;]+?)\s*(?:;(?P<rest>.*))?$")
 _ROW = re.compile(
     # the values start with a figure, so the blanks before them are the "\s+"'s alone: a class
     # holding blanks after "\s+" split a run of them every way on a failed match (quadratic)
-    rf"^(?:{_TIME}\s*)?(?P<interval>avg_\d+(?:-\d+)?|\d+)\s+"
+    # and a time stamp is followed by blanks or by a glued "avg_" (17:46:35.163avg_31-150):
+    # "\s*" let its fraction's digits and a numeric interval's split every way (quadratic)
+    rf"^(?:{_TIME}(?:\s+|(?=avg_)))?(?P<interval>avg_\d+(?:-\d+)?|\d+)\s+"
     r"(?P<values>[-+0-9.eENaInfity][-+0-9.eENaInfity\s]*)$"
 )
 _AVG = re.compile(r"avg_(?P<first>\d+)(?:-(?P<last>\d+))?")
