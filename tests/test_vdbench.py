@@ -744,3 +744,13 @@ def test_flatfile_is_recognised_and_refused_with_the_files_to_import():
     for fmt in ("vdbench", "auto"):
         with pytest.raises(ParseError, match=r"flatfile\.html .* summary\.html or totals\.html"):
             parse_text(text, fmt, source="flatfile.html")
+
+
+def test_a_for_loops_value_past_int_limits_stays_text():
+    from assay.parsers import vdbench
+
+    real = Path(__file__).parent / "fixtures" / "real" / "vdbench"
+    text = (real / "curve_50407_stopcurve.txt").read_text()
+    huge = "1" * 5000
+    r = vdbench.parse(text.replace("For loops: threads=4", "For loops: threads=" + huge), "x")
+    assert {s.params["threads"] for s in r.samples} == {huge}

@@ -296,6 +296,8 @@ _SIZE = re.compile(r"(?P<num>\d+(?:\.\d+)?)(?P<unit>[kmgt])", re.IGNORECASE)
 def _loop_value(value: str) -> int | float | str:
     """A ``For loops:`` value: a whole number, a size in bytes (Vdbench's ``k`` is 1024),
     a number, or the text as printed (``max``, ``(10,90)``)."""
+    if len(value) > 30:  # no count or size Vdbench prints is that long
+        return value
     if value.isdigit():
         return int(value)
     if m := _SIZE.fullmatch(value):
