@@ -254,6 +254,8 @@ def _load_all(text: str, source: str, result: ParseResult) -> list[dict[str, Any
             "no JSON object found: not fio --output-format=json output", source=source, line=1
         )
     _skipped(text[: m.start()], "before fio's JSON", result)
+    if before := [ln.strip() for ln in text[: m.start()].splitlines() if ln.strip()]:
+        result.meta["text_before_json"] = before[:5]  # fio's own messages, as printed
     docs = [_decode(text, m.start(), source)]
     end = docs[0][1]
     while (nxt := re.compile(r"^\{", re.MULTILINE).search(text, end)) is not None:
@@ -544,8 +546,11 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
                 + f": error {f['error']} ({_strerror(f['error'])})"
                 for f in failed[:4]
             )
+            said = result.meta.get("text_before_json")
             raise ParseError(
-                f"fio reported no measurement: every job failed ({jobs})", source=source
+                f"fio reported no measurement: every job failed ({jobs})",
+                source=source,
+                hint=f"fio printed: {' | '.join(said)[:300]}" if said else None,
             )
     if not result.samples:
         result.warnings.append("no job moved any data")
