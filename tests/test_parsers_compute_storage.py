@@ -523,8 +523,13 @@ def test_fio_plain_json_and_sizes():
 def test_fio_failed_job_is_not_a_rate():
     doc = fio_doc("fio/randread_8k.jsonplus.json")
     doc["jobs"][0]["error"] = 5  # EIO, as fio reports a job that died on an I/O error
-    r = fio.parse(json.dumps(doc), "err.json")
-    assert r.samples == []
+    # every job failed: no measurement at all, refused with the jobs and their errors
+    with pytest.raises(ParseError, match=r"every job failed \(job 'randread': error 5 \(Input"):
+        fio.parse(json.dumps(doc), "err.json")
+    two = json.loads(json.dumps(doc))
+    two["jobs"].append(fio_doc("fio/randread_8k.jsonplus.json")["jobs"][0])
+    r = fio.parse(json.dumps(two), "err.json")
+    assert {s.params["job"] for s in r.samples} == {"randread"} and len(r.samples) == 4
     assert r.meta["failed"] == [{"job": "randread", "host": None, "error": 5}]
     # a client that failed also spoils fio's "All clients" sum
     doc = fio_doc("fio/client_server_2hosts.jsonplus.txt")
@@ -623,3 +628,98 @@ def test_fio_real_two_jobs_merged(tmp_path):
 def test_looks_like_is_exclusive(name, module):
     text = fixture(name)
     assert [m for m in (hpl, hpcc, stream, fio) if m.looks_like(text)] == [module]
+
+
+def test_fio_json_documents_appended_to_one_file_are_runs_kept_apart():
+    one = fixture("fio/write_1m.json")
+    two = fixture("fio/randread_8k.jsonplus.json")
+    r = fio.parse("$ fio --output-format=json ...\n" + one + "\n" + two + "$ \n", "two.log")
+    assert {s.params["run"] for s in r.samples} == {1, 2}
+    assert {s.params["job"] for s in r.samples if s.params["run"] == 1} == {"seqwrite"}
+    assert {s.params["job"] for s in r.samples if s.params["run"] == 2} == {"randread"}
+    assert any("before fio's JSON" in w and "$ fio" in w for w in r.warnings)
+    single = fio.parse(one, "one.json")
+    assert all("run" not in s.params for s in single.samples)
+
+
+def test_fio_3_0_to_3_2_bandwidth_is_fios_formula_and_2x_units_are_converted():
+    doc = fio_doc("fio/write_1m.json")
+    w = doc["jobs"][0]["write"]
+    del w["bw_bytes"]  # as fio 3.0-3.2 write it
+    r = fio.parse(json.dumps(doc), "old.json")
+    (bw,) = by_metric(r.samples, "storage.bandwidth")
+    assert bw.value == 1000 * w["io_bytes"] // w["runtime"]
+    assert any("no bw_bytes (fio before 3.3)" in x for x in r.warnings)
+    # fio 2.x: io_bytes in KiB, clat/lat in µs, no N
+    old = {
+        "fio version": "fio-2.2.10",
+        "jobs": [
+            {
+                "jobname": "j",
+                "groupid": 0,
+                "error": 0,
+                "job options": {"rw": "read", "bs": "4k"},
+                "read": {
+                    "io_bytes": 4096,
+                    "bw": 2048,
+                    "iops": 512.0,
+                    "runtime": 2000,
+                    "total_ios": 1024,
+                    "clat": {
+                        "min": 0,
+                        "max": 900,
+                        "mean": 150.5,
+                        "stddev": 20.0,
+                        "percentile": {"50.000000": 140, "0.00": 0},
+                    },
+                    "lat": {"min": 3, "max": 910, "mean": 160.0, "stddev": 21.0},
+                },
+            }
+        ],
+    }
+    r = fio.parse(json.dumps(old), "two.json")
+    (bw,) = by_metric(r.samples, "storage.bandwidth")
+    assert bw.value == 1000 * 4096 * 1024 // 2000
+    (clat,) = by_metric(r.samples, "storage.latency", latency="completion")
+    assert clat.value == 0.0001505 and clat.stats.median == 0.00014
+    assert clat.stats.min is None and clat.stats.n == 1024  # 0 µs is under fio 2's resolution
+    assert any("microseconds" in x for x in r.warnings)
+
+
+def test_fio_normal_output_alone_is_read_and_a_header_only_one_refused():
+    text = (
+        "seq: (g=0): rw=read, bs=(R) 1024KiB-1024KiB, (W) 1024KiB-1024KiB, "
+        "(T) 1024KiB-1024KiB, ioengine=psync, iodepth=1\nfio-3.33\nStarting 1 process\n\n"
+        "seq: (groupid=0, jobs=1): err= 0: pid=1: Mon Jan  1 00:00:00 2024\n"
+        "  read: IOPS=1234, BW=1234MiB/s (1294MB/s)(2468MiB/2000msec)\n"
+        "    clat (usec): min=500, max=1500k, avg=800.50, stdev=10.25\n"
+    )
+    r = parse_text(text, "auto", source="n.txt")
+    (iops,) = by_metric(r.samples, "storage.iops")
+    assert iops.value == 1234 and iops.params["bs"] == 1 << 20
+    (bw,) = by_metric(r.samples, "storage.bandwidth")
+    assert bw.value == 1234 * 2**20
+    (clat,) = by_metric(r.samples, "storage.latency")
+    assert clat.value == pytest.approx(800.5e-6) and clat.stats.max == pytest.approx(1.5)
+    header_only = text.split("seq: (groupid")[0] + "Run status group 0 (all jobs):\n"
+    with pytest.raises(ParseError, match=r"fio's normal .* without any job result line"):
+        parse_text(header_only, "auto", source="h.txt")
+
+
+def test_fio_normal_and_json_output_reads_the_json():
+    real = Path(__file__).parent / "fixtures" / "real" / "fio"
+    normal = (real / "vps_2.2.10_normal_randread_5runs.log").read_text().split("Disk stats")[0]
+    text = normal + fixture("fio/write_1m.json")  # --output-format=normal,json
+    r = parse_text(text, "auto", source="both.txt")
+    assert {s.params["job"] for s in r.samples} == {"seqwrite"}
+    assert r.samples[0].params["rw"] == "write"
+    assert any("before fio's JSON" in w and "randread: (g=0)" in w for w in r.warnings)
+
+
+def test_fio_normal_output_with_a_cut_json_reads_the_normal_output_and_says_why():
+    real = Path(__file__).parent / "fixtures" / "real" / "fio"
+    normal = (real / "vps_2.2.10_normal_randread_5runs.log").read_text().split("Disk stats")[0]
+    json_text = fixture("fio/write_1m.json")
+    r = parse_text(normal + json_text[: len(json_text) // 2], "fio", source="cut.txt")
+    assert {s.params["job"] for s in r.samples} == {"randread"}
+    assert any("fio JSON not read" in w and "not valid" in w for w in r.warnings)
