@@ -49,6 +49,7 @@ from a finished one.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -106,6 +107,8 @@ _BUFFERS = re.compile(
     r"Receive Buffer on (?P<recv>\w+)",
     re.IGNORECASE,
 )
+# osu_latency_mt: OMB 5.x prints these before the title, 7.x after it
+_THREADS = re.compile(r"^\s*#\s*Number of (?P<who>Sender|Receiver) threads:\s*(?P<n>\d+)", re.I)
 _PAIRS = re.compile(r"pairs:\s*(?P<pairs>\d+)\s*\]\s*\[\s*window size:\s*(?P<window>\d+)")
 # Lines an MPI runtime or UCX writes into the same stream: "[host:pid] ..." / "[1700.5] [host:..".
 _RUNTIME_MESSAGE = re.compile(r"^\s*\[[^\]]*\]")
@@ -129,6 +132,12 @@ _COLUMNS: list[tuple[str, re.Pattern[str]]] = [
         ("overall", r"Overall\s*\(us\)"),
         ("compute", r"Compute\s*\(us\)"),
         ("pure", r"Pure\s+Comm\.?\s*\(us\)"),
+        # -f (full statistics) of the non-blocking collectives, OMB 5.7+
+        ("init", r"Coll\.?\s+Init\s*\(us\)"),
+        ("test", r"MPI_Test\s*\(us\)"),
+        ("wait", r"MPI_Wait\s*\(us\)"),
+        ("min_comm", r"Min\s+Comm\.?\s*\(us\)"),
+        ("max_comm", r"Max\s+Comm\.?\s*\(us\)"),
         ("overlap", r"Overlap\s*\(%\)"),
         ("validation", r"Validation"),  # OMB 6+ with -c: "Pass" / "Fail" per row
     ]
@@ -242,8 +251,14 @@ def _row_samples(block: _Block, values: dict[str, float]) -> list[Sample]:
             )
         return out
     if kind.measure == "nonblocking":
+        spread = None
+        if "min_comm" in values and "max_comm" in values:  # -f: the spread across ranks
+            spread = Stats(n=0, min=values["min_comm"] * US, max=values["max_comm"] * US,
+                           mean=values["pure"] * US)  # fmt: skip
         return [
-            _sample(f"coll.{kind.op}", values["pure"] * US, params, unit="s", better="lower"),
+            _sample(
+                f"coll.{kind.op}", values["pure"] * US, params, spread, unit="s", better="lower"
+            ),
             _sample(
                 f"coll.{kind.op}.overall", values["overall"] * US, params, unit="s", better="lower"
             ),
@@ -266,7 +281,8 @@ def _row_samples(block: _Block, values: dict[str, float]) -> list[Sample]:
     return [_sample(metric, values["avg"] * US, params, stats, unit="s", better="lower")]
 
 
-_TIMES = frozenset({"avg", "min", "max", "p50", "p90", "p99", "overall", "pure"})
+_TIMES = frozenset({"avg", "min", "max", "p50", "p90", "p99", "overall", "pure", "min_comm",
+                    "max_comm"})  # fmt: skip
 
 _REQUIRED = {
     "latency": ("avg",),
@@ -276,6 +292,22 @@ _REQUIRED = {
     "mbw_mr": ("size", "bw"),
     "nonblocking": ("overall", "pure"),
 }
+
+
+def _number_repeated_runs(blocks: list[_Block]) -> None:
+    """The same benchmark run more than once in one file (a session pasted whole, outputs
+    concatenated): each run its own series, ``params["run"]`` 1, 2... in file order."""
+    keys = [
+        (b.kind.benchmark, b.version, tuple(sorted(b.params.items())))
+        for b in blocks
+        if b.kind is not None and b.rows
+    ]
+    counts = Counter(keys)
+    seen: Counter[tuple[Any, ...]] = Counter()
+    for b, key in zip((b for b in blocks if b.kind is not None and b.rows), keys, strict=True):
+        if counts[key] > 1:
+            seen[key] += 1
+            b.params["run"] = seen[key]
 
 
 def looks_like(text: str) -> bool:
@@ -302,8 +334,15 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
     block: _Block | None = None
     cut_last_line = last_line_cut(text)
 
+    pending: dict[str, Any] = {}  # thread counts printed before the title they belong to
     for lineno, raw in enumerate(lines, start=1):
         stripped = raw.strip()
+        threads = _THREADS.match(raw)
+        if threads:
+            key = f"{threads['who'].lower()}_threads"
+            value = parse_int(threads["n"], source=source, line=lineno, what=key)
+            (block.params if block is not None and not block.columns else pending)[key] = value
+            continue
         title = _title(raw)
         if title:
             api = title["api"]
@@ -317,6 +356,8 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             )
             if block.device:
                 block.params["device"] = block.device
+            block.params.update(pending)
+            pending = {}
             blocks.append(block)
             if kind is None:
                 warnings.append(
@@ -422,6 +463,7 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             kept, dup_gap = sweep_rows(rows, table=b.kind.benchmark, source=source)
             b.rows = [(n, v) for n, _, v in kept]
             warnings.extend(dup_gap)
+    _number_repeated_runs(blocks)
     samples: list[Sample] = []
     for b in blocks:
         for _, values in b.rows:
