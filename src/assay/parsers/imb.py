@@ -105,6 +105,7 @@ _MODE = re.compile(r"^\s*#\s*MODE:\s*(?P<mode>[A-Za-z-]+)")
 _MAX_LEN = re.compile(r"^\s*#\s*Maximum message length in bytes:\s*(?P<n>\d+)")
 _FINALIZE = re.compile(r"^\s*#\s*All processes entering MPI_Finalize")
 _FAILED_ROW = re.compile(r"^\s*\d+\s+(?P<what>out-of-mem|time-out|int-overflow)", re.IGNORECASE)
+_ELIDED = re.compile(r"^(?:\.{3,}|\u2026)$")  # "..." where a person pasting left rows out
 _TAIL_LINE = re.compile(r"^\s*\[[\d.,\s]*\]\s*$")  # "[ 0.83, 0.97, ... ]" of a patched IMB
 
 _COLUMNS = {
@@ -444,6 +445,11 @@ class _Reader:
             return
         if not stripped[0].isdigit():
             if not stripped.startswith("#") and block.rows and block.garbage is None:
+                if _ELIDED.match(stripped):
+                    self.warnings.append(
+                        f"{self.source}:{lineno}: {stripped!r} after the last {block.label} row: "
+                        "rows were left out where this output was pasted"
+                    )
                 block.garbage = (lineno, stripped)
             return
         tokens = table_row(

@@ -110,6 +110,8 @@ _BUFFERS = re.compile(
 # osu_latency_mt: OMB 5.x prints these before the title, 7.x after it
 _THREADS = re.compile(r"^\s*#\s*Number of (?P<who>Sender|Receiver) threads:\s*(?P<n>\d+)", re.I)
 _PAIRS = re.compile(r"pairs:\s*(?P<pairs>\d+)\s*\]\s*\[\s*window size:\s*(?P<window>\d+)")
+# "..." or "…" where a person pasting an output left rows out
+_ELIDED = re.compile(r"^(?:\.{3,}|\u2026)$")
 # Lines an MPI runtime or UCX writes into the same stream: "[host:pid] ..." / "[1700.5] [host:..".
 _RUNTIME_MESSAGE = re.compile(r"^\s*\[[^\]]*\]")
 
@@ -295,19 +297,17 @@ _REQUIRED = {
 
 
 def _number_repeated_runs(blocks: list[_Block]) -> None:
-    """The same benchmark run more than once in one file (a session pasted whole, outputs
-    concatenated): each run its own series, ``params["run"]`` 1, 2... in file order."""
-    keys = [
-        (b.kind.benchmark, b.version, tuple(sorted(b.params.items())))
-        for b in blocks
-        if b.kind is not None and b.rows
-    ]
-    counts = Counter(keys)
-    seen: Counter[tuple[Any, ...]] = Counter()
-    for b, key in zip((b for b in blocks if b.kind is not None and b.rows), keys, strict=True):
-        if counts[key] > 1:
-            seen[key] += 1
-            b.params["run"] = seen[key]
+    """A benchmark run more than once in one file (a session pasted whole, outputs
+    concatenated): each run its own series, ``params["run"]`` 1, 2... in file order among the
+    runs of that benchmark, whatever options (device buffers...) each run had."""
+    ran = [b for b in blocks if b.kind is not None and b.rows]
+    counts = Counter(b.kind.benchmark for b in ran if b.kind is not None)
+    seen: Counter[str] = Counter()
+    for b in ran:
+        name = b.kind.benchmark if b.kind is not None else ""
+        if counts[name] > 1:
+            seen[name] += 1
+            b.params["run"] = seen[name]
 
 
 def looks_like(text: str) -> bool:
@@ -436,6 +436,11 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             block.rows.append((lineno, values))
             continue
         if block.rows and block.garbage is None:
+            if _ELIDED.match(stripped):
+                warnings.append(
+                    f"{source}:{lineno}: {stripped!r} after the last {block.kind.benchmark} row: "
+                    "rows were left out where this output was pasted"
+                )
             block.garbage = (lineno, stripped)  # the table may have ended here
 
     complete = True
