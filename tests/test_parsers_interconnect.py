@@ -241,13 +241,22 @@ def test_osu_barrier_and_nonblocking_collectives() -> None:
 def test_osu_skips_benchmarks_out_of_scope_and_stops_at_a_crash() -> None:
     result = run("osu", "spack_omb5.6.3_put_bw_to_latency_mt_crash.log")
     assert result.complete
-    assert result.meta["benchmarks"] == ["osu_bibw", "osu_latency"]
+    # one-sided osu_put_bw is read (rma.put.bandwidth); it was skipped before issue 26
+    assert result.meta["benchmarks"] == ["osu_put_bw", "osu_bibw", "osu_latency"]
     skipped = " ".join(result.warnings)
-    for title in ("MPI_Put Bandwidth", "Hello World", "Init Test"):
+    for title in ("Hello World", "Init Test"):
         assert title in skipped
+    assert "MPI_Put" not in skipped
+    put = one(result.samples, "rma.put.bandwidth", size=4194304)
+    assert put.value == pytest.approx(4395.14e6)
+    assert put.params["synchronization"] == "MPI_Win_flush"
     assert one(result.samples, "p2p.latency", size=4194304).value == pytest.approx(517.89e-6)
     assert one(result.samples, "p2p.bibw", size=4194304).params["version"] == "5.6.3"
-    assert {s.params["benchmark"] for s in result.samples} == {"osu_bibw", "osu_latency"}
+    assert {s.params["benchmark"] for s in result.samples} == {
+        "osu_put_bw",
+        "osu_bibw",
+        "osu_latency",
+    }
 
 
 def test_osu_runtime_messages_inside_the_table_are_skipped_with_a_warning() -> None:

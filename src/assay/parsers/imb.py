@@ -557,7 +557,12 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
     complete = not missing
     samples = [s for r in runs for b in r.blocks for s in _block_samples(b, r, len(runs))]
     if not samples and complete:
-        raise ParseError("IMB output without any result row", source=source)
+        found = [f"IMB {r.version}" for r in runs if r.version] + [b.label for b in blocks]
+        raise ParseError(
+            "IMB output without any result row (found: "
+            f"{', '.join(found) or 'no header, no block'}; no '#bytes' table with rows)",
+            source=source,
+        )
     return ParseResult(
         tool="imb",
         samples=samples,
