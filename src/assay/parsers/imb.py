@@ -22,7 +22,8 @@ and ends with ``# All processes entering MPI_Finalize``. Variants of a block:
 
 A file holding several IMB runs (a pasted session: one header per run, prompts and launcher
 lines between them) keeps each run apart: ``params["run"]`` (1, 2, ...) when there are more
-than one, each with its own version. Lines outside the IMB blocks are skipped.
+than one, each with its own version. Lines outside the IMB blocks are skipped; a ``...`` line
+after rows (rows left out by whoever pasted the output) is warned about.
 
 Units. IMB's "Mbytes/sec" changed meaning: IMB 2018 and later divide by 1e6
 (``static double MEGA = 1.0 / 1e6`` in IMB_output.c, intel/mpi-benchmarks; the 2025 user guide
