@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test soak deps lint bench clean
+.PHONY: run test test-fast soak deps lint bench clean
 
 run: deps
 	$(BIN)/assay run quick
@@ -15,6 +15,10 @@ run: deps
 
 test: deps
 	$(BIN)/python -m pytest -q
+
+# The fast loop: everything but the namespace Slurm cluster (and soak).
+test-fast: deps
+	$(BIN)/python -m pytest -q -m "not soak and not cluster"
 
 # Long fault-injection runs, not part of `make test` (which runs small versions of them):
 # 100,000 mutated outputs per parser (every test marked `soak`), then 20 SIGKILLs of

@@ -169,6 +169,39 @@ def test_pilot_sizes_the_iterations_once_for_the_sweep(mpi: Mpi, allpairs: Built
 
 
 @pytest.mark.slow
+def test_a_window_that_does_not_fit_the_budget_grows_it_and_the_run_finishes(
+    mpi: Mpi, allpairs: Built, tmp_path: Path
+):
+    """A slow or busy fabric (the issue: 64 nodes on 2 cores, 0.101 s a window against the
+    default 0.1 s) grows the pair budget to fit one window, within the sweep target, instead of
+    refusing the default run; the file's header and the summary record what was chosen."""
+    big = ["--bw-size", "4194304", "--pair-budget", "0.001"]  # 64 x 4 MiB: tens of ms
+    run = ok(run_probe(mpi, allpairs.exe, 4, tmp_path, *big))
+    assert "pair budget grown to fit one window" in run.proc.stderr
+    m = run.matrix()
+    _, bw = run.lines
+    assert m.window == 64 and bw["params"]["window"] == 64
+    assert m.pair_budget_s > 0.001 and bw["params"]["pair_budget"] == pytest.approx(
+        m.pair_budget_s, rel=1e-6
+    )
+    assert bw["params"]["fitted"] == "pair budget grown to fit one window"
+    assert {r.bw_iterations for r in m.rounds} == {1}
+
+
+@pytest.mark.slow
+def test_past_the_sweep_target_the_window_shrinks(mpi: Mpi, allpairs: Built, tmp_path: Path):
+    """Past what the sweep target allows a pair, the window shrinks to what fits (said, and
+    recorded as the window every figure used) rather than the run failing."""
+    tight = ["--bw-size", "4194304", "--pair-budget", "0.001", "--sweep-target", "0.03"]
+    run = ok(run_probe(mpi, allpairs.exe, 4, tmp_path, *tight))
+    assert "window shrunk to fit the sweep target" in run.proc.stderr, run.proc.stderr
+    m = run.matrix()
+    _, bw = run.lines
+    assert 1 <= m.window < 64 and bw["params"]["window"] == m.window
+    assert m.pair_budget_s == pytest.approx(0.03 / 3, rel=1e-6)  # 3 rounds of one group
+
+
+@pytest.mark.slow
 def test_pairs_at_once_one_measures_every_pair_once(mpi: Mpi, allpairs: Built, tmp_path: Path):
     run = ok(run_probe(mpi, allpairs.exe, 5, tmp_path, *FAST, "--pairs-at-once", "1"))
     m = run.matrix()
@@ -252,7 +285,20 @@ def test_killed_rank_leaves_the_finished_rounds(mpi: Mpi, allpairs: Built, tmp_p
     ("args", "ranks", "words"),
     [
         ([], 1, "needs 2 to 65535 MPI ranks"),
-        (["--pair-budget", "0.00001"], 2, "cannot fit one iteration"),
+        (
+            [
+                "--pair-budget",
+                "0.00001",
+                "--sweep-target",
+                "0.001",
+                "--bw-size",
+                "8388608",
+                "--window",
+                "1",
+            ],
+            2,
+            "not one message fits",
+        ),
         (["--lat-iterations", "5"], 2, "go together"),
         (["--kind", "resume"], 2, "needs --pairs FILE"),
         (["--pairs", "nothing.txt"], 2, "--pairs nothing.txt: No such file"),
@@ -299,6 +345,7 @@ def test_help_states_the_python_defaults(allpairs: Built):
         f"--bw-size B            bandwidth message, bytes (default {d.bw_size})",
         f"(default {d.window}, osu_bw's)",
         f"(default {d.pair_budget:g})",
+        f"the whole sweep (default {d.sweep_target:g})",
         f"seconds (at least 2 s) stopped answering (default {d.stall_factor:g})",
         "Exit codes: 0 ok, 1 runtime error, 2 bad arguments",
     ):
@@ -427,3 +474,15 @@ def test_repetitions_fold_per_node_and_nodes_compare_apart(tmp_path: Path):
     assert all(len(f.values) == 2 for f in figures)
     keys = [(f.sample.metric, identity(f.sample.params)) for f in figures]
     assert len(set(keys)) == len(keys)
+
+
+def test_a_follow_up_measures_with_what_the_sweeps_pilot_chose(tmp_path: Path):
+    """A retest or resume compares with its sweep only when it uses the same window and
+    budget: the ones the sweep's pilot chose (its file's header), not the command line's."""
+    job, _ = make_job(tmp_path, 8)
+    fitted = {"--window": "5", "--pair-budget": "0.75"}
+    nxt = AllPairsProbe().pairs_job(job, [(0, 1)], "retest", 9, (40, 2), "retest1", fitted)
+    argv = nxt.argv
+    assert argv.count("--window") == 1 and argv[argv.index("--window") + 1] == "5"
+    assert argv.count("--pair-budget") == 1 and argv[argv.index("--pair-budget") + 1] == "0.75"
+    assert argv[argv.index("--bw-iterations") + 1] == "2"

@@ -76,7 +76,7 @@ L2_SETS = [
 L1_SETS = ["--set", "stream.ntimes=4", "--set", "dgemm.n=1024", "--set", "dgemm.min_time=0.2",
            "--set", "dgemm.reps=1"]  # fmt: skip
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
 
 def tc(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -650,12 +650,16 @@ def test_nccl_current_format_busbw_algbw_time() -> None:
     assert time.value == pytest.approx(47535e-6)
     assert (time.unit, time.better) == ("s", "lower")
     # 0.00 GB/s at 8 bytes is print resolution, not a result; the time is kept
-    assert not [x for x in s if x.params["size"] == 8 and x.metric.endswith("bw")]
+    assert not [x for x in s if x.params.get("size") == 8 and x.metric.endswith("bw")]
     assert one(s, "gpu.nccl.all_reduce.time", size=8, placement="in-place").value == pytest.approx(
         123.5e-6
     )
     assert result.meta["avg_bus_bandwidth"] == [pytest.approx(70.742e9)]
-    assert result.meta["tests"] == [{"test": "all_reduce_perf", "from": "busbw/algbw ratio"}]
+    # the '# Avg bus bandwidth' footer is a sample of its own, with no size
+    avg = one(s, "gpu.nccl.all_reduce.avg.busbw")
+    assert avg.value == pytest.approx(70.742e9) and "size" not in avg.params
+    # the pasted command line names the binary (.../build/all_reduce_perf)
+    assert result.meta["tests"] == [{"test": "all_reduce_perf", "from": "command line"}]
 
 
 def test_nccl_old_format_with_error_column() -> None:
@@ -675,7 +679,7 @@ def test_nccl_test_name_from_the_file_name() -> None:
 
 def test_nccl_debug_line_inside_the_table_is_skipped() -> None:
     result = run("nccl", "azureml_gpu_perf_readme_k80_stdout.log")
-    assert len({x.params["size"] for x in result.samples}) == 7
+    assert len({x.params["size"] for x in result.samples if "size" in x.params}) == 7
     t = one(result.samples, "gpu.nccl.all_reduce.time", size=2147483648, placement="in-place")
     assert t.value == pytest.approx(1258876e-6)
     assert any("NCCL debug" in w for w in result.warnings)
@@ -698,7 +702,9 @@ def test_nccl_wrong_results_are_left_out() -> None:
     result = nccl.parse(source, source="ar.log")
     size = 1048576
     assert not [
-        x for x in result.samples if x.params["size"] == size and "out-of" in x.params["placement"]
+        x
+        for x in result.samples
+        if x.params.get("size") == size and "out-of" in x.params["placement"]
     ]
     in_place = one(result.samples, "gpu.nccl.all_reduce.busbw", size=size, placement="in-place")
     assert in_place.value == pytest.approx(9.49e9)
@@ -802,3 +808,36 @@ def test_osu_same_benchmark_twice_gets_a_run_each() -> None:
     assert one(result.samples, "p2p.latency", size=0, run=2).value == pytest.approx(1.00e-6)
     single = osu.parse(once, source="once.out")
     assert all("run" not in s.params for s in single.samples)
+
+
+# ------------------------------------------------- classes of the real corpus (issue 26)
+
+
+def test_nccl_a_file_whose_every_test_failed_its_check_is_refused() -> None:
+    whole = text("real/nccl", "dgx2_v100_old_format_three_collectives_oob_failed_excerpt.md")
+    first = whole[: whole.index("Running:", whole.index("# Out of bounds values : 4 FAILED"))]
+    with pytest.raises(ParseError, match="4 FAILED") as err:
+        nccl.parse(first, source="dgx2.log")
+    assert err.value.line == first.splitlines().index("# Out of bounds values : 4 FAILED") + 1
+    # with the passing tests after it, the failed one is left out and the others kept
+    result = nccl.parse(whole, source="dgx2.log")
+    assert {s.params["benchmark"] for s in result.samples} == {"all_reduce_perf", "broadcast_perf"}
+    assert any("all_gather_perf" in w and "out-of-bounds" in w for w in result.warnings)
+
+
+def test_nccl_runs_of_one_collective_are_numbered_and_the_mpi_suffix_dropped() -> None:
+    source = text("real/nccl", "eunomia_socket_thread_allreduce_mpi_tag_output_3reps.md")
+    source = source.replace("[1,0]<stdout>:", "")  # the lead's prefix stripper does this
+    result = nccl.parse(source, source="reps.md")
+    assert {s.params["run"] for s in result.samples} == {1, 2, 3}
+    assert {s.params["benchmark"] for s in result.samples} == {"all_reduce_perf"}
+
+
+def test_perftest_header_with_neither_title_nor_command_is_refused_saying_so() -> None:
+    source = text(
+        "real/perftest", "rxe_softroce_session_write_bw_send_lat_untitled_and_duration_excerpt.md"
+    )
+    source = source.replace("ekou@ubuntu2:~$ ib_send_lat -d rxe0 -s 64 10.10.80.91\n", "")
+    with pytest.raises(ParseError, match="nor a command line naming the test") as err:
+        perftest.parse(source, source="lab.md")
+    assert "after the closed table" in str(err.value)

@@ -57,6 +57,10 @@ def test_ior_330_summary_write_and_read():
         "transfer_size": 1048576,
         "mean_time_s": 178.42125,
         "aggregate_bytes": 328704 * MIB,
+        # what tells this test from another (command line -C -F -e, Options "type")
+        "collective": False,
+        "fsync": True,
+        "reorder_tasks": True,
     }
     assert one(r, "storage.bandwidth", operation="read").value == 2428638330.88
     iops = one(r, "storage.iops", operation="read")
@@ -142,6 +146,9 @@ def test_ior_json_summary():
     assert r.complete and r.meta["version"] == "3.3.0"
     assert one(r, "storage.bandwidth", operation="write").value == 1842.29 * MIB
     assert one(r, "storage.iops", operation="read").params["block_size"] == 16777216
+    # what the summary entries do not say, from the command line (-e, no -c): as in the text
+    write = one(r, "storage.bandwidth", operation="write").params
+    assert (write["fsync"], write["collective"], write["reorder_tasks"]) == (True, False, True)
     no_summary = {k: v for k, v in doc.items() if k != "summary"}
     r = ior.parse(json.dumps(no_summary), "iters.json")
     assert not r.complete
@@ -168,6 +175,63 @@ def test_ior_truncated_and_bad():
     with pytest.raises(ParseError, match="10 values for the 11 Results columns") as err:
         ior.parse(broken, "broken")
     assert err.value.line == 33
+
+
+def test_ior_210_summary_columns_as_its_source_prints_them():
+    # No IOR 2.10 output was found (tests/fixtures/real/ior/PROVENANCE.md): these lines follow
+    # the format strings of IOR 2.10.3's SummarizeResults (IOR.c, -v): spaced units in the
+    # header, "Op grep" heading #Tasks.., the test number and API last, "EXCEL" ending a row.
+    text = (
+        "IOR-2.10.3: MPI Coordinated Test of Parallel I/O\n\n"
+        "Operation  Max (MiB)  Min (MiB)  Mean (MiB)   Std Dev  Max (OPs)  Min (OPs)  "
+        "Mean (OPs)   Std Dev  Mean (s)  Op grep #Tasks tPN reps  fPP reord reordoff "
+        "reordrand seed segcnt blksiz xsize aggsize\n\n"
+        "---------  ---------  ---------  ----------   -------  ---------  ---------  "
+        "----------   -------  --------\n"
+        "write         312.50     300.00      306.25      6.25     156.25     150.00"
+        "      153.12      3.12   3.34400   8 4 2 1 0 1 0 0 1 536870912 2097152 4294967296 0 "
+        "POSIX EXCEL\n\n"
+        "Max Write: 312.50 MiB/sec (327.68 MB/sec)\n\nRun finished: Tue Aug  4 20:40:00 2015\n"
+    )
+    r = ior.parse(text, "210")
+    assert r.complete and r.meta["version"] == "2.10.3"
+    bw = one(r, "storage.bandwidth", operation="write")
+    assert bw.value == 306.25 * MIB and bw.stats.n == 2 and bw.stats.stddev == 6.25 * MIB
+    assert (bw.params["tasks"], bw.params["tasks_per_node"], bw.params["test"]) == (8, 4, 0)
+    assert (bw.params["api"], bw.params["file_per_proc"], bw.params["aggregate_bytes"]) == (
+        "POSIX",
+        True,
+        4294967296,
+    )
+    assert one(r, "storage.iops").value == 153.12
+
+
+def test_ior_command_line_flags_tell_tests_apart():
+    flags = ior._command_flags(
+        "/usr/bin/ior -wvvvv -a MPIIO -c -t=1M -b 4m -O useO_DIRECT=1 --posix.odirect -Y -C=32"
+    )
+    assert flags["a"] == "MPIIO" and flags["t"] == "1M" and flags["b"] == "4m"
+    assert {"w", "v", "c", "Y", "C", "posix.odirect"} <= set(flags)
+    assert flags["useo_direct"] == "1"
+    params = ior._test_params({}, flags)
+    assert params == {
+        "api": "MPIIO",
+        "collective": True,
+        "direct_io": True,
+        "fsync_per_write": True,
+        "reorder_tasks": True,
+    }
+    # the Options' "type" is IOR's own word for it
+    assert ior._test_params({"type": "independent"}, flags)["collective"] is False
+    assert ior._test_params({}, ior._command_flags("ior -O collective=0"))["collective"] is False
+    assert "collective" not in ior._test_params({}, None)  # no command line, no Options
+
+
+def test_ior_refusal_names_what_the_text_holds():
+    text = fixture("ior/exascaler_cloud_3.3.0.txt")
+    cut = text[: text.index("Results:")]
+    with pytest.raises(ParseError, match=r"holds the IOR-3\.3\.0 banner, its Options, its command"):
+        ior.parse(cut, "cut")
 
 
 # -------------------------------------------------------------------------------- mdtest
@@ -200,6 +264,7 @@ def test_mdtest_330_every_phase():
         "nodes": 4,
         "items": 131072,
         "operation": "Directory creation",
+        "items_per_rank": 2048,  # the command line's -n
     }
     assert r.samples[5].value == 26512.201  # File read
 
@@ -239,6 +304,40 @@ def test_mdtest_truncated_and_bad():
     with pytest.raises(ParseError, match="expected a number") as err:
         mdtest.parse(text.replace("9250.393", "9250.x93"), "bad")
     assert err.value.line == 14
+
+
+def test_mdtest_18_tree_rates_and_the_table_end():
+    text = (FIXTURES / "real/mdtest/ior_manpage_mdtest_1.8.1_two_examples.txt").read_text()
+    r = mdtest.parse(text, "man")
+    assert r.meta["runs"] == 2 and r.complete
+    tree = one(r, "storage.metadata.tree_creation", run=0)
+    assert tree.value == 12826.617737 and tree.stats is None and tree.params["items"] == 200
+    # "time to remove tree: ..." after the table ends it: no row of that name
+    assert not [s for s in r.samples if "time" in s.metric]
+    assert one(r, "storage.metadata.file_removal", run=1).params["depth"] == 3
+
+
+def test_mdtest_command_line_params():
+    p = mdtest.command_params("mdtest '-n' '3334' '-u' '-F' -z4 -b=2 '--dataPacketType=x' -a POSIX")
+    assert p == {
+        "items_per_rank": 3334,
+        "unique_dir": True,
+        "files_only": True,
+        "depth": 4,
+        "branching": 2,
+        "api": "POSIX",
+    }
+    # a value that is not a plain count is kept as typed, never a reason to refuse the output
+    assert mdtest.command_params("mdtest -n $N -w 4k") == {
+        "items_per_rank": "$N",
+        "write_bytes": "4k",
+    }
+
+
+def test_mdtest_refusal_names_a_run_without_summary():
+    text = fixture("mdtest/exascaler_cloud_3.3.0.txt")
+    with pytest.raises(ParseError, match="holds a run's header but no summary"):
+        mdtest.parse(text[: text.index("SUMMARY")], "cut")
 
 
 @pytest.mark.parametrize(

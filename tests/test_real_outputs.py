@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
 
 from assay.errors import ParseError
 from assay.parsers import FORMATS, parse_text
+from conftest import run_cli
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 NOT_FILES = {"PROVENANCE.md", "expected.toml"}
@@ -61,9 +61,7 @@ def _check_figure(samples, fig: dict[str, Any], where: str) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    "fmt,entry", ENTRIES, ids=[f"{fmt}/{e['name']}" for fmt, e in ENTRIES]
-)
+@pytest.mark.parametrize("fmt,entry", ENTRIES, ids=[f"{fmt}/{e['name']}" for fmt, e in ENTRIES])
 @pytest.mark.parametrize("how", ["named", "auto"])
 def test_real_output_imports_with_its_hand_read_figures(fmt: str, entry: dict, how: str):
     text = _read(fmt, entry["name"])
@@ -98,9 +96,7 @@ def test_real_output_imports_with_its_hand_read_figures(fmt: str, entry: dict, h
 REPORTED = [(fmt, e) for fmt, e in ENTRIES if e.get("report_contains") or e.get("report_lacks")]
 
 
-@pytest.mark.parametrize(
-    "fmt,entry", REPORTED, ids=[f"{fmt}/{e['name']}" for fmt, e in REPORTED]
-)
+@pytest.mark.parametrize("fmt,entry", REPORTED, ids=[f"{fmt}/{e['name']}" for fmt, e in REPORTED])
 def test_real_output_report_shows_every_test_it_holds(fmt: str, entry: dict, assay_home: Path):
     path = REAL / fmt / entry["name"]
     run_cli("import", "--format", fmt, str(path), home=assay_home, check=True)
@@ -115,7 +111,7 @@ def test_every_corpus_file_has_hand_read_figures_and_provenance():
     for folder in sorted(p for p in REAL.iterdir() if p.is_dir()):
         names = {e["name"] for fmt, e in ENTRIES if fmt == folder.name}
         files = {p.name for p in folder.iterdir() if p.is_file() and p.name not in NOT_FILES}
-        assert files == names, f"{folder.name}: files without entries or entries without files: {files ^ names}"
+        assert files == names, f"{folder.name}: files and entries differ: {files ^ names}"
         provenance = (folder / "PROVENANCE.md").read_text()
         for name in files:
             assert name in provenance, f"{folder.name}/{name} is not in PROVENANCE.md"

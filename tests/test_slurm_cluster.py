@@ -48,7 +48,7 @@ max_wait = 120
 P2P_FAST = ["--set", "p2p.iterations=200", "--set", "p2p.warmup=10",
             "--set", "p2p.iterations_large=20", "--set", "p2p.warmup_large=2"]  # fmt: skip
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
 
 def _tc(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -337,6 +337,33 @@ def test_a_node_killed_mid_sweep_leaves_its_rounds_and_the_sweep_goes_on(cluster
     measured = [c for c in row.split("|")[2:-1] if re.fullmatch(r" [\d.]+ ", c)]
     assert 2 <= len(measured) <= 3, row  # rounds 1, 2 (and 3 if it was written)
     assert "never measured" in bandwidth or "not measured" in bandwidth, bandwidth
+
+
+def test_which_nodes_answer_is_one_step_over_all_of_them_a_dead_one_included(cluster) -> None:
+    """After a failed launch the runner asks which nodes still answer: one step over every
+    node of the allocation whatever their number (it was one step per node: 129 steps of one
+    job at 64 nodes), and a node whose slurmd is dead does not hide the others' answers."""
+    slurmd7 = Path(STATE_DIR, "run", "slurmd-anode7.pid").read_text().strip()
+    script = (
+        "import os\nfrom assay.launch.slurm.state import answering, boot_ids\n"
+        f"hosts = [f'anode{{i}}' for i in range(1, {BIG} + 1)]\n"
+        "print('ALL', *answering(hosts))\nprint('BOOTS', len(boot_ids(hosts)))\n"
+        f"os.kill({slurmd7}, 9)\nprint('DEAD', *answering(hosts, timeout=20))\n"
+    )
+    _, since = steps_launched(STATE_DIR)
+    try:
+        proc = subprocess.run(["salloc", f"-N{BIG}", "--no-kill", sys.executable, "-c", script],
+                              capture_output=True, text=True, env=slurm_env(cluster),
+                              timeout=120, check=False)  # fmt: skip
+    finally:
+        assert _tc("up").returncode == 0  # anode7 back for the tests after this one
+    lines = {line.split()[0]: line.split()[1:] for line in proc.stdout.splitlines() if line}
+    every = [f"anode{i}" for i in range(1, BIG + 1)]
+    assert lines["ALL"] == every, proc.stdout + proc.stderr
+    assert lines["BOOTS"] == [str(BIG)]
+    assert lines["DEAD"] == [h for h in every if h != "anode7"]
+    steps, _ = steps_launched(STATE_DIR, since)
+    assert len(steps) == 3, steps  # alive, boot ids, alive again: one step each
 
 
 def test_bad_partition_quotes_slurm(cluster) -> None:

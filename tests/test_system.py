@@ -445,4 +445,56 @@ def test_doctor_prints_readable_tables_never_python_dicts(assay_home) -> None:
     proc = run_cli("doctor", home=assay_home, check=True)
     assert "{'" not in proc.stdout and "'name':" not in proc.stdout, proc.stdout
     assert "Network interfaces" in proc.stdout
-    assert "memory_bytes" in proc.stdout and " GiB" in proc.stdout
+    assert "Memory" in proc.stdout and " GiB" in proc.stdout
+
+
+def test_doctor_says_what_the_run_report_says_in_the_same_words(assay_home) -> None:
+    """The doctor's System table is the run report's (its labels, its formats), never the
+    record's field names."""
+    from assay.report.system import system_table
+    from conftest import run_cli
+
+    text = " ".join(run_cli("doctor", home=assay_home, check=True).stdout.split())
+    for field in ("cpu_model", "l3_bytes", "freq_max_hz", "memory_bytes", "numa_nodes"):
+        assert field not in text.split("note:")[0], field  # notes may name a field
+    for label, _ in system_table(collect_system(), []).rows:
+        assert label in text, label
+
+
+def test_doctor_folds_virtual_interfaces_into_one_line(assay_home) -> None:
+    """64 veths of a namespace cluster are one row, named as a host list, not 64 rows."""
+    import subprocess
+
+    from conftest import run_cli
+
+    if os.geteuid() != 0:
+        pytest.skip("creating veth pairs needs root")
+    names = [f"asyvt{i}" for i in range(1, 9)]
+    try:
+        for name in names:
+            peer = name.replace("vt", "pv")
+            argv = ["ip", "link", "add", name, "type", "veth", "peer", "name", peer]
+            subprocess.run(argv, check=True, capture_output=True)
+        text = run_cli("doctor", home=assay_home, check=True).stdout
+    finally:
+        for name in names:
+            subprocess.run(["ip", "link", "del", name], capture_output=True, check=False)
+    rows = [line for line in text.splitlines() if "asy" in line]
+    assert len(rows) == 1, rows
+    assert "asypv[1-8],asyvt[1-8]" in rows[0], rows[0]
+    assert "virtual" in rows[0]
+
+
+def test_fabric_limits_are_read_as_the_kernel_states_them() -> None:
+    """The neighbour table, port range, backlog and open-file limit of this machine, read
+    beside the kernel's own files and the process's limit."""
+    import resource
+
+    fabric = collect_system().fabric
+    for n in (1, 2, 3):
+        want = Path(f"/proc/sys/net/ipv4/neigh/default/gc_thresh{n}").read_text()
+        assert fabric[f"neigh_gc_thresh{n}"] == int(want)
+    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    assert fabric["ephemeral_ports"] == high - low + 1
+    assert fabric["somaxconn"] == int(Path("/proc/sys/net/core/somaxconn").read_text())
+    assert fabric["nofile"] == resource.getrlimit(resource.RLIMIT_NOFILE)[0]

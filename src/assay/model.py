@@ -364,6 +364,9 @@ class System:
     gpus: list[dict[str, Any]] = field(default_factory=list)
     cuda: dict[str, str] = field(default_factory=dict)  # driver, cuda_version, nvcc, nvcc_version
     nics: list[dict[str, Any]] = field(default_factory=list)
+    # kernel limits a big run over TCP meets (assay.system.fabric): neighbour table, open
+    # files, ephemeral ports, listen backlog
+    fabric: dict[str, int] = field(default_factory=dict)
     tools: dict[str, str] = field(default_factory=dict)  # fio, hpcc, slurm, ... -> version/path
     hosts: list[str] = field(default_factory=list)  # hosts a run used (filled by the runner)
     notes: list[str] = field(default_factory=list)  # what a collector could not read, and why

@@ -123,6 +123,7 @@ METRICS: dict[str, MetricInfo] = {
     "inventory.gpus": MetricInfo("1", "higher", "1", "GPUs"),
     "inventory.link_speed": MetricInfo("B/s", "higher", "Gb/s", "link speed"),
     "inventory.node": MetricInfo("1", "higher", "1", "node facts"),
+    "inventory.fabric": MetricInfo("1", "higher", "1", "kernel limit a big run meets"),
 }
 
 FAMILY_DEFAULTS: dict[str, MetricInfo] = {

@@ -30,6 +30,7 @@ from assay.analysis.healthlinks import link_verdicts, merged_matrix
 from assay.analysis.nodetype import (
     NodeFacts,
     expected_of_peers,
+    fabric_check,
     facts_of_figures,
     group_by_type,
     inventory_checks,
@@ -39,6 +40,7 @@ from assay.analysis.stats import Figure
 from assay.errors import AssayError
 from assay.model import JobResult
 from assay.references.model import ReferenceSet
+from assay.system.fabric import Run
 
 MIN_PEERS = 3
 
@@ -161,10 +163,26 @@ def judge(
     if peers:
         verdicts += _judge_peers(inp, peers, rule, metrics, against)
     verdicts += _failed_jobs(inp, hosts)
+    verdicts += _fabric_verdicts(inp, hosts)
     degraded = {v.subject for v in verdicts if v.kind == "node" and v.grade != "PASS"}
     link_ref = refs[0] if len(by_ref) == 1 and not peers else None
     verdicts += link_verdicts(inp.matrices, degraded, rule, link_ref)
     return Judged(verdicts, against, notes)
+
+
+def _fabric_verdicts(inp: CheckInput, hosts: list[str]) -> list[Verdict]:
+    """Each node's kernel limits against what a run over every node checked needs: the next
+    check or run at this size must not fail on them (``assay.system.fabric``)."""
+    if len(hosts) < 2:
+        return []
+    boots = [inp.facts[h].boot_id for h in hosts if h in inp.facts and inp.facts[h].boot_id]
+    run = Run(len(hosts), shared_kernel=len(boots) > 1 and len(set(boots)) == 1)
+    out = []
+    for host in hosts:
+        check = fabric_check(inp.facts[host], run) if host in inp.facts else None
+        if check is not None:
+            out += fact_verdicts(host, [check], f"what a {run.nodes}-node run needs")
+    return out
 
 
 def _judge_peers(

@@ -33,6 +33,7 @@ from typing import Any
 
 from assay.analysis.stats import Figure
 from assay.model import System
+from assay.system.fabric import Run, shortfalls
 from assay.system.links import link_speeds
 
 MEMORY_TYPE_BAND = 0.25  # memory within ±25 %: the same type
@@ -52,6 +53,8 @@ class NodeFacts:
     kernel: str = ""
     mpis: tuple[str, ...] = ()  # "openmpi 4.1.4"
     links: dict[str, float] = field(default_factory=dict)  # interface -> B/s
+    fabric: dict[str, float] = field(default_factory=dict)  # kernel limit -> value
+    boot_id: str = ""  # nodes of one boot id share one kernel (namespaces, containers)
 
     def type_name(self) -> str:
         """The node type as people say it: "AMD EPYC 9654, 2 sockets, 768 GiB, 4 x H100"."""
@@ -122,6 +125,7 @@ def facts_of_system(system: System) -> NodeFacts:
         kernel=system.kernel or "",
         mpis=tuple(f"{m.name} {m.version}".strip() for m in system.mpis),
         links=link_speeds(system),
+        fabric=dict(system.fabric),
     )
 
 
@@ -131,11 +135,14 @@ def facts_of_figures(figures: Mapping[str, Iterable[Figure]]) -> dict[str, NodeF
     for host, figs in figures.items():
         values: dict[str, float] = {}
         links: dict[str, float] = {}
+        fabric: dict[str, float] = {}
         words: dict[str, Any] = {}
         for f in figs:
             s = f.sample
             if s.metric == "inventory.link_speed":
                 links[str(s.params.get("iface"))] = s.value
+            elif s.metric == "inventory.fabric":
+                fabric[str(s.params.get("limit"))] = s.value
             elif s.metric == "inventory.node":
                 words = dict(s.params)
             elif s.metric.startswith("inventory."):
@@ -154,6 +161,8 @@ def facts_of_figures(figures: Mapping[str, Iterable[Figure]]) -> dict[str, NodeF
             kernel=str(words.get("kernel", "")),
             mpis=tuple(m for m in str(words.get("mpis", "")).split(",") if m),
             links=links,
+            fabric=fabric,
+            boot_id=str(words.get("boot_id", "")),
         )
     return out
 
@@ -302,3 +311,21 @@ def inventory_checks(node: NodeFacts, expected: NodeFacts) -> list[FactCheck]:
                       "" if found else f"{name} not found")
         )  # fmt: skip
     return out
+
+
+def fabric_check(node: NodeFacts, run: Run) -> FactCheck | None:
+    """The node's kernel limits against what ``run`` needs (``assay.system.fabric``): a WARN
+    naming the tightest limit and the value that would do, else a PASS; None when the node's
+    limits were not read. A WARN, not a FAIL: the node measures fine, the next bigger run
+    over TCP is what breaks."""
+    limits = {k: int(v) for k, v in node.fabric.items()}
+    if not limits:
+        return None
+    short = shortfalls(limits, run)
+    if not short:
+        return FactCheck("inventory.fabric", "inventory.fabric", "PASS", None, None, "1",
+                         f"kernel limits enough for {run.nodes} nodes")  # fmt: skip
+    worst = min(short, key=lambda s: s.have / s.need)
+    note = "; ".join(s.message(run) for s in short)
+    return FactCheck("inventory.fabric", "inventory.fabric", "WARN", worst.have, worst.need,
+                     "1", note)  # fmt: skip

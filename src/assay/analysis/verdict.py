@@ -85,6 +85,11 @@ IDENTITY = (
     "transfer_size", "block_size", "file_per_proc", "huge_pages", "cpu", "of", "source",
     "datatype", "device", "bidirectional", "rwmixread", "tasks", "count", "P", "Q", "procs",
     "summary", "node", "rank", "kind",  # all-pairs: a node's figure or the matrix's, and which
+    # IOR and mdtest: what tells two tests (or two runs) of one imported file apart
+    "run", "iteration", "collective", "segments", "fsync", "fsync_per_write", "random_offset",
+    "direct_io", "reorder_tasks", "reorder_random", "unique_dir", "items_per_rank",
+    "items_per_dir", "depth", "branching", "files_only", "dirs_only", "shared_file",
+    "stonewall_s",
 )  # fmt: skip
 # Not identity: ``mpi_label`` (a probe's MPI version string, or an import's file name: two runs
 # before and after an MPI upgrade, or two imported files, must still pair) and ``source_file``.

@@ -10,46 +10,31 @@ from rich.text import Text
 
 from assay.cli.common import discover, out
 from assay.errors import AssayError
-from assay.units import human_bytes
+from assay.model import System
+from assay.system.hostlist import compress_hostlist
 
 
-def doctor() -> None:
-    """What was found: CPUs, caches, NUMA, MPIs, compilers, tools, GPUs; and what is missing."""
+def doctor(
+    nodes: Annotated[
+        int,
+        typer.Option(
+            min=0, max=200_000, help="Check this node's kernel limits for a run over N nodes."
+        ),
+    ] = 0,
+    ppn: Annotated[int, typer.Option(min=1, max=4096, help="Ranks per node of that run.")] = 1,
+) -> None:
+    """What was found: CPUs, caches, NUMA, MPIs, compilers, tools, GPUs, the kernel limits a
+    big run meets; and what is missing.
+
+    With --nodes N, each limit an N-node run over TCP would exceed here is a WARN naming the
+    setting and the value that would do (exit status 1). Example: assay doctor --nodes 64
+    """
     from assay.system import requirements_report
 
     system, _ = discover()
-    t = Table(title="System", show_header=False, title_justify="left")
-    t.add_column("fact")
-    t.add_column("value")
-    for key, value in system.to_dict().items():
-        if key in ("mpis", "hosts", "notes", "l3_domains", "numa_nodes", "clocks", "nics", "gpus"):
-            continue
-        if key == "dram":
-            from assay.system.dram import describe_dram
-
-            t.add_row("dram peak", Text(describe_dram(value)))
-            continue
-        if isinstance(value, int | float) and key.endswith("_bytes"):
-            shown: Any = human_bytes(value) if value < 2**30 else f"{value / 2**30:.1f} GiB"
-        elif isinstance(value, int | float) and key.endswith("_hz"):
-            shown = f"{value / 1e9:.2f} GHz"
-        elif isinstance(value, dict):
-            shown = ", ".join(f"{k} {v}" for k, v in value.items())
-        else:
-            shown = " ".join(map(str, value)) if isinstance(value, list) else value
-        t.add_row(key, Text("unknown" if shown in (None, "") else str(shown)))
-    if system.clocks:
-        from assay.system.clock import describe_clocks
-
-        t.add_row("clocks", describe_clocks(system.clocks))
-    if system.l3_domains:
-        t.add_row("l3_domains", "; ".join(_cpus(d) for d in system.l3_domains))
-    if system.numa_nodes:
-        t.add_row(
-            "numa_nodes", "; ".join(f"{n['id']}: {_cpus(n['cpus'])}" for n in system.numa_nodes)
-        )
-    out.print(t)
-    for title, rows in (("Network interfaces", system.nics), ("GPUs", system.gpus)):
+    out.print(_facts_table(system))
+    nics = fold_virtual(system.nics)
+    for title, rows in (("Network interfaces", nics), ("GPUs", system.gpus)):
         if rows:
             out.print(records_table(title, rows))
     m = Table(title="MPI implementations", title_justify="left")
@@ -58,6 +43,8 @@ def doctor() -> None:
     for mpi in system.mpis:
         m.add_row(mpi.name, mpi.version, mpi.mpicc, mpi.launcher, mpi.source)
     out.print(m)
+    if system.fabric:
+        out.print(fabric_table(system.fabric))
     r = Table(title="Requirements", title_justify="left")
     for col in ("what", "found", "detail"):
         r.add_column(col)
@@ -66,6 +53,82 @@ def doctor() -> None:
     out.print(r)
     for note in system.notes:
         out.print(f"note: {note}")
+    if nodes and _fabric_warnings(system, nodes, ppn):
+        raise typer.Exit(1)
+
+
+def _fabric_warnings(system: System, nodes: int, ppn: int) -> bool:
+    """Print a WARN per limit a run of ``nodes`` × ``ppn`` would exceed; True when any."""
+    from assay.system.fabric import Run, shortfalls
+
+    run = Run(nodes, ppn)
+    short = shortfalls(system.fabric, run)
+    for s in short:
+        out.print(f"WARN: {s.message(run)}", markup=False)
+    if not short:
+        out.print(f"fabric limits: enough for {nodes} node(s) × {ppn} rank(s)", markup=False)
+    return bool(short)
+
+
+def _facts_table(system: System) -> Table:
+    """The run report's System table, in its words, and what only the doctor shows."""
+    from assay.report.system import system_table
+    from assay.system.clock import describe_clocks
+
+    t = Table(title="System", show_header=False, title_justify="left")
+    t.add_column("fact")
+    t.add_column("value")
+    for label, value in system_table(system, []).rows:
+        t.add_row(label, Text(value))
+    extra = [
+        ("Architecture / vendor", f"{system.architecture or '?'} / {system.vendor or '?'}"),
+        ("L3 (CCX) domain CPUs", "; ".join(_cpus(d) for d in system.l3_domains or [])),
+        (
+            "NUMA node CPUs",
+            "; ".join(f"{n['id']}: {_cpus(n['cpus'])}" for n in system.numa_nodes or []),
+        ),
+        ("CUDA", ", ".join(f"{k} {v}" for k, v in system.cuda.items())),
+        ("Tools", ", ".join(f"{k} {v}" for k, v in system.tools.items())),
+    ]
+    for label, value in extra:
+        t.add_row(label, Text(value or "unknown"))
+    if system.clocks:
+        t.add_row("Clocks", describe_clocks(system.clocks))
+    return t
+
+
+def fold_virtual(nics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The interfaces, the virtual ones (veths of containers or namespaces, bridges, ifb)
+    folded into one row per state: 64 veths are one line, not 64."""
+    real = [n for n in nics if not n.get("virtual")]
+    by_state: dict[str, list[str]] = {}
+    for n in nics:
+        if n.get("virtual"):
+            by_state.setdefault(str(n.get("state") or "?"), []).append(str(n.get("name")))
+    for state, names in sorted(by_state.items()):
+        shown = compress_hostlist(names) if len(names) > 1 else names[0]
+        real.append(
+            {"name": shown, "kind": f"{len(names)} virtual", "state": state, "virtual": True}
+        )
+    return real
+
+
+def fabric_table(fabric: dict[str, int]) -> Table:
+    """This node's kernel limits and the largest run each serves (assay.system.fabric)."""
+    from assay.system.fabric import LIMITS, largest_run
+
+    t = Table(title="Fabric limits (what a run over TCP needs of each node)", title_justify="left")
+    for col in ("limit", "setting", "value", "serves up to"):
+        t.add_column(col, overflow="fold")
+    for limit in LIMITS:
+        have = fabric.get(limit.key)
+        if have is None:
+            continue
+        nodes = largest_run(limit, have)
+        shared = largest_run(limit, have, shared_kernel=True)
+        serves = f"{nodes:,} nodes (1 rank each); {shared:,} on one kernel"
+        t.add_row(limit.label, limit.setting, f"{have:,}", serves)
+    return t
 
 
 def records_table(title: str, records: list[dict[str, Any]]) -> Table:

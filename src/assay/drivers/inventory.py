@@ -13,8 +13,11 @@ One JSON object per line on stdout, the native probes' contract:
     inventory.gpus        GPUs found                            1
     inventory.link_speed  per network interface that is up and  B/s  (params iface)
                           says its speed, per RDMA port active  (params iface = dev/port)
+    inventory.fabric      per kernel limit a big run over TCP    1  (params limit: see
+                          meets (assay.system.fabric)               assay.system.fabric)
     inventory.node        1, carrying the facts that are words: cpu_model, sockets, kernel,
-                          gpu_model, mpis ("openmpi 4.1.4,mpich 4.0.2"), hostname
+                          gpu_model, mpis ("openmpi 4.1.4,mpich 4.0.2"), hostname, boot_id
+                          (nodes of one boot id share one kernel, and its limits)
 
 A fact that could not be read is left out (never printed as 0); the notes of the collectors go
 to stderr.
@@ -28,6 +31,14 @@ from typing import Any
 
 from assay.model import System
 from assay.system.links import link_speeds
+
+
+def boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read(64).strip()
+    except OSError:
+        return ""
 
 
 def inventory_lines(system: System) -> list[dict[str, Any]]:
@@ -44,6 +55,8 @@ def inventory_lines(system: System) -> list[dict[str, Any]]:
     add("inventory.gpus", len(system.gpus), "1")
     for iface, speed in sorted(link_speeds(system).items()):
         add("inventory.link_speed", speed, "B/s", iface=iface)
+    for limit, value in sorted(system.fabric.items()):
+        add("inventory.fabric", value, "1", limit=limit)
     models = sorted({str(g.get("name")) for g in system.gpus if g.get("name")})
     words = {
         "hostname": system.hostname or "",
@@ -52,6 +65,7 @@ def inventory_lines(system: System) -> list[dict[str, Any]]:
         "kernel": system.kernel or "",
         "gpu_model": ",".join(models),
         "mpis": ",".join(f"{m.name} {m.version}".strip() for m in system.mpis),
+        "boot_id": boot_id(),
     }
     add("inventory.node", 1, "1", **words)
     return lines

@@ -25,8 +25,11 @@
  * Iterations: a pilot on the first round's pairs (not recorded) runs each method 1, 2, 4, ...
  * iterations until one step takes a tenth of the method's share of --pair-budget (latency a
  * quarter, bandwidth three quarters); the (lower) median pair's time per iteration then sizes the
- * iterations (at least one each; refused, exit 2, when one of each exceeds the budget), fixed
- * for the whole job so that every pair is measured the same way.  A slower
+ * iterations (at least one each), fixed for the whole job so that every pair is measured the
+ * same way.  When one round trip and one window exceed the budget (a slow or busy fabric), the
+ * budget grows up to --sweep-target's share of a pair group, and past that the window shrinks;
+ * both are said on stderr and recorded (the file's header, the summary's params); refused
+ * (exit 2) only when not one message fits.  A slower
  * link takes proportionally longer; the round waits for it.  --lat-iterations and
  * --bw-iterations skip the pilot (a retest gives the sweep's counts, so they compare).
  *
@@ -77,6 +80,7 @@ static const char *const KINDS[] = {"sweep", "retest", "resume", NULL};
 #define DEFAULT_WINDOW 64LL            /* osu_bw's WINDOW_SIZE */
 #define DEFAULT_BUDGET 0.1             /* seconds per pair: 10,000 nodes in about 17 minutes */
 #define LAT_SHARE 0.25                 /* of the budget; bandwidth gets the rest */
+#define DEFAULT_SWEEP_TARGET 300.0     /* seconds a default sweep may grow to on a slow fabric */
 #define DEFAULT_STALL_FACTOR 50.0
 #define STALL_FLOOR_S 2.0   /* a loaded node may not run a rank for a second: never less */
 #define PILOT_FRACTION 0.1  /* a pilot step long enough to time: a tenth of the share */
@@ -90,7 +94,7 @@ typedef struct {
     long long lat_size, bw_size, window, pairs_at_once, first_round;
     long long lat_iters, bw_iters, lat_warmup, bw_warmup;
     long long hang_rank, hang_round, die_rank, die_round;
-    double budget, stall_factor;
+    double budget, stall_factor, sweep_target;
     int kind, yield;
     const char *pairs_file, *output;
 } options;
@@ -112,6 +116,7 @@ typedef struct {
 static int rank = 0, nprocs = 1;
 static options opt;
 static double stall_s;
+static const char *fitted_how = ""; /* rank 0: what the pilot changed, for the summary */
 static char (*hosts)[MPI_MAX_PROCESSOR_NAME]; /* rank 0: every rank's host */
 static char my_host[MPI_MAX_PROCESSOR_NAME];
 /* A real status array, as OSU's reqstat: MPICH's MPI_STATUSES_IGNORE is the pointer
@@ -140,8 +145,11 @@ static void file_put(const unsigned char *data, size_t len)
         file_error(err);
 }
 
+static int file_opened; /* rank 0: after the pilot, whose choices its header records */
+
 static void file_open(void)
 {
+    file_opened = 1;
     int err = apf_open(opt.output);
     if (err)
         file_error(err);
@@ -280,6 +288,8 @@ static void summary(const schedule *s, long long planned, long long lat_iters,
         if (m)
             jl_param_long("window", opt.window);
         jl_param_double("pair_budget", opt.budget);
+        if (*fitted_how)
+            jl_param_str("fitted", fitted_how);
         jl_param_long("concurrent_pairs", concurrent);
         jl_param_str("matrix", opt.output);
         jl_param_double("wtick", MPI_Wtick());
@@ -458,7 +468,10 @@ static void job_stalled(int waited, int silent)
             failed[a].failed = 1;
         }
     }
-    /* the pilot (round 0) is not in the file: only its stderr line tells */
+    /* the pilot (round 0) is not in the file: only its stderr line tells; the file is opened
+     * after the pilot, so one that stalled there opens it to say the job timed out */
+    if (!file_opened)
+        file_open();
     if (now_.round_no > 0 && failed && n > 0)
         file_round(now_.round_no, failed, nprocs, now_.lat_iters, now_.bw_iters,
                    now_.round_start, MPI_Wtime() - now_.t0 - now_.round_start);
@@ -672,8 +685,58 @@ static double lower_median(double *v, int n)
     return v[(k - 1) / 2];
 }
 
-/* Size the iterations from the pilot on the first round: every rank gets the same counts, or
- * 0 when the budget cannot fit one iteration (explained by rank 0). */
+/* What the pilot's median pair needs, fitted so that a default run finishes: the iterations
+ * of each method in its share of the pair budget; when one round trip and one window do not
+ * fit, first the budget grown (OSU's window kept) up to the sweep target's share of a pair
+ * group, then the window shrunk to what fits that share.  Counts 0: not one message fits. */
+typedef struct {
+    long long lat, bw, window;
+    double budget;
+    const char *how; /* "" as asked, or what was changed */
+} fitted;
+
+static fitted fit_budget(double t_lat, double t_bw, long long groups)
+{
+    fitted f = {0, 0, opt.window, opt.budget, ""};
+    double cap = opt.sweep_target / (double)(groups > 0 ? groups : 1);
+    cap = cap > opt.budget ? cap : opt.budget;
+    if (!(t_lat + t_bw <= opt.budget)) {
+        double need = fmax(t_lat / LAT_SHARE, t_bw / (1.0 - LAT_SHARE));
+        if (need <= cap) {
+            f.budget = need;
+            f.how = "pair budget grown to fit one window";
+        } else {
+            double per_message = t_bw / (double)opt.window;
+            double room = cap - t_lat, w = floor(room / per_message);
+            if (!(w >= 1.0))
+                return f;
+            f.window = w < (double)opt.window ? (long long)w : opt.window;
+            f.budget = cap;
+            f.how = "window shrunk to fit the sweep target";
+            t_bw = per_message * (double)f.window;
+        }
+    }
+    double n_lat = floor(LAT_SHARE * f.budget / t_lat);
+    double n_bw = floor((1.0 - LAT_SHARE) * f.budget / t_bw);
+    f.lat = n_lat < 1 ? 1 : n_lat > INT_MAX ? INT_MAX : (long long)n_lat;
+    f.bw = n_bw < 1 ? 1 : n_bw > INT_MAX ? INT_MAX : (long long)n_bw;
+    return f;
+}
+
+static long long pair_groups(const schedule *s)
+{
+    long long groups = 0;
+    for (int r = 0; r < s->rounds; r++) {
+        int np = pairs_in(s, r);
+        int k = opt.pairs_at_once > 0 && opt.pairs_at_once < np ? (int)opt.pairs_at_once : np;
+        groups += k > 0 ? (np + k - 1) / k : 1;
+    }
+    return groups;
+}
+
+/* Size the iterations from the pilot on the first round (fit_budget): every rank gets the
+ * same counts, window and budget, or counts 0 when not one message fits (explained by rank
+ * 0). */
 static void calibrate(const schedule *s, pair *p)
 {
     now_.round_no = 0;
@@ -685,7 +748,7 @@ static void calibrate(const schedule *s, pair *p)
     MPI_Request req;
     MPI_Igather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD, &req);
     wait_quietly(&req);
-    long long counts[2] = {0, 0};
+    double chosen[4] = {0, 0, (double)opt.window, opt.budget}; /* lat, bw, window, budget */
     if (rank == 0) {
         double *lat = malloc((size_t)nprocs * sizeof *lat);
         double *bw = malloc((size_t)nprocs * sizeof *bw);
@@ -696,34 +759,47 @@ static void calibrate(const schedule *s, pair *p)
             bw[i] = all[2 * i + 1];
         }
         double t_lat = lower_median(lat, nprocs), t_bw = lower_median(bw, nprocs);
-        double lat_share = LAT_SHARE * opt.budget, bw_share = (1.0 - LAT_SHARE) * opt.budget;
-        /* Each method its share, at least one iteration: a slow fabric (one 8 MiB window
-         * at 100 MB/s is 84 ms, more than bandwidth's 75 ms) is measured, a little over
-         * budget.  Refused only when one iteration of each does not fit the whole budget. */
-        if (!(t_lat + t_bw <= opt.budget)) {
-            probe_error("--pair-budget %g s cannot fit one iteration of each method: the "
-                        "median pair took %.3g s a round trip of %lld B and %.3g s a window "
-                        "of %lld x %lld B; raise --pair-budget",
-                        opt.budget, t_lat, opt.lat_size, t_bw, opt.window, opt.bw_size);
+        long long groups = pair_groups(s);
+        fitted f = fit_budget(t_lat, t_bw, groups);
+        if (f.lat == 0) {
+            probe_error("not one message fits: the median pair took %.3g s a round trip of "
+                        "%lld B and %.3g s a window of %lld x %lld B, and the sweep target "
+                        "(%g s over %lld pair groups) allows %.3g s a pair; raise "
+                        "--sweep-target or --pair-budget",
+                        t_lat, opt.lat_size, t_bw, opt.window, opt.bw_size, opt.sweep_target,
+                        groups, opt.sweep_target / (double)groups);
         } else {
-            double n_lat = floor(lat_share / t_lat), n_bw = floor(bw_share / t_bw);
-            counts[0] = n_lat < 1 ? 1 : n_lat > INT_MAX ? INT_MAX : (long long)n_lat;
-            counts[1] = n_bw < 1 ? 1 : n_bw > INT_MAX ? INT_MAX : (long long)n_bw;
+            if (*f.how)
+                fprintf(stderr,
+                        "allpairs: pilot: one round trip and one window of %lld x %lld B "
+                        "(%.3g s) do not fit the pair budget %g s: %s (window %lld, pair "
+                        "budget %.3g s; sweep target %g s over %lld pair groups)\n",
+                        opt.window, opt.bw_size, t_lat + t_bw, opt.budget, f.how, f.window,
+                        f.budget, opt.sweep_target, groups);
+            fitted_how = f.how;
+            chosen[0] = (double)f.lat;
+            chosen[1] = (double)f.bw;
+            chosen[2] = (double)f.window;
+            chosen[3] = f.budget;
             fprintf(stderr,
                     "allpairs: pilot: %.3g s a round trip of %lld B -> %lld latency "
                     "iterations; %.3g s a window of %lld x %lld B -> %lld bandwidth iterations "
                     "(pair budget %g s)\n",
-                    t_lat, opt.lat_size, counts[0], t_bw, opt.window, opt.bw_size, counts[1],
-                    opt.budget);
+                    t_lat, opt.lat_size, f.lat, t_bw * (double)f.window / (double)opt.window,
+                    f.window, opt.bw_size, f.bw, f.budget);
         }
         free(lat);
         free(bw);
         free(all);
     }
-    MPI_Ibcast(counts, 2, MPI_LONG_LONG, 0, MPI_COMM_WORLD, &req);
+    MPI_Ibcast(chosen, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD, &req);
     wait_quietly(&req);
-    now_.lat_iters = counts[0];
-    now_.bw_iters = counts[1];
+    now_.lat_iters = (long long)chosen[0];
+    now_.bw_iters = (long long)chosen[1];
+    opt.window = (long long)chosen[2];
+    opt.budget = chosen[3];
+    stall_s = opt.stall_factor * opt.budget;
+    stall_s = stall_s > STALL_FLOOR_S ? stall_s : STALL_FLOOR_S;
 }
 
 /* ---- the pairs file (rank 0) -------------------------------------------------------- */
@@ -886,6 +962,9 @@ static void usage(void)
            "  --window W             bandwidth messages in flight (default %lld, osu_bw's)\n"
            "  --pair-budget S        seconds per pair, both metrics (default %g): latency gets\n"
            "                         %g of it, bandwidth the rest; a pilot sizes the iterations\n"
+           "  --sweep-target S       when one window does not fit the pair budget, the budget\n"
+           "                         grows (or else the window shrinks) to fit S seconds for\n"
+           "                         the whole sweep (default %g)\n"
            "  --lat-iterations N     timed round trips per pair (default: from the pilot)\n"
            "  --bw-iterations N      timed windows per pair (default: from the pilot)\n"
            "  --lat-warmup N         untimed round trips first (default 100, 10 above 8 KiB)\n"
@@ -906,11 +985,11 @@ static void usage(void)
            "  --test-die-rank R --test-die-round K     (tests) rank R kills itself there\n"
            "  --help                 this text\n"
            "\n"
-           "Exit codes: 0 ok, 1 runtime error, 2 bad arguments (or < 2 ranks, or a budget too\n"
-           "small for one iteration), 4 a partner stopped answering (the file keeps every\n"
+           "Exit codes: 0 ok, 1 runtime error, 2 bad arguments (or < 2 ranks, or not one\n"
+           "message fits the sweep target), 4 a partner stopped answering (the file keeps every\n"
            "round measured before).\n",
            DEFAULT_LAT_SIZE, DEFAULT_BW_SIZE, DEFAULT_WINDOW, DEFAULT_BUDGET, LAT_SHARE,
-           STALL_FLOOR_S, DEFAULT_STALL_FACTOR);
+           DEFAULT_SWEEP_TARGET, STALL_FLOOR_S, DEFAULT_STALL_FACTOR);
 }
 
 /* probe.h has no string options: take `--name value` out of argv before it parses. */
@@ -937,6 +1016,7 @@ static int parse(int argc, char **argv)
         .first_round = 1, .lat_iters = -1, .bw_iters = -1, .lat_warmup = -1, .bw_warmup = -1,
         .hang_rank = -1, .hang_round = 1, .die_rank = -1, .die_round = 1,
         .budget = DEFAULT_BUDGET, .stall_factor = DEFAULT_STALL_FACTOR, .kind = -1,
+        .sweep_target = DEFAULT_SWEEP_TARGET,
         .output = "allpairs.bin",
     };
     char **args = malloc(((size_t)argc + 1) * sizeof *args);
@@ -951,6 +1031,7 @@ static int parse(int argc, char **argv)
         {"--bw-size", PROBE_SIZE, &opt.bw_size, .min = 1, .max = INT_MAX},
         {"--window", PROBE_INT, &opt.window, .min = 1, .max = 1 << 16},
         {"--pair-budget", PROBE_REAL, &opt.budget, .rmin = 1e-6, .rmax = 3600.0},
+        {"--sweep-target", PROBE_REAL, &opt.sweep_target, .rmin = 1e-3, .rmax = 1e7},
         {"--lat-iterations", PROBE_INT, &opt.lat_iters, .min = 1, .max = INT_MAX},
         {"--bw-iterations", PROBE_INT, &opt.bw_iters, .min = 1, .max = INT_MAX},
         {"--lat-warmup", PROBE_INT, &opt.lat_warmup, .min = 0, .max = INT_MAX},
@@ -1088,8 +1169,6 @@ int main(int argc, char **argv)
     memset(p.s_buf, 'a', bufsize);
     memset(p.r_buf, 'b', bufsize);
 
-    if (rank == 0)
-        file_open();
     now_.sched = &s;
     now_.planned = planned;
     int widest = 0; /* the most pairs of a round, measured at once unless --pairs-at-once */
@@ -1102,14 +1181,16 @@ int main(int argc, char **argv)
         now_.bw_iters = opt.bw_iters;
     } else {
         calibrate(&s, &p);
-        if (now_.lat_iters == 0) {
-            if (rank == 0) {
-                file_end(0);
-                file_close();
-            }
-            MPI_Finalize();
-            return PROBE_USAGE;
+    }
+    if (rank == 0) /* after the pilot: the header records the window and budget it chose */
+        file_open();
+    if (now_.lat_iters == 0) {
+        if (rank == 0) {
+            file_end(0);
+            file_close();
         }
+        MPI_Finalize();
+        return PROBE_USAGE;
     }
 
     barrier();

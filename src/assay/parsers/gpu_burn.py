@@ -14,12 +14,14 @@ reporting interval (gpu_burn.cpp keeps R until N moves again). It ends with a ve
 
 What is read. A GPU's intervals are the progress lines where its N grew (a repeated R is the
 same measurement printed again, and R=0 with N=0 is a GPU that has not finished one GEMM).
-Its first interval includes start-up and is left out when at least two others exist. The
+Its first interval includes start-up and is left out when another exists. The
 sample is the median of the remaining interval rates (min, max, mean in its stats), as
 ``gpu.sgemm`` when gpu_burn printed "using FLOATS" (its default) and ``gpu.dgemm`` for
 "using DOUBLES" (``-d``). A GPU that gpu_burn calls FAULTY, whose error count is not 0
 (negative counts are gpu_burn's own counter gone wrong, "(DIED!)" a lost GPU), or that died
-(N = -1) gives no rate: its reason is in the warnings and ``meta["failed"]``. Output without
+(N = -1) gives no rate: its reason is in the warnings and ``meta["failed"]``; an output where
+no GPU has a rate is refused, the error naming each GPU's reason. "using Tensor Cores" (``-tc``)
+in a GPU's init line adds ``tensor_cores``. Output without
 the summary is incomplete; its rates are kept when the last error counts are 0.
 
 The ReFrame variant (ReFrame's hpctestlib gpu_burn) prints one line per GPU and node::
@@ -37,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import ParseError
-from assay.model import Stats
+from assay.model import Sample, Stats
 from assay.parsers.base import ParseResult, last_line_cut, make_sample, require_tool
 from assay.parsers.numbers import checked, parse_int, parse_number, parse_rate
 
@@ -48,7 +50,12 @@ _PROGRESS = re.compile(r"^\s*(?P<pct>\d{1,3}(?:\.\d+)?)%\s+proc'd:\s*(?P<rest>.*
 _PROC = re.compile(r"^(?P<n>-?\d{1,19})\s+\((?P<r>\S{1,40})\s+Gflop/s\)$")
 _ERROR = re.compile(r"^(?P<n>-?\d{1,19})(?:\s+\((?P<flag>WARNING|DIED)!\))?$")
 _TEMP = re.compile(r"^(?P<t>-?\d{1,4}|--)\s*C$")
-_INIT = re.compile(r"^\s*Initialized device (?P<gpu>\d{1,4}) with .*using (?P<kind>FLOATS|DOUBLES)")
+_TEMPS = re.compile(r"(?:-?\d{1,4}|--)\s*C(?:\s+-\s+(?:-?\d{1,4}|--)\s*C)*")
+# searched, not matched: a redraw may put "Killing processes.. " before it on the same line
+_INIT = re.compile(
+    r"Initialized device (?P<gpu>\d{1,4}) with .*using (?P<kind>FLOATS|DOUBLES)"
+    r"(?P<tc>, using Tensor Cores)?"
+)
 _NAME = re.compile(r"^\s*GPU (?P<gpu>\d{1,4}): (?P<name>.+?) \(UUID: (?P<uuid>[^)]*)\)\s*$")
 _TESTED = re.compile(r"^\s*Tested (?P<n>\d{1,4}) GPUs:\s*$")
 _VERDICT = re.compile(r"^\s*GPU (?P<gpu>\d{1,4}): (?P<v>OK|FAULTY)\s*$")
@@ -90,7 +97,9 @@ def _split(body: str, sep: str) -> list[str]:
     return [part.strip() for part in body.split(sep)]
 
 
-def _progress(rest: str, gpus: dict[int, _Gpu], source: str, line: int) -> None:
+def _progress(
+    rest: str, gpus: dict[int, _Gpu], source: str, line: int, warnings: list[str]
+) -> None:
     """One progress line: 'N (R Gflop/s) - ...   errors: E - ...   temps: T C - ...'."""
     proc, _, tail = rest.partition("errors:")
     errs, _, temps = tail.partition("temps:")
@@ -132,12 +141,23 @@ def _progress(rest: str, gpus: dict[int, _Gpu], source: str, line: int) -> None:
             gpus[i].errors = parse_int(m["n"], source=source, line=line, minimum=-(2**63))
             gpus[i].error_flag = m["flag"]
     if temps.strip():
-        for i, part in enumerate(_split(temps.strip(), " - ")):
-            m = _TEMP.match(part)
-            if m is None or i not in gpus:
-                raise ParseError(f"unreadable temperature {part[:40]!r}", source=source, line=line)
-            if m["t"] != "--":
-                gpus[i].temps.append(parse_int(m["t"], source=source, line=line, minimum=-300))
+        _temps(temps.strip(), gpus, source, line, warnings)
+
+
+def _temps(text: str, gpus: dict[int, _Gpu], source: str, line: int, warnings: list[str]) -> None:
+    """'T C - T C ...'; on a terminal the next message may follow the last 'C' on the same
+    line (gpu_burn redraws with '\\r', no newline): that text is not a temperature."""
+    m = _TEMPS.match(text)
+    if m is None:
+        raise ParseError(f"unreadable temperature {text[:40]!r}", source=source, line=line)
+    if rest := text[m.end() :].strip():
+        warnings.append(f"{source}:{line}: text after the temperatures ignored: {rest[:60]!r}")
+    for i, part in enumerate(_split(m[0].strip(), " - ")):
+        t = _TEMP.match(part)
+        if t is None or i not in gpus:
+            raise ParseError(f"unreadable temperature {part[:40]!r}", source=source, line=line)
+        if t["t"] != "--":
+            gpus[i].temps.append(parse_int(t["t"], source=source, line=line, minimum=-300))
 
 
 def _failure(gpu: _Gpu) -> str | None:
@@ -152,11 +172,43 @@ def _failure(gpu: _Gpu) -> str | None:
     return None
 
 
+def _rate_sample(gpu: _Gpu, kind: str, name: tuple[str, str] | None, tensor: bool) -> Sample:
+    """The GPU's sample: the median of its interval rates, the first (start-up) one left out
+    when another exists."""
+    rates = gpu.rates[1:] if len(gpu.rates) >= 2 else gpu.rates
+    params: dict[str, Any] = {
+        "tool": TOOL,
+        "gpu": gpu.index,
+        "precision": "fp64" if kind == "DOUBLES" else "fp32",
+        "intervals": len(rates),
+        "warmup_intervals": len(gpu.rates) - len(rates),
+        "errors": gpu.errors if gpu.errors is not None else 0,
+        "verdict": gpu.verdict or "unknown (no summary)",
+    }
+    if name is not None:
+        params["gpu_name"], params["gpu_uuid"] = name
+    if tensor:
+        params["tensor_cores"] = True
+    if gpu.temps:
+        params["temp_max_c"] = max(gpu.temps)
+    stats = Stats(
+        n=len(rates),
+        min=min(rates) * GFLOPS,
+        max=max(rates) * GFLOPS,
+        mean=statistics.fmean(rates) * GFLOPS,
+        median=statistics.median(rates) * GFLOPS,
+    )
+    metric = "gpu.dgemm" if kind == "DOUBLES" else "gpu.sgemm"
+    value = statistics.median(rates) * GFLOPS
+    return make_sample(TOOL, metric, value, params, stats, unit="flop/s", better="higher")
+
+
 def _upstream(text: str, source: str) -> ParseResult:
     result = ParseResult(tool=TOOL)
     gpus: dict[int, _Gpu] = {}
     names: dict[int, tuple[str, str]] = {}
     precision: dict[int, str] = {}
+    tensor: set[int] = set()  # "-tc": "using Tensor Cores" in its init line
     tested: int | None = None
     lines = text.splitlines()
     cut = last_line_cut(text)
@@ -167,9 +219,11 @@ def _upstream(text: str, source: str) -> ParseResult:
                 result.complete = False
                 result.missing.append(f"the progress line cut at {source}:{lineno}")
                 continue
-            _progress(m["rest"], gpus, source, lineno)
-        elif m := _INIT.match(raw):
+            _progress(m["rest"], gpus, source, lineno, result.warnings)
+        elif m := _INIT.search(raw):
             precision[int(m["gpu"])] = m["kind"]
+            if m["tc"]:
+                tensor.add(int(m["gpu"]))
         elif m := _NAME.match(raw):
             names[int(m["gpu"])] = (m["name"].strip(), m["uuid"])
         elif m := _TESTED.match(raw):
@@ -201,45 +255,24 @@ def _upstream(text: str, source: str) -> ParseResult:
         if kind is None:
             kind = "FLOATS"  # gpu_burn's default; said in a warning since it was not printed
             result.warnings.append(f"GPU {i}: precision not printed; gpu_burn's default FP32")
-        rates = gpu.rates[1:] if len(gpu.rates) >= 3 else gpu.rates
-        params: dict[str, Any] = {
-            "tool": TOOL,
-            "gpu": i,
-            "precision": "fp64" if kind == "DOUBLES" else "fp32",
-            "intervals": len(rates),
-            "warmup_intervals": len(gpu.rates) - len(rates),
-            "errors": gpu.errors if gpu.errors is not None else 0,
-            "verdict": gpu.verdict or "unknown (no summary)",
-        }
-        if i in names:
-            params["gpu_name"], params["gpu_uuid"] = names[i]
-        if gpu.temps:
-            params["temp_max_c"] = max(gpu.temps)
-        stats = Stats(
-            n=len(rates),
-            min=min(rates) * GFLOPS,
-            max=max(rates) * GFLOPS,
-            mean=statistics.fmean(rates) * GFLOPS,
-            median=statistics.median(rates) * GFLOPS,
-        )
-        metric = "gpu.dgemm" if kind == "DOUBLES" else "gpu.sgemm"
-        result.samples.append(
-            make_sample(
-                TOOL,
-                metric,
-                statistics.median(rates) * GFLOPS,
-                params,
-                stats,
-                unit="flop/s",
-                better="higher",
-            )
-        )
+        result.samples.append(_rate_sample(gpu, kind, names.get(i), i in tensor))
     if failed:
         result.meta["failed"] = failed
     result.meta["gpus"] = len(gpus)
-    if not result.samples and not failed:
-        raise ParseError("gpu_burn output without any GPU's figures", source=source)
+    if not result.samples:
+        raise ParseError(_nothing_kept(failed), source=source)
     return result
+
+
+def _nothing_kept(failed: list[dict[str, Any]]) -> str:
+    """The refusal of an output where no GPU has a rate to keep: what each GPU showed."""
+    if not failed:
+        return "gpu_burn output without any GPU's figures"
+    reasons: dict[str, list[str]] = {}
+    for f in failed:
+        reasons.setdefault(f["reason"], []).append(str(f["gpu"]))
+    said = "; ".join(f"GPU {', '.join(gpus)}: {why}" for why, gpus in reasons.items())
+    return f"gpu_burn output without a rate to keep for any of its {len(failed)} GPU(s) ({said})"
 
 
 def _reframe(text: str, source: str) -> ParseResult:

@@ -6,7 +6,8 @@ iter`` (IOR 3.2 has no IOPS and Latency columns), then ``Summary of all tests:``
 per test and operation, columns ``Operation Max(MiB) Min(MiB) Mean(MiB) StdDev Max(OPs)
 Min(OPs) Mean(OPs) StdDev Mean(s) [Stonewall(s) Stonewall(MiB)] Test# #Tasks tPN reps fPP
 reord reordoff reordrand seed segcnt blksiz xsize aggs(MiB) API RefNum`` (the Stonewall
-columns since IOR 3.3). Both tables are read by their header words. MiB is 2**20 bytes:
+columns since IOR 3.3; IOR 3.0 and 3.1 print no OPs columns and ``aggsize`` in bytes; 2.10
+spells ``Max (MiB)``, ``Std Dev``). Both tables are read by their header words. MiB is 2**20 bytes:
 ior-output.c divides bytes by ``MEBIBYTE``, ``#define MEBIBYTE (1 << 20)`` in src/iordef.h.
 
 Samples. From the summary (the result IOR itself reports), per test and operation:
@@ -20,6 +21,18 @@ are the samples, with ``params["iteration"]``, and the result is incomplete. IOR
 block/transfer, whatever the segment count: hpc/ior issue #495) and is kept only as the param
 ``ior_latency_s``.
 
+Several tests, several runs. A file may hold several ior invocations (a batch script running
+ior once per API or mode, pasted ``tail``s of several jobs, with shell prompts and launcher
+lines between them): each banner (or a table after a finished run, for pastes without one)
+starts a run, and with more than one every sample has ``params["run"]`` (0, 1, ...). Each test
+keeps the params that tell it from another, which the summary's columns do not all hold: from
+the test's ``Options`` (``api``, ``type`` collective/independent, ``access``, ``ordering in a
+file``; 3.0's ``Summary:`` block) and the command line (``-c``/``--collective``, ``-e`` fsync,
+``-Y``, ``-z``, ``-B``/``--posix.odirect``, ``-C``, ``-Z``, ``-u``, ``-O name=1``, ``-D``):
+``collective`` (where known), then ``fsync``, ``random_offset``, ``direct_io``, ...
+when set, ``stonewall_s`` when given. Without them an MPI-IO or HDF5 test with ``-c`` and
+the same test without it were one measurement of two repetitions in a report.
+
 JSON: the same numbers under ``"summary"`` (``bwMeanMIB``, ``OPsMean``, ...) and
 ``"tests"[i]["Results"]``; text before the first ``{`` (IOR's banner) is skipped.
 """
@@ -29,6 +42,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -42,26 +56,46 @@ MIB = 2**20  # iordef.h: #define MEBIBYTE (1 << 20)
 
 _BANNER = re.compile(r"IOR-(?P<v>\S+): MPI Coordinated Test of Parallel I/O")
 _OPTION_KEY = re.compile(r"[A-Za-z][A-Za-z /_-]*", re.ASCII)
+_RESULTS_HEADER = re.compile(r"^access\s+bw\(MiB/s\)\s", re.M)
+_TEST_ID = re.compile(r"^(?:TestID\s*:\s*(?P<a>\d{1,9})\b|Test (?P<b>\d{1,9}) started:)")
+# IOR 2.10's summary header spells "Max (MiB)", "Mean (s)", "Std Dev"
+_SPACED_UNIT = re.compile(r"\s+\((MiB|OPs|s)\)")
 
 
 def _option(line: str) -> tuple[str, str] | None:
-    """``KEY : VALUE`` of IOR's Options section, or None. Split at the first colon: one
-    pattern with a lazy key before blanks and a colon backtracked over a run of blanks
-    (8,000 blanks took 0.5 s, growing with the square)."""
-    key, colon, value = line.partition(":")
-    key = key.rstrip()
-    if not colon or not _OPTION_KEY.fullmatch(key):
+    """``KEY : VALUE`` of IOR's Options section (3.2 on), ``KEY = VALUE`` of its Summary
+    section (2.10 to 3.1), or None. Split at the first colon or equals sign: one pattern with
+    a lazy key before blanks and a colon backtracked over a run of blanks (8,000 blanks took
+    0.5 s, growing with the square)."""
+    cut = min((i for i in (line.find(":"), line.find("=")) if i > 0), default=-1)
+    if cut < 0:
+        return None
+    key, value = line[:cut].rstrip(), line[cut + 1 :]
+    if not _OPTION_KEY.fullmatch(key):
         return None
     return key, value.strip()
 
 
 _OPERATIONS = ("write", "read")
+# Flags of ior's command line that take a value (src/parse_options.c); the others are switches.
+_VALUED = frozenset("aAbdDfGiIjJlMNoOQstTUX")
+# Switches that tell two tests apart (the summary table has no column for them): the param
+# each sets, from its letter, its long name (4.x) or ``-O name=1``. -c collective comes from
+# the Options' "type" where IOR prints it (3.2 on).
+_SWITCHES = {"e": "fsync", "Y": "fsync_per_write", "z": "random_offset", "B": "direct_io",
+             "C": "reorder_tasks", "Z": "reorder_random",
+             "u": "unique_dir", "c": "collective", "collective": "collective",
+             "posix.odirect": "direct_io", "fsync": "fsync", "fsyncperwrite": "fsync_per_write",
+             "randomoffset": "random_offset", "useo_direct": "direct_io",
+             "uniquedir": "unique_dir"}  # fmt: skip
 
 
 def looks_like(text: str) -> bool:
     if _BANNER.search(text):
         return True
     if "Summary of all tests:" in text and "Max(MiB)" in text:
+        return True
+    if _RESULTS_HEADER.search(text) and "iter" in text:  # a pasted Results table, no banner
         return True
     head = text.lstrip()[:4000]
     return head.startswith("{") and '"bwMeanMIB"' in text
@@ -82,96 +116,255 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
 # ---------------------------------------------------------------------------- text
 
 
-def _parse_text(text: str, source: str) -> ParseResult:
-    result = ParseResult(tool=TOOL)
-    lines = text.splitlines()
-    if m := _BANNER.search(text):
-        result.meta["version"] = m["v"]
-    options: dict[str, str] = {}
+@dataclass
+class _Run:
+    """One ior invocation's output: several may be concatenated in one file (a batch script
+    running ior once per API, or pasted ``tail``s of several jobs)."""
+
+    line: int  # where it starts
+    version: str = ""
+    command: str = ""
+    section: str = ""
+    test: int = 0  # the TestID whose output is being read
+    options: dict[int, dict[str, str]] = field(default_factory=dict)
     results_header: list[str] | None = None
     summary_header: list[str] | None = None
-    section = ""
-    iteration_rows: list[tuple[int, dict[str, str]]] = []
-    summary_rows: list[tuple[int, dict[str, str]]] = []
-    finished = False
+    iterations: list[tuple[int, int, dict[str, str]]] = field(default_factory=list)
+    summary: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    finished: bool = False
+    cut: str = ""  # a summary line cut short at the end of the output
+
+    def seen(self) -> bool:
+        return bool(self.version or self.command or self.options or self.tables())
+
+    def tables(self) -> bool:
+        return self.results_header is not None or self.summary_header is not None
+
+    def done(self) -> bool:
+        return self.finished or bool(self.summary)
+
+
+def _starts_output(line: str, words: list[str]) -> bool:
+    return line.startswith(("Summary of all tests:", "Results:", "Options:", "Summary:")) or (
+        _is_results_header(words) or _summary_header(line) is not None
+    )
+
+
+def _is_results_header(words: list[str]) -> bool:
+    return words[0] == "access" and "bw(MiB/s)" in words
+
+
+def _summary_header(line: str) -> list[str] | None:
+    """The summary's column names. IOR 2.10 (IOR.c, SummarizeResults) spells "Max (MiB)" and
+    "Std Dev", heads its -v columns with "Op grep #Tasks ..." but prints #Tasks first and the
+    test number and API last, and ends each row with "EXCEL"."""
+    if not line.startswith("Operation"):
+        return None
+    words = _SPACED_UNIT.sub(r"(\1)", line).replace("Std Dev", "StdDev").split()
+    if "Mean(MiB)" not in words:
+        return None
+    if words[-2:] != ["API", "RefNum"] and words[10:12] == ["Op", "grep"]:
+        words = [*words[:10], *words[12:], "Test#", "API"]
+    if _SPACED_UNIT.search(line):
+        words.append("EXCEL")
+    return _unique(words)
+
+
+def _read_runs(lines: list[str], source: str) -> list[_Run]:
+    last = max((i for i, ln in enumerate(lines, start=1) if ln.strip()), default=0)
+    runs = [_Run(1)]
     for lineno, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line:
             continue
-        if line.startswith("Command line"):
-            result.meta["command"] = line.partition(":")[2].strip()
+        run, words = runs[-1], line.split()
+        if m := _BANNER.search(line):
+            if run.seen():
+                runs.append(run := _Run(lineno))
+            run.version = m["v"]
             continue
-        if line.startswith("Finished"):
-            finished = True
-            section = ""
-            continue
-        if line.startswith(("Options:", "Summary:")) and not line.startswith("Summary of"):
-            section = "options"
-            continue
-        if line.startswith("Results:"):
-            section = "results"
-            continue
-        if line.startswith("Summary of all tests:"):
-            section = "summary"
-            continue
-        words = line.split()
-        if words[0] == "access" and "bw(MiB/s)" in words:
-            results_header = words
-            section = "results"
-            continue
-        if words[0] == "Operation" and "Mean(MiB)" in words:
-            summary_header = _unique(words)
-            section = "summary"
-            continue
-        if section == "options" and (kv := _option(line)):
-            options.setdefault(*kv)
-            continue
-        if section == "results" and results_header and words[0] in _OPERATIONS:
-            if len(words) != len(results_header):
-                raise ParseError(
-                    f"{len(words)} values for the {len(results_header)} Results columns",
-                    source=source,
-                    line=lineno,
-                )
-            iteration_rows.append((lineno, dict(zip(results_header, words, strict=True))))
-        elif section == "summary" and summary_header and words[0] in _OPERATIONS:
-            if len(words) != len(summary_header):
-                if lineno == len(lines) or all(not ln.strip() for ln in lines[lineno:]):
-                    result.complete = False
-                    result.missing.append(f"the rest of the summary line at {source}:{lineno}")
-                    break
-                raise ParseError(
-                    f"{len(words)} values for the {len(summary_header)} summary columns",
-                    source=source,
-                    line=lineno,
-                )
-            summary_rows.append((lineno, dict(zip(summary_header, words, strict=True))))
+        if run.done() and _starts_output(line, words):  # a next output without its banner
+            runs.append(run := _Run(lineno))
+        _feed(run, line, words, lineno, lineno == last, source)
+        if run.cut:
+            break
+    # a run is a banner or a table: "Summary:" and "key: value" lines in the prose around
+    # a paste are no run of their own
+    return [run for run in runs if run.version or run.tables()]
 
-    if results_header is None and summary_header is None:
-        other = other_tool(text, TOOL)
-        raise ParseError(
-            "no IOR result table ('access bw(MiB/s) ...' or 'Summary of all tests') found",
-            source=source,
-            hint=f"this looks like {other} output" if other else None,
+
+def _feed(run: _Run, line: str, words: list[str], lineno: int, last: bool, source: str) -> None:
+    """One line of a run's output: the Options (or 2.10-3.1 Summary) section, the per-iteration
+    Results table and the Summary of all tests; everything else (prompts, launcher messages,
+    task maps, "Max Write:" lines) is skipped."""
+    if line.startswith("Command line"):
+        run.command = run.command or line.partition(":")[2].strip()
+    elif line.startswith(("Finished", "Run finished")):  # 2.10: "Run finished: <date>"
+        run.finished, run.section = True, ""
+    elif m := _TEST_ID.match(line):
+        run.test = int(m["a"] or m["b"])
+    elif line.startswith(("Options:", "Summary:")):
+        run.section = "options"
+    elif line.startswith("Results:"):
+        run.section = "results"
+    elif line.startswith("Summary of all tests:"):
+        run.section = "summary"
+    elif _is_results_header(words):
+        run.results_header, run.section = words, "results"
+    elif (header := _summary_header(line)) is not None:
+        run.summary_header, run.section = header, "summary"
+    elif run.section == "options" and (kv := _option(line)):
+        run.options.setdefault(run.test, {}).setdefault(*kv)
+    elif words[0] not in _OPERATIONS:
+        return
+    elif run.section == "results" and run.results_header:
+        row = _table_row(words, run.results_header, "Results", source, lineno)
+        run.iterations.append((lineno, run.test, row))
+    elif run.section == "summary" and run.summary_header:
+        if len(words) != len(run.summary_header) and last:
+            run.cut = f"the rest of the summary line at {source}:{lineno}"
+            return
+        run.summary.append(
+            (lineno, _table_row(words, run.summary_header, "summary", source, lineno))
         )
-    if options:
-        result.meta["options"] = options
-    common = _option_params(options)
-    if summary_rows:
-        for lineno, row in summary_rows:
-            _summary_samples(row, common, result, source, lineno)
-    else:
-        for lineno, row in iteration_rows:
-            _iteration_samples(row, common, result, source, lineno)
-        result.complete = False
-        result.missing.append("the 'Summary of all tests' table")
-        if not iteration_rows:
-            result.missing.append("any write/read result line")
-    if not finished and result.complete:
-        result.complete = False
-        result.missing.append("the 'Finished' line")
-    result.meta["iterations"] = len(iteration_rows)
+
+
+def _table_row(
+    words: list[str], header: list[str], table: str, source: str, line: int
+) -> dict[str, str]:
+    if len(words) != len(header):
+        raise ParseError(
+            f"{len(words)} values for the {len(header)} {table} columns", source=source, line=line
+        )
+    return dict(zip(header, words, strict=True))
+
+
+def _parse_text(text: str, source: str) -> ParseResult:
+    result = ParseResult(tool=TOOL)
+    runs = _read_runs(text.splitlines(), source)
+    if not any(run.tables() for run in runs):
+        raise ParseError(
+            "no IOR result table ('access bw(MiB/s) ...' or 'Summary of all tests') found"
+            + _found(runs),
+            source=source,
+            hint=f"this looks like {other} output" if (other := other_tool(text, TOOL)) else None,
+        )
+    _run_meta(runs, result)
+    for index, run in enumerate(runs):
+        where = f" of the IOR run at line {run.line}" if len(runs) > 1 else ""
+        extra = {"run": index} if len(runs) > 1 else {}
+        _run_samples(run, extra, result, source)
+        if run.cut:
+            result.complete = False
+            result.missing.append(run.cut)
+        elif not run.summary:
+            result.complete = False
+            result.missing.append(f"the 'Summary of all tests' table{where}")
+            if not run.iterations:
+                result.missing.append(f"any write/read result line{where}")
+        elif not run.finished and result.complete:
+            result.complete = False
+            result.missing.append(f"the 'Finished' line{where}")
     return result
+
+
+def _found(runs: list[_Run]) -> str:
+    """What a refused output holds, for the message: its banner, options, command."""
+    parts = [f"the IOR-{r.version} banner" for r in runs if r.version][:1]
+    parts += ["its Options" for r in runs if r.options][:1]
+    parts += ["its command line" for r in runs if r.command][:1]
+    if not parts:
+        return ""
+    held = ", ".join(parts)
+    return f": the text holds {held} but no result line (did ior stop before a test ended?)"
+
+
+def _run_meta(runs: list[_Run], result: ParseResult) -> None:
+    versions = list(dict.fromkeys(run.version for run in runs if run.version))
+    commands = [run.command for run in runs if run.command]
+    if versions:
+        result.meta["version"] = versions[0]
+    if len(versions) > 1:
+        result.meta["versions"] = versions
+    if commands:
+        result.meta["command"] = commands[0]
+    if len(commands) > 1:
+        result.meta["commands"] = commands
+    if options := next((run.options[min(run.options)] for run in runs if run.options), None):
+        result.meta["options"] = options
+    if len(runs) > 1:
+        result.meta["runs"] = len(runs)
+    result.meta["iterations"] = sum(len(run.iterations) for run in runs)
+
+
+def _run_samples(run: _Run, extra: dict[str, Any], result: ParseResult, source: str) -> None:
+    flags = _command_flags(run.command) if run.command else None
+    if run.summary:
+        for lineno, row in run.summary:
+            test = _i(row, "Test#", source, lineno) if "Test#" in row else run.test
+            common = {**_test_params(run.options.get(test, {}), flags), **extra}
+            _summary_samples(row, common, result, source, lineno)
+        return
+    for lineno, test, row in run.iterations:
+        common = {**_test_params(run.options.get(test, {}), flags), "test": test, **extra}
+        _iteration_samples(row, common, result, source, lineno)
+
+
+def _command_flags(command: str) -> dict[str, str]:
+    """ior's switches and valued flags on its command line: ``-a MPIIO -c -F``, ``-t=1M``,
+    ``-wvvvv``, ``--posix.odirect``, ``-O collective=1``; the executable and values skipped."""
+    flags: dict[str, str] = {}
+    words = command.split()
+    i = 0
+    while i < len(words):
+        word, i = words[i], i + 1
+        if word.startswith("--"):
+            key, _, value = word[2:].partition("=")
+            flags[key] = value
+        elif word.startswith("-") and len(word) > 1:
+            for pos, letter in enumerate(word[1:], start=1):
+                if letter not in _VALUED:
+                    flags[letter] = ""
+                    continue
+                value = word[pos + 1 :].removeprefix("=")
+                if not value and i < len(words):
+                    value, i = words[i], i + 1
+                if letter == "O":  # -O key=value: an option by its name
+                    key, _, value = value.partition("=")
+                    flags[key.lower()] = value
+                else:
+                    flags[letter] = value
+                break
+    return flags
+
+
+def _test_params(options: dict[str, str], flags: dict[str, str] | None) -> dict[str, Any]:
+    """The params one test's Options and the command line give: what the summary's columns
+    do not say (collective, fsync, random offsets, O_DIRECT) and, for an output without a
+    summary, what they would (API, file per process, tasks)."""
+    params: dict[str, Any] = {}
+    if api := options.get("api") or (flags or {}).get("a"):
+        params["api"] = api
+    if "access" in options:
+        params["file_per_proc"] = options["access"] == "file-per-process"
+    elif flags is not None and "F" in flags:
+        params["file_per_proc"] = True
+    given = flags or {}
+    switches = {name for flag, name in _SWITCHES.items() if given.get(flag, "0") in ("", "1")}
+    if options.get("type") in ("collective", "independent"):
+        params["collective"] = options["type"] == "collective"
+    elif flags is not None:
+        params["collective"] = "collective" in switches
+    if options.get("ordering in a file", "").startswith("random"):
+        switches.add("random_offset")
+    params.update((name, True) for name in sorted(switches - {"collective"}))
+    counts = (("tasks", "tasks"), ("clients per node", "tasks_per_node"))
+    for value, name in [(options.get(k, ""), n) for k, n in counts] + [
+        ((flags or {}).get("D", ""), "stonewall_s")  # -D: a phase stops after so many seconds
+    ]:
+        if value.isascii() and value.isdigit() and len(value) < 19:
+            params[name] = int(value)
+    return params
 
 
 def _unique(header: list[str]) -> list[str]:
@@ -183,19 +376,6 @@ def _unique(header: list[str]) -> list[str]:
             word = f"StdDev({unit})"
         out.append(word)
     return out
-
-
-def _option_params(options: dict[str, str]) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    if "api" in options:
-        params["api"] = options["api"]
-    if "access" in options:
-        params["file_per_proc"] = options["access"] == "file-per-process"
-    for key, name in (("tasks", "tasks"), ("clients per node", "tasks_per_node")):
-        value = options.get(key, "")
-        if value.isascii() and value.isdigit() and len(value) < 19:
-            params[name] = int(value)
-    return params
 
 
 def _f(row: dict[str, str], column: str, source: str, line: int) -> float:
@@ -211,50 +391,54 @@ def _i(row: dict[str, str], column: str, source: str, line: int) -> int:
     return to_int(_f(row, column, source, line), source=source, line=line, what=column)
 
 
+# The summary's columns that name the test (IOR 3.0 on; 2.10 has fewer): whole numbers, and
+# flags (kept when set: a test without -C has no reorder_tasks param).
+_SUMMARY_INTS = {"Test#": "test", "#Tasks": "tasks", "tPN": "tasks_per_node",
+                 "reps": "repetitions", "segcnt": "segments", "blksiz": "block_size",
+                 "xsize": "transfer_size"}  # fmt: skip
+_SUMMARY_FLAGS = {"reord": "reorder_tasks", "reordrand": "reorder_random"}
+
+
 def _summary_samples(
     row: dict[str, str], common: dict[str, Any], result: ParseResult, source: str, line: int
 ) -> None:
-    reps = _i(row, "reps", source, line)
-    params: dict[str, Any] = {
-        **common,
-        "operation": row["Operation"],
-        "test": _i(row, "Test#", source, line),
-        "tasks": _i(row, "#Tasks", source, line),
-        "tasks_per_node": _i(row, "tPN", source, line),
-        "repetitions": reps,
-        "file_per_proc": _f(row, "fPP", source, line) != 0,
-        "segments": _i(row, "segcnt", source, line),
-        "block_size": _i(row, "blksiz", source, line),
-        "transfer_size": _i(row, "xsize", source, line),
-        "mean_time_s": _f(row, "Mean(s)", source, line),
-    }
+    params: dict[str, Any] = {**common, "operation": row["Operation"]}
+    for column, name in _SUMMARY_INTS.items():
+        if column in row:
+            params[name] = _i(row, column, source, line)
+    if "fPP" in row:
+        params["file_per_proc"] = _f(row, "fPP", source, line) != 0
+    for column, name in _SUMMARY_FLAGS.items():  # the table's word over the command line's
+        if column in row and _f(row, column, source, line) != 0:
+            params[name] = True
+        elif column in row:
+            params.pop(name, None)
+    params["mean_time_s"] = _f(row, "Mean(s)", source, line)
     if "API" in row:
         params["api"] = row["API"]
     if "aggs(MiB)" in row:
         params["aggregate_bytes"] = _times(_f(row, "aggs(MiB)", source, line), MIB)
-    bw_sd = _f(row, "StdDev(MiB)", source, line)
-    ops_sd = _f(row, "StdDev(OPs)", source, line)
-    bw = Stats(
-        n=reps,
-        min=_times(_f(row, "Min(MiB)", source, line), MIB),
-        max=_times(_f(row, "Max(MiB)", source, line), MIB),
-        mean=_times(_f(row, "Mean(MiB)", source, line), MIB),
-        stddev=_times(bw_sd, MIB),
-    )
-    ops = Stats(
-        n=reps,
-        min=_f(row, "Min(OPs)", source, line),
-        max=_f(row, "Max(OPs)", source, line),
-        mean=_f(row, "Mean(OPs)", source, line),
-        stddev=ops_sd,
-    )
-    assert bw.mean is not None and ops.mean is not None
+    elif "aggsize" in row:  # IOR 3.0/3.1: bytes
+        params["aggregate_bytes"] = _f(row, "aggsize", source, line)
+    reps = params.get("repetitions", 1)
+    bw = _stats(row, "MiB", reps, MIB, source, line)
+    assert bw.mean is not None
     result.samples.append(
         make_sample(TOOL, "storage.bandwidth", bw.mean, params, bw, unit="B/s", better="higher")
     )
-    result.samples.append(
-        make_sample(TOOL, "storage.iops", ops.mean, params, ops, unit="op/s", better="higher")
-    )
+    if "Mean(OPs)" in row:  # IOR 3.2 on (3.0 and 3.1 print bandwidth only)
+        ops = _stats(row, "OPs", reps, 1, source, line)
+        assert ops.mean is not None
+        result.samples.append(
+            make_sample(TOOL, "storage.iops", ops.mean, params, ops, unit="op/s", better="higher")
+        )
+
+
+def _stats(row: dict[str, str], unit: str, n: int, factor: float, source: str, line: int) -> Stats:
+    def col(name: str) -> float:
+        return _times(_f(row, f"{name}({unit})", source, line), factor)
+
+    return Stats(n=n, min=col("Min"), max=col("Max"), mean=col("Mean"), stddev=col("StdDev"))
 
 
 def _iteration_samples(
@@ -323,9 +507,15 @@ def _json_result(data: dict[str, Any], result: ParseResult, source: str) -> Pars
         result.meta["command"] = str(data["Command line"])
     summary = data.get("summary")
     tests = data.get("tests") or []
+    flags = _command_flags(str(data["Command line"])) if "Command line" in data else None
+    options = {  # each test's "Options" object, as the text report's Options section
+        test.get("TestID", t): {str(k): str(v) for k, v in (test.get("Options") or {}).items()}
+        for t, test in enumerate(tests)
+    }
     if summary:
         for entry in summary:
-            _json_summary(entry, result, source)
+            common = _test_params(options.get(entry.get("TestID"), {}), flags)
+            _json_summary(entry, common, result, source)
     else:
         for t, test in enumerate(tests):
             for rep in test.get("Results") or []:
@@ -354,14 +544,17 @@ def _int(entry: dict[str, Any], key: str, source: str) -> int:
     return to_int(_num(entry, key, source), source=source, line=None, what=f"IOR JSON {key!r}")
 
 
-def _json_summary(entry: dict[str, Any], result: ParseResult, source: str) -> None:
+def _json_summary(
+    entry: dict[str, Any], common: dict[str, Any], result: ParseResult, source: str
+) -> None:
     operation = entry.get("operation")
     if operation not in _OPERATIONS:
         return
     reps = _int(entry, "repetitions", source)
     params: dict[str, Any] = {
+        **common,
         "operation": operation,
-        "api": entry.get("API"),
+        "api": entry.get("API") or common.get("api"),
         "test": _int(entry, "TestID", source),
         "tasks": _int(entry, "numTasks", source),
         "tasks_per_node": _int(entry, "tasksPerNode", source),
@@ -372,6 +565,10 @@ def _json_summary(entry: dict[str, Any], result: ParseResult, source: str) -> No
         "transfer_size": _int(entry, "transferSize", source),
         "mean_time_s": _num(entry, "MeanTime", source),
     }
+    for key, name in (("reorderTasks", "reorder_tasks"), ("reorderTasksRandom", "reorder_random")):
+        params.pop(name, None)
+        if key in entry and _num(entry, key, source) != 0:
+            params[name] = True
     bw = Stats(
         n=reps,
         min=_times(_num(entry, "bwMinMIB", source), MIB),

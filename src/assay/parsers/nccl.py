@@ -6,34 +6,47 @@ the header itself:
 
 * nccl-tests 2.x up to about 2.10: ``size count type redop time algbw busbw error ...``
   (``error`` is the largest numerical difference, e.g. ``2e-07``, not a count);
-* older still, without ``redop`` (all_gather, broadcast of 2019);
+* older still, without ``redop`` (all_gather of 2019) or with ``root`` but no ``redop``
+  (broadcast of 2019);
 * current: ``size count type redop root time algbw busbw #wrong time algbw busbw #wrong``,
   possibly followed by ``#iters`` or a timestamp, and ``cputime`` instead of ``time`` with -C.
 
 Samples, one set per row and placement: ``gpu.nccl.<op>.busbw`` and ``gpu.nccl.<op>.algbw``
 (GB/s printed, 1e9 B/s; see nccl-tests doc/PERFORMANCE.md) and ``gpu.nccl.<op>.time`` (us
 printed, seconds). A bandwidth printed as 0.00 (below the 0.01 GB/s print resolution, at small
-sizes) is not a measured zero and is not kept; the time of that row is.
+sizes) is not a measured zero and is not kept; the time of that row is. The footer
+``# Avg bus bandwidth : X`` is kept as ``gpu.nccl.<op>.avg.busbw`` (no size: nccl-tests'
+mean of the busbw column over every row and placement).
 
-``<op>`` is the test name without ``_perf`` (all_reduce, all_gather, alltoall, broadcast,
-reduce, reduce_scatter, sendrecv...), taken from ``# Collective test starting: all_reduce_perf``
-(or ``... concluded``) when printed, else from the source file name, else from the printed
-numbers: busbw/algbw is 2(n-1)/n for all_reduce, (n-1)/n for
-reduce_scatter and 1 for reduce/broadcast (nccl-tests doc/PERFORMANCE.md), with n the number of
-``# Rank`` lines. When that still leaves two candidates (all_gather and alltoall both have
-(n-1)/n and no reduction) ParseError asks for the test name.
+A file may hold several tests (a job script running all_reduce_perf then all_gather_perf...)
+and several runs of one test: each table is its own series; when one collective appears in
+more than one table, every table of it gets a ``run`` index (1, 2...) in file order.
+
+``<op>`` is the test name without ``_perf`` (and without the ``_mpi`` suffix of MPI builds),
+taken, in this order, from ``# Collective test starting: all_reduce_perf`` (or ``...
+concluded``), from a command line before the table naming ``./build/all_gather_perf`` (a job
+script's ``Running: ...`` line, a shell prompt), from the source file name, else from the
+printed numbers: busbw/algbw is 2(n-1)/n for all_reduce, (n-1)/n for reduce_scatter and 1 for
+reduce/broadcast (nccl-tests doc/PERFORMANCE.md), with n the number of ``# Rank`` lines; with
+no ``# Rank`` lines, a reducing table whose busbw exceeds its algbw can only be all_reduce.
+When that still leaves two candidates (all_gather and alltoall both have (n-1)/n and no
+reduction) ParseError asks for the test name.
 
 params: ``tool="nccl"``, ``benchmark`` ("all_reduce_perf"), ``size`` (bytes), ``count``,
 ``type``, ``redop``, ``root`` (when printed), ``placement`` ("out-of-place"/"in-place"),
-``ranks`` (number of ``# Rank`` lines, when printed), ``version`` (nccl-tests version line).
+``ranks`` (number of ``# Rank`` lines, when printed), ``version`` (nccl-tests version line),
+``run`` (see above).
 
 Correctness: a row whose ``#wrong`` is above 0 produced wrong data; its samples of that
-placement are left out and a warning names the line (the timing of a wrong result is not a
-result). ``N/A`` in ``#wrong`` (checking disabled with ``-c 0``) keeps the sample and adds one
-warning. Without the ``# Avg bus bandwidth`` footer the result is ``complete=False`` and
-``missing`` names the sizes after the last row (up to maxBytes of the ``# nThread`` line).
-NCCL debug lines (``host:pid:tid [dev] NCCL INFO ...``) are skipped. Any other line inside the
-table ends it; a row after it means interleaved output and raises ParseError at that line.
+placement are left out and a warning names the line. A table whose footer says ``# Out of
+bounds values : N FAILED`` (N > 0; nccl-tests then exits with an error) is left out whole, with
+a warning; a file where every table failed is refused. ``N/A`` in ``#wrong`` (checking disabled
+with ``-c 0``) keeps the sample and adds one warning. Repeated 0-byte rows (sizes below one
+element per rank, printed once per requested size) are kept once. Without the ``# Avg bus
+bandwidth`` footer the result is ``complete=False`` and ``missing`` names the sizes after the
+last row (up to maxBytes of the ``# nThread`` line). NCCL debug lines (``host:pid:tid [dev]
+NCCL INFO ...``) are skipped. Any other line inside the table ends it; a row after it means
+interleaved output and raises ParseError at that line.
 """
 
 from __future__ import annotations
@@ -66,12 +79,14 @@ _OPS = (
     "scatter",
     "hypercube",
 )
-_NTHREAD = re.compile(r"^\s*#\s*nThread\s+(?P<nthread>\d+)\s+nGpus\s+(?P<ngpus>\d+)")
+_NTHREAD = re.compile(r"^\s*#?\s*nThread\s+(?P<nthread>\d+)\s+nGpus\s+(?P<ngpus>\d+)")
 _MAXBYTES = re.compile(r"maxBytes\s+(?P<max>\d+)")
 _VERSION = re.compile(r"^\s*#\s*[nr]ccl-tests version\s+(?P<version>\S+)")
 _COLLECTIVE = re.compile(r"^\s*#\s*Collective test (?:starting|concluded):\s*(?P<name>\w+)")
-_RANK = re.compile(r"^\s*#\s*Rank\s+\d+\b")
+_COMMAND = re.compile(r"(?:^|[\s/])(?P<name>[a-z_]+)_perf(?:_mpi)?(?=\s|$)")
+_RANK = re.compile(r"^\s*#?\s*Rank\s+\d+\s+(?:Group|Pid)\b")
 _AVG_BUSBW = re.compile(r"^\s*#\s*Avg bus bandwidth\s*:\s*(?P<bw>\S+)")
+_OOB = re.compile(r"^\s*#\s*Out of bounds values\s*:\s*(?P<n>\d+)\s+(?P<verdict>OK|FAILED)")
 _DEBUG = re.compile(r"^\s*\S+:\d+:\d+\s+\[\d+\]\s+NCCL\s+(?P<level>INFO|WARN|TRACE)\b")
 _TIME_COLUMNS = ("time", "cputime")
 _PLACEMENTS = re.compile(r"out-of-place|in-place")
@@ -87,13 +102,22 @@ class _Group:
 class _Table:
     line: int
     op: str | None
+    op_from: str
     columns: list[str]
     groups: list[_Group]
     rows: list[tuple[int, list[str]]] = field(default_factory=list)
     footer: bool = False
+    avg_busbw: float | None = None
+    out_of_bounds: tuple[int, int] | None = None  # (line, count) of a FAILED verdict
     max_bytes: int | None = None
     ranks: int | None = None
     garbage: tuple[int, str] | None = None
+    run: int | None = None
+
+
+def _op_name(name: str) -> str:
+    """all_reduce from all_reduce_perf or all_reduce_perf_mpi (nccl-tests' MPI build)."""
+    return name.removesuffix("_mpi").removesuffix("_perf")
 
 
 def _op_from_name(name: str) -> str | None:
@@ -133,20 +157,31 @@ def _groups(columns: list[str], placements: list[str], *, source: str, line: int
     return groups
 
 
-def _sweep(t: _Table, size_i: int, source: str) -> tuple[list[tuple[int, list[str]]], list[str]]:
-    """The table's rows with sizes read, repeats kept once and gaps named (numbers.sweep_rows)."""
+def _sweep(t: _Table, source: str) -> list[str]:
+    """The table's rows with sizes read, repeats kept once and gaps named (numbers.sweep_rows);
+    0-byte rows (one per requested size below one element per rank) kept once."""
+    size_i = t.columns.index("size")
     rows = [
         (line, parse_int(tokens[size_i], source=source, line=line, what="size"), tokens)
         for line, tokens in t.rows
     ]
-    kept, warnings = sweep_rows(rows, table=f"nccl-tests (line {t.line})", source=source)
-    return [(line, tokens) for line, _, tokens in kept], warnings
+    zeros = [r for r in rows if r[1] == 0]
+    warnings = []
+    if len(zeros) > 1:
+        rows = [r for r in rows if r[1] != 0 or r is zeros[0]]
+        warnings.append(
+            f"{source}:{zeros[1][0]}: {len(zeros) - 1} more 0-byte row(s) of the nccl-tests "
+            f"table (line {t.line}) left out: sizes below one element per rank; the first "
+            f"(line {zeros[0][0]}) kept"
+        )
+    kept, more = sweep_rows(rows, table=f"nccl-tests (line {t.line})", source=source)
+    t.rows = [(line, tokens) for line, _, tokens in kept]
+    return warnings + more
 
 
 def _infer_op(table: _Table, source: str) -> str | None:
     """The collective, from busbw/algbw (nccl-tests doc/PERFORMANCE.md), redop and root."""
-    n = table.ranks
-    if not n or not table.rows:
+    if not table.rows:
         return None
     size_i = table.columns.index("size")
     # the largest size: its bandwidths have the most significant digits (sizes already read)
@@ -168,6 +203,10 @@ def _infer_op(table: _Table, source: str) -> str | None:
         return abs(ratio - x) <= 0.02 * x
 
     reducing = redop.lower() != "none"
+    n = table.ranks
+    if not n:
+        # only all_reduce moves more over the bus than its algorithm bandwidth (2(n-1)/n > 1)
+        return "all_reduce" if reducing and ratio > 1.02 else None
     if reducing and near(2 * (n - 1) / n) and n > 1:
         return "all_reduce"
     if reducing and near((n - 1) / n) and n > 1:
@@ -194,216 +233,291 @@ def looks_like(text: str) -> bool:
     return any(_header_columns(line.strip()) for line in text.splitlines())
 
 
+@dataclass
+class _Reader:
+    """The state of one pass over the lines: what the lines before the next table said."""
+
+    source: str
+    n_lines: int
+    cut_last_line: bool
+    tables: list[_Table] = field(default_factory=list)
+    table: _Table | None = None
+    warnings: list[str] = field(default_factory=list)
+    version: str | None = None
+    pending_op: tuple[str, str] | None = None  # (op, where it was read)
+    max_bytes: int | None = None
+    nthread: dict[str, int] = field(default_factory=dict)
+    ranks: int = 0
+    placements: list[str] = field(default_factory=list)
+    debug_lines: int = 0
+    truncated_row: bool = False
+
+    def feed(self, lineno: int, raw: str) -> bool:
+        """Read one line; False when the output ends here (a row cut short)."""
+        stripped = raw.strip()
+        if not stripped:
+            return True
+        if _DEBUG.match(raw):
+            self.debug_lines += 1
+            if "NCCL WARN" in raw:
+                self.warnings.append(f"{self.source}:{lineno}: {stripped[:120]}")
+            return True
+        if self._preamble(lineno, raw, stripped) or self._footer(lineno, raw):
+            return True
+        t = self.table
+        if t is None or t.footer:
+            self._command(stripped)
+            return True
+        if stripped.startswith("#"):
+            return True  # '(B) (elements)' units line, '# Errors with asterisks ...'
+        if stripped[0].isdigit():
+            return self._row(t, lineno, stripped)
+        if t.rows and t.garbage is None:
+            t.garbage = (lineno, stripped)
+        return True
+
+    def _preamble(self, lineno: int, raw: str, stripped: str) -> bool:
+        """The lines before a table: version, test name, nThread, ranks, title and header."""
+        if m := _VERSION.match(raw):
+            self.version = m["version"]
+        elif m := _COLLECTIVE.match(raw):
+            self._collective(m["name"], "concluded" in raw)
+        elif m := _NTHREAD.match(raw):
+            self.nthread = {
+                "nthread": parse_int(m["nthread"], source=self.source, line=lineno),
+                "ngpus": parse_int(m["ngpus"], source=self.source, line=lineno),
+            }
+            mb = _MAXBYTES.search(raw)
+            self.max_bytes = parse_int(mb["max"], source=self.source, line=lineno) if mb else None
+            self.ranks = 0
+        elif _RANK.match(raw):
+            self.ranks += 1
+        elif columns := _header_columns(stripped):
+            self._header(lineno, columns)
+        elif stripped.startswith("#") and _PLACEMENTS.search(stripped):
+            self.placements = _PLACEMENTS.findall(stripped)  # the title of the next header
+        else:
+            return False
+        return True
+
+    def _collective(self, name: str, concluded: bool) -> None:
+        op = _op_name(name)
+        t = self.table
+        if not concluded:
+            self.pending_op = (op, "header")
+        elif t is not None and t.op_from not in ("header",):
+            t.op, t.op_from = op, "header"
+
+    def _command(self, stripped: str) -> None:
+        """A command line (job script echo, shell prompt) naming the test binary."""
+        if stripped.startswith("#") or (self.pending_op and self.pending_op[1] == "header"):
+            return
+        if (m := _COMMAND.search(stripped)) and _op_name(m["name"]) in _OPS:
+            self.pending_op = (_op_name(m["name"]), "command line")
+
+    def _header(self, lineno: int, columns: list[str]) -> None:
+        op, op_from = self.pending_op or (None, "")
+        self.table = _Table(
+            line=lineno,
+            op=op,
+            op_from=op_from,
+            columns=columns,
+            groups=_groups(columns, self.placements, source=self.source, line=lineno),
+            max_bytes=self.max_bytes,
+            ranks=self.ranks or None,
+        )
+        self.tables.append(self.table)
+        self.pending_op, self.placements, self.ranks = None, [], 0
+
+    def _footer(self, lineno: int, raw: str) -> bool:
+        t = self.table
+        if t is None:
+            return False
+        if m := _OOB.match(raw):
+            if m["verdict"] == "FAILED" or int(m["n"]) > 0:
+                t.out_of_bounds = (lineno, int(m["n"]))
+            return True
+        if m := _AVG_BUSBW.match(raw):
+            t.footer = True
+            t.avg_busbw = parse_number(m["bw"], source=self.source, line=lineno)
+            return True
+        return False
+
+    def _row(self, t: _Table, lineno: int, stripped: str) -> bool:
+        if t.garbage is not None:
+            bad_line, bad_text = t.garbage
+            raise ParseError(
+                f"unexpected line inside the nccl-tests table (interleaved output?): "
+                f"{bad_text[:80]!r}",
+                source=self.source,
+                line=bad_line,
+            )
+        tokens = stripped.split()
+        ncols = len(t.columns)
+        # a timestamp column holds "date time": one token more than the header names
+        fits = len(tokens) == ncols or ("timestamp" in t.columns and len(tokens) == ncols + 1)
+        if self.cut_last_line and lineno == self.n_lines:
+            self.truncated_row = True
+            return False
+        if not fits:
+            raise ParseError(
+                f"expected {ncols} columns in the nccl-tests table, found {len(tokens)}: "
+                f"{stripped[:80]!r} (interleaved output?)",
+                source=self.source,
+                line=lineno,
+            )
+        t.rows.append((lineno, tokens))
+        return True
+
+
+def _name_ops(tables: list[_Table], source: str) -> list[dict[str, str]]:
+    """Each table's collective (header, command line, file name, numbers) and run index."""
+    tests = []
+    for t in tables:
+        if t.op is None and (op := _op_from_name(source)):
+            t.op, t.op_from = op, "file name"
+        if t.op is None and (op := _infer_op(t, source)):
+            t.op, t.op_from = op, "busbw/algbw ratio"
+        if t.op is None:
+            raise ParseError(
+                "cannot tell which collective this nccl-tests table measured (no 'Collective "
+                "test starting' line, no test binary on a command line, no test name in the "
+                "file name, and busbw/algbw does not single one out)",
+                source=source,
+                line=t.line,
+                hint="name the file after the test, e.g. all_gather_perf.log",
+            )
+        tests.append({"test": f"{t.op}_perf", "from": t.op_from})
+    for op in {t.op for t in tables}:
+        same = [t for t in tables if t.op == op]
+        if len(same) > 1:
+            for n, t in enumerate(same, start=1):
+                t.run = n
+    return tests
+
+
+def _row_params(t: _Table, tokens: list[str], lineno: int, source: str) -> dict[str, Any]:
+    base: dict[str, Any] = {"tool": "nccl", "benchmark": f"{t.op}_perf"}
+    for name in ("size", "count", "type", "redop", "root"):
+        if name not in t.columns:
+            continue
+        token = tokens[t.columns.index(name)]
+        if name in ("type", "redop"):
+            base[name] = token
+        else:
+            minimum = -1 if name == "root" else 0
+            base[name] = parse_int(token, source=source, line=lineno, what=name, minimum=minimum)
+    if t.ranks:
+        base["ranks"] = t.ranks
+    if "cputime" in t.columns:
+        base["timer"] = "cpu"
+    if t.run is not None:
+        base["run"] = t.run
+    return base
+
+
+def _table_samples(
+    t: _Table, version: str | None, source: str, warnings: list[str]
+) -> tuple[list[Sample], bool]:
+    """The samples of one table, and whether a '#wrong' of N/A was seen."""
+    samples: list[Sample] = []
+    unchecked = False
+    prefix = f"gpu.nccl.{t.op}"
+    extra = {"version": version} if version else {}
+    for lineno, tokens in t.rows:
+        base = {**_row_params(t, tokens, lineno, source), **extra}
+        for g in t.groups:
+            wrong_i = g.index.get("#wrong")
+            if wrong_i is not None:
+                wrong = tokens[wrong_i].rstrip("*")  # rccl-tests marks counts over its threshold
+                if wrong.upper() == "N/A":
+                    unchecked = True
+                elif parse_int(wrong, source=source, line=lineno, what="#wrong") > 0:
+                    warnings.append(
+                        f"{source}:{lineno}: {g.placement} result at {base.get('size')} bytes "
+                        f"left out: nccl-tests counted {wrong} wrong elements"
+                    )
+                    continue
+            params = {**base, "placement": g.placement}
+            time_us = parse_time(tokens[g.index["time"]], source=source, line=lineno)
+            algbw = parse_rate(tokens[g.index["algbw"]], source=source, line=lineno)
+            busbw = parse_rate(tokens[g.index["busbw"]], source=source, line=lineno)
+            # 0.00 GB/s is below the print resolution (small sizes), not a measured zero
+            for name, bw in (("busbw", busbw), ("algbw", algbw)):
+                if bw > 0:
+                    samples.append(
+                        _sample(f"{prefix}.{name}", bw * GB, params, unit="B/s", better="higher")
+                    )
+            time_s = time_us * US
+            samples.append(_sample(f"{prefix}.time", time_s, params, unit="s", better="lower"))
+    if t.avg_busbw is not None and t.avg_busbw > 0:
+        params = {"tool": "nccl", "benchmark": f"{t.op}_perf", **extra}
+        params.update({k: v for k, v in (("ranks", t.ranks), ("run", t.run)) if v is not None})
+        samples.append(
+            _sample(f"{prefix}.avg.busbw", t.avg_busbw * GB, params, unit="B/s", better="higher")
+        )
+    return samples, unchecked
+
+
+def _missing(t: _Table) -> str:
+    after = ""
+    if t.rows:
+        last_size = int(t.rows[-1][1][t.columns.index("size")])
+        upto = f" up to {t.max_bytes}" if t.max_bytes else ""
+        after = f"sizes after {last_size}{upto} and "
+    return f"{t.op}_perf (line {t.line}): {after}the '# Avg bus bandwidth' footer"
+
+
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Read nccl-tests output into samples (see the module docstring)."""
     lines, cut_last_line = tool_lines(
         text, tool="nccl", looks_like=looks_like, expected=_EXPECTED, source=source
     )
-    warnings: list[str] = []
-    tables: list[_Table] = []
-    table: _Table | None = None
-    version: str | None = None
-    pending_op: str | None = None
-    max_bytes: int | None = None
-    nthread: dict[str, int] = {}
-    ranks = 0
-    placements: list[str] = []
-    avg_busbw: list[float] = []
-    debug_lines = 0
-    truncated_row = False
-
+    r = _Reader(source=source, n_lines=len(lines), cut_last_line=cut_last_line)
     for lineno, raw in enumerate(lines, start=1):
-        stripped = raw.strip()
-        if not stripped:
-            continue
-        if _DEBUG.match(raw):
-            debug_lines += 1
-            if "NCCL WARN" in raw:
-                warnings.append(f"{source}:{lineno}: {stripped[:120]}")
-            continue
-        m = _VERSION.match(raw)
-        if m:
-            version = m["version"]
-            continue
-        m = _COLLECTIVE.match(raw)
-        if m:
-            op = m["name"].removesuffix("_perf")
-            if "concluded" in raw:
-                if table is not None and table.op is None:
-                    table.op = op
-            else:
-                pending_op = op
-            continue
-        m = _NTHREAD.match(raw)
-        if m:
-            nthread = {
-                "nthread": parse_int(m["nthread"], source=source, line=lineno, what="nThread"),
-                "ngpus": parse_int(m["ngpus"], source=source, line=lineno, what="nGpus"),
-            }
-            mb = _MAXBYTES.search(raw)
-            max_bytes = parse_int(mb["max"], source=source, line=lineno) if mb else None
-            ranks = 0
-            if table is not None and table.footer:
-                table = None
-            continue
-        if _RANK.match(raw):
-            ranks += 1
-            continue
-        columns = _header_columns(stripped)
-        if columns:
-            table = _Table(
-                line=lineno,
-                op=pending_op,
-                columns=columns,
-                groups=_groups(columns, placements, source=source, line=lineno),
-                max_bytes=max_bytes,
-                ranks=ranks or None,
-            )
-            tables.append(table)
-            pending_op = None
-            placements = []
-            continue
-        if stripped.startswith("#") and _PLACEMENTS.search(stripped):
-            placements = _PLACEMENTS.findall(stripped)  # the title of the next header
-            continue
-        m = _AVG_BUSBW.match(raw)
-        if m and table is not None:
-            table.footer = True
-            avg_busbw.append(parse_number(m["bw"], source=source, line=lineno))
-            continue
-        if table is None or table.footer:
-            continue
-        if stripped.startswith("#"):
-            continue  # '(B) (elements)' units line, 'Out of bounds values'
-        if stripped[0].isdigit():
-            if table.garbage is not None:
-                bad_line, bad_text = table.garbage
-                raise ParseError(
-                    f"unexpected line inside the nccl-tests table (interleaved output?): "
-                    f"{bad_text[:80]!r}",
-                    source=source,
-                    line=bad_line,
-                )
-            tokens = stripped.split()
-            ncols = len(table.columns)
-            # a timestamp column holds "date time": one token more than the header names
-            fits = len(tokens) == ncols or (
-                "timestamp" in table.columns and len(tokens) == ncols + 1
-            )
-            last = cut_last_line and lineno == len(lines)
-            if not fits or last:
-                if last:
-                    truncated_row = True
-                    break
-                raise ParseError(
-                    f"expected {ncols} columns in the nccl-tests table, found {len(tokens)}: "
-                    f"{stripped[:80]!r} (interleaved output?)",
-                    source=source,
-                    line=lineno,
-                )
-            table.rows.append((lineno, tokens))
-            continue
-        if table.rows and table.garbage is None:
-            table.garbage = (lineno, stripped)
-
-    warn_na = False
-    tests: list[dict[str, str]] = []
+        if not r.feed(lineno, raw):
+            break
+    warnings = r.warnings
+    for t in r.tables:
+        warnings.extend(_sweep(t, source))
+    tests = _name_ops(r.tables, source)
     samples: list[Sample] = []
-    missing: list[str] = []
-    complete = not truncated_row
-    for t in tables:
-        size_i = t.columns.index("size")
-        t.rows, dup_gap = _sweep(t, size_i, source)
-        warnings.extend(dup_gap)
-        op = t.op or _op_from_name(source)
-        op_from = "header" if t.op else "file name"
-        if op is None:
-            op = _infer_op(t, source)
-            op_from = "busbw/algbw ratio"
-        if op is None:
-            raise ParseError(
-                "cannot tell which collective this nccl-tests table measured (no 'Collective "
-                "test starting' line, no test name in the file name, and busbw/algbw does not "
-                "single one out)",
-                source=source,
-                line=t.line,
-                hint="name the file after the test, e.g. all_gather_perf.log",
+    missing = [_missing(t) for t in r.tables if not t.footer]
+    failed = [t for t in r.tables if t.out_of_bounds]
+    unchecked = False
+    for t in r.tables:
+        if t.out_of_bounds:
+            line, count = t.out_of_bounds
+            warnings.append(
+                f"{source}:{line}: {t.op}_perf (line {t.line}) left out: nccl-tests counted "
+                f"{count} out-of-bounds value(s) (FAILED: its results are wrong)"
             )
-        t.op = op
-        tests.append({"test": f"{op}_perf", "from": op_from})
-        if not t.footer:
-            complete = False
-            after = ""
-            if t.rows:
-                last_size = int(t.rows[-1][1][size_i])
-                upto = f" up to {t.max_bytes}" if t.max_bytes else ""
-                after = f"sizes after {last_size}{upto} and "
-            missing.append(f"{op}_perf (line {t.line}): {after}the '# Avg bus bandwidth' footer")
-        for lineno, tokens in t.rows:
-            base: dict[str, Any] = {"tool": "nccl", "benchmark": f"{op}_perf"}
-            if version:
-                base["version"] = version
-            for name in ("size", "count", "type", "redop", "root"):
-                if name not in t.columns:
-                    continue
-                token = tokens[t.columns.index(name)]
-                if name in ("type", "redop"):
-                    base[name] = token
-                else:
-                    base[name] = parse_int(
-                        token,
-                        source=source,
-                        line=lineno,
-                        what=name,
-                        minimum=-1 if name == "root" else 0,
-                    )
-            if t.ranks:
-                base["ranks"] = t.ranks
-            if "cputime" in t.columns:
-                base["timer"] = "cpu"
-            for g in t.groups:
-                wrong_i = g.index.get("#wrong")
-                if wrong_i is not None:
-                    # rccl-tests marks counts over its threshold with '*'
-                    wrong = tokens[wrong_i].rstrip("*")
-                    if wrong.upper() == "N/A":
-                        warn_na = True
-                    elif parse_int(wrong, source=source, line=lineno, what="#wrong") > 0:
-                        warnings.append(
-                            f"{source}:{lineno}: {g.placement} result at {base.get('size')} bytes "
-                            f"left out: nccl-tests counted {wrong} wrong elements"
-                        )
-                        continue
-                params = {**base, "placement": g.placement}
-                time_us = parse_time(tokens[g.index["time"]], source=source, line=lineno)
-                algbw = parse_rate(tokens[g.index["algbw"]], source=source, line=lineno)
-                busbw = parse_rate(tokens[g.index["busbw"]], source=source, line=lineno)
-                prefix = f"gpu.nccl.{op}"
-                # 0.00 GB/s is below the print resolution (small sizes), not a measured zero
-                for name, bw in (("busbw", busbw), ("algbw", algbw)):
-                    if bw > 0:
-                        samples.append(
-                            _sample(
-                                f"{prefix}.{name}", bw * GB, params, unit="B/s", better="higher"
-                            )
-                        )
-                samples.append(
-                    _sample(f"{prefix}.time", time_us * US, params, unit="s", better="lower")
-                )
-    if warn_na:
+            continue
+        got, na = _table_samples(t, r.version, source, warnings)
+        samples.extend(got)
+        unchecked = unchecked or na
+    if unchecked:
         warnings.append(f"{source}: '#wrong' is N/A: nccl-tests did not check the results (-c 0)")
-    if debug_lines:
-        warnings.append(f"{source}: skipped {debug_lines} NCCL debug line(s)")
+    if r.debug_lines:
+        warnings.append(f"{source}: skipped {r.debug_lines} NCCL debug line(s)")
+    complete = not r.truncated_row and not missing
+    if failed and len(failed) == len(r.tables):
+        line, count = failed[0].out_of_bounds or (None, 0)
+        raise ParseError(
+            f"nccl-tests reported '# Out of bounds values : {count} FAILED': the results are "
+            "wrong, no table passed its check",
+            source=source,
+            line=line,
+        )
     if not samples and complete:
         raise ParseError("nccl-tests output without any result row", source=source)
-
     meta: dict[str, Any] = {
         "tool": "nccl",
-        "version": version,
+        "version": r.version,
         "tests": tests,
-        "avg_bus_bandwidth": [bw * GB for bw in avg_busbw],
-        **nthread,
+        "avg_bus_bandwidth": [t.avg_busbw * GB for t in r.tables if t.avg_busbw is not None],
+        **r.nthread,
     }
     return ParseResult(
         tool="nccl",

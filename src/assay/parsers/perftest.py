@@ -9,20 +9,27 @@ detected`` between rows (skipped, counted in a warning).
 Latency (``ib_*_lat``): ``rdma.latency`` with value = ``t_typical``, the median, which perftest
 itself reports as the representative figure (print_report_lat sorts the samples and prints the
 median as t_typical), and ``Stats(n=#iterations, min=t_min, max=t_max, median=t_typical,
-mean=t_avg, stddev=t_stdev, p99, p999)``. Older perftest prints only t_min/t_max/t_typical;
-the duration mode (``-D``) prints only t_avg, which is then the value. Times are microseconds;
-``--report-cycles`` output (cycles) is refused.
+mean=t_avg, stddev=t_stdev, p99, p999)``. Older perftest prints only t_min/t_max/t_typical.
+The duration mode (``-D``) prints only ``t_avg[usec]  tps average`` (print_report_lat_duration):
+the value is then t_avg, the mean (said in a warning), ``params["mode"] = "duration"`` and
+``params["tps"]`` the transactions per second. Times are microseconds; ``--report-cycles``
+output (cycles) is refused.
 
 Bandwidth (``ib_*_bw``): ``rdma.bandwidth`` with value = BW average, ``params["bw_peak"]``
-(B/s; absent when perftest did not measure it and printed 0.00) and ``params["msg_rate"]``
-(messages/s, from MsgRate[Mpps]). Units: perftest's ``MB/sec`` and ``MiB/sec`` are both
-2**20 bytes per second and ``Gb/sec`` (``--report_gbits``) is 1e9 bits per second:
-print_report_bw in src/perftest_resources.c (linux-rdma/perftest) divides by
-``format_factor = (report_fmt == MBS) ? 0x100000 : 125000000``.
+(B/s; absent when perftest did not measure it and printed 0.00: the server of a send test, the
+duration mode) and ``params["msg_rate"]`` (messages/s, from MsgRate[Mpps]). Units: perftest's
+``MB/sec`` and ``MiB/sec`` are both 2**20 bytes per second and ``Gb/sec`` (``--report_gbits``)
+is 1e9 bits per second: print_report_bw in src/perftest_resources.c (linux-rdma/perftest)
+divides by ``format_factor = (report_fmt == MBS) ? 0x100000 : 125000000``.
 
 params: ``tool="perftest"``, ``benchmark`` ("ib_send_lat"), ``size``, ``iterations``,
 ``device``, ``link_type``, ``connection`` ("RC"), ``qps``, and ``bidirectional=True`` for the
-bidirectional tests.
+bidirectional tests. A file may hold a session of several tests (each its own series) and the
+same test run more than once (server and client on one terminal, an iteration run then a
+``-D`` run): every table of a test that appears more than once gets a ``run`` index (1, 2...)
+in file order. A table whose title was cut from a pasted block (a shell prompt, then the
+column header) takes its test from the command line before it (``$ ib_send_lat -s 64 host``),
+said in a warning; with neither, ParseError says what was found and what is missing.
 
 A table is complete when its closing dashed line follows, or when its last size is 8388608
 (2**23, the largest size ``-a`` runs: "Run sizes from 2 till 2^23"); otherwise the result is
@@ -78,6 +85,9 @@ def _title(line: str) -> dict[str, str | None] | None:
 _DASHES = re.compile(r"^\s*-{20,}\s*$")
 _SETTING = re.compile(r"(?P<key>[A-Za-z][\w .*/()-]{0,60}?)\s*:\s*(?P<val>[^\s:]+)")
 _CPU_FREQ = re.compile(r"^\s*Conflicting CPU frequency values detected")
+# a command line naming the test: "$ ib_send_lat -s 64 host", "# sudo ./ib_write_bw -b ..."
+_COMMAND = re.compile(r"(?:^|[\s/])(?P<bench>ib_(?:send|write|read|atomic)_(?:lat|bw))(?=\s|$)")
+_BIDIR_FLAG = re.compile(r"\s(?:-b|--bidirectional)(?=\s|$)")
 
 _COLUMNS: list[tuple[str, re.Pattern[str]]] = [
     (name, re.compile(pattern))
@@ -92,6 +102,7 @@ _COLUMNS: list[tuple[str, re.Pattern[str]]] = [
         ("t_stdev", r"t_stdev\[(?P<unit>\w+)\]"),
         ("p999", r"99\.9%\s+percentile\[(?P<unit>\w+)\]"),
         ("p99", r"99%\s+percentile\[(?P<unit>\w+)\]"),
+        ("tps", r"tps\s+average"),  # duration mode (-D): transactions per second
         ("bw_peak", r"BW\s+peak\[(?P<unit>[\w/]+)\]"),
         ("bw_avg", r"BW\s+average\[(?P<unit>[\w/]+)\]"),
         ("msg_rate", r"MsgRate\[Mpps\]"),
@@ -123,6 +134,7 @@ class _Table:
     row_lines: list[int] = field(default_factory=list)  # the file line of each row
     closed: bool = False
     garbage: tuple[int, str] | None = None
+    run: int | None = None
 
 
 def _benchmark(verb: str, kind: str) -> str:
@@ -153,8 +165,7 @@ def _parse_header(text: str, *, source: str, line: int) -> tuple[list[str], floa
     return names, bw_factor
 
 
-def _table_samples(table: _Table) -> list[Sample]:
-    out: list[Sample] = []
+def _base_params(table: _Table) -> dict[str, Any]:
     base: dict[str, Any] = {"tool": "perftest", "benchmark": table.benchmark}
     for key, name in _SETTINGS_PARAMS.items():
         if key in table.settings:
@@ -167,43 +178,50 @@ def _table_samples(table: _Table) -> list[Sample]:
             )
     if table.bidirectional:
         base["bidirectional"] = True
+    if table.run is not None:
+        base["run"] = table.run
+    return base
+
+
+def _latency_sample(row: dict[str, float], params: dict[str, Any]) -> Sample | None:
+    typical = row.get("t_typical", row.get("t_avg"))
+    if typical is None:
+        return None
+    if "t_typical" not in row and "tps" in row:
+        params["mode"] = "duration"
+        params["tps"] = row["tps"]
+    stats = Stats(
+        n=int(row["iterations"]) if "iterations" in row else 0,
+        min=_us(row, "t_min"),
+        max=_us(row, "t_max"),
+        median=_us(row, "t_typical"),
+        mean=_us(row, "t_avg"),
+        stddev=_us(row, "t_stdev"),
+        p99=_us(row, "p99"),
+        p999=_us(row, "p999"),
+    )
+    return _sample("rdma.latency", typical * US, params, stats, unit="s", better="lower")
+
+
+def _table_samples(table: _Table) -> list[Sample]:
+    out: list[Sample] = []
+    base = _base_params(table)
     for row in table.rows:
         params = dict(base)
         params["size"] = int(row["size"])
         if "iterations" in row:
             params["iterations"] = int(row["iterations"])
         if table.kind == "Latency":
-            typical = row.get("t_typical", row.get("t_avg"))
-            if typical is None:
-                continue
-            stats = Stats(
-                n=int(row["iterations"]) if "iterations" in row else 0,
-                min=_us(row, "t_min"),
-                max=_us(row, "t_max"),
-                median=_us(row, "t_typical"),
-                mean=_us(row, "t_avg"),
-                stddev=_us(row, "t_stdev"),
-                p99=_us(row, "p99"),
-                p999=_us(row, "p999"),
-            )
-            out.append(
-                _sample("rdma.latency", typical * US, params, stats, unit="s", better="lower")
-            )
-        else:
-            assert table.bw_factor is not None
-            if row.get("bw_peak"):  # 0.00 means perftest did not measure the peak
-                params["bw_peak"] = row["bw_peak"] * table.bw_factor
-            if "msg_rate" in row:
-                params["msg_rate"] = row["msg_rate"] * 1e6
-            out.append(
-                _sample(
-                    "rdma.bandwidth",
-                    row["bw_avg"] * table.bw_factor,
-                    params,
-                    unit="B/s",
-                    better="higher",
-                )
-            )
+            if (sample := _latency_sample(row, params)) is not None:
+                out.append(sample)
+            continue
+        assert table.bw_factor is not None
+        if row.get("bw_peak"):  # 0.00 means perftest did not measure the peak
+            params["bw_peak"] = row["bw_peak"] * table.bw_factor
+        if "msg_rate" in row:
+            params["msg_rate"] = row["msg_rate"] * 1e6
+        value = row["bw_avg"] * table.bw_factor
+        out.append(_sample("rdma.bandwidth", value, params, unit="B/s", better="higher"))
     return out
 
 
@@ -231,93 +249,137 @@ def looks_like(text: str) -> bool:
     return False
 
 
-@checked
-def parse(text: str, source: str = "<text>") -> ParseResult:
-    """Read perftest output into samples (see the module docstring)."""
-    lines, cut_last_line = tool_lines(
-        text, tool="perftest", looks_like=looks_like, expected=_EXPECTED, source=source
-    )
-    tables: list[_Table] = []
-    table: _Table | None = None
-    warnings: list[str] = []
-    cpu_freq_lines = 0
-    truncated_row = False
+@dataclass
+class _Reader:
+    """One pass over the lines: the tables, and the command line seen since the last one."""
 
-    for lineno, raw in enumerate(lines, start=1):
+    source: str
+    n_lines: int
+    cut_last_line: bool
+    tables: list[_Table] = field(default_factory=list)
+    table: _Table | None = None
+    command: tuple[int, str, bool] | None = None  # (line, benchmark, bidirectional)
+    warnings: list[str] = field(default_factory=list)
+    cpu_freq_lines: int = 0
+    truncated_row: bool = False
+
+    def feed(self, lineno: int, raw: str) -> bool:
+        """Read one line; False when the output ends here (a row cut short)."""
         stripped = raw.strip()
         if not stripped:
-            continue
+            return True
         title = _title(raw)
         if title:
-            table = _Table(
-                benchmark=_benchmark(title["verb"], title["kind"]),
-                kind=title["kind"],
+            self._start(lineno, _benchmark(title["verb"] or "", title["kind"] or ""), title)
+            return True
+        t = self.table
+        if _is_column_header(stripped) and (t is None or (t.columns and t.closed)):
+            t = self._untitled(lineno)
+        if t is None or t.closed:
+            self._command_line(lineno, stripped)
+            return True
+        if not t.columns:
+            self._settings(t, lineno, raw, stripped)
+            return True
+        return self._table_line(t, lineno, raw, stripped)
+
+    def _start(self, lineno: int, benchmark: str, title: dict[str, str | None]) -> None:
+        kind = title["kind"] or ""
+        self.table = _Table(benchmark, kind, lineno, bidirectional=bool(title["bidir"]))
+        self.tables.append(self.table)
+        self.command = None
+
+    def _command_line(self, lineno: int, stripped: str) -> None:
+        if m := _COMMAND.search(stripped):
+            self.command = (lineno, m["bench"], bool(_BIDIR_FLAG.search(stripped)))
+
+    def _untitled(self, lineno: int) -> _Table:
+        """A column header with no title before it: the test named by the command line."""
+        if self.command is None:
+            after = " after the closed table" if self.table is not None else ""
+            raise ParseError(
+                f"perftest result header{after} without the test title before it ('Send "
+                "Latency Test', 'RDMA_Write BW Test'...) nor a command line naming the test "
+                "(ib_send_lat ...): cannot tell which test measured these rows",
+                source=self.source,
                 line=lineno,
-                bidirectional=bool(title["bidir"]),
             )
-            tables.append(table)
-            continue
-        if table is None:
-            if _is_column_header(stripped):
+        at, bench, bidir = self.command
+        kind = "Latency" if bench.endswith("_lat") else "BW"
+        self._start(at, bench, {"kind": kind, "bidir": "Bidirectional" if bidir else None})
+        self.warnings.append(
+            f"{self.source}:{lineno}: no test title before this header: the test "
+            f"({bench}) is taken from the command line at line {at}"
+        )
+        assert self.table is not None
+        return self.table
+
+    def _settings(self, t: _Table, lineno: int, raw: str, stripped: str) -> None:
+        if _is_column_header(stripped):
+            t.columns, t.bw_factor = _parse_header(raw, source=self.source, line=lineno)
+            kind_ok = ("bw_avg" in t.columns) == (t.kind == "BW")
+            if not kind_ok or "size" not in t.columns:
                 raise ParseError(
-                    "perftest result header without the test title before it "
-                    "('Send Latency Test', 'RDMA_Write BW Test'...)",
-                    source=source,
+                    f"the columns do not fit a {t.kind} test ({t.benchmark})",
+                    source=self.source,
                     line=lineno,
                 )
-            continue
-        if not table.columns:
-            if _is_column_header(stripped):
-                table.columns, table.bw_factor = _parse_header(raw, source=source, line=lineno)
-                kind_ok = ("bw_avg" in table.columns) == (table.kind == "BW")
-                if not kind_ok or "size" not in table.columns:
-                    raise ParseError(
-                        f"the columns do not fit a {table.kind} test ({table.benchmark})",
-                        source=source,
-                        line=lineno,
-                    )
-            elif not _DASHES.match(raw) and not stripped.startswith(
-                ("local address", "remote address", "GID")
-            ):
-                for m in _SETTING.finditer(raw):
-                    table.settings.setdefault(m["key"].strip(), m["val"])
-            continue
-        if table.closed:
-            continue  # between this table and the next title: shell prompts, cleanup messages
+        elif not _DASHES.match(raw) and not stripped.startswith(
+            ("local address", "remote address", "GID")
+        ):
+            for m in _SETTING.finditer(raw):
+                t.settings.setdefault(m["key"].strip(), m["val"])
+
+    def _table_line(self, t: _Table, lineno: int, raw: str, stripped: str) -> bool:
         if _DASHES.match(raw):
-            table.closed = True
-            continue
-        if _CPU_FREQ.match(raw):
-            cpu_freq_lines += 1
-            continue
-        if _is_column_header(stripped) and not table.rows:
-            continue  # the same header printed twice (server and client on one terminal)
-        if stripped[0].isdigit():
+            t.closed = True
+        elif _CPU_FREQ.match(raw):
+            self.cpu_freq_lines += 1
+        elif _is_column_header(stripped) and not t.rows:
+            pass  # the same header printed twice (server and client on one terminal)
+        elif stripped[0].isdigit():
             tokens = table_row(
                 stripped,
-                n_columns=len(table.columns),
-                table=table.benchmark,
-                garbage=table.garbage,
-                cut_last=cut_last_line and lineno == len(lines),
-                source=source,
+                n_columns=len(t.columns),
+                table=t.benchmark,
+                garbage=t.garbage,
+                cut_last=self.cut_last_line and lineno == self.n_lines,
+                source=self.source,
                 line=lineno,
             )
             if tokens is None:
-                truncated_row = True
-                break
-            row = rate_row(tokens, table.columns, source=source, line=lineno)
-            table.rows.append(row)
-            table.row_lines.append(lineno)
-            continue
-        if table.rows and table.garbage is None:
-            table.garbage = (lineno, stripped)
+                self.truncated_row = True
+                return False
+            t.rows.append(rate_row(tokens, t.columns, source=self.source, line=lineno))
+            t.row_lines.append(lineno)
+        elif t.rows and t.garbage is None:
+            t.garbage = (lineno, stripped)
+        return True
 
+
+def _finish_tables(tables: list[_Table], source: str, warnings: list[str]) -> None:
+    """Rows swept (repeats, gaps), runs of one test numbered, duration mode said."""
     for t in tables:
         if t.rows and "size" in t.rows[0]:
             rows = [(n, int(r["size"]), r) for n, r in zip(t.row_lines, t.rows, strict=True)]
             kept, dup_gap = sweep_rows(rows, table=t.benchmark, source=source)
             t.rows, t.row_lines = [r for _, _, r in kept], [n for n, _, _ in kept]
             warnings.extend(dup_gap)
+        if t.kind == "Latency" and "tps" in t.columns and "t_typical" not in t.columns:
+            warnings.append(
+                f"{source}:{t.line}: {t.benchmark} in duration mode (-D) prints no t_typical: "
+                "its value is t_avg, the mean"
+            )
+    for key in {(t.benchmark, t.bidirectional) for t in tables if t.rows}:
+        same = [t for t in tables if (t.benchmark, t.bidirectional) == key and t.rows]
+        if len(same) > 1:
+            for n, t in enumerate(same, start=1):
+                t.run = n
+
+
+def _completeness(
+    tables: list[_Table], truncated_row: bool, source: str, warnings: list[str]
+) -> tuple[bool, list[str]]:
     complete = not truncated_row
     missing: list[str] = []
     for t in tables:
@@ -334,22 +396,36 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             f"{t.benchmark} (line {t.line}): rows{after} and the closing line "
             "(output ends inside the table)"
         )
-    if cpu_freq_lines:
-        warnings.append(
-            f"{source}: perftest warned {cpu_freq_lines} time(s) 'Conflicting CPU frequency values "
-            "detected' (CPU frequency not at max: results may be noisy)"
-        )
+    return complete, missing
 
+
+@checked
+def parse(text: str, source: str = "<text>") -> ParseResult:
+    """Read perftest output into samples (see the module docstring)."""
+    lines, cut_last_line = tool_lines(
+        text, tool="perftest", looks_like=looks_like, expected=_EXPECTED, source=source
+    )
+    r = _Reader(source=source, n_lines=len(lines), cut_last_line=cut_last_line)
+    for lineno, raw in enumerate(lines, start=1):
+        if not r.feed(lineno, raw):
+            break
+    warnings = r.warnings
+    _finish_tables(r.tables, source, warnings)
+    complete, missing = _completeness(r.tables, r.truncated_row, source, warnings)
+    if r.cpu_freq_lines:
+        warnings.append(
+            f"{source}: perftest warned {r.cpu_freq_lines} time(s) 'Conflicting CPU frequency "
+            "values detected' (CPU frequency not at max: results may be noisy)"
+        )
     samples: list[Sample] = []
-    for t in tables:
+    for t in r.tables:
         samples.extend(_table_samples(t))
     if not samples and complete:
         raise ParseError("perftest output without any result row", source=source)
-
     meta: dict[str, Any] = {
         "tool": "perftest",
-        "benchmarks": [t.benchmark for t in tables],
-        "settings": [t.settings for t in tables],
+        "benchmarks": [t.benchmark for t in r.tables],
+        "settings": [t.settings for t in r.tables],
     }
     return ParseResult(
         tool="perftest",

@@ -1,4 +1,4 @@
-"""McCalpin's STREAM (``stream.c`` 5.10, and the 5.x releases before it), text output.
+"""McCalpin's STREAM (``stream.c`` 5.x, ``stream.f``, ``stream_mpi.c``), text output.
 
 The table stream.c prints (5.10)::
 
@@ -8,13 +8,24 @@ The table stream.c prints (5.10)::
 "MB" is 1e6 bytes: stream.c prints ``1.0E-06 * bytes[j] / mintime[j]`` where ``bytes[j]`` is
 2 or 3 arrays of ``sizeof(STREAM_TYPE) * STREAM_ARRAY_SIZE`` bytes; the times are seconds
 over the ``NTIMES - 1`` timed iterations (the first is not counted). Releases before 5.10
-head the table ``Function      Rate (MB/s)   Avg time ...``; HPCC's copy prints ``Rate (GB/s)``
-(1e9 B/s) -- the unit is taken from the header either way.
+head the table ``Function      Rate (MB/s)   Avg time ...`` and print ``Array size = 2000000,
+Offset = 0``; the Fortran stream.f prints ``Array size =    2000000`` and ``Offset     =  0`` on
+lines of their own and leaves out the first and the last iteration; HPCC's copy prints
+``Rate (GB/s)`` (1e9 B/s) -- the unit is taken from the header either way. ``stream_mpi.c``
+(its own revision, 1.x) prints ``Total Aggregate Array size = N (elements)`` and ``Data is
+distributed across R MPI ranks``: its samples carry ``ranks``.
 
-Validation (``checkSTREAMresults``) ends in ``Solution Validates: avg error less than
-1.000000e-13 on all three arrays`` or in ``Failed Validation on array a[], AvgRelAbsErr >
-epsilon (...)`` lines. A failed validation is a ``ParseError``: its rates are never returned.
-A table without its validation line (the output was cut) is returned with ``complete=False``.
+Runs. Every table is its own run with the header lines printed before it: a file of several
+runs (``for t in 1 2 4 8; do OMP_NUM_THREADS=$t ./stream; done > out``) gives a ``run`` index
+and each run's own ``threads``, never another run's. A ``Number of Threads requested`` line
+starts a new run's thread count (stream-scaling prints only that line, the header and the
+Triad row for every run after the first: such a Triad-only run is read as what it is, said in
+a warning, not as a cut table).
+
+Validation (``checkSTREAMresults``) ends in ``Solution Validates`` or in ``Failed Validation
+on array a[] ...`` lines: a failed run gives no rate (a warning names it); a file whose every
+run failed is a ``ParseError``. A table without its validation line (the output was cut) is
+returned with ``complete=False``.
 """
 
 from __future__ import annotations
@@ -35,11 +46,6 @@ KERNELS = ("Copy", "Scale", "Add", "Triad")
 _UNITS = {"MB/s": 1e6, "GB/s": 1e9}  # stream.c: 1.0E-06 * bytes / time; HPCC: 1e-9
 
 _VERSION = re.compile(r"STREAM version \$Revision:\s*(?P<v>[0-9.]+)\s*\$")
-_BYTES = re.compile(r"^This system uses (?P<b>\d+) bytes per (?:array element|DOUBLE PRECISION)")
-_ARRAY = re.compile(r"^Array size = (?P<n>\d+)(?: \(elements\))?, Offset = (?P<o>-?\d+)")
-_NTIMES = re.compile(r"^(?:Each kernel will be executed|Each test is run) (?P<k>\d+) times")
-_THREADS_REQ = re.compile(r"^Number of Threads requested = (?P<k>\d+)")
-_THREADS_CNT = re.compile(r"^Number of Threads counted = (?P<k>\d+)")
 _HEADER = re.compile(
     r"^Function\s+(?:Best Rate|Rate)\s*\(?(?P<unit>[MG]B/s)\)?\s+Avg time\s+Min time\s+Max time"
 )
@@ -50,6 +56,38 @@ _ROW = re.compile(
 _VALIDATES = re.compile(r"^Solution Validates")
 _FAILED = re.compile(r"^(?:Failed Validation|ERROR\b)")
 
+# The header lines before a table: (pattern, key of the run's header, what it is). The first
+# group of each pattern is the integer kept; "offset" also comes from _ARRAY's second group.
+_ARRAY = re.compile(
+    r"^(?:Total Aggregate )?Array size =\s*(?P<n>\d+)(?: \(elements\))?"
+    r"(?:, Offset = (?P<o>-?\d+))?"
+)
+_HEADER_LINES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (
+        re.compile(
+            r"^(?:This system uses|Assuming) (\d+) bytes per "
+            r"(?:array element|DOUBLE PRECISION)"
+        ),
+        "bytes_per_element",
+        "bytes per element",
+    ),
+    (_ARRAY, "elements", "array size"),
+    (re.compile(r"^Offset\s*=\s*(-?\d+)$"), "offset", "offset"),  # stream.f's own line
+    (
+        re.compile(
+            r"^(?:Each kernel will be executed|Each test is run|You are running each test)"
+            r"\s+(\d+) times"
+        ),
+        "ntimes",
+        "NTIMES",
+    ),
+    (re.compile(r"^Number of Threads(?: requested)?\s*=\s*(\d+)"), "threads_requested", "threads"),
+    (re.compile(r"^Number of Threads counted\s*=\s*(\d+)"), "threads", "threads"),
+    (re.compile(r"^Data is distributed across (\d+) MPI ranks"), "ranks", "MPI ranks"),
+)
+# stream.f times NTIMES iterations and leaves out the first and the last (stream.c: the first)
+_EXCLUDING = re.compile(r"^\*EXCLUDING\* the first and last iterations")
+
 
 @dataclass
 class _Table:
@@ -57,6 +95,7 @@ class _Table:
     scale: float
     rows: dict[str, tuple[float, float, float, float, int]] = field(default_factory=dict)
     validated: bool = False
+    failed: tuple[int, str] | None = None  # the first 'Failed Validation' line
     header: dict[str, Any] = field(default_factory=dict)
 
 
@@ -69,9 +108,48 @@ def looks_like(text: str) -> bool:
     return any(_HEADER.match(ln.strip()) for ln in text.splitlines())
 
 
+def _header_line(line: str, lineno: int, header: dict[str, Any], source: str) -> bool:
+    """Read one of the lines before a table into ``header``; False when it is none of them."""
+    if m := _VERSION.search(line):
+        header.clear()  # a new run's banner: nothing of the previous run's header carries over
+        header["version"] = m["v"]
+        return True
+    if _EXCLUDING.match(line):
+        header["excluded"] = 2
+        return True
+    for pattern, key, what in _HEADER_LINES:
+        if m := pattern.match(line):
+            if key == "threads_requested":
+                header.pop("threads", None)  # the previous run's count is not this run's
+            header[key] = parse_int(m[1], source=source, line=lineno, what=what)
+            if pattern is _ARRAY and m["o"] is not None:
+                header["offset"] = parse_int(m["o"], source=source, line=lineno, what="offset")
+            return True
+    return False
+
+
+def _row(table: _Table | None, m: re.Match[str], lineno: int, result: ParseResult, source: str):
+    if table is None:
+        raise ParseError(f"{m['kernel']} row before the table header", source=source, line=lineno)
+    nums = [parse_number(m[k], source=source, line=lineno) for k in ("rate", "avg", "min", "max")]
+    if (seen := table.rows.get(m["kernel"])) is not None:
+        if list(seen[:4]) != nums:
+            raise ParseError(
+                f"a second {m['kernel']} row with other figures (line {seen[4]} has the "
+                "first): two outputs mixed?",
+                source=source,
+                line=lineno,
+            )
+        result.warnings.append(
+            f"{source}:{lineno}: the {m['kernel']} row repeats line {seen[4]}; kept once"
+        )
+        return
+    table.rows[m["kernel"]] = (nums[0], nums[1], nums[2], nums[3], lineno)
+
+
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
-    """Parse the output of one or more STREAM runs; any failed validation is a ParseError."""
+    """Parse the output of one or more STREAM runs (see the module docstring)."""
     require_text(text, "STREAM output", source=source)
     result = ParseResult(tool=TOOL)
     header: dict[str, Any] = {}
@@ -79,110 +157,113 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
     table: _Table | None = None
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
-        if m := _VERSION.search(line):
-            header = {"version": m["v"]}  # a new run starts
-            result.meta.setdefault("version", m["v"])
-        elif m := _BYTES.match(line):
-            header["bytes_per_element"] = parse_int(
-                m["b"], source=source, line=lineno, what="bytes per element"
-            )
-        elif m := _ARRAY.match(line):
-            header["elements"] = parse_int(m["n"], source=source, line=lineno, what="array size")
-            header["offset"] = parse_int(m["o"], source=source, line=lineno, what="offset")
-        elif m := _NTIMES.match(line):
-            header["ntimes"] = parse_int(m["k"], source=source, line=lineno, what="NTIMES")
-        elif m := _THREADS_REQ.match(line):
-            header["threads_requested"] = parse_int(
-                m["k"], source=source, line=lineno, what="threads"
-            )
-        elif m := _THREADS_CNT.match(line):
-            header["threads"] = parse_int(m["k"], source=source, line=lineno, what="threads")
+        if _header_line(line, lineno, header, source):
+            result.meta.setdefault("version", header.get("version"))
         elif m := _HEADER.match(line):
             table = _Table(line=lineno, scale=_UNITS[m["unit"]], header=dict(header))
             tables.append(table)
         elif m := _ROW.match(line):
+            _row(table, m, lineno, result, source)
+        elif _FAILED.match(line):
             if table is None:
                 raise ParseError(
-                    f"{m['kernel']} row before the table header", source=source, line=lineno
+                    f"STREAM failed its validation: {line}", source=source, line=lineno
                 )
-            nums = [
-                parse_number(m[k], source=source, line=lineno)
-                for k in ("rate", "avg", "min", "max")
-            ]
-            if (seen := table.rows.get(m["kernel"])) is not None:
-                if list(seen[:4]) != nums:
-                    raise ParseError(
-                        f"a second {m['kernel']} row with other figures (line {seen[4]} has the "
-                        "first): two outputs mixed?",
-                        source=source,
-                        line=lineno,
-                    )
-                result.warnings.append(
-                    f"{source}:{lineno}: the {m['kernel']} row repeats line {seen[4]}; kept once"
-                )
-                continue
-            table.rows[m["kernel"]] = (nums[0], nums[1], nums[2], nums[3], lineno)
-        elif _FAILED.match(line):
-            raise ParseError(
-                f"STREAM failed its validation: {line}",
-                source=source,
-                line=lineno,
-                hint="stream.c's results are not valid; no rate is reported",
-            )
+            table.failed = table.failed or (lineno, line)
         elif _VALIDATES.match(line):
             if table is None:
                 raise ParseError(
                     "validation line before any result table", source=source, line=lineno
                 )
             table.validated = True
-
     if not tables:
+        found = f"a STREAM {header['version']} banner" if "version" in header else "no banner"
         raise ParseError(
-            "no STREAM result table ('Function ... Best Rate MB/s ...') found", source=source
+            f"no STREAM result table ('Function ... Best Rate MB/s ...') found ({found})",
+            source=source,
         )
-    if len(tables) > 1:
+    if result.meta.get("version") is None:
+        result.meta.pop("version", None)
+    _keep_runs(tables, result, source)
+    return result
+
+
+def _keep_runs(tables: list[_Table], result: ParseResult, source: str) -> None:
+    """The samples of every run that did not fail its validation; all failed: a ParseError."""
+    several = len(tables) > 1
+    if several:
         result.meta["runs"] = len(tables)
     for i, tab in enumerate(tables):
-        _samples(tab, i if len(tables) > 1 else None, result)
-    return result
+        if tab.failed is not None:
+            where = f"run {i + 1} (table at line {tab.line})" if several else "the table"
+            result.warnings.append(
+                f"{source}:{tab.failed[0]}: {where} failed its validation "
+                f"({tab.failed[1]}): its rates are not reported"
+            )
+            continue
+        _samples(tab, i if several else None, result)
+    summaries = [str(i + 1) for i, t in enumerate(tables) if _triad_only(t)]
+    if summaries:
+        result.warnings.append(
+            f"runs {', '.join(summaries)}: only the thread count and the Triad row (a summary "
+            "as stream-scaling prints it, the validation line filtered out, no 'Failed "
+            "Validation' line)"
+        )
+    if all(t.failed is not None for t in tables):
+        line, text = next(t.failed for t in tables if t.failed is not None)
+        raise ParseError(
+            f"STREAM failed its validation: {text}",
+            source=source,
+            line=line,
+            hint="stream.c's results are not valid; no rate is reported",
+        )
+
+
+def _triad_only(table: _Table) -> bool:
+    """A run of which only the Triad row was kept (stream-scaling's egrep), not a cut table."""
+    return set(table.rows) == {"Triad"} and not table.validated and table.failed is None
 
 
 def _samples(table: _Table, run: int | None, result: ParseResult) -> None:
     where = f"run {run + 1} (table at line {table.line})" if run is not None else "the table"
-    for kernel in KERNELS:
-        if kernel not in table.rows:
+    if not _triad_only(table):  # a Triad-only run is said once, in _keep_runs
+        for kernel in KERNELS:
+            if kernel not in table.rows:
+                result.complete = False
+                result.missing.append(f"{kernel} row of {where}")
+        if not table.validated:
             result.complete = False
-            result.missing.append(f"{kernel} row of {where}")
-    if not table.validated:
-        result.complete = False
-        result.missing.append(f"validation line ('Solution Validates') after {where}")
+            result.missing.append(f"validation line ('Solution Validates') after {where}")
     h = table.header
     for kernel in KERNELS:
-        if kernel not in table.rows:
-            continue
-        rate, avg, tmin, tmax, _ = table.rows[kernel]
-        params: dict[str, Any] = {"min_time": tmin, "avg_time": avg, "max_time": tmax}
-        if "elements" in h:
-            params["elements"] = h["elements"]
-        if "threads" in h or "threads_requested" in h:
-            params["threads"] = h.get("threads", h.get("threads_requested"))
-        elif "elements" in h:
-            # stream.c prints the thread lines only when built with OpenMP (#ifdef _OPENMP):
-            # a complete header without them is the serial build.
-            params["threads"] = 1
-        if run is not None:
-            params["run"] = run
-        stats = None
-        if "ntimes" in h and tmax > 0:
-            # the same bytes move in every iteration: the slowest one ran at rate * min/max
-            best = _times(rate, table.scale)
-            stats = Stats(n=h["ntimes"] - 1, max=best, min=best * tmin / tmax)
-        result.samples.append(
-            Sample.make(TOOL, f"memory.{kernel.lower()}", _times(rate, table.scale), params, stats)
-        )
+        if kernel in table.rows:
+            result.samples.append(_sample(kernel, table, h, run))
     for key in ("bytes_per_element", "ntimes", "offset"):
         if key in h:
             result.meta.setdefault(key, h[key])
+
+
+def _sample(kernel: str, table: _Table, h: dict[str, Any], run: int | None) -> Sample:
+    rate, avg, tmin, tmax, _ = table.rows[kernel]
+    params: dict[str, Any] = {"min_time": tmin, "avg_time": avg, "max_time": tmax}
+    if "elements" in h:
+        params["elements"] = h["elements"]
+    if "ranks" in h:
+        params["ranks"] = h["ranks"]
+    if "threads" in h or "threads_requested" in h:
+        params["threads"] = h.get("threads", h.get("threads_requested"))
+    elif "elements" in h and "ranks" not in h:
+        # stream.c prints the thread lines only when built with OpenMP (#ifdef _OPENMP):
+        # a complete header without them is the serial build.
+        params["threads"] = 1
+    if run is not None:
+        params["run"] = run
+    stats = None
+    if "ntimes" in h and tmax > 0:
+        # the same bytes move in every iteration: the slowest one ran at rate * min/max
+        best = _times(rate, table.scale)
+        stats = Stats(n=h["ntimes"] - h.get("excluded", 1), max=best, min=best * tmin / tmax)
+    return Sample.make(TOOL, f"memory.{kernel.lower()}", _times(rate, table.scale), params, stats)
 
 
 def _times(value: float, factor: float) -> float:

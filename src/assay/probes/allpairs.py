@@ -51,6 +51,9 @@ class AllPairsParams(ProbeParams):
     # seconds per pair; from 1 ms bandwidth's 3/4 share holds one default window (64 x 128 KiB)
     # at 100 Gbit/s (0.7 ms); less is refused before anything runs
     pair_budget: float = Field(default=0.1, ge=0.001, le=3600.0)
+    # seconds the whole sweep may take when one window does not fit the pair budget (a slow
+    # or busy fabric): the pilot grows the budget to fit, or else shrinks the window
+    sweep_target: float = Field(default=300.0, ge=0.001, le=1e7)
     pairs_at_once: int = Field(default=0, ge=0)  # 0: a whole round at once
     lat_iterations: int | None = Field(default=None, ge=1)  # None: the pilot sizes them
     bw_iterations: int | None = Field(default=None, ge=1)
@@ -80,6 +83,7 @@ def probe_argv(p: AllPairsParams) -> list[str]:
     argv = [
         "--lat-size", str(p.lat_size), "--bw-size", str(p.bw_size),
         "--window", str(p.window), "--pair-budget", repr(p.pair_budget),
+        "--sweep-target", repr(p.sweep_target),
         "--pairs-at-once", str(p.pairs_at_once), "--stall-factor", repr(p.stall_factor),
         "--output", MATRIX_FILE,
     ]  # fmt: skip
@@ -137,7 +141,7 @@ class AllPairsProbe(Probe):
         env = {"OMPI_MCA_mpi_yield_when_idle": "1"} if params.yield_when_idle else {}
         # a stalled partner ends the job by itself; the timeout is for what the probe cannot
         # see (a rank stuck between its pairs): generous, several times the estimate
-        timeout = 120.0 + 5.0 * estimate_seconds(nodes, params)
+        timeout = 120.0 + 5.0 * max(estimate_seconds(nodes, params), params.sweep_target)
         return [
             JobDraft(
                 argv=["{exe}", *probe_argv(params)],
@@ -156,11 +160,14 @@ class AllPairsProbe(Probe):
 
     def pairs_job(
         self, job: Job, pairs: list[tuple[int, int]], kind: str, first_round: int,
-        iterations: tuple[int, int], suffix: str,
+        iterations: tuple[int, int], suffix: str, fitted: dict[str, str] | None = None,
     ) -> Job:  # fmt: skip
         """The sweep's job measuring ``pairs`` only (a retest, a resume): its options kept, the
-        list, kind, first round and iterations replaced."""
-        fixed = ("--pairs", "--kind", "--first-round", "--lat-iterations", "--bw-iterations")
+        list, kind, first round and iterations replaced, and ``fitted``: what the sweep's pilot
+        chose (``--window``, ``--pair-budget``), so that the figures compare."""
+        fitted = fitted or {}
+        fixed = ("--pairs", "--kind", "--first-round", "--lat-iterations", "--bw-iterations",
+                 *fitted)  # fmt: skip
         argv, skip = [], False
         for a in job.argv:
             if skip:
@@ -170,6 +177,7 @@ class AllPairsProbe(Probe):
             else:
                 argv.append(a)
         lat, bw = iterations
+        argv += [word for option, value in fitted.items() for word in (option, value)]
         argv += ["--lat-iterations", str(lat), "--bw-iterations", str(bw), "--pairs",
                  PAIRS_FILE, "--kind", kind, "--first-round", str(first_round)]  # fmt: skip
         params = AllPairsParams.model_construct(

@@ -95,11 +95,12 @@ class Probe(ABC):
 
     def pairs_job(
         self, job: Job, pairs: list[tuple[int, int]], kind: str, first_round: int,
-        iterations: tuple[int, int], suffix: str,
+        iterations: tuple[int, int], suffix: str, fitted: dict[str, str] | None = None,
     ) -> Job:  # fmt: skip
         """The "all-pairs" spread: a job like ``job`` that measures only ``pairs`` (ranks of
         the new job), as ``kind`` (retest, resume), its rounds numbered from ``first_round``,
-        with the sweep's (latency, bandwidth) iterations so the figures compare."""
+        with the sweep's (latency, bandwidth) iterations and the options its pilot chose
+        (``fitted``: option -> value) so the figures compare."""
         raise ProbeError(f"{self.name}: measures no list of pairs")
 
     def preflight(self, job: Job) -> None:

@@ -206,7 +206,8 @@ def build(
         stream.commands = [
             c for c in commands_of(run.results, "stream") if not c.startswith("numactl ")
         ]
-        stream.notes += derived.why_lines(stream_figs)  # % of the DRAM bandwidth, or why not
+        # % of the DRAM bandwidth, or why not: once per distinct line (one per run otherwise)
+        stream.notes += list(dict.fromkeys(derived.why_lines(stream_figs)))
         tables.append(stream)
         shown |= {id(f) for f in stream_figs}
     # The node-wide STREAM figures go in too: the domain summary quotes the node's Triad

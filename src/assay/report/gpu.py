@@ -20,7 +20,7 @@ TELEMETRY = ("gpu.sm_clock", "gpu.mem_clock", "gpu.power", "gpu.temperature")
 
 
 def _card(params: dict[str, Any]) -> str:
-    name = params.get("name")
+    name = params.get("name") or params.get("gpu_name")  # gpu_name: an imported gpu_burn file
     return f"{params.get('gpu', '?')}: {name}" if name else str(params.get("gpu", "?"))
 
 
@@ -49,6 +49,43 @@ def burn_cards(figures: list[Figure]) -> list[tuple[tuple[Any, str], dict[str, F
     return sorted(keyed.items(), key=lambda kv: (str(kv[0][0]), order.get(kv[0][1], 99)))
 
 
+IMPORTED_NOTE = (
+    "Imported gpu_burn output (gpu.sgemm / gpu.dgemm): the TFLOP/s column holds the median of the "
+    "intervals gpu_burn printed, its first (start-up) interval left out; min–max over those "
+    "intervals; errors and verdict as gpu_burn printed them (a FAULTY GPU gives no rate)."
+)
+
+
+def _imported(by_metric: dict[str, Figure]) -> tuple[Figure, str, str] | None:
+    """An imported gpu_burn figure (``assay import --format gpu-burn``: ``gpu.sgemm`` or
+    ``gpu.dgemm`` with its error count and verdict in its params): (figure, errors, verdict)."""
+    fig = by_metric.get("gpu.sgemm") or by_metric.get("gpu.dgemm")
+    if fig is None:
+        return None
+    p = fig.sample.params
+    return fig, str(p.get("errors", "–")), str(p.get("verdict", "–"))
+
+
+def _watts(power: Figure | None) -> str:
+    """'mean (max)' of the power samples, else '–'."""
+    if power is None:
+        return "–"
+    pmax = power.sample.stats.max if power.sample.stats else None
+    watts = format_value(power.sample.value, "W", 0)
+    return watts + (f" ({format_value(pmax, 'W', 0)})" if pmax is not None else "")
+
+
+def _hottest(by_metric: dict[str, Figure], imported: tuple[Figure, str, str] | None) -> str:
+    """The hottest temperature: the sampled one, or what an imported gpu_burn file printed."""
+    temp = by_metric.get("gpu.temperature")
+    if temp is not None:
+        hottest = temp.sample.stats.max if temp.sample.stats else None
+        return format_value(hottest if hottest is not None else temp.sample.value, "C", 0)
+    if imported and imported[0].sample.params.get("temp_max_c") is not None:
+        return format_value(imported[0].sample.params["temp_max_c"], "C", 0)
+    return "–"
+
+
 def burn_table(figures: list[Figure]) -> Table | None:
     """One row per GPU and precision: TFLOP/s mean (min–max over the measured intervals),
     errors and verdict, SM and memory clock ranges, power mean (max), hottest temperature."""
@@ -58,6 +95,8 @@ def burn_table(figures: list[Figure]) -> Table | None:
     rows, notes = [], []
     for (_gpu, precision), by_metric in cards:
         flops, errors = by_metric.get("gpu.flops"), by_metric.get("gpu.errors")
+        imported = _imported(by_metric) if flops is None and errors is None else None
+        flops = flops or (imported and imported[0])
         any_fig = flops or errors or next(iter(by_metric.values()))
         card = _card(any_fig.sample.params)
         rate = mean = span = "–"
@@ -77,18 +116,11 @@ def burn_table(figures: list[Figure]) -> Table | None:
                     f"GPU {card} {precision}: FAULTY, {count} products or elements differ from "
                     "the reference: the card computes wrong results"
                 )
-        power = by_metric.get("gpu.power")
-        watts = "–"
-        if power is not None:
-            pmax = power.sample.stats.max if power.sample.stats else None
-            watts = format_value(power.sample.value, "W", 0)
-            if pmax is not None:
-                watts += f" ({format_value(pmax, 'W', 0)})"
-        temp = by_metric.get("gpu.temperature")
-        tmax = "–"
-        if temp is not None:
-            hottest = temp.sample.stats.max if temp.sample.stats else None
-            tmax = format_value(hottest if hottest is not None else temp.sample.value, "C", 0)
+        if imported:
+            count, verdict = imported[1], imported[2]
+            if IMPORTED_NOTE not in notes:
+                notes.append(IMPORTED_NOTE)
+        watts, tmax = _watts(by_metric.get("gpu.power")), _hottest(by_metric, imported)
         sm = by_metric.get("gpu.sm_clock")
         reasons = sm.sample.params.get("clock_event_reasons") if sm else None
         if reasons:

@@ -33,9 +33,54 @@ from assay.report.table import (
 from assay.units import format_value
 from assay.vocab import DOMAIN_SCOPES, STREAM_KERNELS
 
+_ROW_PARAMS = ("min_time", "avg_time", "max_time")
+
+
+def _stream_runs(figures: list[Figure]) -> dict[tuple, dict[str, Figure]]:
+    """STREAM's figures by run (their params less the per-row times), in the order found: one
+    file of several runs (thread counts, MPI ranks) gives one entry per run."""
+    runs: dict[tuple, dict[str, Figure]] = {}
+    for f in figures:
+        if f.sample.probe != "stream":
+            continue
+        key = tuple(
+            sorted((k, repr(v)) for k, v in f.sample.params.items() if k not in _ROW_PARAMS)
+        )
+        runs.setdefault(key, {})[f.sample.metric.split(".")[1]] = f
+    return runs
+
+
+def _stream_runs_table(runs: list[dict[str, Figure]]) -> Table:
+    """One row per run: where each run's own thread count (or MPI ranks) stands beside its
+    own rates, never another run's."""
+    first = [next(iter(r.values())).sample.params for r in runs]
+    with_ranks = any("ranks" in p for p in first)
+    cols = ["Run", "Ranks" if with_ranks else "Threads", "Elements"]
+    cols += [f"{k.capitalize()} GB/s" for k in STREAM_KERNELS]
+    rows = []
+    for i, (kernels, p) in enumerate(zip(runs, first, strict=True)):
+        rows.append(
+            [
+                str(p["run"] + 1 if "run" in p else i + 1),
+                str(p.get("ranks" if with_ranks else "threads", "?")),
+                str(p.get("elements", "?")),
+                *(_gbs(kernels.get(k)) for k in STREAM_KERNELS),
+            ]
+        )
+    notes = [
+        f"{len(runs)} STREAM runs, one row each with the thread count (or MPI ranks) that run "
+        "printed; best rate from each run's minimum time. '–': the run printed no such row "
+        "(stream-scaling prints only Triad after its first run). Runs that failed STREAM's "
+        "validation are not imported. GB/s = 10^9 B/s (STREAM's MB/s = 10^6 B/s).",
+    ]
+    return Table("stream", "Memory bandwidth (STREAM), one row per run", cols, rows, notes)
+
 
 def stream_table(figures: list[Figure]) -> Table | None:
-    by_kernel = {f.sample.metric.split(".")[1]: f for f in figures if f.sample.probe == "stream"}
+    runs = _stream_runs(figures)
+    if len(runs) > 1:
+        return _stream_runs_table(list(runs.values()))
+    by_kernel = next(iter(runs.values()), {})
     if not by_kernel:
         return None
     shown = [by_kernel[k] for k in STREAM_KERNELS if k in by_kernel]

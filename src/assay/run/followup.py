@@ -40,6 +40,8 @@ class Sweep:
     bandwidth: np.ndarray
     iterations: tuple[int, int]
     next_round: int
+    # what the sweep's pilot chose (the file's header): its follow-ups measure the same way
+    fitted: dict[str, str] = field(default_factory=dict)
     lost: list[str] = field(default_factory=list)
     resumes: int = 0
     retested: bool = False
@@ -52,6 +54,7 @@ class Sweep:
             list(m.hosts), m.latency.astype(np.float32, copy=True),
             m.bandwidth.astype(np.float32, copy=True), iterations,
             (last.number + 1) if last else 1,
+            {"--window": str(m.window), "--pair-budget": f"{m.pair_budget_s:.6g}"},
         )  # fmt: skip
 
     def add(self, m: MatrixFile) -> None:

@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -42,6 +43,8 @@ from assay.run.front import RUNNER_NOTES, batch_dir, read_plan
 from assay.store import RunWriter
 from assay.store.records import read_run_info
 from assay.store.rundir import read_jsonl
+from assay.system._context import Context
+from assay.system.fabric import Run, fabric_limits, shortfalls
 from assay.system.hostlist import compress_hostlist
 
 STATE_OF_STATUS = {
@@ -152,7 +155,7 @@ def run_all_pairs(
             return
         n += 1
         nxt = probe.pairs_job(job, follow.pairs, follow.kind, follow.first_round,
-                              follow.iterations, f"{follow.kind}{n}")  # fmt: skip
+                              follow.iterations, f"{follow.kind}{n}", sweep.fitted)  # fmt: skip
         nxt.ranks, nxt.nodes = len(follow.hosts), len(follow.hosts)
         index = {h: i for i, h in enumerate(hosts_of)}
         nxt.placement = Placement([index[h] for h in follow.hosts], "", None)
@@ -218,6 +221,22 @@ def off_shared_memory(
         job.params["shared_kernel"] = True
 
 
+def fabric_notes(writer: _Writer, jobs: list[Job], nodes: int, shared: list) -> None:
+    """The kernel limits of this node (the allocation's first: nodes are alike) that the
+    run's MPI jobs over several nodes need more of, named with the value that would do, before
+    a connect fails on them (``assay.system.fabric``)."""
+    wide = [j for j in jobs if j.spawn == "mpi" and j.placement and len(j.placement.indices) > 1]
+    if not wide:
+        return
+    ppn = max(j.ppn or max(1, j.ranks // len(j.placement.indices)) for j in wide if j.placement)
+    run = Run(nodes, ppn, shared_kernel=bool(shared))
+    limits = fabric_limits(Context()) or {}
+    for short in shortfalls(limits, run):
+        text = f"fabric limit on {socket.gethostname()}: {short.message(run)}"
+        print(f"runner: WARN {text}", file=sys.stderr)
+        writer.note(text)
+
+
 def _rule() -> OutlierRule:
     """The outlier rule of the user's config (``[outliers]``), the default when it is bad:
     inside the allocation a config error must not stop the run (the front end checked it)."""
@@ -257,7 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     writer = _Writer(run_dir, info, hosts, launcher.caps.name.capitalize(), where / RUNNER_NOTES)
     mpi_by_name = {m.name: m for m in mpis}
     if len(allocation.hosts) > 1:
-        off_shared_memory(writer, jobs, mpi_by_name, launcher.boot_ids(allocation.hosts))
+        boots = launcher.boot_ids(allocation.hosts)
+        off_shared_memory(writer, jobs, mpi_by_name, boots)
+        fabric_notes(writer, jobs, len(allocation.hosts), shared_kernels(boots))
 
     def resolve(job: Job, exe: str | None) -> list[str]:
         argv = [exe if a == "{exe}" and exe else a for a in job.argv]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.model import MpiInfo, System
-from assay.system import clock, collectors, dram, gpu, software
+from assay.system import clock, collectors, dram, fabric, gpu, software
 from assay.system._context import Context, run_command
 from assay.system.facts import PlanFacts, collect_plan_facts
 from assay.system.requirements import Requirement, missing_tools, requirements_report
@@ -57,6 +57,7 @@ COLLECTORS: tuple[tuple[str, Collector], ...] = (
     ("gpus", gpu.gpus),
     ("cuda", gpu.cuda),
     ("nics", collectors.nics),
+    ("fabric", fabric.fabric_limits),
     ("tools", software.tools),
 )
 
