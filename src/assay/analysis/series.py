@@ -36,7 +36,8 @@ def _where(p: dict) -> str:
 # session, a tool version, IMB-EXT's mode, IMB -multi groups, OMB's device buffers...
 _SPLIT = (
     "run", "version", "mode", "groups", "group_ranks", "group", "device", "send_buffer",
-    "recv_buffer", "pairs", "window", "sender_threads", "receiver_threads", "datatype",
+    "recv_buffer", "pairs", "window", "sender_threads", "receiver_threads", "sender_processes",
+    "receiver_processes", "datatype", "window_creation", "synchronization",
 )  # fmt: skip
 
 

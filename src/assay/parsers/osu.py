@@ -40,8 +40,9 @@ ranks of ``coll.i<op>`` (``Stats``); the other three are not kept.
 params: ``tool="osu"``, ``benchmark`` ("osu_latency"), ``version`` ("5.6.2"), ``size`` (bytes,
 absent for barrier), ``iterations`` (when printed), ``device`` ("cuda", "rocm"... for MPI-CUDA
 titles), ``send_buffer``/``recv_buffer`` ("device"/"host"/"managed"), ``datatype``, ``pairs`` and
-``window`` (osu_mbw_mr), ``sender_threads``/``receiver_threads`` (osu_latency_mt; OMB 5.x prints
-them before the title). A benchmark run more than once in one file (a pasted session, outputs
+``window`` (osu_mbw_mr), ``sender_threads``/``receiver_threads`` (osu_latency_mt) and
+``sender_processes``/``receiver_processes`` (osu_latency_mp; OMB 5.x prints both before the
+title). A benchmark run more than once in one file (a pasted session, outputs
 concatenated, a documentation page) gets ``run`` (1, 2... in file order among the runs of that
 benchmark) so that each run is its own series. Shell prompts, ``mpirun`` lines and other text
 outside a table are skipped; a ``...`` line after rows (rows left out by whoever pasted the
@@ -119,8 +120,13 @@ _BUFFERS = re.compile(
     r"Receive Buffer on (?P<recv>\w+)",
     re.IGNORECASE,
 )
-# osu_latency_mt: OMB 5.x prints these before the title, 7.x after it
-_THREADS = re.compile(r"^\s*#\s*Number of (?P<who>Sender|Receiver) threads:\s*(?P<n>\d+)", re.I)
+# osu_latency_mt's threads and osu_latency_mp's processes per side: OMB 5.x prints these
+# before the title, 7.x after it
+_THREADS = re.compile(
+    r"^\s*#\s*Number of (?:(?P<who>Sender|Receiver) (?P<t>threads)|forked (?P<p>processes) "
+    r"in (?P<side>sender|receiver)):\s*(?P<n>\d+)",
+    re.I,
+)
 # one-sided benchmarks: "# Window creation: MPI_Win_allocate", "# Synchronization: MPI_Win_flush"
 _RMA_SETUP = re.compile(r"^\s*#\s*(?P<what>Window creation|Synchronization):\s*(?P<how>\S+)\s*$")
 _PAIRS = re.compile(r"pairs:\s*(?P<pairs>\d+)\s*\]\s*\[\s*window size:\s*(?P<window>\d+)")
@@ -406,7 +412,8 @@ class _Reader:
     def threads(self, lineno: int, raw: str) -> bool:
         m = _THREADS.match(raw)
         if m:
-            key = f"{m['who'].lower()}_threads"
+            side, what = (m["who"], "threads") if m["t"] else (m["side"], "processes")
+            key = f"{side.lower()}_{what}"
             value = parse_int(m["n"], source=self.source, line=lineno, what=key)
             block = self.block
             (block.params if block is not None and not block.columns else self.pending)[key] = value
