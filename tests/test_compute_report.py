@@ -54,11 +54,15 @@ def test_hpl_inside_hpcc_is_its_own_row_in_the_compute_table():
     assert labels[0] == "Rpeak (DP)" and labels.count("Rpeak (DP)") == 1
     assert tables["compute"].rows[0][1] == "64.00"
     assert labels.index("HPL Rmax (OpenMPI 4.1.4)") < labels.index("HPL Rmax (inside HPCC)")
-    hpcc_rows = [r for r in tables["compute"].rows if r[0] == "HPL Rmax (inside HPCC)"]
-    assert len(hpcc_rows) == 4  # the fixture's 2 N × 2 NB tests, all PASSED
-    assert {r[4].split(",")[0] for r in hpcc_rows} == {
-        "N=500 NB=64 P×Q=1×2", "N=500 NB=80 P×Q=1×2",
-        "N=1000 NB=64 P×Q=1×2", "N=1000 NB=80 P×Q=1×2",
+    # the fixture's 2 N x 2 NB tests, all PASSED: the best is the Rmax, named with its
+    # configuration, the other three are listed as tests (this asserted 4 "Rmax" rows before)
+    (rmax,) = [r for r in tables["compute"].rows if r[0] == "HPL Rmax (inside HPCC)"]
+    assert rmax[4].startswith("best of 4 HPL tests: WR11C2R4 N=1000 NB=64 P×Q=1×2,")
+    tests = [r for r in tables["compute"].rows if r[0] == "HPL test (inside HPCC)"]
+    assert labels.index("HPL Rmax (inside HPCC)") < labels.index("HPL test (inside HPCC)")
+    assert {r[4].split(",")[0] for r in tests} == {
+        "WR11C2R4 N=500 NB=64 P×Q=1×2", "WR11C2R4 N=500 NB=80 P×Q=1×2",
+        "WR11C2R4 N=1000 NB=80 P×Q=1×2",
     }  # fmt: skip
     assert {"StarDGEMM (inside HPCC)", "SingleDGEMM (inside HPCC)"} <= set(labels)
     other = tables.get("other")
@@ -99,3 +103,17 @@ def test_notes_are_text_never_markup():
     out = term_tables([table], width=300)
     assert "see [peak] and [/] and [red]x[/red]" in out
     assert "HPL Rmax ([bold]OpenMPI[/bold] [peak])" in out
+
+
+def test_hpl_sweep_with_repetitions_names_rmax_by_its_highest_repetition():
+    # HPL-NVIDIA, each N run twice (github.com/pkusc/ASC22_HPL, tests/fixtures/real/hpl)
+    from assay.parsers import hpl
+
+    path = FIXTURES / "real" / "hpl" / "pkusc_hpl_nvidia_100_reps_interrupted_noprogress.out"
+    samples = hpl.parse(path.read_text(), path.name).samples
+    rows = tables_of(loaded(samples))["compute"].rows
+    (rmax,) = [r for r in rows if r[0].startswith("HPL Rmax")]
+    # N=150000: 33120 and 34290 Gflops; N=140000: 33600 and 34160 (a higher median, 33880)
+    assert "N=150000" in rmax[4] and "highest of 2 repetitions: 34290.00 GFLOP/s" in rmax[4]
+    assert rmax[3] == "2 reps"
+    assert len([r for r in rows if r[0].startswith("HPL test")]) == 5  # 6 N, one Rmax

@@ -133,3 +133,15 @@ def test_no_resume_with_fewer_than_two_nodes_left(tmp_path: Path, left: int) -> 
     lat, bw = _healthy(8)
     sweep = _sweep(tmp_path, lat, bw, rounds=1, end=False)
     assert resume(sweep, HOSTS[left:] if left else HOSTS) is None
+
+
+def test_refused_connects_resume_every_pair_they_took_on_every_node(tmp_path: Path) -> None:
+    """A sweep cut short because connects were refused (the neighbour table full, a backlog
+    overflow) lost no node: the pairs never measured are measured again on all the nodes,
+    none left out as 'lost' (the issue's 32-node run lost every pair that way)."""
+    lat, bw = _healthy(8)
+    sweep = _sweep(tmp_path, lat, bw, rounds=3, end=False)
+    follow = plan_follow_up(sweep, [], OutlierRule(), refused=True)
+    assert follow is not None and follow.kind == "resume" and follow.hosts == HOSTS
+    assert len(follow.pairs) == n_links(8) - 3 * 4
+    assert "connects refused" in follow.why and sweep.lost == []

@@ -248,6 +248,12 @@ def _edit_line(text: str, starts: str, edit) -> str:
         # blanks that "\s+" and a class holding blanks could share
         ("vdbench", "vdbench/guide_summary_example.txt", "1     833.00",
          lambda ln: ln.replace("1 ", "1" + " " * 50_000, 1) + " x"),
+        # a time stamp's fraction and a numeric interval splitting a run of digits
+        ("vdbench", "vdbench/stdout_50406_aarch64.txt", "17:46:25.060",
+         lambda ln: ln.replace("17:46:25.060", "17:46:25.060" + "0" * 50_000, 1) + " \x7f"),
+        # fio's normal output: a percentile's number tried at each digit of a run
+        ("fio", "real/fio/vps_2.2.10_normal_randread_5runs.log", "|  1.00th",
+         lambda ln: ln.replace("|", "| " + "0" * 50_000, 1)),
     ],
 )  # fmt: skip
 def test_a_long_run_in_a_line_is_read_in_linear_time(fmt, fixture, starts, edit) -> None:

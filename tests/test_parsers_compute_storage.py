@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from assay.errors import ParseError
-from assay.parsers import fio, hpcc, hpl, stream
+from assay.parsers import fio, hpcc, hpl, parse_text, stream
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -104,6 +104,64 @@ def test_hpl_reads_the_hpl_part_of_hpcc_output():
     # PTRANS's look-alike counts ("... residual checks.") are not HPL's
     assert r.meta["summary"] == {"finished": 4, "passed": 4, "failed": 0, "skipped": 0}
     assert not hpl.looks_like(text) and hpcc.looks_like(text)
+
+
+def test_hpl_pasted_indented_after_a_prompt_reads_as_written():
+    # a block pasted into a doc (reStructuredText literal: indented, after the shell prompt)
+    text = "  $ mpirun -np 48 ./xhpl\n" + "".join(
+        f"  {line}\n" for line in fixture("hpl/sc14_hpl21.txt").splitlines()
+    )
+    (s,) = hpl.parse(text, "pasted.rst").samples
+    assert s.value == pytest.approx(9.79690e11) and s.params["N"] == 100000
+    # detected as HPL even when the banner was left out of the paste
+    no_banner = "\n".join(ln for ln in text.splitlines() if "HPLinpack" not in ln)
+    assert parse_text(no_banner, "auto", "pasted.rst").tool == "hpl"
+
+
+def test_hpl_nan_residual_is_failed_never_a_rate():
+    # HPCC 1.5.0's HPL printed "-nan ...... FAILED" (github.com/liuquan2049/hpcc-buaa)
+    text = fixture("real/hpcc/buaa_hpcc150_appended_excerpt.txt")
+    r = hpcc.parse(text, "buaa.txt")
+    assert not by_metric(r.samples, "compute.hpl", run=5)
+    (bad,) = [f for f in r.meta["failed"] if f["run"] == 5 and f["section"] == "HPL"]
+    assert bad["N"] == 30000 and bad["residual"] is None
+
+
+def test_hpl_outputs_pasted_one_after_another_are_runs_kept_apart():
+    text = fixture("real/hpl/nvidia_cuda_hpl20_typical_results_excerpt.txt")
+    r = hpl.parse(text, "readme.txt")
+    assert sorted({s.params["run"] for s in r.samples}) == [1, 2, 3, 4, 5, 6]
+    # run 3 was pasted without its banner and its closing counts: kept, and said
+    assert len(by_metric(r.samples, "compute.hpl", run=3)) == 7
+    assert any("run 3" in w and "no closing counts" in w for w in r.warnings)
+    assert r.complete
+
+
+def test_hpcc_values_it_never_computed_are_not_stored():
+    # RandomAccess_LCG values never set (denormals), -1 for tests that did not run
+    text = fixture("real/hpcc/tuandinh91_hpcc142_appended_excerpt.txt")
+    r = hpcc.parse(text, "tuan.txt")
+    assert not by_metric(r.samples, "memory.randomaccess")
+    assert any("uninitialised: StarRandomAccess_LCG_GUPs=6.95257e-310" in w for w in r.warnings)
+    assert any("not run: StarSTREAM_Copy" in w for w in r.warnings)
+    assert "SingleRandomAccess_LCG_GUPs" in r.meta["runs"][0]["not_measured"]
+
+
+def test_hpcc_aborted_start_is_refused_saying_where_it_stopped():
+    text = fixture("real/hpcc/alexsockz_hpcc150_aborted_start_excerpt.txt")
+    with pytest.raises(ParseError, match=r"stopped before any result.*MPIRandomAccess section"):
+        hpcc.parse(text, "aborted.txt")
+
+
+def test_hpcc_summary_hpl_never_from_minus_one_nor_n_zero():
+    text = fixture("hpcc/hpccoutf.txt")
+    text = drop_section(text, "HPL")
+    for key, bad in (("HPL_Tflops", "-1"), ("HPL_Tflops", "4.94066e-324"), ("HPL_N", "0")):
+        start = text.index(f"\n{key}=") + 1
+        end = text.index("\n", start)
+        r = hpcc.parse(text[:start] + f"{key}={bad}" + text[end:], "x.txt")
+        assert not by_metric(r.samples, "compute.hpl"), (key, bad)
+        assert any("HPL_Tflops" in w and "not stored" in w for w in r.warnings), (key, bad)
 
 
 def test_hpl_bad_input():
@@ -234,14 +292,19 @@ def test_hpcc_summary_hpl_when_the_body_has_no_hpl_test():
     assert any(f.get("key") == "HPL_Tflops" for f in r.meta["failed"])
 
 
-def test_hpcc_appended_runs_reads_the_last():
+def test_hpcc_appended_runs_are_each_kept_apart():
+    # (this asserted before that only the last run was read: the first run's HPL tests were lost)
     text = fixture("hpcc/hpccoutf.txt")
     failed = fixture("hpcc/hpccoutf_hpl_failed.txt")
-    r = hpcc.parse(failed + text, "twice.txt")  # hpcc appends: the second run is the last
-    assert any("2 HPCC runs" in w and "line 634" in w for w in r.warnings)
-    assert len(r.samples) == len(hpcc.parse(text).samples)
-    assert len(by_metric(r.samples, "compute.hpl")) == 4
-    assert by_metric(r.samples, "compute.hpl")[0].params["N"] == 500
+    r = hpcc.parse(failed + text, "twice.txt")  # hpcc appends: two runs, the failed one first
+    assert any("2 HPCC runs" in w and "params.run 1..2" in w for w in r.warnings)
+    second = by_metric(r.samples, "compute.hpl", run=2)
+    assert len(second) == 4 and second[0].params["N"] == 500
+    first = by_metric(r.samples, "compute.hpl", run=1)
+    assert len(first) == 3  # its failed test (N=1000 NB=64) is no rate
+    assert [f for f in r.meta["failed"] if f["run"] == 1 and f["section"] == "HPL"]
+    assert {s.params["run"] for s in r.samples} == {1, 2}
+    assert len(r.samples) == len(hpcc.parse(failed).samples) + len(hpcc.parse(text).samples)
 
 
 def test_hpcc_bad_input():
@@ -460,8 +523,13 @@ def test_fio_plain_json_and_sizes():
 def test_fio_failed_job_is_not_a_rate():
     doc = fio_doc("fio/randread_8k.jsonplus.json")
     doc["jobs"][0]["error"] = 5  # EIO, as fio reports a job that died on an I/O error
-    r = fio.parse(json.dumps(doc), "err.json")
-    assert r.samples == []
+    # every job failed: no measurement at all, refused with the jobs and their errors
+    with pytest.raises(ParseError, match=r"every job failed \(job 'randread': error 5 \(Input"):
+        fio.parse(json.dumps(doc), "err.json")
+    two = json.loads(json.dumps(doc))
+    two["jobs"].append(fio_doc("fio/randread_8k.jsonplus.json")["jobs"][0])
+    r = fio.parse(json.dumps(two), "err.json")
+    assert {s.params["job"] for s in r.samples} == {"randread"} and len(r.samples) == 4
     assert r.meta["failed"] == [{"job": "randread", "host": None, "error": 5}]
     # a client that failed also spoils fio's "All clients" sum
     doc = fio_doc("fio/client_server_2hosts.jsonplus.txt")
@@ -560,3 +628,98 @@ def test_fio_real_two_jobs_merged(tmp_path):
 def test_looks_like_is_exclusive(name, module):
     text = fixture(name)
     assert [m for m in (hpl, hpcc, stream, fio) if m.looks_like(text)] == [module]
+
+
+def test_fio_json_documents_appended_to_one_file_are_runs_kept_apart():
+    one = fixture("fio/write_1m.json")
+    two = fixture("fio/randread_8k.jsonplus.json")
+    r = fio.parse("$ fio --output-format=json ...\n" + one + "\n" + two + "$ \n", "two.log")
+    assert {s.params["run"] for s in r.samples} == {1, 2}
+    assert {s.params["job"] for s in r.samples if s.params["run"] == 1} == {"seqwrite"}
+    assert {s.params["job"] for s in r.samples if s.params["run"] == 2} == {"randread"}
+    assert any("before fio's JSON" in w and "$ fio" in w for w in r.warnings)
+    single = fio.parse(one, "one.json")
+    assert all("run" not in s.params for s in single.samples)
+
+
+def test_fio_3_0_to_3_2_bandwidth_is_fios_formula_and_2x_units_are_converted():
+    doc = fio_doc("fio/write_1m.json")
+    w = doc["jobs"][0]["write"]
+    del w["bw_bytes"]  # as fio 3.0-3.2 write it
+    r = fio.parse(json.dumps(doc), "old.json")
+    (bw,) = by_metric(r.samples, "storage.bandwidth")
+    assert bw.value == 1000 * w["io_bytes"] // w["runtime"]
+    assert any("no bw_bytes (fio before 3.3)" in x for x in r.warnings)
+    # fio 2.x: io_bytes in KiB, clat/lat in µs, no N
+    old = {
+        "fio version": "fio-2.2.10",
+        "jobs": [
+            {
+                "jobname": "j",
+                "groupid": 0,
+                "error": 0,
+                "job options": {"rw": "read", "bs": "4k"},
+                "read": {
+                    "io_bytes": 4096,
+                    "bw": 2048,
+                    "iops": 512.0,
+                    "runtime": 2000,
+                    "total_ios": 1024,
+                    "clat": {
+                        "min": 0,
+                        "max": 900,
+                        "mean": 150.5,
+                        "stddev": 20.0,
+                        "percentile": {"50.000000": 140, "0.00": 0},
+                    },
+                    "lat": {"min": 3, "max": 910, "mean": 160.0, "stddev": 21.0},
+                },
+            }
+        ],
+    }
+    r = fio.parse(json.dumps(old), "two.json")
+    (bw,) = by_metric(r.samples, "storage.bandwidth")
+    assert bw.value == 1000 * 4096 * 1024 // 2000
+    (clat,) = by_metric(r.samples, "storage.latency", latency="completion")
+    assert clat.value == 0.0001505 and clat.stats.median == 0.00014
+    assert clat.stats.min is None and clat.stats.n == 1024  # 0 µs is under fio 2's resolution
+    assert any("microseconds" in x for x in r.warnings)
+
+
+def test_fio_normal_output_alone_is_read_and_a_header_only_one_refused():
+    text = (
+        "seq: (g=0): rw=read, bs=(R) 1024KiB-1024KiB, (W) 1024KiB-1024KiB, "
+        "(T) 1024KiB-1024KiB, ioengine=psync, iodepth=1\nfio-3.33\nStarting 1 process\n\n"
+        "seq: (groupid=0, jobs=1): err= 0: pid=1: Mon Jan  1 00:00:00 2024\n"
+        "  read: IOPS=1234, BW=1234MiB/s (1294MB/s)(2468MiB/2000msec)\n"
+        "    clat (usec): min=500, max=1500k, avg=800.50, stdev=10.25\n"
+    )
+    r = parse_text(text, "auto", source="n.txt")
+    (iops,) = by_metric(r.samples, "storage.iops")
+    assert iops.value == 1234 and iops.params["bs"] == 1 << 20
+    (bw,) = by_metric(r.samples, "storage.bandwidth")
+    assert bw.value == 1234 * 2**20
+    (clat,) = by_metric(r.samples, "storage.latency")
+    assert clat.value == pytest.approx(800.5e-6) and clat.stats.max == pytest.approx(1.5)
+    header_only = text.split("seq: (groupid")[0] + "Run status group 0 (all jobs):\n"
+    with pytest.raises(ParseError, match=r"fio's normal .* without any job result line"):
+        parse_text(header_only, "auto", source="h.txt")
+
+
+def test_fio_normal_and_json_output_reads_the_json():
+    real = Path(__file__).parent / "fixtures" / "real" / "fio"
+    normal = (real / "vps_2.2.10_normal_randread_5runs.log").read_text().split("Disk stats")[0]
+    text = normal + fixture("fio/write_1m.json")  # --output-format=normal,json
+    r = parse_text(text, "auto", source="both.txt")
+    assert {s.params["job"] for s in r.samples} == {"seqwrite"}
+    assert r.samples[0].params["rw"] == "write"
+    assert any("before fio's JSON" in w and "randread: (g=0)" in w for w in r.warnings)
+
+
+def test_fio_normal_output_with_a_cut_json_reads_the_normal_output_and_says_why():
+    real = Path(__file__).parent / "fixtures" / "real" / "fio"
+    normal = (real / "vps_2.2.10_normal_randread_5runs.log").read_text().split("Disk stats")[0]
+    json_text = fixture("fio/write_1m.json")
+    r = parse_text(normal + json_text[: len(json_text) // 2], "fio", source="cut.txt")
+    assert {s.params["job"] for s in r.samples} == {"randread"}
+    assert any("fio JSON not read" in w and "not valid" in w for w in r.warnings)

@@ -11,6 +11,7 @@ Real prefixed files (nccl-tests under `mpirun --tag-output`, …) are in the cor
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,7 +75,9 @@ def _orte(tag: str, text: str, rng: random.Random) -> str:
 
 
 def _per_line(prefix: str) -> Callable[[str, random.Random], str]:
-    return lambda text, rng: "".join(prefix + line for line in text.splitlines(keepends=True))
+    """``prefix`` before every line the launcher reads: what follows a newline (a \r redraw
+    of a progress line is no line to it)."""
+    return lambda text, rng: "".join(prefix + line for line in re.split(r"(?<=\n)(?!$)", text))
 
 
 WRITERS: dict[str, Callable[[str, random.Random], str]] = {

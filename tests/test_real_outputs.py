@@ -99,7 +99,9 @@ REPORTED = [(fmt, e) for fmt, e in ENTRIES if e.get("report_contains") or e.get(
 @pytest.mark.parametrize("fmt,entry", REPORTED, ids=[f"{fmt}/{e['name']}" for fmt, e in REPORTED])
 def test_real_output_report_shows_every_test_it_holds(fmt: str, entry: dict, assay_home: Path):
     path = REAL / fmt / entry["name"]
-    run_cli("import", "--format", fmt, str(path), home=assay_home, check=True)
+    done = run_cli("import", "--format", fmt, str(path), home=assay_home)
+    # 1: imported, some of it partial (a cut-off output); the report must show what it kept
+    assert done.returncode in (0, 1) and "nothing stored" not in done.stderr, done.stderr
     md = run_cli("report", "-f", "md", home=assay_home, check=True).stdout
     for want in entry.get("report_contains", []):
         assert want in md, f"{fmt}/{entry['name']}: the report lacks {want!r}"

@@ -701,3 +701,56 @@ def test_poisson_seek_and_distributions_are_named(tmp_path: Path):
         "rd=r2,distribution=(exp,variable)": 4,
     }
     assert [r.jobs[0].rate_process for r in translation.runs] == ["poisson", "poisson", "linear"]
+
+
+def test_starved_idle_and_decimal_megabyte_averages():
+    from assay.parsers import vdbench
+
+    text = report("totals_50407_oceanstor.html")
+    # a starved run: MB/sec printed 0.00 while I/O happened
+    starved = text.replace("97.8     0.10    1024", "0.4     0.00    1024")
+    r = vdbench.parse(starved, "starved")
+    (bw,) = samples_of(r, "storage.bandwidth")
+    assert bw.value == 0.4 * 1024 and any("printed as 0.00" in w for w in r.warnings)
+    # no I/O at all in the averaged intervals: nothing was measured, nothing kept
+    idle = text.replace("97.8     0.10    1024", "0.0     0.00    1024")
+    r = vdbench.parse(idle, "idle")
+    assert r.samples == [] and any("no I/O measured" in w for w in r.warnings)
+    # MB/sec in 1000**2 (Vdbench's decimal option)
+    decimal = text.replace("1024**2", "1000**2")
+    r = vdbench.parse(decimal, "decimal")
+    (bw,) = samples_of(r, "storage.bandwidth")
+    assert bw.value == 0.10 * 1e6
+
+
+def test_nan_cpu_and_for_loops_params():
+    from assay.parsers import vdbench
+
+    real = Path(__file__).parent / "fixtures" / "real" / "vdbench"
+    r = vdbench.parse((real / "console_50407_aarch64_sdformat_rd1.txt").read_text(), "c")
+    assert [run["name"] for run in r.meta["runs"]] == ["SD_format", "rd1"]  # NaN cpu% read
+    t = vdbench.parse(report("guide_totals_example.txt"), "totals")
+    assert [s.params["xfersize"] for s in samples_of(t, "storage.iops")] == [1024, 2048, 3072]
+
+
+def test_flatfile_is_recognised_and_refused_with_the_files_to_import():
+    from assay.parsers import parse_text
+
+    # the fixed first lines Vdbench writes into flatfile.html (Flat.java, print_col_headers)
+    text = (
+        "*\n* 'flatfile.html' contains Vdbench generated information in a column by column "
+        "ASCII format. \n*\n"
+    )
+    for fmt in ("vdbench", "auto"):
+        with pytest.raises(ParseError, match=r"flatfile\.html .* summary\.html or totals\.html"):
+            parse_text(text, fmt, source="flatfile.html")
+
+
+def test_a_for_loops_value_past_int_limits_stays_text():
+    from assay.parsers import vdbench
+
+    real = Path(__file__).parent / "fixtures" / "real" / "vdbench"
+    text = (real / "curve_50407_stopcurve.txt").read_text()
+    huge = "1" * 5000
+    r = vdbench.parse(text.replace("For loops: threads=4", "For loops: threads=" + huge), "x")
+    assert {s.params["threads"] for s in r.samples} == {huge}

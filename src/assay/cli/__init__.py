@@ -1,4 +1,6 @@
-"""The command line: ``assay doctor | run | runs | report | history``.
+"""The command line: ``assay doctor | run | collect | runs | report | compare | summary |
+references | history | label | import | check | plan-io`` (each command's module under
+``assay.cli`` registers it; ``assay --help`` lists them).
 
 Exit codes: 0 success; 1 a run finished but some jobs failed; 2 bad input or environment
 (the message says what and where; a full disk); 3 a run or metric that does not exist;

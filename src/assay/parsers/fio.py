@@ -1,4 +1,4 @@
-"""fio ``--output-format=json`` and ``json+`` (fio 3.x), local and client/server.
+"""fio ``--output-format=json`` and ``json+`` (fio 2.x and 3.x), local and client/server.
 
 Per job (``jobs``, or ``client_stats`` for ``fio --client``) and per direction that moved
 data (read, write, trim; ``mixed`` with ``unified_rw_reporting``):
@@ -31,14 +31,33 @@ the param ``instance``. Client/server: each host's entries carry ``host``; fio's
 for it (and the hostname of the last client), so they are computed by merging the per-host
 json+ bins (``merge_clat_histograms``) when every host has them.
 
-fio prints text before the JSON at times (``fio: ...`` warnings, ``<host>`` lines of clients):
-everything before the first ``{`` is skipped with a warning.
+fio prints text before the JSON at times (``fio: ...`` warnings, ``<host>`` lines of clients,
+its normal output with ``--output-format=normal,json``, a pasted prompt and command line):
+everything before the first ``{`` is skipped with a warning. Several JSON documents in one
+file (runs appended to one log) are each read, told apart by the param ``run`` (1, 2, ...).
+
+Versions (stat.c ``show_ddir_status_json`` at each tag). fio 3.3 and later write ``bw_bytes``;
+fio 2.99-3.2 write ``io_bytes`` in bytes and ``bw`` in KiB/s only: the bandwidth is then
+fio's own later formula, ``1000 * io_bytes // runtime``, said in a warning. fio 2.x writes
+``io_bytes`` in KiB (``>> 10``), ``bw`` in KiB/s and ``slat``/``clat``/``lat`` in
+microseconds with the percentiles under ``clat`` (no ``N``, no ``*_ns``): the bandwidth is
+``1000 * io_bytes * 1024 // runtime`` (fio's formula, closer than ``bw * 1024``, which is
+floored to 1 KiB/s; ``bw * 1024`` only without a runtime) and the latencies are converted
+from µs, both said in a warning; a clat/lat ``min`` of 0 µs (under 1 µs) is left out; the
+block size is then not derived from ``io_bytes``. Latency ``n`` is fio's ``N``, else the
+direction's ``total_ios`` (one completion latency per I/O). Options a file does not
+record (fio 2.1 writes no ``job options``) are left out, not filled with fio's defaults.
+
+A file where every job failed (``error`` != 0) holds no measurement: a ParseError naming
+the jobs and errors. fio's normal (human-readable) output without any JSON is read by
+``fio_normal.parse_normal`` (figures as printed, rounded: said in a warning).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
@@ -48,6 +67,7 @@ from typing import Any
 from assay.errors import ParseError
 from assay.model import Sample, Stats
 from assay.parsers.base import ParseResult, require_text
+from assay.parsers.fio_normal import parse_normal
 from assay.parsers.jsonshape import json_text, json_text_map
 from assay.parsers.numbers import checked, json_int, json_number, parse_int, parse_number
 from assay.vocab import ALL_CLIENTS  # the name fio gives a multi-client total; shared
@@ -207,80 +227,160 @@ def _int_option(options: Mapping[str, str], name: str, default: int, source: str
 # ---------------------------------------------------------------------------- parsing
 
 
+# fio's normal (human-readable) output: a job's result header and its group summary
+_NORMAL = re.compile(
+    r"^\S.*: \(groupid=\d+, jobs=\d+\): err=\s*-?\d+|^Run status group \d+ \(all jobs\):",
+    re.MULTILINE,
+)
+
+
 def looks_like(text: str) -> bool:
-    """fio JSON: a "fio version" key, or "jobs"/"client_stats" with "jobname"."""
+    """fio JSON: a "fio version" key, or "jobs"/"client_stats" with "jobname"; or fio's
+    normal output (refused by ``parse`` with a message saying what it is)."""
     head = text[:65536]
     if '"fio version"' in head:
         return True
-    return '"jobname"' in head and ('"jobs"' in head or '"client_stats"' in head)
+    if '"jobname"' in head and ('"jobs"' in head or '"client_stats"' in head):
+        return True
+    return _NORMAL.search(head) is not None
 
 
-def _load(text: str, source: str, result: ParseResult) -> dict[str, Any]:
+def _load_all(text: str, source: str, result: ParseResult) -> list[dict[str, Any]]:
+    """Every fio JSON document in ``text`` (one, or several runs appended to one file)."""
     require_text(text, "fio JSON", source=source)
     m = re.search(r"^\{", text, re.MULTILINE) or re.search(r"\{", text)
     if m is None:
         raise ParseError(
             "no JSON object found: not fio --output-format=json output", source=source, line=1
         )
-    start = m.start()
-    skipped = text[:start]
+    _skipped(text[: m.start()], "before fio's JSON", result)
+    if before := [ln.strip() for ln in text[: m.start()].splitlines() if ln.strip()]:
+        result.meta["text_before_json"] = before[:5]  # fio's own messages, as printed
+    docs = [_decode(text, m.start(), source)]
+    end = docs[0][1]
+    while (nxt := re.compile(r"^\{", re.MULTILINE).search(text, end)) is not None:
+        try:
+            doc, next_end = _decode(text, nxt.start(), source)
+        except ParseError:
+            break  # not a whole document: reported as ignored text below
+        if not (isinstance(doc, dict) and ("jobs" in doc or "client_stats" in doc)):
+            break
+        _skipped(text[end : nxt.start()], "between two fio JSON documents", result)
+        docs.append((doc, next_end))
+        end = next_end
+    rest = text[end:].strip()
+    if rest:
+        result.warnings.append(f"text after fio's JSON ignored: {rest.splitlines()[0][:120]!r}")
+    for doc, _ in docs:
+        if not isinstance(doc, dict):
+            raise ParseError(
+                "fio JSON is not an object", source=source, line=text.count("\n", 0, m.start()) + 1
+            )
+    return [doc for doc, _ in docs]
+
+
+def _skipped(skipped: str, where: str, result: ParseResult) -> None:
     if skipped.strip():
         n = skipped.count("\n")
         first = skipped.strip().splitlines()[0]
-        result.warnings.append(f"skipped {n} line(s) of text before fio's JSON: {first[:120]!r}")
+        result.warnings.append(f"skipped {n} line(s) of text {where}: {first[:120]!r}")
+
+
+def _decode(text: str, start: int, source: str) -> tuple[Any, int]:
     try:
-        doc, end = json.JSONDecoder(parse_constant=_no_constant).raw_decode(text, start)
+        return json.JSONDecoder(parse_constant=_no_constant).raw_decode(text, start)
     except json.JSONDecodeError as err:
         raise ParseError(
             f"fio JSON is not valid ({err.msg}); truncated?", source=source, line=err.lineno
         ) from None
     except (ValueError, RecursionError) as err:  # NaN/Infinity, a numeral over int()'s limit
         raise ParseError(f"fio JSON is not valid: {str(err)[:120]}", source=source) from None
-    rest = text[end:].strip()
-    if rest:
-        result.warnings.append(f"text after fio's JSON ignored: {rest.splitlines()[0][:120]!r}")
-    if not isinstance(doc, dict):
-        raise ParseError(
-            "fio JSON is not an object", source=source, line=text.count("\n", 0, start) + 1
-        )
-    return doc
 
 
 def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number fio writes")
 
 
-def _latency_stats(lat: Mapping[str, Any], source: str) -> tuple[Stats, dict[str, float]]:
-    def ns(key: str, value: Any = None) -> float:
+def _to_s(value: float, per_second: int) -> float:
+    """A fio latency in seconds: ns (``*_ns``, per_second=1e9) or µs (fio 2.x, 1e6)."""
+    if per_second == 1_000_000_000:
+        return ns_to_s(value)
+    if not math.isfinite(value):
+        return value / per_second
+    return float(Decimal(repr(float(value))) / Decimal(per_second))
+
+
+def _latency_stats(
+    lat: Mapping[str, Any], source: str, per_second: int = 1_000_000_000, n: int = 0
+) -> tuple[Stats, dict[str, float]]:
+    unit = "ns" if per_second == 1_000_000_000 else "us"
+
+    def sec(key: str, value: Any = None) -> float:
         v = lat[key] if value is None else value
-        return ns_to_s(json_number(v, source=source, what=f"latency {key} (ns)", minimum=0))
+        return _to_s(
+            json_number(v, source=source, what=f"latency {key} ({unit})", minimum=0), per_second
+        )
 
     pct = {
-        parse_number(str(k), source=source, line=None, what="percentile", minimum=0): ns(
+        parse_number(str(k), source=source, line=None, what="percentile", minimum=0): sec(
             f"percentile {k}", v
         )
         for k, v in (lat.get("percentile") or {}).items()
     }
+    pct.pop(0.0, None)  # fio 2.x pads its percentile list with "0.00" : 0 entries
     extra: dict[str, float] = {}
     if 90.0 in pct:
         extra["lat_p90"] = pct[90.0]
     if 99.99 in pct:
         extra["lat_p9999"] = pct[99.99]
-
-    def p(q: float) -> float | None:
-        return pct.get(q)
-
+    low: float | None = sec("min")
+    if low == 0 and per_second != 1_000_000_000:
+        low = None  # fio 2.x prints whole µs: a min of 0 is under 1 µs, not a time of 0
     stats = Stats(
-        n=json_int(lat.get("N", 0), source=source, what="latency N"),
-        min=ns("min"),
-        max=ns("max"),
-        mean=ns("mean"),
-        stddev=ns("stddev") if "stddev" in lat else None,
-        median=p(50.0),
-        p99=p(99.0),
-        p999=p(99.9),
+        n=json_int(lat["N"], source=source, what="latency N") if "N" in lat else n,
+        min=low,
+        max=sec("max"),
+        mean=sec("mean"),
+        stddev=sec("stddev") if "stddev" in lat else None,
+        median=pct.get(50.0),
+        p99=pct.get(99.0),
+        p999=pct.get(99.9),
     )
     return stats, extra
+
+
+# the fields of a direction, by era: (clat, lat, units per second, io_bytes in KiB)
+_NS_FIELDS = ("clat_ns", "lat_ns", 1_000_000_000, False)
+_US_FIELDS = ("clat", "lat", 1_000_000, True)  # fio 2.x (before 2.99)
+
+
+def _era(data: Mapping[str, Any]) -> tuple[str, str, int, bool]:
+    if "clat_ns" in data or "lat_ns" in data or "io_kbytes" in data:
+        return _NS_FIELDS
+    return _US_FIELDS if ("clat" in data or "lat" in data) else _NS_FIELDS
+
+
+def _bandwidth(data: Mapping[str, Any], kib_io: bool, ddir: str, source: str) -> tuple[float, str]:
+    """B/s: fio's ``bw_bytes``; else derived from what the file has, with the note to warn."""
+
+    def whole(key: str) -> int:
+        return json_int(data[key], source=source, what=f"{ddir}.{key}")
+
+    if "bw_bytes" in data:
+        return json_number(data["bw_bytes"], source=source, what=f"{ddir}.bw_bytes", minimum=0), ""
+    if "io_bytes" in data and "runtime" in data and whole("runtime") > 0:
+        if kib_io:  # fio 2.x: io_bytes is whole KiB (io_bytes >> 10)
+            return float(1000 * whole("io_bytes") * 1024 // whole("runtime")), (
+                "no bw_bytes (fio 2.x): bandwidth = 1000 * io_bytes (KiB) * 1024 // runtime "
+                "(ms), fio's own formula for bw_bytes, io_bytes being whole KiB"
+            )
+        return float(1000 * whole("io_bytes") // whole("runtime")), (
+            "no bw_bytes (fio before 3.3): bandwidth = 1000 * io_bytes // runtime (ms), "
+            "fio's own formula for bw_bytes"
+        )
+    return json_number(data["bw"], source=source, what=f"{ddir}.bw", minimum=0) * 1024, (
+        "no bw_bytes nor runtime: bandwidth = bw (KiB/s) * 1024, exact to 1 KiB/s"
+    )
 
 
 def _entry_samples(
@@ -301,6 +401,7 @@ def _entry_samples(
             continue  # this direction moved nothing
         params = dict(params_base)
         params["direction"] = ddir
+        era = _era(data)
         bs: int | str | None = sizes.get(ddir)
 
         def num(key: str, d: Mapping[str, Any] = data, dd: str = ddir) -> float:
@@ -309,7 +410,7 @@ def _entry_samples(
         def count(key: str, d: Mapping[str, Any] = data, dd: str = ddir) -> int:
             return json_int(d[key], source=source, what=f"{dd}.{key}")
 
-        if bs is None and data.get("total_ios"):
+        if bs is None and data.get("total_ios") and not era[3]:
             per_io = num("io_bytes") / count("total_ios")
             bs = int(per_io) if float(per_io).is_integer() else None
         if bs is not None:
@@ -335,34 +436,52 @@ def _entry_samples(
                 mean=num("bw_mean") * kib,
                 stddev=num("bw_dev") * kib,
             )
-        result.samples.append(
-            Sample.make(TOOL, "storage.bandwidth", num("bw_bytes"), params, bw_stats)
-        )
+        bw, note = _bandwidth(data, era[3], ddir, source)
+        if note and note not in result.warnings:
+            result.warnings.append(note)
+        result.samples.append(Sample.make(TOOL, "storage.bandwidth", bw, params, bw_stats))
+        _latency_samples(data, era, params, result, source, (merged_bins or {}).get(ddir))
 
-        for field, kind in (("clat_ns", "completion"), ("lat_ns", "total")):
-            lat = data.get(field)
-            if not isinstance(lat, Mapping) or not lat.get("N"):
-                continue
-            lat = dict(lat)
-            lat_params = {**params, "latency": kind}
-            if "percentile" not in lat and merged_bins and kind == "completion":
-                bins = merged_bins.get(ddir)
-                if bins:
-                    lat["percentile"] = {
-                        f"{k:f}": v for k, v in percentiles_from_bins(bins).items()
-                    }
-                    lat_params["percentiles"] = "merged from per-host bins"
-            stats, extra = _latency_stats(lat, source)
-            lat_params.update(extra)
-            result.samples.append(
-                Sample.make(TOOL, "storage.latency", stats.mean or 0.0, lat_params, stats)
-            )
+
+def _latency_samples(
+    data: Mapping[str, Any],
+    era: tuple[str, str, int, bool],
+    params: dict[str, Any],
+    result: ParseResult,
+    source: str,
+    bins: Mapping[int, int] | None,
+) -> None:
+    clat_field, lat_field, per_second, _ = era
+    total_ios = data.get("total_ios", 0)
+    n = json_int(total_ios, source=source, what="total_ios") if total_ios else 0
+    for field, kind in ((clat_field, "completion"), (lat_field, "total")):
+        lat = data.get(field)
+        if not isinstance(lat, Mapping):
+            continue
+        if ("N" in lat and not lat["N"]) or ("N" not in lat and not lat.get("max")):
+            continue  # no latency recorded
+        lat = dict(lat)
+        lat_params = {**params, "latency": kind}
+        if "percentile" not in lat and bins and kind == "completion":
+            lat["percentile"] = {f"{k:f}": v for k, v in percentiles_from_bins(bins).items()}
+            lat_params["percentiles"] = "merged from per-host bins"
+        stats, extra = _latency_stats(lat, source, per_second, n)
+        lat_params.update(extra)
+        result.samples.append(
+            Sample.make(TOOL, "storage.latency", stats.mean or 0.0, lat_params, stats)
+        )
+    if per_second != 1_000_000_000:
+        note = "fio 2.x latencies (clat, lat) are in microseconds: converted to seconds"
+        if note not in result.warnings:
+            result.warnings.append(note)
 
 
 def _common_params(
     entry: Mapping[str, Any], options: Mapping[str, str], source: str
 ) -> dict[str, Any]:
     params: dict[str, Any] = {"job": entry.get("jobname", "")}
+    if not options and "job options" not in entry:
+        return params  # fio 2.1 records no options: fio's defaults would be a guess
     params["rw"] = options.get("rw", options.get("readwrite", "read"))  # fio's default: read
     params["iodepth"] = _int_option(options, "iodepth", 1, source)
     params["numjobs"] = _int_option(options, "numjobs", 1, source)
@@ -398,9 +517,57 @@ def _check_entry(entry: Any, client_mode: bool, source: str) -> None:
 
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
-    """Parse fio JSON or JSON+ (local ``jobs`` or client/server ``client_stats``)."""
+    """Parse fio JSON or JSON+ (local ``jobs`` or client/server ``client_stats``), one
+    document or several appended (each a ``run``)."""
+    normal = _NORMAL.search(text) is not None
+    if normal and not re.search(r"^\{", text, re.MULTILINE):
+        return parse_normal(text, source)  # no JSON: fio's normal output alone
     result = ParseResult(tool=TOOL)
-    doc = _load(text, source, result)
+    try:
+        docs = _load_all(text, source, result)
+    except ParseError as err:
+        if not normal:
+            raise
+        # a "{" line that is not fio's JSON (a pasted script), or a cut JSON after the normal
+        # output: the normal output is read, and the JSON's fault said
+        result = parse_normal(text, source)
+        result.warnings.append(f"fio JSON not read ({err}): fio's normal output read instead")
+        return result
+    failed: list[dict[str, Any]] = []
+    for i, doc in enumerate(docs):
+        run = {"run": i + 1} if len(docs) > 1 else {}
+        _parse_doc(doc, run, result, failed, source)
+    if failed:
+        result.meta["failed"] = failed
+        if not result.samples:
+            jobs = "; ".join(
+                f"job {f['job']!r}"
+                + (f" on {f['host']}" if f.get("host") else "")
+                + f": error {f['error']} ({_strerror(f['error'])})"
+                for f in failed[:4]
+            )
+            said = result.meta.get("text_before_json")
+            raise ParseError(
+                f"fio reported no measurement: every job failed ({jobs})",
+                source=source,
+                hint=f"fio printed: {' | '.join(said)[:300]}" if said else None,
+            )
+    if not result.samples:
+        result.warnings.append("no job moved any data")
+    return result
+
+
+def _strerror(code: Any) -> str:
+    return os.strerror(code) if isinstance(code, int) and 0 < code < 200 else "fio error"
+
+
+def _parse_doc(
+    doc: dict[str, Any],
+    run: dict[str, Any],
+    result: ParseResult,
+    failed: list[dict[str, Any]],
+    source: str,
+) -> None:
     if "fio version" in doc:
         result.meta["version"] = json_text(doc["fio version"], source=source, what="fio version")
     for key in ("time", "timestamp"):
@@ -423,7 +590,6 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
     if not entries:
         raise ParseError("fio JSON has no job", source=source, line=1)
 
-    failed: list[dict[str, Any]] = []
     # how many entries share a job name (and host): without group_reporting one per thread
     seen: dict[tuple[str, str | None], int] = {}
     counts: dict[tuple[str, str | None], int] = {}
@@ -436,54 +602,68 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
 
     for entry in entries:
         name = entry.get("jobname", "")
-        options = {**global_options, **(entry.get("job options") or {})}
-        group: list[dict[str, Any]] = []
-        if client_mode and name == ALL_CLIENTS:
-            # fio's sum of every client in the group; its "hostname" is just the last client's
-            group = [
-                e
-                for e in entries
-                if e.get("jobname") != ALL_CLIENTS and e.get("groupid") == entry.get("groupid")
-            ]
-            if group:
-                options = {**global_options, **(group[0].get("job options") or {})}
-        error = entry.get("error") or next((e["error"] for e in group if e.get("error")), 0)
-        if error:
-            host = ALL_CLIENTS if group else entry.get("hostname")
-            failed.append({"job": name, "host": host, "error": error})
-            result.warnings.append(f"job {name!r}: fio error {error}; its results are not reported")
-            continue
-        params = _common_params(entry, options, source)
-        merged: dict[str, dict[int, int]] | None = None
-        if client_mode and name == ALL_CLIENTS:
-            names = {e.get("jobname") for e in group}
-            params["job"] = names.pop() if len(names) == 1 else ALL_CLIENTS
-            params["host"] = ALL_CLIENTS
-            merged = {}
-            for ddir in DIRECTIONS:
-                parts = [((e.get(ddir) or {}).get("clat_ns") or {}).get("bins") for e in group]
-                if parts and all(parts):
-                    merged[ddir] = merge_bins(p for p in parts if p)
-        elif client_mode:
-            params["host"] = entry.get("hostname")
         k = (name, entry.get("hostname") if client_mode else None)
+        instance = None
         if counts.get(k, 0) > 1:
-            params["instance"] = seen.get(k, 0)
-            seen[k] = seen.get(k, 0) + 1
-        try:
-            _entry_samples(entry, options, params, result, source, merged)
-        except KeyError as exc:  # fio always writes these keys: the JSON was cut or edited
-            raise ParseError(
-                f"job {name!r}: fio JSON lacks the key {exc.args[0]!r}", source=source
-            ) from None
-        except (TypeError, AttributeError):
-            raise ParseError(
-                f"job {name!r}: a field of the fio JSON has the wrong type (edited JSON?)",
-                source=source,
-            ) from None
+            instance = seen.get(k, 0)
+            seen[k] = instance + 1
+        _parse_entry(
+            entry, entries, global_options, client_mode, instance, run, result, failed, source
+        )
 
-    if failed:
-        result.meta["failed"] = failed
-    if not result.samples and not failed:
-        result.warnings.append("no job moved any data")
-    return result
+
+def _parse_entry(
+    entry: dict[str, Any],
+    entries: list[dict[str, Any]],
+    global_options: dict[str, str],
+    client_mode: bool,
+    instance: int | None,
+    run: dict[str, Any],
+    result: ParseResult,
+    failed: list[dict[str, Any]],
+    source: str,
+) -> None:
+    name = entry.get("jobname", "")
+    options = {**global_options, **(entry.get("job options") or {})}
+    group: list[dict[str, Any]] = []
+    if client_mode and name == ALL_CLIENTS:
+        # fio's sum of every client in the group; its "hostname" is just the last client's
+        group = [
+            e
+            for e in entries
+            if e.get("jobname") != ALL_CLIENTS and e.get("groupid") == entry.get("groupid")
+        ]
+        if group:
+            options = {**global_options, **(group[0].get("job options") or {})}
+    error = entry.get("error") or next((e["error"] for e in group if e.get("error")), 0)
+    if error:
+        host = ALL_CLIENTS if group else entry.get("hostname")
+        failed.append({"job": name, "host": host, "error": error, **run})
+        result.warnings.append(f"job {name!r}: fio error {error}; its results are not reported")
+        return
+    params = {**run, **_common_params(entry, options, source)}
+    merged: dict[str, dict[int, int]] | None = None
+    if client_mode and name == ALL_CLIENTS:
+        names = {e.get("jobname") for e in group}
+        params["job"] = names.pop() if len(names) == 1 else ALL_CLIENTS
+        params["host"] = ALL_CLIENTS
+        merged = {}
+        for ddir in DIRECTIONS:
+            parts = [((e.get(ddir) or {}).get("clat_ns") or {}).get("bins") for e in group]
+            if parts and all(parts):
+                merged[ddir] = merge_bins(p for p in parts if p)
+    elif client_mode:
+        params["host"] = entry.get("hostname")
+    if instance is not None:
+        params["instance"] = instance
+    try:
+        _entry_samples(entry, options, params, result, source, merged)
+    except KeyError as exc:  # fio always writes these keys: the JSON was cut or edited
+        raise ParseError(
+            f"job {name!r}: fio JSON lacks the key {exc.args[0]!r}", source=source
+        ) from None
+    except (TypeError, AttributeError):
+        raise ParseError(
+            f"job {name!r}: a field of the fio JSON has the wrong type (edited JSON?)",
+            source=source,
+        ) from None

@@ -21,8 +21,14 @@ Star tests run on every process at once and HPCC reports their *average* per pro
 Single tests run on one randomly chosen process; MPI tests (and PTRANS, HPL) are global.
 
 HPCC initialises every result to -1 (``src/io.c``, ``HPCC_Init``) and prints -1 for a test that
-did not run (the latency/bandwidth test needs two processes): such values are "not measured",
-never samples.
+did not run (the latency/bandwidth test needs two processes); a field no test wrote prints as
+whatever the memory held, typically a denormal (``SingleRandomAccess_LCG_GUPs=2.36541e-310``,
+``HPL_Tflops=4.94066e-324``); a failed residual prints ``nan``. None of them is a sample: each
+run says in a warning which values it did not store, and why.
+
+hpcc appends to ``hpccoutf.txt``: a file holds every run since it was created, restarts and
+aborted starts included, each from its banner. Every run is read and kept apart by a ``run``
+param (1 for the first in the file); an aborted start is said in a warning.
 
 Validation. ``Success=0`` (``Failure`` in ``HPCC_Params``) means *some* test failed its check:
 an HPL or PTRANS residual, a STREAM validation, a DGEMM or FFT residual, RandomAccess errors.
@@ -39,8 +45,10 @@ visible and passed, or when HPCC says everything passed (``Success=1``):
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,170 +103,183 @@ class _Key:
     stats_from: str | None = None  # Min/Avg/Max label in a Star section ("Copy", "" ...)
 
 
-def _keys() -> list[_Key]:
-    keys: list[_Key] = []
-    stream_extra = (("elements", "STREAM_VectorSize"), ("threads", "STREAM_Threads"))
-    for kernel in ("Copy", "Scale", "Add", "Triad"):
-        metric = f"memory.{kernel.lower()}"
-        keys.append(
-            _Key(
-                f"StarSTREAM_{kernel}",
-                metric,
-                1e9,
-                "StarSTREAM",
-                (("variant", "star"), ("per", "process")),
-                stream_extra,
-                stats_from=kernel,
-            )
-        )
-        keys.append(
-            _Key(
-                f"SingleSTREAM_{kernel}",
-                metric,
-                1e9,
-                "SingleSTREAM",
-                (("variant", "single"),),
-                stream_extra,
-            )
-        )
-    keys += [
-        _Key(
-            "StarDGEMM_Gflops",
-            "compute.dgemm",
-            1e9,
-            "StarDGEMM",
-            (("variant", "star"), ("per", "process")),
-            (("n", "DGEMM_N"),),
-            stats_from="",
-        ),
-        _Key(
-            "SingleDGEMM_Gflops",
-            "compute.dgemm",
-            1e9,
-            "SingleDGEMM",
-            (("variant", "single"),),
-            (("n", "DGEMM_N"),),
-        ),
-        _Key(
-            "PTRANS_GBs",
-            "memory.ptrans",
-            1e9,
-            "PTRANS",
-            (("variant", "mpi"),),
-            (
-                ("N", "PTRANS_n"),
-                ("NB", "PTRANS_nb"),
-                ("P", "PTRANS_nprow"),
-                ("Q", "PTRANS_npcol"),
-                ("time_s", "PTRANS_time"),
-            ),
-        ),
-        _Key(
-            "StarFFT_Gflops",
-            "compute.fft",
-            1e9,
-            "StarFFT",
-            (("variant", "star"), ("per", "process")),
-            (("n", "FFT_N"),),
-            stats_from="",
-        ),
-        _Key(
-            "SingleFFT_Gflops",
-            "compute.fft",
-            1e9,
-            "SingleFFT",
-            (("variant", "single"),),
-            (("n", "FFT_N"),),
-        ),
-        _Key(
-            "MPIFFT_Gflops",
-            "compute.fft",
-            1e9,
-            "MPIFFT",
-            (("variant", "mpi"),),
-            (("n", "MPIFFT_N"),),
-        ),
-    ]
-    for gen, suffix in (("poly", ""), ("lcg", "_LCG")):
-        gups = (("generator", gen),)
-        keys += [
-            _Key(
-                f"MPIRandomAccess{suffix}_GUPs",
-                "memory.randomaccess",
-                1e9,
-                f"MPIRandomAccess{suffix}",
-                (("variant", "mpi"), *gups),
-                (("table_words", f"MPIRandomAccess{suffix}_N"),),
-                unit="op/s",
-            ),
-            _Key(
-                f"StarRandomAccess{suffix}_GUPs",
-                "memory.randomaccess",
-                1e9,
-                f"StarRandomAccess{suffix}",
-                (("variant", "star"), ("per", "process"), *gups),
-                (("table_words", f"RandomAccess{suffix}_N"),),
-                unit="op/s",
-                stats_from="",
-            ),
-            _Key(
-                f"SingleRandomAccess{suffix}_GUPs",
-                "memory.randomaccess",
-                1e9,
-                f"SingleRandomAccess{suffix}",
-                (("variant", "single"), *gups),
-                (("table_words", f"RandomAccess{suffix}_N"),),
-                unit="op/s",
-            ),
-        ]
-    lat = (("pattern", "pingpong"), ("size", LATENCY_MSG_BYTES))
-    bw = (("pattern", "pingpong"), ("size", BANDWIDTH_MSG_BYTES))
-    for stat in ("Min", "Avg", "Max"):
-        keys.append(
-            _Key(
-                f"{stat}PingPongLatency_usec",
-                "p2p.latency",
-                1e-6,
-                "LatencyBandwidth",
-                (*lat, ("stat", stat.lower())),
-            )
-        )
-        keys.append(
-            _Key(
-                f"{stat}PingPongBandwidth_GBytes",
-                "p2p.bandwidth",
-                1e9,
-                "LatencyBandwidth",
-                (*bw, ("stat", stat.lower())),
-            )
-        )
-    for order, name in (("natural", "Naturally"), ("random", "Randomly")):
-        keys.append(
-            _Key(
-                f"{name}OrderedRingLatency_usec",
-                "p2p.ring.latency",
-                1e-6,
-                "LatencyBandwidth",
-                (("order", order), ("size", LATENCY_MSG_BYTES)),
-                unit="s",
-                better="lower",
-            )
-        )
-        keys.append(
-            _Key(
-                f"{name}OrderedRingBandwidth_GBytes",
-                "p2p.ring.bandwidth",
-                1e9,
-                "LatencyBandwidth",
-                (("order", order), ("per", "process"), ("size", BANDWIDTH_MSG_BYTES)),
-                unit="B/s",
-                better="higher",
-            )
-        )
-    return keys
+_STAR = (("variant", "star"), ("per", "process"))
+_SINGLE = (("variant", "single"),)
+_MPI = (("variant", "mpi"),)
+_STREAM_X = (("elements", "STREAM_VectorSize"), ("threads", "STREAM_Threads"))
+_PTRANS_X = (
+    ("N", "PTRANS_n"),
+    ("NB", "PTRANS_nb"),
+    ("P", "PTRANS_nprow"),
+    ("Q", "PTRANS_npcol"),
+    ("time_s", "PTRANS_time"),
+)
+_POLY, _LCG = (("generator", "poly"),), (("generator", "lcg"),)
+_LAT = (("pattern", "pingpong"), ("size", LATENCY_MSG_BYTES))
+_BW = (("pattern", "pingpong"), ("size", BANDWIDTH_MSG_BYTES))
+_RING_LAT = (("size", LATENCY_MSG_BYTES),)
+_RING_BW = (("per", "process"), ("size", BANDWIDTH_MSG_BYTES))
+_K = _Key
 
-
-KEYS: list[_Key] = _keys()
+# Every Summary key that is a rate, and how it becomes a sample (a table, read top to bottom).
+KEYS: list[_Key] = [
+    _K("StarSTREAM_Copy", "memory.copy", 1e9, "StarSTREAM", _STAR, _STREAM_X, stats_from="Copy"),
+    _K("SingleSTREAM_Copy", "memory.copy", 1e9, "SingleSTREAM", _SINGLE, _STREAM_X),
+    _K("StarSTREAM_Scale", "memory.scale", 1e9, "StarSTREAM", _STAR, _STREAM_X, stats_from="Scale"),
+    _K("SingleSTREAM_Scale", "memory.scale", 1e9, "SingleSTREAM", _SINGLE, _STREAM_X),
+    _K("StarSTREAM_Add", "memory.add", 1e9, "StarSTREAM", _STAR, _STREAM_X, stats_from="Add"),
+    _K("SingleSTREAM_Add", "memory.add", 1e9, "SingleSTREAM", _SINGLE, _STREAM_X),
+    _K("StarSTREAM_Triad", "memory.triad", 1e9, "StarSTREAM", _STAR, _STREAM_X, stats_from="Triad"),
+    _K("SingleSTREAM_Triad", "memory.triad", 1e9, "SingleSTREAM", _SINGLE, _STREAM_X),
+    _K(
+        "StarDGEMM_Gflops",
+        "compute.dgemm",
+        1e9,
+        "StarDGEMM",
+        _STAR,
+        (("n", "DGEMM_N"),),
+        stats_from="",
+    ),
+    _K("SingleDGEMM_Gflops", "compute.dgemm", 1e9, "SingleDGEMM", _SINGLE, (("n", "DGEMM_N"),)),
+    _K("PTRANS_GBs", "memory.ptrans", 1e9, "PTRANS", _MPI, _PTRANS_X),
+    _K("StarFFT_Gflops", "compute.fft", 1e9, "StarFFT", _STAR, (("n", "FFT_N"),), stats_from=""),
+    _K("SingleFFT_Gflops", "compute.fft", 1e9, "SingleFFT", _SINGLE, (("n", "FFT_N"),)),
+    _K("MPIFFT_Gflops", "compute.fft", 1e9, "MPIFFT", _MPI, (("n", "MPIFFT_N"),)),
+    _K(
+        "MPIRandomAccess_GUPs",
+        "memory.randomaccess",
+        1e9,
+        "MPIRandomAccess",
+        _MPI + _POLY,
+        (("table_words", "MPIRandomAccess_N"),),
+        unit="op/s",
+    ),
+    _K(
+        "StarRandomAccess_GUPs",
+        "memory.randomaccess",
+        1e9,
+        "StarRandomAccess",
+        _STAR + _POLY,
+        (("table_words", "RandomAccess_N"),),
+        unit="op/s",
+        stats_from="",
+    ),
+    _K(
+        "SingleRandomAccess_GUPs",
+        "memory.randomaccess",
+        1e9,
+        "SingleRandomAccess",
+        _SINGLE + _POLY,
+        (("table_words", "RandomAccess_N"),),
+        unit="op/s",
+    ),
+    _K(
+        "MPIRandomAccess_LCG_GUPs",
+        "memory.randomaccess",
+        1e9,
+        "MPIRandomAccess_LCG",
+        _MPI + _LCG,
+        (("table_words", "MPIRandomAccess_LCG_N"),),
+        unit="op/s",
+    ),
+    _K(
+        "StarRandomAccess_LCG_GUPs",
+        "memory.randomaccess",
+        1e9,
+        "StarRandomAccess_LCG",
+        _STAR + _LCG,
+        (("table_words", "RandomAccess_LCG_N"),),
+        unit="op/s",
+        stats_from="",
+    ),
+    _K(
+        "SingleRandomAccess_LCG_GUPs",
+        "memory.randomaccess",
+        1e9,
+        "SingleRandomAccess_LCG",
+        _SINGLE + _LCG,
+        (("table_words", "RandomAccess_LCG_N"),),
+        unit="op/s",
+    ),
+    _K(
+        "MinPingPongLatency_usec",
+        "p2p.latency",
+        1e-6,
+        "LatencyBandwidth",
+        (*_LAT, ("stat", "min")),
+    ),
+    _K(
+        "MinPingPongBandwidth_GBytes",
+        "p2p.bandwidth",
+        1e9,
+        "LatencyBandwidth",
+        (*_BW, ("stat", "min")),
+    ),
+    _K(
+        "AvgPingPongLatency_usec",
+        "p2p.latency",
+        1e-6,
+        "LatencyBandwidth",
+        (*_LAT, ("stat", "avg")),
+    ),
+    _K(
+        "AvgPingPongBandwidth_GBytes",
+        "p2p.bandwidth",
+        1e9,
+        "LatencyBandwidth",
+        (*_BW, ("stat", "avg")),
+    ),
+    _K(
+        "MaxPingPongLatency_usec",
+        "p2p.latency",
+        1e-6,
+        "LatencyBandwidth",
+        (*_LAT, ("stat", "max")),
+    ),
+    _K(
+        "MaxPingPongBandwidth_GBytes",
+        "p2p.bandwidth",
+        1e9,
+        "LatencyBandwidth",
+        (*_BW, ("stat", "max")),
+    ),
+    _K(
+        "NaturallyOrderedRingLatency_usec",
+        "p2p.ring.latency",
+        1e-6,
+        "LatencyBandwidth",
+        (("order", "natural"), *_RING_LAT),
+        unit="s",
+        better="lower",
+    ),
+    _K(
+        "NaturallyOrderedRingBandwidth_GBytes",
+        "p2p.ring.bandwidth",
+        1e9,
+        "LatencyBandwidth",
+        (("order", "natural"), *_RING_BW),
+        unit="B/s",
+        better="higher",
+    ),
+    _K(
+        "RandomlyOrderedRingLatency_usec",
+        "p2p.ring.latency",
+        1e-6,
+        "LatencyBandwidth",
+        (("order", "random"), *_RING_LAT),
+        unit="s",
+        better="lower",
+    ),
+    _K(
+        "RandomlyOrderedRingBandwidth_GBytes",
+        "p2p.ring.bandwidth",
+        1e9,
+        "LatencyBandwidth",
+        (("order", "random"), *_RING_BW),
+        unit="B/s",
+        better="higher",
+    ),
+]
 
 
 @dataclass
@@ -280,7 +301,7 @@ class _Summary:
     def number(self, key: str, source: str) -> float | None:
         if key not in self.values:
             return None
-        return parse_number(self.values[key], source=source, line=self.lines[key])
+        return hpl.number_or_nan(self.values[key], source=source, line=self.lines[key])
 
 
 def looks_like(text: str) -> bool:
@@ -288,21 +309,33 @@ def looks_like(text: str) -> bool:
     return "HPC Challenge Benchmark" in text or "Begin of Summary section." in text
 
 
-def _last_run(text: str, result: ParseResult) -> tuple[list[str], int]:
-    """hpcc appends to hpccoutf.txt: keep the last run, numbered as in the file."""
+def _runs(text: str) -> list[tuple[list[str], int]]:
+    """hpcc appends to hpccoutf.txt: each banner starts a run, (its lines, its first line).
+
+    The "####" rule printed just before a banner belongs to that run; whatever comes before
+    the first banner (a launcher's lines, a pasted block's heading) to the first run."""
     lines = text.splitlines()
     starts = [i for i, ln in enumerate(lines) if _BANNER.search(ln)]
-    if len(starts) > 1:
-        result.warnings.append(
-            f"the file holds {len(starts)} HPCC runs (hpcc appends to hpccoutf.txt); "
-            f"only the last one, from line {starts[-1] + 1}, is read"
-        )
-        # the "####" rule printed just before the banner belongs to the new run
-        first = starts[-1]
-        if first > 0 and lines[first - 1].startswith("#"):
-            first -= 1
-        return lines[first:], first + 1
-    return lines, 1
+    starts = [i - 1 if i > 0 and lines[i - 1].startswith("#") else i for i in starts]
+    if len(starts) < 2:
+        return [(lines, 1)]
+    bounds = [0, *starts[1:], len(lines)]
+    return [(lines[lo:hi], lo + 1) for lo, hi in itertools.pairwise(bounds)]
+
+
+def not_computed(value: float) -> str | None:
+    """Why a Summary value is no figure HPCC computed, or None when it is one.
+
+    HPCC initialises every result to -1 (``HPCC_Init``) and prints it for a test that did not
+    run; a field it never wrote at all prints as whatever the memory held, typically a denormal
+    (``4.94066e-324``, ``2.36541e-310``); a failed residual prints ``nan``."""
+    if math.isnan(value) or math.isinf(value):
+        return "not a number"
+    if value < 0:
+        return "not run"
+    if 0 < value < sys.float_info.min:
+        return "uninitialised"
+    return None
 
 
 def _split(lines: list[str], first_line: int, source: str) -> tuple[list[str], dict[str, _Section]]:
@@ -451,8 +484,9 @@ def _sample(
 def _hpl_from_summary(summary: _Summary, params: dict[str, Any], source: str) -> Sample | None:
     """The summary's HPL result (HPCC's best test), when the body has no HPL test to read."""
     tflops = summary.number("HPL_Tflops", source)
-    if tflops is None or tflops < 0:
-        return None
+    n = summary.number("HPL_N", source)
+    if tflops is None or not_computed(tflops) or not tflops or not n or not_computed(n):
+        return None  # -1, 0, a denormal: HPL did not run; HPL_N=0: no problem was solved
     v = summary.values
     # HPL_pdtest.c's T/V column: "W%c%1d%c%c%1d%c%1d" of order, depth, bcast, rfact, ndiv,
     # pfact, nbmin -- the same characters HPCC stores in HPL_order, HPL_depth, ...
@@ -491,9 +525,26 @@ def _hpl_from_summary(summary: _Summary, params: dict[str, Any], source: str) ->
     )
 
 
+@dataclass
+class _Run:
+    """One HPCC run of the file while it is read: what its checks and samples need."""
+
+    source: str
+    sections: dict[str, _Section]
+    summary: _Summary
+    result: ParseResult = field(default_factory=lambda: ParseResult(tool=TOOL))
+    common: dict[str, Any] = field(default_factory=dict)
+    procs: int | None = None
+    failed_run: bool = False
+    threshold: float | None = None
+    eps: float | None = None
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    not_computed: list[tuple[str, str, str]] = field(default_factory=list)  # key, raw, why
+
+
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
-    """Parse an ``hpccoutf.txt`` (HPCC 1.4/1.5)."""
+    """Parse an ``hpccoutf.txt`` (HPCC 1.4/1.5): every run it holds, kept apart."""
     require_text(text, "HPCC output", source=source)
     if not looks_like(text):
         raise ParseError(
@@ -501,10 +552,19 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
             source=source,
             line=1,
         )
-    result = ParseResult(tool=TOOL)
-    lines, first_line = _last_run(text, result)
-    preamble, sections = _split(lines, first_line, source)
+    runs = [(first, _parse_run(lines, first, source)) for lines, first in _runs(text)]
+    result = runs[0][1] if len(runs) == 1 else _merge(runs)
+    if not result.samples and not result.meta.get("failed"):
+        raise ParseError(_nothing_found(runs), source=source, line=1)
+    return result
 
+
+def _parse_run(lines: list[str], first_line: int, source: str) -> ParseResult:
+    """One run: its Summary's rates checked against its body, its HPL tests through hpl.py."""
+    preamble, sections = _split(lines, first_line, source)
+    summary_section = sections.get("Summary")
+    run = _Run(source, sections, _read_summary(summary_section) if summary_section else _Summary())
+    result = run.result
     for line in preamble:
         if m := _BANNER.search(line):
             result.meta["version"] = m["v"]
@@ -514,88 +574,101 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
         if not section.closed:
             result.complete = False
             result.missing.append(f"end of the {section.name} section (line {section.first_line})")
-
     # HPL's header (printed first by HPCC_InitHPL) gives eps and the residual threshold that
     # HPCC also applies to DGEMM, FFT and PTRANS.
     header = hpl.read_tests("\n".join(preamble), source=source)
-    threshold, eps = header.threshold, header.eps
-    if threshold is not None:
-        result.meta["threshold"] = threshold
-
-    summary_section = sections.get("Summary")
-    summary = _read_summary(summary_section) if summary_section else _Summary()
+    run.threshold, run.eps = header.threshold, header.eps
+    if run.threshold is not None:
+        result.meta["threshold"] = run.threshold
     if summary_section is None:
         result.complete = False
         result.missing.append("Summary section (Begin of Summary section. ... End of ...)")
-    procs_value = summary.number("CommWorldProcs", source)
-    procs = int(procs_value) if procs_value is not None else None
-    common: dict[str, Any] = {"procs": procs} if procs is not None else {}
-    if procs is not None:
-        result.meta["procs"] = procs
-    success = summary.number("Success", source)
-    failure = summary.number("Failure", source)
-    failed_run = (success is not None and success == 0) or bool(failure)
+    procs = run.summary.number("CommWorldProcs", source)
+    if procs is not None and not not_computed(procs):
+        run.procs = int(procs)
+        run.common = {"procs": run.procs}
+        result.meta["procs"] = run.procs
+    success = run.summary.number("Success", source)
+    failure = run.summary.number("Failure", source)
+    run.failed_run = (success is not None and success == 0) or bool(failure)
     if success is not None or failure is not None:
-        result.meta["success"] = not failed_run
+        result.meta["success"] = not run.failed_run
+    _hpl_part(run)
+    verdicts = _summary_part(run, summary_section)
+    for section, (status, why) in sorted(verdicts.items()):
+        if status == "failed":
+            result.warnings.append(f"{section}: check failed ({why}); its rates are not reported")
+        elif status == "unknown" and run.failed_run:
+            result.warnings.append(f"{section}: not reported, HPCC reports Success=0 and {why}")
+    if run.failed:
+        result.meta["failed"] = run.failed
+    if run.not_computed:
+        result.meta["not_measured"] = [key for key, _, _ in run.not_computed]
+        result.warnings.append(_not_computed_warning(run.not_computed))
+    return result
 
-    # HPL: every test of the body, through hpl.py.
-    failed: list[dict[str, Any]] = []
-    hpl_section = sections.get("HPL")
-    hpl_tests = hpl.HplOutput()
+
+def _hpl_part(run: _Run) -> None:
+    """HPL: every test of the body through hpl.py, else the Summary's HPL_Tflops."""
+    result, summary, source = run.result, run.summary, run.source
+    hpl_section = run.sections.get("HPL")
+    tests = hpl.HplOutput()
     if hpl_section is not None:
-        hpl_tests = hpl.read_tests(
+        tests = hpl.read_tests(
             hpl_section.text(), source=source, first_line=hpl_section.first_line + 1
         )
-    if hpl_tests.tests:
-        hpl_result = hpl.build_result(hpl_tests, source=source, probe=TOOL)
+    if tests.tests:
+        hpl_result = hpl.build_result(tests, source=source, probe=TOOL)
         for s in hpl_result.samples:
-            s.params.update(common)
+            s.params.update(run.common)
         result.samples += hpl_result.samples
         result.warnings += hpl_result.warnings
         result.missing += hpl_result.missing
         result.complete = result.complete and hpl_result.complete
-        failed += [{"section": "HPL", **rec} for rec in hpl_result.meta.get("failed", [])]
-        failed += [
+        run.failed += [{"section": "HPL", **rec} for rec in hpl_result.meta.get("failed", [])]
+        run.failed += [
             {"section": "HPL", "unchecked": True, **rec}
             for rec in hpl_result.meta.get("unchecked", [])
         ]
         if "summary" in hpl_result.meta:
             result.meta["hpl_summary"] = hpl_result.meta["summary"]
-        _compare_best(summary, hpl_tests, result, source)
-    elif summary.values:
-        tflops = summary.number("HPL_Tflops", source)
-        if failed_run:
-            if tflops is not None and tflops >= 0:
-                failed.append(
-                    {
-                        "section": "HPL",
-                        "key": "HPL_Tflops",
-                        "reason": "Success=0 and no HPL test in the output to check",
-                    }
-                )
-                result.warnings.append(
-                    "HPL_Tflops not reported: HPCC reports a failed check "
-                    "and the output shows no HPL test to clear it"
-                )
-        elif (sample := _hpl_from_summary(summary, common, source)) is not None:
-            result.samples.append(sample)
+        _compare_best(summary, tests, result, source)
+        return
+    if not summary.values or (tflops := summary.number("HPL_Tflops", source)) is None:
+        return
+    if why := not_computed(tflops) or (not tflops and "not run"):
+        run.not_computed.append(("HPL_Tflops", summary.values["HPL_Tflops"], why))
+    elif run.failed_run:
+        reason = "Success=0 and no HPL test in the output to check"
+        run.failed.append({"section": "HPL", "key": "HPL_Tflops", "reason": reason})
+        result.warnings.append(
+            "HPL_Tflops not reported: HPCC reports a failed check "
+            "and the output shows no HPL test to clear it"
+        )
+    elif (sample := _hpl_from_summary(summary, run.common, source)) is not None:
+        result.samples.append(sample)
+    else:
+        n = summary.values.get("HPL_N", "absent")
+        run.not_computed.append(("HPL_Tflops", summary.values["HPL_Tflops"], f"HPL_N={n}"))
 
-    # Everything else from the Summary section, checked against its body section.
+
+def _summary_part(run: _Run, summary_section: _Section | None) -> dict[str, tuple[str, str]]:
+    """Every rate of the Summary that HPCC computed and whose check passed, as a sample."""
+    result, summary, source = run.result, run.summary, run.source
     verdicts: dict[str, tuple[str, str]] = {}
-    not_measured: list[str] = []
     for key in KEYS:
         value = summary.number(key.key, source)
         if value is None:
             if summary_section is not None and not summary_section.closed:
                 result.missing.append(f"Summary key {key.key}")
             continue
-        if value < 0 or math.isnan(value):
-            not_measured.append(key.key)
+        if why := not_computed(value):
+            run.not_computed.append((key.key, summary.values[key.key], why))
             continue
         if (why_not := _not_a_rate(key, value, summary, source)) is not None:
             # a failed test is a failed figure with its reason, never a rate of zero
-            not_measured.append(key.key)
-            failed.append(
+            run.not_computed.append((key.key, summary.values[key.key], "did not complete"))
+            run.failed.append(
                 {"section": key.section, "key": key.key, "value": value, "reason": why_not}
             )
             result.warnings.append(f"{key.key} not reported: {why_not}")
@@ -603,63 +676,102 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
         if key.section not in verdicts:
             verdicts[key.section] = _check(
                 key.section,
-                sections.get(key.section),
-                procs=procs,
-                threshold=threshold,
-                eps=eps,
+                run.sections.get(key.section),
+                procs=run.procs,
+                threshold=run.threshold,
+                eps=run.eps,
                 source=source,
             )
         status, why = verdicts[key.section]
-        if status == "failed" or (status == "unknown" and failed_run):
+        if status == "failed" or (status == "unknown" and run.failed_run):
             reason = why if status == "failed" else f"HPCC reports Success=0 and {why}"
-            failed.append(
+            run.failed.append(
                 {"section": key.section, "key": key.key, "value": value, "reason": reason}
             )
             continue
-        params: dict[str, Any] = dict(key.params)
-        for name, other in key.extra:
-            extra = summary.number(other, source)
-            if extra is not None and extra >= 0:
-                if name.endswith("_s"):  # a time; every other extra is a size or a count
-                    params[name] = extra
-                else:
-                    params[name] = to_int(
-                        extra, source=source, line=summary.lines.get(other), what=other
-                    )
-        params.update(common)
-        stats = None
-        if key.stats_from is not None:
-            mam = _star_stats(sections.get(key.section), source).get(key.stats_from, {})
-            if len(mam) == 3:
-                stats = Stats(
-                    n=procs or 1,
-                    min=hpl.times(mam["Minimum"], key.scale),
-                    max=hpl.times(mam["Maximum"], key.scale),
-                    mean=hpl.times(mam["Average"], key.scale),
-                )
-        result.samples.append(
-            _sample(
-                key.metric,
-                hpl.times(value, key.scale),
-                params,
-                stats,
-                unit=key.unit,
-                better=key.better,
-            )
-        )
+        result.samples.append(_key_sample(run, key, value))
+    return verdicts
 
-    for section, (status, why) in sorted(verdicts.items()):
-        if status == "failed":
-            result.warnings.append(f"{section}: check failed ({why}); its rates are not reported")
-        elif status == "unknown" and failed_run:
-            result.warnings.append(f"{section}: not reported, HPCC reports Success=0 and {why}")
-    if failed:
-        result.meta["failed"] = failed
-    if not_measured:
-        result.meta["not_measured"] = not_measured
-    if not result.samples and not failed and not result.missing:
-        raise ParseError("no HPCC result found (no Summary values, no HPL test)", source=source)
+
+def _key_sample(run: _Run, key: _Key, value: float) -> Sample:
+    """The sample of one Summary rate, with the params its other keys give."""
+    summary, source = run.summary, run.source
+    params: dict[str, Any] = dict(key.params)
+    for name, other in key.extra:
+        extra = summary.number(other, source)
+        if extra is None or not_computed(extra):
+            continue
+        if name.endswith("_s"):  # a time; every other extra is a size or a count
+            params[name] = extra
+        else:
+            params[name] = to_int(extra, source=source, line=summary.lines.get(other), what=other)
+    params.update(run.common)
+    stats = None
+    if key.stats_from is not None:
+        mam = _star_stats(run.sections.get(key.section), source).get(key.stats_from, {})
+        if len(mam) == 3:
+            stats = Stats(
+                n=run.procs or 1,
+                min=hpl.times(mam["Minimum"], key.scale),
+                max=hpl.times(mam["Maximum"], key.scale),
+                mean=hpl.times(mam["Average"], key.scale),
+            )
+    value = hpl.times(value, key.scale)
+    return _sample(key.metric, value, params, stats, unit=key.unit, better=key.better)
+
+
+def _not_computed_warning(dropped: list[tuple[str, str, str]]) -> str:
+    """Which Summary values were not stored, grouped by why (-1: not run, denormal: never set)."""
+    by_why: dict[str, list[str]] = {}
+    for key, raw, why in dropped:
+        by_why.setdefault(why, []).append(key if why == "not run" else f"{key}={raw}")
+    parts = [f"{why}: {', '.join(keys)}" for why, keys in by_why.items()]
+    return "Summary values HPCC did not compute, not stored (" + "; ".join(parts) + ")"
+
+
+def _merge(runs: list[tuple[int, ParseResult]]) -> ParseResult:
+    """Every run of an appended file, kept apart by a ``run`` param (1 for the first)."""
+    result = ParseResult(tool=TOOL)
+    result.warnings.append(
+        f"the file holds {len(runs)} HPCC runs (hpcc appends to hpccoutf.txt); each is "
+        f"kept apart as params.run 1..{len(runs)}"
+    )
+    result.meta["runs"] = []
+    for index, (first, r) in enumerate(runs, start=1):
+        tag = f"run {index} (line {first})"
+        for s in r.samples:
+            s.params["run"] = index
+        result.samples += r.samples
+        result.warnings += [f"{tag}: {w}" for w in r.warnings]
+        if index == len(runs):
+            result.complete, result.missing = r.complete, r.missing
+        elif r.missing:
+            kept = f"its {len(r.samples)} result(s) kept" if r.samples else "no result in it"
+            result.warnings.append(f"{tag} stopped early ({r.missing[0]}): {kept}")
+        result.meta["runs"].append({"run": index, "line": first, **r.meta})
+        result.meta.setdefault("failed", []).extend(
+            {"run": index, **f} for f in r.meta.get("failed", [])
+        )
+        if "version" in r.meta:
+            result.meta["version"] = r.meta["version"]
+    if not result.meta["failed"]:
+        del result.meta["failed"]
     return result
+
+
+def _nothing_found(runs: list[tuple[int, ParseResult]]) -> str:
+    """The refusal of a file without one result: what it holds and what is missing."""
+    first, last = runs[-1]
+    found = f"{len(runs)} HPCC run(s) (the last from line {first})"
+    if last.missing:
+        return (
+            f"no HPCC result: the file holds {found}, which stopped before any result "
+            f"(missing: {'; '.join(last.missing[:2])})"
+        )
+    return (
+        f"no HPCC result: the file holds {found}; its Summary section holds no value HPCC "
+        "computed (every rate -1 or never set) and the body no HPL test line"
+    )
 
 
 def _not_a_rate(key: _Key, value: float, summary: _Summary, source: str) -> str | None:

@@ -66,6 +66,17 @@ def _residual(line: str) -> re.Match[str] | None:
     return _RESIDUAL_TAIL.match(tail)
 
 
+_NOT_A_NUMBER = {"nan", "-nan", "+nan", "inf", "-inf", "+inf", "infinity", "-infinity"}
+
+
+def number_or_nan(token: str, *, source: str, line: int | None) -> float:
+    """A number as HPL and HPCC print it, ``nan``/``-nan``/``inf`` included (a failed
+    residual's norms): those come back as floats, for the caller to refuse."""
+    if token.strip().lower() in _NOT_A_NUMBER:
+        return float(token.strip().lower().replace("infinity", "inf"))
+    return parse_number(token, source=source, line=line)
+
+
 # "when" taken whole and stripped in code (a lazy group before "\s*$" is quadratic in a run
 # of blanks inside it)
 _PDGESV_TIME = re.compile(r"^HPL_pdgesv\(\) (?P<which>start|end) time\s+(?P<when>.+)$")
@@ -98,6 +109,7 @@ class HplCase:
     verdicts: list[bool] = field(default_factory=list)
     start: str | None = None
     end: str | None = None
+    run: int = 1  # the xhpl run of the file it belongs to (several runs pasted or appended)
 
     @property
     def checked(self) -> bool:
@@ -109,7 +121,10 @@ class HplCase:
 
     @property
     def residual(self) -> float | None:
-        return max(self.residuals) if self.residuals else None
+        """The largest scaled residual; None when none was printed or one is not a number."""
+        if not self.residuals or not all(math.isfinite(r) for r in self.residuals):
+            return None
+        return max(self.residuals)
 
     def label(self) -> str:
         return f"{self.variant} N={self.n} NB={self.nb} P={self.p} Q={self.q} (line {self.line})"
@@ -144,6 +159,13 @@ class HplOutput:
     eps: float | None = None
     threshold: float | None = None
     extra_columns: bool = False
+    runs: int = 0  # xhpl runs in the text: a banner, or results after a run's closing counts
+    run_lines: dict[int, int] = field(default_factory=dict)  # run -> the line it starts on
+    run_counts: dict[int, dict[str, int]] = field(default_factory=dict)  # run -> its counts
+
+    def new_run(self, lineno: int) -> None:
+        self.runs += 1
+        self.run_lines[self.runs] = lineno
 
 
 def looks_like(text: str) -> bool:
@@ -152,30 +174,27 @@ def looks_like(text: str) -> bool:
         return False  # HPCC embeds HPL; hpcc.py reads that file whole
     if "HPLinpack" in text and "High-Performance Linpack benchmark" in text:
         return True
-    return "||Ax-b||_oo" in text and any(_RESULT.match(ln) for ln in text.splitlines())
+    return "||Ax-b||_oo" in text and any(_RESULT.match(ln.strip()) for ln in text.splitlines())
 
 
 def read_tests(text: str, *, source: str = "<text>", first_line: int = 1) -> HplOutput:
-    """Read result lines, residual checks and counts. ``first_line`` numbers an excerpt."""
+    """Read result lines, residual checks and counts. ``first_line`` numbers an excerpt.
+
+    Lines are read stripped, so that a pasted block (indented, after a shell prompt) reads as
+    xhpl wrote it. Each "HPLinpack" banner starts a run, and so does a result line after a
+    run's closing counts (outputs pasted one after another, the banner cut)."""
     out = HplOutput()
     current: HplCase | None = None
-    in_counts = False
+    in_counts = closed = False
     for offset, raw in enumerate(text.splitlines()):
         lineno = first_line + offset
-        line = raw.rstrip()
+        line = raw.strip()
         if m := _RESULT.match(line):
-            current = HplCase(
-                variant=m["tv"],
-                n=parse_int(m["n"], source=source, line=lineno, what="N"),
-                nb=parse_int(m["nb"], source=source, line=lineno, what="NB"),
-                p=parse_int(m["p"], source=source, line=lineno, what="P"),
-                q=parse_int(m["q"], source=source, line=lineno, what="Q"),
-                time_s=parse_number(m["time"], source=source, line=lineno),
-                gflops=parse_number(m["gflops"], source=source, line=lineno),
-                line=lineno,
-            )
-            if m["rest"] and m["rest"].strip():
-                out.extra_columns = True
+            if not out.runs or closed:
+                out.new_run(lineno)
+                closed = False
+            current = _case(m, source, lineno, out.runs)
+            out.extra_columns = out.extra_columns or bool(m["rest"] and m["rest"].strip())
             out.tests.append(current)
             continue
         if m := _residual(line):
@@ -183,7 +202,7 @@ def read_tests(text: str, *, source: str = "<text>", first_line: int = 1) -> Hpl
                 raise ParseError(
                     "residual check with no result line before it", source=source, line=lineno
                 )
-            current.residuals.append(parse_number(m["value"], source=source, line=lineno))
+            current.residuals.append(number_or_nan(m["value"], source=source, line=lineno))
             current.verdicts.append(m["verdict"] == "PASSED")
             continue
         if m := _PDGESV_TIME.match(line):
@@ -191,30 +210,53 @@ def read_tests(text: str, *, source: str = "<text>", first_line: int = 1) -> Hpl
                 setattr(current, m["which"], m["when"].rstrip())
             continue
         if m := _FINISHED.match(line):
+            if not out.runs:
+                out.new_run(lineno)
             out.n_summaries += 1
-            out.counts["finished"] = out.counts.get("finished", 0) + parse_int(
-                m["k"], source=source, line=lineno, what="count"
-            )
+            _count(out, "finished", parse_int(m["k"], source=source, line=lineno, what="count"))
             current = None  # nothing after the summary belongs to the last test
-            in_counts = True
+            in_counts = closed = True
             continue
         if in_counts:
             # only the lines right after "Finished": HPCC's PTRANS prints look-alikes
             counted = next(((n, m) for n, rx in _COUNTS.items() if (m := rx.match(line))), None)
             if counted:
                 name, m = counted
-                out.counts[name] = out.counts.get(name, 0) + parse_int(
-                    m["k"], source=source, line=lineno, what="count"
-                )
+                _count(out, name, parse_int(m["k"], source=source, line=lineno, what="count"))
                 continue
             in_counts = False
         if m := _VERSION.match(line):
             out.version = out.version or m["version"]
+            if not out.runs or closed or (out.tests and out.tests[-1].run == out.runs):
+                out.new_run(lineno)
+                closed = False
         elif m := _EPS.search(line):
             out.eps = parse_number(m["eps"], source=source, line=lineno)
         elif m := _THRESHOLD.search(line):
             out.threshold = parse_number(m["t"], source=source, line=lineno)
     return out
+
+
+def _case(m: re.Match[str], source: str, lineno: int, run: int) -> HplCase:
+    """One result line ("WR11C2R4  10000  192  2  2  11.28  5.9128e+01")."""
+    return HplCase(
+        variant=m["tv"],
+        n=parse_int(m["n"], source=source, line=lineno, what="N"),
+        nb=parse_int(m["nb"], source=source, line=lineno, what="NB"),
+        p=parse_int(m["p"], source=source, line=lineno, what="P"),
+        q=parse_int(m["q"], source=source, line=lineno, what="Q"),
+        time_s=parse_number(m["time"], source=source, line=lineno),
+        gflops=parse_number(m["gflops"], source=source, line=lineno),
+        line=lineno,
+        run=run,
+    )
+
+
+def _count(out: HplOutput, name: str, k: int) -> None:
+    """Add to HPL's closing counts, the file's and its run's."""
+    out.counts[name] = out.counts.get(name, 0) + k
+    per_run = out.run_counts.setdefault(out.runs, {})
+    per_run[name] = per_run.get(name, 0) + k
 
 
 def sample_params(test: HplCase) -> dict[str, Any]:
@@ -271,19 +313,18 @@ def build_result(out: HplOutput, *, source: str, probe: str = TOOL) -> ParseResu
             "their rates are not reported"
         )
 
+    runs = sorted({t.run for t in out.tests})
+    if len(runs) > 1:
+        for sample, test in zip(result.samples, [t for t in out.tests if t.passed], strict=True):
+            sample.params["run"] = test.run
+        result.warnings.append(
+            f"the text holds {len(runs)} xhpl runs (pasted or appended one after another); "
+            f"each is kept apart as params.run {runs[0]}..{runs[-1]}"
+        )
     if out.n_summaries:
         result.meta["summary"] = dict(out.counts)
-        n_passed = sum(t.passed for t in out.tests)
-        n_failed = sum(t.checked and not t.passed for t in out.tests)
-        if out.counts.get("passed", 0) != n_passed or out.counts.get("failed", 0) != n_failed:
-            result.warnings.append(
-                f"HPL's counts ({out.counts.get('passed', 0)} passed, "
-                f"{out.counts.get('failed', 0)} failed) disagree with the checks read "
-                f"({n_passed} passed, {n_failed} failed)"
-            )
-    elif out.tests:
-        result.complete = False
-        result.missing.append("HPL's closing counts ('Finished N tests with the following ...')")
+    for run in runs:
+        _check_counts(out, run, last=run == runs[-1], multi=len(runs) > 1, result=result)
 
     if not out.tests:
         if out.n_summaries:
@@ -291,6 +332,32 @@ def build_result(out: HplOutput, *, source: str, probe: str = TOOL) -> ParseResu
         else:
             raise ParseError("no HPL result line (T/V N NB P Q Time Gflops) found", source=source)
     return result
+
+
+def _check_counts(
+    out: HplOutput, run: int, *, last: bool, multi: bool, result: ParseResult
+) -> None:
+    """HPL's closing counts of one run against the checks read; a run without them was cut."""
+    tests = [t for t in out.tests if t.run == run]
+    counts = out.run_counts.get(run)
+    where = f"run {run} (line {out.run_lines.get(run, tests[0].line)}): " if multi else ""
+    if counts is None:
+        if last:
+            result.complete = False
+            result.missing.append(
+                f"{where}HPL's closing counts ('Finished N tests with the following ...')"
+            )
+        else:
+            result.warnings.append(f"{where}no closing counts (the text was cut); tests kept")
+        return
+    n_passed = sum(t.passed for t in tests)
+    n_failed = sum(t.checked and not t.passed for t in tests)
+    if counts.get("passed", 0) != n_passed or counts.get("failed", 0) != n_failed:
+        result.warnings.append(
+            f"{where}HPL's counts ({counts.get('passed', 0)} passed, "
+            f"{counts.get('failed', 0)} failed) disagree with the checks read "
+            f"({n_passed} passed, {n_failed} failed)"
+        )
 
 
 @checked

@@ -125,7 +125,10 @@ def _strip(style: Style, line: str, m: re.Match[str]) -> str:
 def split_writers(text: str) -> Split:
     """The text's lines grouped per writer, each line's prefix taken off; one writer holding
     the text unchanged when no style starts most lines."""
-    lines = text.splitlines(keepends=True)
+    # launchers prefix what follows a newline, not a carriage return (a progress line that
+    # redraws itself with \r is one line to them)
+    lines = text.split("\n")
+    lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
     n_text = sum(1 for line in lines if line.strip())
     for style in STYLES:
         matches = _starts(style, lines)
@@ -139,8 +142,9 @@ def _group(style: Style, lines: list[str], matches: list[re.Match[str] | None]) 
     pending: list[str] = []  # lines before the first prefixed one
     current: Writer | None = None
     for line, m in zip(lines, matches, strict=True):
-        if m is None:
-            (current.lines if current else pending).append(line)
+        if m is None:  # a line of the writer before (mpirun's own words, a pasted prompt)
+            kept = style.inner.sub("", line) if style.anywhere else line
+            (current.lines if current else pending).append(kept)
             continue
         who = m.groupdict().get("who")
         current = writers.setdefault(who, Writer(who))

@@ -1,4 +1,5 @@
 """Vdbench raw-I/O (SD/WD) reports: ``summary.html``, ``totals.html`` or Vdbench's console.
+(``flatfile.html`` is recognised and refused with a message naming the files to import.)
 
 Every run starts with a ``Starting RD=name; I/O rate: ...; elapsed=...; For loops: ...`` line
 and has a table of reporting intervals ended by a weighted average over the intervals after
@@ -49,12 +50,18 @@ _START = re.compile(r"Starting RD=(?P<rd>[^;]+?)\s*(?:;(?P<rest>.*))?$")
 _ROW = re.compile(
     # the values start with a figure, so the blanks before them are the "\s+"'s alone: a class
     # holding blanks after "\s+" split a run of them every way on a failed match (quadratic)
-    rf"^(?:{_TIME}\s*)?(?P<interval>avg_\d+(?:-\d+)?|\d+)\s+"
+    # and a time stamp is followed by blanks or by a glued "avg_" (17:46:35.163avg_31-150):
+    # "\s*" let its fraction's digits and a numeric interval's split every way (quadratic)
+    rf"^(?:{_TIME}(?:\s+|(?=avg_)))?(?P<interval>avg_\d+(?:-\d+)?|\d+)\s+"
     r"(?P<values>[-+0-9.eENaInfity][-+0-9.eENaInfity\s]*)$"
 )
 _AVG = re.compile(r"avg_(?P<first>\d+)(?:-(?P<last>\d+))?")
 _VERSION = re.compile(r"Vdbench distribution: vdbench(?P<v>\d+)")
 _FSD_HEADER = re.compile(r"\.Interval\.\s+\.ReqstdOps")
+# flatfile.html (Flat.java): comment lines, then " tod  timestamp Run Interval reqrate ..."
+_FLATFILE = re.compile(
+    r"^\s*tod\s+timestamp\s+Run\s+Interval\b|'flatfile\.html' contains Vdbench", re.M
+)
 
 
 @dataclass
@@ -68,112 +75,162 @@ class _Run:
 
 
 def looks_like(text: str) -> bool:
-    """Vdbench's report title, banner or its ``1024**2`` interval header."""
+    """Vdbench's report title, banner, its ``1024**2`` (or ``1000**2``) interval header, or
+    its ``Starting RD=`` line followed by an ``avg_`` line (a pasted excerpt)."""
     if "<title>Vdbench" in text or "Vdbench distribution:" in text:
         return True
-    if "Vdbench summary report" in text:
+    if "Vdbench summary report" in text or _FLATFILE.search(text[:65536]):
         return True
-    return "1024**2" in text and re.search(r"\binterval\b", text) is not None
+    if ("1024**2" in text or "1000**2" in text) and re.search(r"\binterval\b", text):
+        return True
+    return "Starting RD=" in text and re.search(r"\bavg_\d+-\d+\s", text) is not None
+
+
+@dataclass
+class _Scan:
+    """What ``parse`` has read so far."""
+
+    lines: list[str]
+    source: str
+    result: ParseResult
+    columns: list[str] | None = None
+    runs: list[_Run] = field(default_factory=list)
+    run: _Run | None = None
 
 
 @checked
 def parse(text: str, source: str = "<text>") -> ParseResult:
     """Samples of every ``avg_`` line of a Vdbench SD/WD report."""
     require_text(text, "Vdbench output", source=source)
+    if _FLATFILE.search(text):
+        raise ParseError(
+            "a Vdbench flatfile.html (one column per counter): not read; import the "
+            "summary.html or totals.html of the same output directory, which hold the same "
+            "avg_ lines",
+            source=source,
+        )
     result = ParseResult(tool=TOOL)
     if m := _VERSION.search(text):
         digits = m["v"]
         result.meta["version"] = (
             f"{digits[0]}.{digits[1:3]}.{digits[3:]}" if len(digits) == 5 else digits
         )
-    lines = [_TAG.sub("", raw).rstrip() for raw in text.splitlines()]
-    columns: list[str] | None = None
-    runs: list[_Run] = []
-    run: _Run | None = None
-    last_data = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
+    scan = _Scan([_TAG.sub("", raw).rstrip() for raw in text.splitlines()], source, result)
+    last_data = max((i for i, ln in enumerate(scan.lines) if ln.strip()), default=-1)
     i = 0
-    while i < len(lines):
-        line = lines[i]
-        lineno = i + 1
-        stripped = line.strip()
+    while i < len(scan.lines):
+        stripped = scan.lines[i].strip()
         i += 1
         if not stripped:
             continue
         if m := _START.search(stripped):
-            run = _Run(m["rd"].strip(), lineno, _run_info(m["rest"] or "", source, lineno))
-            runs.append(run)
-            continue
-        if _FSD_HEADER.search(stripped):
+            info = _run_info(m["rest"] or "", source, i)
+            scan.run = _Run(m["rd"].strip(), i, info)
+            scan.runs.append(scan.run)
+        elif _FSD_HEADER.search(stripped):
             raise ParseError(
                 "a Vdbench file system (FSD/FWD) report: only raw I/O (SD/WD) reports are read",
                 source=source,
-                line=lineno,
+                line=i,
             )
-        if re.search(r"\binterval\b", stripped) and "MB/sec" in stripped:
-            # header: its second line is the next non-empty one (1024**2 under MB/sec)
-            j = i
-            while j < len(lines) and not lines[j].strip():
-                j += 1
-            if j >= len(lines) or "1024**2" not in lines[j]:
-                raise ParseError(
-                    "interval header without its second line ('rate 1024**2 ...')",
-                    source=source,
-                    line=lineno,
-                )
-            columns = _columns(stripped, lines[j], source, lineno)
-            result.meta.setdefault("column_set", "5.04.07" if "read max" in columns else "5.04.06")
-            i = j + 1
-            continue
-        m = _ROW.match(stripped)
-        if m is None:
-            continue
-        if columns is None:
-            raise ParseError("interval line before the table header", source=source, line=lineno)
-        tokens = m["values"].split()
-        if len(tokens) != len(columns):
-            if i - 1 == last_data and len(tokens) < len(columns):
-                result.complete = False
-                result.missing.append(f"the rest of the line at {source}:{lineno} (cut short)")
-                break
+        elif re.search(r"\binterval\b", stripped) and "MB/sec" in stripped:
+            i = _header(scan, stripped, i)
+        elif (m := _ROW.match(stripped)) is not None and not _row(scan, m, i, i - 1 == last_data):
+            break  # the last line, cut short
+    return _finish(scan, text)
+
+
+def _header(scan: _Scan, first: str, lineno: int) -> int:
+    """The two header lines (the second is the next non-empty one, ``1024**2`` under
+    ``MB/sec``); returns the index of the line after them."""
+    j = lineno
+    while j < len(scan.lines) and not scan.lines[j].strip():
+        j += 1
+    if j >= len(scan.lines) or not re.search(r"10(?:24|00)\*\*2", scan.lines[j]):
+        raise ParseError(
+            "interval header without its second line ('rate 1024**2 ...')",
+            source=scan.source,
+            line=lineno,
+        )
+    scan.columns = _columns(first, scan.lines[j], scan.source, lineno)
+    scan.result.meta.setdefault(
+        "column_set", "5.04.07" if "read max" in scan.columns else "5.04.06"
+    )
+    return j + 1
+
+
+def _row(scan: _Scan, m: re.Match[str], lineno: int, is_last: bool) -> bool:
+    """An interval or ``avg_`` line; False when it is the output's last line, cut short."""
+    source, result = scan.source, scan.result
+    if scan.columns is None:
+        raise ParseError(
+            "an interval or avg_ line before any interval header ('interval  i/o  MB/sec ... "
+            "1024**2'): the columns of this excerpt cannot be told",
+            source=source,
+            line=lineno,
+        )
+    columns = scan.columns
+    tokens = m["values"].split()
+    if len(tokens) != len(columns):
+        if is_last and len(tokens) < len(columns):
+            result.complete = False
+            result.missing.append(f"the rest of the line at {source}:{lineno} (cut short)")
+            return False
+        raise ParseError(
+            f"{len(tokens)} values for {len(columns)} columns ({', '.join(columns)})",
+            source=source,
+            line=lineno,
+        )
+    values = dict(zip(columns, (_value(t, source, lineno) for t in tokens), strict=True))
+    if scan.run is None:  # a table without its 'Starting RD=' line (console excerpt)
+        scan.run = _Run(None, lineno)
+        scan.runs.append(scan.run)
+    run = scan.run
+    label = m["interval"]
+    if not label.startswith("avg_"):
+        run.intervals += 1
+        return True
+    if (first := run.avg_lines.get(label)) is not None:
+        if first[1] != values and not _same_with_nan(first[1], values):
             raise ParseError(
-                f"{len(tokens)} values for {len(columns)} columns ({', '.join(columns)})",
+                f"a second {label} line with other figures in run {run.name} "
+                f"(line {first[0]} has the first): two outputs mixed?",
                 source=source,
                 line=lineno,
             )
-        values = dict(
-            zip(columns, (parse_number(t, source=source, line=lineno) for t in tokens), strict=True)
-        )
-        if run is None:  # a table without its 'Starting RD=' line (console excerpt)
-            run = _Run(None, lineno)
-            runs.append(run)
-        if m["interval"].startswith("avg_"):
-            if (first := run.avg_lines.get(m["interval"])) is not None:
-                if first[1] != values:
-                    raise ParseError(
-                        f"a second {m['interval']} line with other figures in run {run.name} "
-                        f"(line {first[0]} has the first): two outputs mixed?",
-                        source=source,
-                        line=lineno,
-                    )
-                result.warnings.append(
-                    f"{source}:{lineno}: {m['interval']} repeats line {first[0]}; kept once"
-                )
-                continue
-            run.avg_lines[m["interval"]] = (lineno, values)
-            run.averages += 1
-            _samples(m["interval"], values, run, result, source, lineno)
-        else:
-            run.intervals += 1
+        result.warnings.append(f"{source}:{lineno}: {label} repeats line {first[0]}; kept once")
+        return True
+    run.avg_lines[label] = (lineno, values)
+    run.averages += 1
+    _samples(label, values, run, result, source, lineno)
+    return True
+
+
+def _same_with_nan(a: dict[str, float], b: dict[str, float]) -> bool:
+    return a.keys() == b.keys() and all(
+        x == y or (math.isnan(x) and math.isnan(y)) for x, y in ((a[k], b[k]) for k in a)
+    )
+
+
+def _value(token: str, source: str, line: int) -> float:
+    """A figure of a row; Vdbench prints ``NaN`` where it has none (cpu% of an empty run)."""
+    if token == "NaN":
+        return math.nan
+    return parse_number(token, source=source, line=line)
+
+
+def _finish(scan: _Scan, text: str) -> ParseResult:
+    result, runs = scan.result, scan.runs
     if not runs:
-        if columns is None:
+        if scan.columns is None:
             other = other_tool(text, TOOL)
             hint = f"this looks like {other} output" if other else None
             raise ParseError(
                 "no Vdbench interval table ('interval  i/o  MB/sec ... 1024**2') found",
-                source=source,
+                source=scan.source,
                 hint=hint,
             )
-        raise ParseError("a Vdbench header without any interval line", source=source)
+        raise ParseError("a Vdbench header without any interval line", source=scan.source)
     result.meta["runs"] = [
         {"name": r.name, "line": r.line, "intervals": r.intervals, **r.info} for r in runs
     ]
@@ -228,7 +285,29 @@ def _run_info(rest: str, source: str, lineno: int) -> dict[str, Any]:
         loops = m[1].strip()
         if loops and loops != "None":
             info["for_loops"] = loops  # as Vdbench prints them: "threads=2 xfersize=8k"
+            for key, value in re.findall(r"(\w+)=(\S+)", loops):
+                info.setdefault(key, _loop_value(value))
     return info
+
+
+_SIZE = re.compile(r"(?P<num>\d+(?:\.\d+)?)(?P<unit>[kmgt])", re.IGNORECASE)
+
+
+def _loop_value(value: str) -> int | float | str:
+    """A ``For loops:`` value: a whole number, a size in bytes (Vdbench's ``k`` is 1024),
+    a number, or the text as printed (``max``, ``(10,90)``)."""
+    if len(value) > 30:  # no count or size Vdbench prints is that long
+        return value
+    if value.isdigit():
+        return int(value)
+    if m := _SIZE.fullmatch(value):
+        size = float(m["num"]) * 1024 ** ("kmgt".index(m["unit"].lower()) + 1)
+        return int(size) if size.is_integer() else value
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return number if math.isfinite(number) else value
 
 
 def _samples(
@@ -260,13 +339,17 @@ def _samples(
             params[key] = values[column]
     n = last - first + 1
     rate = _need(values, "i/o rate", source, line)
+    where = f"{source}:{line}: {label} of run {run.name or '?'}"
+    if not rate > 0:  # 0.0 (or NaN): no I/O measured, so no rate, bandwidth or response time
+        result.warnings.append(f"{where}: i/o rate {rate}, no I/O measured; no sample kept")
+        return
     result.samples.append(
         make_sample(TOOL, "storage.iops", rate, params, unit="op/s", better="higher")
     )
-    mb = _need(values, "MB/sec 1024**2", source, line)
-    result.samples.append(
-        make_sample(TOOL, "storage.bandwidth", _times(mb, MIB), params, unit="B/s", better="higher")
-    )
+    if (bw := _bandwidth(values, rate, where, result, source, line)) is not None:
+        result.samples.append(
+            make_sample(TOOL, "storage.bandwidth", bw, params, unit="B/s", better="higher")
+        )
     read_max = values.get("read max")
     write_max = values.get("write max")
     total_max = values.get("resp max")
@@ -301,6 +384,27 @@ def _samples(
                 better="lower",
             )
         )
+
+
+def _bandwidth(
+    values: dict[str, float], rate: float, where: str, result: ParseResult, source: str, line: int
+) -> float | None:
+    """B/s from ``MB/sec`` (1024**2, or 1000**2 where the header says so). Vdbench prints
+    MB/sec with two decimals: a starved run's ``0.00`` is a rounded figure, not a bandwidth of
+    0, so it is derived from ``i/o rate`` x ``bytes i/o`` (said in a warning) or left out."""
+    column = "MB/sec 1000**2" if "MB/sec 1000**2" in values else "MB/sec 1024**2"
+    mb = _need(values, column, source, line)
+    if mb > 0 or math.isnan(mb):
+        return _times(mb, MIB if column.endswith("1024**2") else 1e6) if mb > 0 else None
+    per_io = values.get("bytes i/o", math.nan)
+    if per_io > 0:
+        result.warnings.append(
+            f"{where}: MB/sec printed as 0.00 at {rate} I/O per second: bandwidth derived "
+            f"as i/o rate x bytes i/o ({rate} x {per_io:g} B)"
+        )
+        return _times(rate, per_io)
+    result.warnings.append(f"{where}: MB/sec printed as 0.00 with I/O done: no bandwidth kept")
+    return None
 
 
 def _need(values: dict[str, float], column: str, source: str, line: int) -> float:

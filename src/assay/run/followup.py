@@ -113,6 +113,8 @@ def resume(sweep: Sweep, lost: list[str]) -> FollowUp | None:
     sweep.resumes += 1
     why = (f"{', '.join(sweep.lost)} lost: the {len(pairs)} pairs never measured, "
            f"on the {len(alive)} nodes left")  # fmt: skip
+    if not sweep.lost:
+        why = f"connects refused: the {len(pairs)} pairs never measured, on every node"
     return FollowUp("resume", alive, pairs, sweep.next_round, sweep.iterations, why)
 
 
@@ -169,9 +171,12 @@ def retest(sweep: Sweep, rule: OutlierRule) -> FollowUp | None:
     return FollowUp("retest", hosts, pairs, sweep.next_round, sweep.iterations, why)
 
 
-def plan_follow_up(sweep: Sweep, lost: list[str], rule: OutlierRule) -> FollowUp | None:
-    """The next job: a resume while pairs are missing and nodes were lost, else a retest of
-    what the rule flags (once), else nothing."""
-    if lost:
+def plan_follow_up(
+    sweep: Sweep, lost: list[str], rule: OutlierRule, *, refused: bool = False
+) -> FollowUp | None:
+    """The next job: a resume while pairs are missing and nodes were lost, or connects were
+    refused with every node still answering (the pairs they took, on every node), else a
+    retest of what the rule flags (once), else nothing."""
+    if lost or refused:
         return resume(sweep, lost)
     return retest(sweep, rule)

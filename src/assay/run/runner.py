@@ -31,7 +31,9 @@ from pathlib import Path
 from assay.analysis.outliers import OutlierRule, outlier_rule
 from assay.config import load_config
 from assay.errors import AssayError
+from assay.inputfile import read_bounded
 from assay.launch import BatchLauncher
+from assay.launch.connectfail import connect_failures, describe, neighbour_overflows
 from assay.launch.place import groups
 from assay.launch.transports import SHARED_KERNEL_ENV, network_only, shared_kernels
 from assay.model import Job, JobResult, MpiInfo, Placement, RunInfo, Sample
@@ -43,7 +45,7 @@ from assay.run.front import RUNNER_NOTES, batch_dir, read_plan
 from assay.store import RunWriter
 from assay.store.records import read_run_info
 from assay.store.rundir import read_jsonl
-from assay.system._context import Context
+from assay.system._context import Context, run_command
 from assay.system.fabric import Run, fabric_limits, shortfalls
 from assay.system.hostlist import compress_hostlist
 
@@ -141,16 +143,19 @@ def run_all_pairs(
         return  # no matrix to continue: the job's record says why
     while not writer.stopped:
         lost: list[str] = []
+        refused = False
         result = writer.recorded.get(current.job_id)
         if result is not None and result.status not in ("ok", "skipped"):
             now = writer.hosts[current.job_id]
             lost = [now[r] for r in lost_ranks(_summaries(writer, current)) if r < len(now)]
-            if not lost:  # a launch that died: ask which nodes still answer
-                answering = set(launcher.responsive(now))
-                lost = [h for h in now if h not in answering]
-            if not lost:
+            refused = _connects_refused(writer, current, len(now))
+            if refused or not lost:  # a refused connect loses no node; a dead launch: ask
+                asked = lost or now
+                answering = set(launcher.responsive(asked))
+                lost = [h for h in asked if h not in answering]
+            if not lost and not refused:
                 return  # not a lost node: nothing a resume would fix
-        follow = plan_follow_up(sweep, lost, rule)
+        follow = plan_follow_up(sweep, lost, rule, refused=refused and not lost)
         if follow is None:
             return
         n += 1
@@ -172,6 +177,25 @@ def run_all_pairs(
             sweep.add(read_matrix_file(writer.job_dir(nxt) / probe_matrix_file(nxt)))
         except (AssayError, OSError):
             return
+
+
+def _connects_refused(writer: _Writer, job: Job, nodes: int) -> bool:
+    """Whether the job's MPI could not connect (``assay.launch.connectfail``): noted with the
+    likely cause (the kernel's neighbour table, a fabric limit of this node) when it did."""
+    try:
+        stderr = read_bounded(writer.job_dir(job) / "stderr", 16 << 20, "stderr").decode(
+            errors="replace"
+        )
+    except (AssayError, OSError):
+        return False
+    failures = connect_failures(stderr)
+    if not failures:
+        return False
+    run = Run(nodes, shared_kernel=bool(job.params.get("shared_kernel")))
+    limits = [s.message(run) for s in shortfalls(fabric_limits(Context()) or {}, run)]
+    dmesg = run_command(["dmesg"]) or ""
+    writer.note(f"{job.job_id}: {describe(failures, neighbour_overflows(dmesg), limits)}")
+    return True
 
 
 def _summaries(writer: _Writer, job: Job) -> list[dict]:
