@@ -241,13 +241,22 @@ def test_osu_barrier_and_nonblocking_collectives() -> None:
 def test_osu_skips_benchmarks_out_of_scope_and_stops_at_a_crash() -> None:
     result = run("osu", "spack_omb5.6.3_put_bw_to_latency_mt_crash.log")
     assert result.complete
-    assert result.meta["benchmarks"] == ["osu_bibw", "osu_latency"]
+    # one-sided osu_put_bw is read (rma.put.bandwidth); it was skipped before issue 26
+    assert result.meta["benchmarks"] == ["osu_put_bw", "osu_bibw", "osu_latency"]
     skipped = " ".join(result.warnings)
-    for title in ("MPI_Put Bandwidth", "Hello World", "Init Test"):
+    for title in ("Hello World", "Init Test"):
         assert title in skipped
+    assert "MPI_Put" not in skipped
+    put = one(result.samples, "rma.put.bandwidth", size=4194304)
+    assert put.value == pytest.approx(4395.14e6)
+    assert put.params["synchronization"] == "MPI_Win_flush"
     assert one(result.samples, "p2p.latency", size=4194304).value == pytest.approx(517.89e-6)
     assert one(result.samples, "p2p.bibw", size=4194304).params["version"] == "5.6.3"
-    assert {s.params["benchmark"] for s in result.samples} == {"osu_bibw", "osu_latency"}
+    assert {s.params["benchmark"] for s in result.samples} == {
+        "osu_put_bw",
+        "osu_bibw",
+        "osu_latency",
+    }
 
 
 def test_osu_runtime_messages_inside_the_table_are_skipped_with_a_warning() -> None:
@@ -731,6 +740,74 @@ def test_nccl_interleaved_rows_raise() -> None:
     with pytest.raises(ParseError, match="interleaved") as err:
         nccl.parse(source, source="ar.log")
     assert err.value.line == lineno
+
+
+# IMB variants without a real file in tests/fixtures/real/imb: the layouts IMB_output.c prints
+# (IMB-NBC's overlap columns; -multi 1's per-group rows, as an Open MPI users-list post shows).
+IMB_HEAD = "#    Intel(R) MPI Benchmarks 2019 Update 6, {part} part\n"
+NBC_BLOCK = """#----------------------------------------------------------------
+# Benchmarking Iallreduce
+# #processes = 4
+#----------------------------------------------------------------
+       #bytes #repetitions  t_ovrl[usec]  t_pure[usec]  t_CPU[usec]  overlap[%]
+            4         1000         12.50          8.25         9.00       52.78
+         1024         1000         20.00         15.00        16.00       68.75
+
+# All processes entering MPI_Finalize
+"""
+MULTI_1_BLOCK = """#----------------------------------------------------------------
+# Benchmarking Multi-PingPong
+# ( 2 groups of 2 processes each running simultaneous )
+# Group    0                     : 0 1
+# Group    1                     : 2 3
+#----------------------------------------------------------------
+        Group       #bytes #repetitions      t[usec]   Mbytes/sec
+
+            0         1024         1000        13.56        72.02
+            1         1024         1000        13.32        73.31
+
+            0         2048         1000        16.59       117.71
+            1         2048         1000        16.49       118.42
+
+# All processes entering MPI_Finalize
+"""
+
+
+def test_imb_nbc_overlap_columns_give_pure_and_overall_times() -> None:
+    result = imb.parse(IMB_HEAD.format(part="NBC") + NBC_BLOCK, source="nbc.out")
+    pure = one(result.samples, "coll.iallreduce", size=1024)
+    overall = one(result.samples, "coll.iallreduce.overall", size=1024)
+    assert pure.value == pytest.approx(15.00e-6) and overall.value == pytest.approx(20.00e-6)
+    assert pure.params["ranks"] == 4 and len(result.samples) == 4  # t_CPU, overlap not kept
+
+
+def test_imb_multi_1_keeps_each_group_apart_and_apart_from_plain_pingpong() -> None:
+    result = imb.parse(IMB_HEAD.format(part="MPI-1") + MULTI_1_BLOCK, source="multi.out")
+    assert len(result.samples) == 8
+    lat = one(result.samples, "p2p.latency", size=2048, group=1)
+    assert lat.value == pytest.approx(16.49e-6)
+    assert lat.params["groups"] == 2 and lat.params["group_ranks"] == 2
+    assert "ranks" not in lat.params
+    assert one(result.samples, "p2p.bandwidth", size=1024, group=0).value == pytest.approx(72.02e6)
+
+
+def test_imb_runs_of_one_file_keep_their_own_version() -> None:
+    first = text("imb", "alaska_ompi4_ucx_IMB_PingPong.out")
+    second = first.replace("2019 Update 5", "2021.7")
+    result = imb.parse(first + "$ mpirun -n 2 IMB-MPI1 pingpong\n" + second, source="two.out")
+    assert result.complete
+    assert {s.params["run"] for s in result.samples} == {1, 2}
+    assert one(result.samples, "p2p.latency", size=0, run=2).params["version"] == "2021.7"
+    assert one(result.samples, "p2p.latency", size=0, run=1).params["version"] == "2019 Update 5"
+
+
+def test_osu_same_benchmark_twice_gets_a_run_each() -> None:
+    once = text("osu", "alaska_ompi4_ucx_osu_latency.out")
+    result = osu.parse(once + "$ mpirun -np 2 osu_latency\n" + once, source="twice.out")
+    assert len(result.samples) == 48
+    assert one(result.samples, "p2p.latency", size=0, run=2).value == pytest.approx(1.00e-6)
+    single = osu.parse(once, source="once.out")
+    assert all("run" not in s.params for s in single.samples)
 
 
 # ------------------------------------------------- classes of the real corpus (issue 26)

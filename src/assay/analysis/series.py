@@ -32,15 +32,37 @@ def _where(p: dict) -> str:
     return f", {placement} {shown}"
 
 
+# Params that tell apart the tests one imported file holds under one label: a run of a pasted
+# session, a tool version, IMB-EXT's mode, IMB -multi groups, OMB's device buffers...
+_SPLIT = (
+    "run", "version", "mode", "groups", "group_ranks", "group", "device", "send_buffer",
+    "recv_buffer", "pairs", "window", "sender_threads", "receiver_threads", "sender_processes",
+    "receiver_processes", "datatype", "window_creation", "synchronization",
+)  # fmt: skip
+
+
+def _shown(key: str, value: object) -> str:
+    return f"run {value}" if key == "run" else f"{key}={value}"
+
+
 def by_series_and_size(figures: list[Figure], metric: str) -> dict[str, dict[int, Figure]]:
     """Series label -> size -> figure. Runs at several rank counts (IMB's #processes blocks)
-    get a series each, so no figure overwrites another."""
+    get a series each, and so do the tests of one label that differ in a ``_SPLIT`` param
+    (runs of one file, IMB-EXT modes...), so no figure overwrites another."""
     chosen = [f for f in figures if f.sample.metric == metric and "size" in f.sample.params]
     rank_counts = {f.sample.params.get("ranks") for f in chosen}
+    labels = [series_label(f.sample) for f in chosen]
+    values: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for f, label in zip(chosen, labels, strict=True):
+        for key in _SPLIT:
+            values[label, key].add(repr(f.sample.params.get(key)))
     out: dict[str, dict[int, Figure]] = defaultdict(dict)
-    for f in chosen:
-        label = series_label(f.sample)
-        if len(rank_counts) > 1 and f.sample.params.get("ranks") is not None:
-            label += f", {f.sample.params.get('ranks')} ranks"  # an import may not say
-        out[label][int(f.sample.params["size"])] = f
+    for f, label in zip(chosen, labels, strict=True):
+        p = f.sample.params
+        if len(rank_counts) > 1 and p.get("ranks") is not None:
+            label += f", {p.get('ranks')} ranks"  # an import may not say
+        for key in _SPLIT:
+            if len(values[series_label(f.sample), key]) > 1 and key in p:
+                label += f", {_shown(key, p[key])}"
+        out[label][int(p["size"])] = f
     return dict(out)

@@ -18,6 +18,9 @@ osu_bibw                     ``p2p.bibw``
 osu_mbw_mr                   ``p2p.bandwidth`` (aggregate over the pairs) and
                              ``p2p.message_rate`` (messages/s, unit op/s)
 blocking collectives         ``coll.<op>`` (allreduce, alltoall, bcast, barrier...): Avg Latency
+one-sided (osu_put_latency,  ``rma.<op>.latency``, ``rma.<op>.bandwidth``, ``rma.<op>.bibw`` (op:
+osu_get_bw, osu_acc_...)     put, get, accumulate, get_accumulate, fetch_and_op,
+                             compare_and_swap); params ``window_creation``, ``synchronization``
 non-blocking collectives     ``coll.i<op>``: "Pure Comm.(us)", the collective alone, comparable
                              with the blocking one; ``coll.i<op>.overall``: "Overall(us)", the
                              latency with the overlapped compute. Compute and Overlap(%) are
@@ -30,14 +33,24 @@ so ``Stats.n`` is 0 ("not printed"); the printed iteration count goes to ``param
 Tail columns of newer OMB 7.x (P50/P90/P99 Tail Lat) map to ``Stats.median`` and ``Stats.p99``;
 Stats has no p90 field, so P90 is kept in ``params["p90"]`` (seconds).
 
+With ``-f`` the non-blocking collectives of OMB 5.7+ add ``Coll. Init``, ``MPI_Test``,
+``MPI_Wait``, ``Min Comm.`` and ``Max Comm.`` columns: Min/Max Comm. are the spread across
+ranks of ``coll.i<op>`` (``Stats``); the other three are not kept.
+
 params: ``tool="osu"``, ``benchmark`` ("osu_latency"), ``version`` ("5.6.2"), ``size`` (bytes,
 absent for barrier), ``iterations`` (when printed), ``device`` ("cuda", "rocm"... for MPI-CUDA
 titles), ``send_buffer``/``recv_buffer`` ("device"/"host"/"managed"), ``datatype``, ``pairs`` and
-``window`` (osu_mbw_mr).
+``window`` (osu_mbw_mr), ``sender_threads``/``receiver_threads`` (osu_latency_mt) and
+``sender_processes``/``receiver_processes`` (osu_latency_mp; OMB 5.x prints both before the
+title). A benchmark run more than once in one file (a pasted session, outputs
+concatenated, a documentation page) gets ``run`` (1, 2... in file order among the runs of that
+benchmark) so that each run is its own series. Shell prompts, ``mpirun`` lines and other text
+outside a table are skipped; a ``...`` line after rows (rows left out by whoever pasted the
+output) is warned about.
 
 With ``-c`` (OMB 6+) a row whose Validation column is not "Pass" is skipped with a warning.
-Blocks OMB prints for benchmarks outside this scope (one-sided MPI_Put/Get..., hello, init,
-OpenSHMEM/UPC...) are skipped with a warning. Lines the MPI runtime writes into the table
+Blocks OMB prints for benchmarks outside this scope (hello, init, OpenSHMEM/UPC...) are
+skipped with a warning. Lines the MPI runtime writes into the table
 (``[host:pid] ...`` help aggregation, UCX log lines) are skipped with a warning naming the line.
 Any other line inside a table that is not a row ends the table; a row after it means two
 streams were interleaved, and that line raises ParseError. A table cut off mid-line (the file
@@ -49,6 +62,7 @@ from a finished one.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -106,7 +120,18 @@ _BUFFERS = re.compile(
     r"Receive Buffer on (?P<recv>\w+)",
     re.IGNORECASE,
 )
+# osu_latency_mt's threads and osu_latency_mp's processes per side: OMB 5.x prints these
+# before the title, 7.x after it
+_THREADS = re.compile(
+    r"^\s*#\s*Number of (?:(?P<who>Sender|Receiver) (?P<t>threads)|forked (?P<p>processes) "
+    r"in (?P<side>sender|receiver)):\s*(?P<n>\d+)",
+    re.I,
+)
+# one-sided benchmarks: "# Window creation: MPI_Win_allocate", "# Synchronization: MPI_Win_flush"
+_RMA_SETUP = re.compile(r"^\s*#\s*(?P<what>Window creation|Synchronization):\s*(?P<how>\S+)\s*$")
 _PAIRS = re.compile(r"pairs:\s*(?P<pairs>\d+)\s*\]\s*\[\s*window size:\s*(?P<window>\d+)")
+# "..." or "…" where a person pasting an output left rows out
+_ELIDED = re.compile(r"^(?:\.{3,}|\u2026)$")
 # Lines an MPI runtime or UCX writes into the same stream: "[host:pid] ..." / "[1700.5] [host:..".
 _RUNTIME_MESSAGE = re.compile(r"^\s*\[[^\]]*\]")
 
@@ -129,6 +154,12 @@ _COLUMNS: list[tuple[str, re.Pattern[str]]] = [
         ("overall", r"Overall\s*\(us\)"),
         ("compute", r"Compute\s*\(us\)"),
         ("pure", r"Pure\s+Comm\.?\s*\(us\)"),
+        # -f (full statistics) of the non-blocking collectives, OMB 5.7+
+        ("init", r"Coll\.?\s+Init\s*\(us\)"),
+        ("test", r"MPI_Test\s*\(us\)"),
+        ("wait", r"MPI_Wait\s*\(us\)"),
+        ("min_comm", r"Min\s+Comm\.?\s*\(us\)"),
+        ("max_comm", r"Max\s+Comm\.?\s*\(us\)"),
         ("overlap", r"Overlap\s*\(%\)"),
         ("validation", r"Validation"),  # OMB 6+ with -c: "Pass" / "Fail" per row
     ]
@@ -167,6 +198,23 @@ _POINT_TO_POINT = {
     "bandwidth": ("osu_bw", "bandwidth"),
     "bi-directional bandwidth": ("osu_bibw", "bibw"),
     "multiple bandwidth / message rate": ("osu_mbw_mr", "mbw_mr"),
+}
+
+
+# One-sided benchmarks (OMB 5+): "# OSU MPI_Put Latency Test", "# OSU MPI_Get_accumulate latency
+# Test"... MPI operation -> the short name of its executable (osu_<short>_latency, _bw, _bibw).
+_ONE_SIDED = {
+    "put": "put",
+    "get": "get",
+    "accumulate": "acc",
+    "get_accumulate": "get_acc",
+    "fetch_and_op": "fop",
+    "compare_and_swap": "cas",
+}
+_ONE_SIDED_MEASURES = {
+    "latency": ("latency", "rma_latency"),
+    "bandwidth": ("bw", "rma_bw"),
+    "bi-directional bandwidth": ("bibw", "rma_bibw"),
 }
 
 
@@ -209,6 +257,16 @@ def _kind_of(name: str) -> _Kind | None:
     return _Kind(f"osu_{op}", "collective", op)
 
 
+def _one_sided(title: dict[str, str | None]) -> _Kind | None:
+    """The one-sided benchmark of a title "OSU MPI_Put Bandwidth Test" (osu_put_bw), or None."""
+    api = (title["api"] or "").lower()
+    short = _ONE_SIDED.get(api.removeprefix("mpi_")) if api.startswith("mpi_") else None
+    measure = _ONE_SIDED_MEASURES.get(" ".join((title["name"] or "").lower().split()))
+    if short is None or measure is None or title["device"]:
+        return None
+    return _Kind(f"osu_{short}_{measure[0]}", measure[1], api.removeprefix("mpi_"))
+
+
 def _is_header(text: str) -> bool:
     body = text.strip().lstrip("#").strip()
     return body.startswith(("Size", "Avg Latency", "Latency", "Overall("))
@@ -231,6 +289,13 @@ def _row_samples(block: _Block, values: dict[str, float]) -> list[Sample]:
         params["iterations"] = int(values["iterations"])
     params.update(block.params)
 
+    if kind.measure.startswith("rma_"):  # one-sided: rma.put.latency, rma.get.bandwidth...
+        if kind.measure == "rma_latency":
+            return [_sample(f"rma.{kind.op}.latency", values["avg"] * US, params, unit="s",
+                            better="lower")]  # fmt: skip
+        what = "bandwidth" if kind.measure == "rma_bw" else "bibw"
+        return [_sample(f"rma.{kind.op}.{what}", values["bw"] * MB, params, unit="B/s",
+                        better="higher")]  # fmt: skip
     if kind.measure in ("bandwidth", "bibw"):
         metric = "p2p.bandwidth" if kind.measure == "bandwidth" else "p2p.bibw"
         return [_sample(metric, values["bw"] * MB, params, unit="B/s", better="higher")]
@@ -242,8 +307,14 @@ def _row_samples(block: _Block, values: dict[str, float]) -> list[Sample]:
             )
         return out
     if kind.measure == "nonblocking":
+        spread = None
+        if "min_comm" in values and "max_comm" in values:  # -f: the spread across ranks
+            spread = Stats(n=0, min=values["min_comm"] * US, max=values["max_comm"] * US,
+                           mean=values["pure"] * US)  # fmt: skip
         return [
-            _sample(f"coll.{kind.op}", values["pure"] * US, params, unit="s", better="lower"),
+            _sample(
+                f"coll.{kind.op}", values["pure"] * US, params, spread, unit="s", better="lower"
+            ),
             _sample(
                 f"coll.{kind.op}.overall", values["overall"] * US, params, unit="s", better="lower"
             ),
@@ -266,7 +337,8 @@ def _row_samples(block: _Block, values: dict[str, float]) -> list[Sample]:
     return [_sample(metric, values["avg"] * US, params, stats, unit="s", better="lower")]
 
 
-_TIMES = frozenset({"avg", "min", "max", "p50", "p90", "p99", "overall", "pure"})
+_TIMES = frozenset({"avg", "min", "max", "p50", "p90", "p99", "overall", "pure", "min_comm",
+                    "max_comm"})  # fmt: skip
 
 _REQUIRED = {
     "latency": ("avg",),
@@ -275,12 +347,196 @@ _REQUIRED = {
     "bibw": ("size", "bw"),
     "mbw_mr": ("size", "bw"),
     "nonblocking": ("overall", "pure"),
+    "rma_latency": ("size", "avg"),
+    "rma_bw": ("size", "bw"),
+    "rma_bibw": ("size", "bw"),
 }
+
+
+def _number_repeated_runs(blocks: list[_Block]) -> None:
+    """A benchmark run more than once in one file (a session pasted whole, outputs
+    concatenated): each run its own series, ``params["run"]`` 1, 2... in file order among the
+    runs of that benchmark, whatever options (device buffers...) each run had."""
+    ran = [b for b in blocks if b.kind is not None and b.rows]
+    counts = Counter(b.kind.benchmark for b in ran if b.kind is not None)
+    seen: Counter[str] = Counter()
+    for b in ran:
+        name = b.kind.benchmark if b.kind is not None else ""
+        if counts[name] > 1:
+            seen[name] += 1
+            b.params["run"] = seen[name]
 
 
 def looks_like(text: str) -> bool:
     """True when the text holds an OMB title line ("# OSU MPI ... Test")."""
     return any(_title(line) for line in text.splitlines())
+
+
+class _Reader:
+    """Reads an OMB output line by line into blocks (one per title line)."""
+
+    def __init__(self, source: str, n_lines: int, cut_last: bool) -> None:
+        self.source = source
+        self.last_cut = n_lines if cut_last else None  # the line cut mid-row, if any
+        self.blocks: list[_Block] = []
+        self.block: _Block | None = None
+        self.pending: dict[str, Any] = {}  # thread counts printed before their title
+        self.stopped = False  # the last row was cut off mid-line
+        self.warnings: list[str] = []
+
+    def feed(self, lineno: int, raw: str) -> None:
+        stripped = raw.strip()
+        if self.stopped or self.threads(lineno, raw) or self.title(lineno, raw, stripped):
+            return
+        block = self.block
+        if block is None or not stripped or block.kind is None:
+            return  # preamble before the first title, blank lines, skipped blocks
+        if self.comment(block, lineno, raw, stripped):
+            return
+        if not block.columns:
+            self.header(block, lineno, raw, stripped)
+        elif _RUNTIME_MESSAGE.match(raw):
+            if block.garbage is None:  # after the table: launcher chatter before the next block
+                self.warn(lineno, f"skipped a runtime message: {stripped[:80]!r}")
+        elif stripped[0].isdigit():
+            self.row(block, lineno, stripped)
+        elif block.rows and block.garbage is None:
+            if _ELIDED.match(stripped):
+                self.warn(lineno, f"{stripped!r} after the last {block.kind.benchmark} row: "
+                          "rows were left out where this output was pasted")  # fmt: skip
+            block.garbage = (lineno, stripped)  # the table may have ended here
+
+    def warn(self, lineno: int, message: str) -> None:
+        self.warnings.append(f"{self.source}:{lineno}: {message}")
+
+    def threads(self, lineno: int, raw: str) -> bool:
+        m = _THREADS.match(raw)
+        if m:
+            side, what = (m["who"], "threads") if m["t"] else (m["side"], "processes")
+            key = f"{side.lower()}_{what}"
+            value = parse_int(m["n"], source=self.source, line=lineno, what=key)
+            block = self.block
+            (block.params if block is not None and not block.columns else self.pending)[key] = value
+        return m is not None
+
+    def title(self, lineno: int, raw: str, stripped: str) -> bool:
+        title = _title(raw)
+        if not title:
+            return False
+        kind = _kind_of(title["name"]) if title["api"] == "MPI" else _one_sided(title)
+        device = title["device"].lower() if title["device"] else None
+        block = _Block(line=lineno, title=stripped.lstrip("#").strip(), kind=kind,
+                       version=title["version"], device=device)  # fmt: skip
+        if device:
+            block.params["device"] = device
+        block.params.update(self.pending)
+        self.pending = {}
+        self.blocks.append(block)
+        self.block = block
+        if kind is None:
+            self.warn(lineno, f"skipped '{block.title}': not a benchmark assay reads")
+        return True
+
+    def comment(self, block: _Block, lineno: int, raw: str, stripped: str) -> bool:
+        """The comment lines that describe a block: datatype, buffers, pairs and window."""
+        dt = _DATATYPE.match(raw)
+        if dt:
+            block.params["datatype"] = dt["dt"].strip()
+            return True
+        buffers = _BUFFERS.match(raw)
+        if buffers:
+            block.params["send_buffer"] = buffers["send"].lower()
+            block.params["recv_buffer"] = buffers["recv"].lower()
+            return True
+        setup = _RMA_SETUP.match(raw)
+        if setup:
+            key = "window_creation" if setup["what"] == "Window creation" else "synchronization"
+            block.params[key] = setup["how"]
+            return True
+        pairs = _PAIRS.search(raw)
+        if pairs and stripped.startswith("#"):
+            block.params["pairs"] = parse_int(pairs["pairs"], source=self.source, line=lineno)
+            block.params["window"] = parse_int(pairs["window"], source=self.source, line=lineno)
+            return True
+        return False
+
+    def header(self, block: _Block, lineno: int, raw: str, stripped: str) -> None:
+        assert block.kind is not None
+        if _is_header(raw):
+            block.columns = _parse_header(raw, source=self.source, line=lineno)
+            need = [c for c in _REQUIRED[block.kind.measure] if c not in block.columns]
+            if need:
+                raise ParseError(
+                    f"the {block.kind.benchmark} header lacks column(s) {', '.join(need)}",
+                    source=self.source,
+                    line=lineno,
+                )
+        elif stripped[0].isdigit():
+            raise ParseError(
+                f"row before the column header of '{block.title}'", source=self.source, line=lineno
+            )
+        elif not stripped.startswith("#"):
+            self.warn(lineno, f"ignored {stripped[:80]!r}")
+
+    def row(self, block: _Block, lineno: int, stripped: str) -> None:
+        assert block.kind is not None
+        tokens = table_row(stripped, n_columns=len(block.columns), table=block.kind.benchmark,
+                           garbage=block.garbage, cut_last=lineno == self.last_cut,
+                           source=self.source, line=lineno)  # fmt: skip
+        if tokens is None:
+            self.stopped = True  # the last row was cut off mid-line: see _completeness
+            return
+        cells = dict(zip(block.columns, tokens, strict=True))
+        verdict = cells.pop("validation", "Pass")
+        if verdict.lower() != "pass":
+            self.warn(lineno, f"skipped the {block.kind.benchmark} row {tokens[0]}: "
+                      f"OMB validation says {verdict!r} (wrong data)")  # fmt: skip
+            return
+        # a time OMB measured is > 0; sizes, counts, rates, overlap % are ≥ 0
+        values = {
+            name: (parse_time if name in _TIMES else parse_rate)(
+                tok, source=self.source, line=lineno, what=name
+            )
+            for name, tok in cells.items()
+        }
+        for name in ("size", "iterations"):
+            if name in values:
+                values[name] = to_int(values[name], source=self.source, line=lineno, what=name)
+        block.rows.append((lineno, values))
+
+
+def _completeness(reader: _Reader, lines: list[str]) -> list[str]:
+    """What the output lacks: the row cut off mid-line, the blocks without any row."""
+    missing: list[str] = []
+    block = reader.block
+    if reader.last_cut and lines and block is not None and block.kind is not None:
+        last = lines[-1].strip()
+        if last and last[0].isdigit():
+            after = (
+                f" after size {int(block.rows[-1][1]['size'])}"
+                if (block.rows and "size" in block.rows[-1][1])
+                else ""
+            )
+            missing.append(
+                f"{block.kind.benchmark}: the row{after} was cut off (output ends mid-line); "
+                "later sizes, if any, are unknown"
+            )
+    for b in reader.blocks:
+        if b.kind is not None and not b.rows:
+            missing.append(f"{b.kind.benchmark} (line {b.line}): no rows after '{b.title}'")
+    return missing
+
+
+def _check_sweeps(blocks: list[_Block], source: str) -> list[str]:
+    """Repeated rows kept once, rows lost in the middle named (``sweep_rows``), per table."""
+    warnings: list[str] = []
+    for b in blocks:
+        if b.kind is not None and b.rows and "size" in b.rows[0][1]:
+            rows = [(n, int(v["size"]), v) for n, v in b.rows]
+            kept, dup_gap = sweep_rows(rows, table=b.kind.benchmark, source=source)
+            b.rows = [(n, v) for n, _, v in kept]
+            warnings.extend(dup_gap)
+    return warnings
 
 
 @checked
@@ -295,143 +551,20 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
         hint="OMB prints a title such as '# OSU MPI Latency Test v7.2' before each table",
     )
     lines = text.splitlines()
-
-    warnings: list[str] = []
-    missing: list[str] = []
-    blocks: list[_Block] = []
-    block: _Block | None = None
-    cut_last_line = last_line_cut(text)
-
+    reader = _Reader(source, len(lines), last_line_cut(text))
     for lineno, raw in enumerate(lines, start=1):
-        stripped = raw.strip()
-        title = _title(raw)
-        if title:
-            api = title["api"]
-            kind = _kind_of(title["name"]) if api == "MPI" else None
-            block = _Block(
-                line=lineno,
-                title=stripped.lstrip("#").strip(),
-                kind=kind,
-                version=title["version"],
-                device=title["device"].lower() if title["device"] else None,
-            )
-            if block.device:
-                block.params["device"] = block.device
-            blocks.append(block)
-            if kind is None:
-                warnings.append(
-                    f"{source}:{lineno}: skipped '{block.title}': not a benchmark assay reads"
-                )
-            continue
-        if block is None or not stripped or block.kind is None:
-            continue  # preamble before the first title, blank lines, skipped blocks
-
-        dt = _DATATYPE.match(raw)
-        if dt:
-            block.params["datatype"] = dt["dt"].strip()
-            continue
-        buffers = _BUFFERS.match(raw)
-        if buffers:
-            block.params["send_buffer"] = buffers["send"].lower()
-            block.params["recv_buffer"] = buffers["recv"].lower()
-            continue
-        pairs = _PAIRS.search(raw)
-        if pairs and stripped.startswith("#"):
-            block.params["pairs"] = parse_int(pairs["pairs"], source=source, line=lineno)
-            block.params["window"] = parse_int(pairs["window"], source=source, line=lineno)
-            continue
-        if not block.columns:
-            if _is_header(raw):
-                block.columns = _parse_header(raw, source=source, line=lineno)
-                need = [c for c in _REQUIRED[block.kind.measure] if c not in block.columns]
-                if need:
-                    raise ParseError(
-                        f"the {block.kind.benchmark} header lacks column(s) {', '.join(need)}",
-                        source=source,
-                        line=lineno,
-                    )
-            elif stripped[0].isdigit():
-                raise ParseError(
-                    f"row before the column header of '{block.title}'", source=source, line=lineno
-                )
-            elif not stripped.startswith("#"):
-                warnings.append(f"{source}:{lineno}: ignored {stripped[:80]!r}")
-            continue
-        if _RUNTIME_MESSAGE.match(raw):
-            if block.garbage is not None:
-                continue  # after the table: launcher chatter before the next block
-            warnings.append(f"{source}:{lineno}: skipped a runtime message: {stripped[:80]!r}")
-            continue
-        if stripped[0].isdigit():
-            tokens = table_row(
-                stripped,
-                n_columns=len(block.columns),
-                table=block.kind.benchmark,
-                garbage=block.garbage,
-                cut_last=cut_last_line and lineno == len(lines),
-                source=source,
-                line=lineno,
-            )
-            if tokens is None:
-                break  # the last row was cut off mid-line: handled below
-            cells = dict(zip(block.columns, tokens, strict=True))
-            verdict = cells.pop("validation", "Pass")
-            if verdict.lower() != "pass":
-                warnings.append(
-                    f"{source}:{lineno}: skipped the {block.kind.benchmark} row {tokens[0]}: "
-                    f"OMB validation says {verdict!r} (wrong data)"
-                )
-                continue
-            # a time OMB measured is > 0; sizes, counts, rates, overlap % are ≥ 0
-            values = {
-                name: (parse_time if name in _TIMES else parse_rate)(
-                    tok, source=source, line=lineno, what=name
-                )
-                for name, tok in cells.items()
-            }
-            for name in ("size", "iterations"):
-                if name in values:
-                    values[name] = to_int(values[name], source=source, line=lineno, what=name)
-            block.rows.append((lineno, values))
-            continue
-        if block.rows and block.garbage is None:
-            block.garbage = (lineno, stripped)  # the table may have ended here
-
-    complete = True
-    if cut_last_line and lines and block is not None and block.kind is not None:
-        last = lines[-1].strip()
-        if last and last[0].isdigit():
-            complete = False
-            after = (
-                f" after size {int(block.rows[-1][1]['size'])}"
-                if (block.rows and "size" in block.rows[-1][1])
-                else ""
-            )
-            missing.append(
-                f"{block.kind.benchmark}: the row{after} was cut off (output ends mid-line); "
-                "later sizes, if any, are unknown"
-            )
-    for b in blocks:
-        if b.kind is not None and not b.rows:
-            complete = False
-            missing.append(f"{b.kind.benchmark} (line {b.line}): no rows after '{b.title}'")
-
-    for b in blocks:
-        if b.kind is not None and b.rows and "size" in b.rows[0][1]:
-            rows = [(n, int(v["size"]), v) for n, v in b.rows]
-            kept, dup_gap = sweep_rows(rows, table=b.kind.benchmark, source=source)
-            b.rows = [(n, v) for n, _, v in kept]
-            warnings.extend(dup_gap)
-    samples: list[Sample] = []
-    for b in blocks:
-        for _, values in b.rows:
-            samples.extend(_row_samples(b, values))
+        reader.feed(lineno, raw)
+    blocks = reader.blocks
+    missing = _completeness(reader, lines)
+    complete = not missing
+    warnings = reader.warnings + _check_sweeps(blocks, source)
+    _number_repeated_runs(blocks)
+    samples = [s for b in blocks for _, values in b.rows for s in _row_samples(b, values)]
     if not samples and complete:
         raise ParseError(
             f"no OSU benchmark assay reads in this output ({'; '.join(b.title for b in blocks)})",
             source=source,
         )
-
     versions = sorted({b.version for b in blocks if b.version})
     meta: dict[str, Any] = {
         "tool": "osu",
@@ -440,11 +573,5 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
     }
     if len(versions) == 1:
         meta["version"] = versions[0]
-    return ParseResult(
-        tool="osu",
-        samples=samples,
-        meta=meta,
-        complete=complete,
-        missing=missing,
-        warnings=warnings,
-    )
+    return ParseResult(tool="osu", samples=samples, meta=meta, complete=complete,
+                       missing=missing, warnings=warnings)  # fmt: skip

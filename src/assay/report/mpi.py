@@ -130,11 +130,13 @@ def collective_tables(figures: list[Figure], results: list[JobResult] | None = N
         for m in mpis:
             cols += [f"Avg Latency [us] ({m})", f"Min / Max [us] ({m})"]
         op = metric.split(".", 1)[1]
-        ranks = sorted(
-            {str(f.sample.params.get("ranks")) for f in figures if f.sample.metric == metric}
-        )
+        chosen = [f.sample.params for f in figures if f.sample.metric == metric]
+        ranks = sorted({str(p.get("ranks")) for p in chosen if "groups" not in p})
+        shapes = sorted({f"{p['groups']} groups of {p.get('group_ranks')}" for p in chosen
+                         if "groups" in p})  # fmt: skip
+        counts = ", ".join(ranks + shapes)  # IMB -multi: groups of ranks at the same time
         notes = [
-            f"{', '.join(ranks)} ranks; each rank times its own calls (barrier outside the timed "
+            f"{counts} ranks; each rank times its own calls (barrier outside the timed "
             "region), then min / max / average across ranks."
         ]
         marks = best_marks(figs, "lower")
