@@ -715,10 +715,10 @@ def test_nccl_cut_mid_table() -> None:
     result = nccl.parse(source, source="ar.log")
     assert not result.complete
     assert result.missing == [
-        "all_reduce_perf (line 30): sizes after 536870912 up to 8589934592 and the "
+        "all_reduce_perf (line 30): sizes after 1048576 up to 8589934592 and the "
         "'# Avg bus bandwidth' footer"
     ]
-    assert max(x.params["size"] for x in result.samples) == 536870912
+    assert max(x.params["size"] for x in result.samples) == 1048576
 
 
 def test_nccl_interleaved_rows_raise() -> None:
