@@ -375,7 +375,7 @@ def test_stream_serial_build_has_one_thread():
 
 
 def test_stream_failed_validation_is_an_error():
-    with pytest.raises(ParseError, match=r"^failed\.txt:29: STREAM failed its validation"):
+    with pytest.raises(ParseError, match=r"^failed\.txt:16: STREAM failed its validation"):
         stream.parse(fixture("stream/qemu_sam460ex_failed.txt"), "failed.txt")
 
 
