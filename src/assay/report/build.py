@@ -29,6 +29,7 @@ from assay.report.mpi import (
     p2p_tables,
     shared_memory_table,
 )
+from assay.report.nccl import nccl_figures, nccl_tables
 from assay.report.rdma import rdma_figures, rdma_tables
 from assay.report.storage import storage_figures, storage_tables
 from assay.report.system import system_table
@@ -287,6 +288,9 @@ def build(
     gpu_figs = [f for f in figures if f.sample.probe in ("gpu_burn", "gpu_mem")]
     tables += gpu_tables(gpu_figs)
     shown |= {id(f) for f in gpu_figs}
+    nccl_figs = nccl_figures(figures)
+    tables += nccl_tables(nccl_figs)
+    shown |= {id(f) for f in nccl_figs}
     other = generic_table(figures, shown)
     if other:
         tables.append(other)
