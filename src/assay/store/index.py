@@ -20,12 +20,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 from assay.errors import StoreError
+from assay.store import safefile
 from assay.store.lines import read_small
 from assay.store.records import JOBS, SAMPLES, Damage, read_records, read_run_info
 from assay.store.rundir import RunStore
@@ -162,7 +164,7 @@ class Index:
             self.db.close()
         lock_path = self.path.with_name(self.path.name + ".lock")
         try:
-            with open(lock_path, "a") as lock:
+            with os.fdopen(safefile.open_append(lock_path), "a") as lock:  # never a link
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 if self._inode() not in (mine, None):
                     self.db = self._connect()
