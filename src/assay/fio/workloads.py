@@ -33,7 +33,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from assay.fio.job import FILE_OPTIONS, RW, FioJob, fio_path
+from assay.fio.job import COMMAND_OPTIONS, FILE_OPTIONS, PATH_OPTIONS, RW, FioJob, fio_path
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -264,11 +264,11 @@ def custom_job(fields: dict[str, Any], settings: RunSettings, *, directory: str 
     }
     merged = {**base, **fields}
     merged["extra"] = {str(k): str(v) for k, v in dict(fields.get("extra") or {}).items()}
-    naming = sorted(set(merged["extra"]) & FILE_OPTIONS)
+    naming = sorted(set(merged["extra"]) & (FILE_OPTIONS | PATH_OPTIONS | COMMAND_OPTIONS))
     if naming:
         raise ValueError(
-            f"custom job {label!r}: extra sets {', '.join(naming)}, which names the files fio "
-            "writes; use the job's filename (checked by the safety rules) or the probe's target"
+            f"custom job {label!r}: extra sets {', '.join(naming)}, which names files fio "
+            "writes or a program it runs; use the job's filename (checked by the safety rules) or the probe's target"
         )
     merged["bs"] = int(merged["bs"])
     if not merged.get("filename"):
