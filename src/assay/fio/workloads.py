@@ -268,7 +268,8 @@ def custom_job(fields: dict[str, Any], settings: RunSettings, *, directory: str 
     if naming:
         raise ValueError(
             f"custom job {label!r}: extra sets {', '.join(naming)}, which names files fio "
-            "writes or a program it runs; use the job's filename (checked by the safety rules) or the probe's target"
+            "writes or a program it runs; use the job's filename (checked by the safety rules) "
+            "or the probe's target"
         )
     merged["bs"] = int(merged["bs"])
     if not merged.get("filename"):
