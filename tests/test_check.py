@@ -4,6 +4,7 @@ OpenMetrics files read back by real consumers (junitparser, Prometheus's promtoo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shutil
 import subprocess
@@ -467,3 +468,36 @@ def test_the_grid_puts_the_worst_node_and_check_first_and_folds_the_inventory() 
     assert line.startswith("5 nodes: 2 PASS, 1 WARN (n1), 2 FAIL (n2, n5)") and line.endswith(
         "exit status 3"
     )
+
+
+HOST_LISTS = ["n[1-100],login1", "n[1-100]", "n1,n2", "n1 n2", "n1\nn2", "", "ALL", "-n1"]
+
+
+@pytest.mark.parametrize("name", HOST_LISTS)
+def test_a_drain_names_one_node_never_a_host_list(name: str) -> None:
+    """issue 28: ``--node 'n[1-100],login1' --drain`` became ``scontrol update
+    NodeName=n[1-100],login1 State=DRAIN``; a name that is not one node's is never drained,
+    even when Slurm's states are not known (a dry run stands each node in as 'unknown')."""
+    from assay.errors import LaunchError
+    from assay.launch.slurm.nodes import drain_argv, resume_argv
+
+    with pytest.raises(LaunchError, match="not one node name"):
+        drain_argv(name, "assay: x")
+    with pytest.raises(LaunchError, match="not one node name"):
+        resume_argv(name)
+    _, verdicts = _judged_five(180)
+    verdicts = [dataclasses.replace(v, subject=name) if v.subject == "n5" else v
+                for v in verdicts]  # fmt: skip
+    states = {name: NodeState(name, "unknown")}
+    acts = plan_actions({name: "FAIL"}, verdicts, states, "r1", drain=True, resume=True)
+    assert [a.what for a in acts] == ["leave"] and acts[0].argv is None
+
+
+def test_check_node_must_be_one_node_name(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    for name in ("n[1-100],login1", "n1 n2"):
+        proc = run_cli("check", "--node", name, "--drain", "--dry-run", home=tmp_path / "h",
+                       timeout=120)  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        assert "not one node name" in proc.stderr and "Traceback" not in proc.stderr

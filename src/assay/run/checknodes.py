@@ -26,6 +26,7 @@ from assay.launch.slurm.nodes import (
     NodeState,
     delete_reservation_argv,
     drain_argv,
+    node_name_problem,
     node_states,
     reservation_argv,
     resume_argv,
@@ -62,6 +63,10 @@ def plan_actions(
     out = []
     for node, grade in sorted(grades.items()):
         st = states.get(node)
+        if (drain and grade == "FAIL") or resume:
+            if problem := node_name_problem(node):  # never a host list (issue 28)
+                out.append(Action(node, "leave", None, problem))
+                continue
         if st is None:
             if (drain and grade == "FAIL") or resume:
                 out.append(Action(node, "leave", None, "Slurm has no node of this name"))
