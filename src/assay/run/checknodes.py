@@ -63,10 +63,10 @@ def plan_actions(
     out = []
     for node, grade in sorted(grades.items()):
         st = states.get(node)
-        if (drain and grade == "FAIL") or resume:
-            if problem := node_name_problem(node):  # never a host list (issue 28)
-                out.append(Action(node, "leave", None, problem))
-                continue
+        acting = (drain and grade == "FAIL") or resume
+        if acting and (problem := node_name_problem(node)):  # never a host list (issue 28)
+            out.append(Action(node, "leave", None, problem))
+            continue
         if st is None:
             if (drain and grade == "FAIL") or resume:
                 out.append(Action(node, "leave", None, "Slurm has no node of this name"))
