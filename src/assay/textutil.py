@@ -67,10 +67,17 @@ def terminal(text: object) -> str:
     return visible(str(text), keep="\n\t")
 
 
+# A cell a spreadsheet reads as a formula (OWASP, "CSV Injection"): one starting with these.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
 def csv_text(text: object) -> str:
     """A CSV text cell: controls shown as in :func:`terminal` (the csv module quotes newlines;
-    an ESC would still reach the terminal a report is printed on)."""
-    return visible(str(text), keep="\n\t")
+    an ESC would still reach the terminal a report is printed on), and a cell a spreadsheet
+    would run as a formula (``=HYPERLINK(...)``, ``+``, ``-``, ``@``, a tab or CR first) kept
+    as text with a leading ``'``, as OWASP advises (issue 28). Number cells are not text."""
+    shown = visible(str(text), keep="\n\t")
+    return "'" + shown if shown.startswith(_FORMULA_START) else shown
 
 
 def html_text(text: object) -> str:
