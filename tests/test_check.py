@@ -501,3 +501,64 @@ def test_check_node_must_be_one_node_name(tmp_path: Path) -> None:
                        timeout=120)  # fmt: skip
         assert proc.returncode == 2, proc.stderr
         assert "not one node name" in proc.stderr and "Traceback" not in proc.stderr
+
+
+HOSTILE_NODES = ["n\x01de\x1b[2J", "n\udcffde", "n\x7f\u202ede"]
+
+
+def _hostile_verdicts() -> list:
+    _, verdicts = _judged_five(180)
+    names = dict(zip(["n1", "n5", "n3"], HOSTILE_NODES, strict=True))
+    return [dataclasses.replace(v, subject=names.get(v.subject, v.subject)) for v in verdicts]
+
+
+def test_a_control_character_or_a_non_utf8_node_name_keeps_junit_well_formed(tmp_path: Path):
+    """issue 28: a control character in a node name made the JUnit file ill-formed XML, a
+    lone surrogate (a non-UTF-8 name) could not be written at all."""
+    import xml.etree.ElementTree as ET
+
+    from assay.report.junit import junit_xml
+    from assay.report.openmetrics import openmetrics_text
+
+    xml = junit_xml(_hostile_verdicts(), suite="s\x02", run_id="r1", seconds=1.0,
+                    timestamp="2026-01-01T00:00:00")  # fmt: skip
+    root = ET.fromstring(xml.encode("utf-8"))
+    names = {s.get("name") for s in root}
+    assert {"n\\x01de\\x1b[2J", "n\\udcffde", "n\\x7f\\u202ede"} <= names
+    text = openmetrics_text(_hostile_verdicts(), run_id="r", suite="s", level=1, timestamp=1.0)
+    text.encode("utf-8")
+    assert 'node="n\\\\udcffde"' in text and "\x1b" not in text
+
+
+def test_junit_and_openmetrics_files_of_a_non_utf8_name_are_written_whole(
+    tmp_path: Path, monkeypatch
+):
+    """The files are written through a temporary name: none is left when writing fails."""
+    from types import SimpleNamespace
+
+    from assay.cli import checkout
+
+    args = SimpleNamespace(json=True, junit=tmp_path / "j.xml", openmetrics=tmp_path / "m.prom",
+                           html=None)  # fmt: skip
+    run = tmp_path / "run"
+    run.mkdir()
+    checkout.write_outputs(args, "s", 1, "r1", None, _hostile_verdicts(), {}, [], [], 1.0, run)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["j.xml", "m.prom", "run"]
+    with pytest.raises(UnicodeEncodeError):
+        checkout._atomic(tmp_path / "x.txt", "a\udcff")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["j.xml", "m.prom", "run"]
+
+
+def test_the_summary_line_shows_escapes_as_every_table_does(tmp_path: Path, capsys):
+    from types import SimpleNamespace
+
+    from assay.cli import checkout
+
+    args = SimpleNamespace(json=False, junit=None, openmetrics=None, html=None)
+    run = tmp_path / "run"
+    run.mkdir()
+    checkout.write_outputs(args, "s", 1, "r1", None, _hostile_verdicts(), {}, ["x\x1b]0;t\x07"],
+                           [], 1.0, run)  # fmt: skip
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\udcff" not in out
+    assert "n\\udcffde" in out.splitlines()[-1]
