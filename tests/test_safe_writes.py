@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from assay.model import JobResult, Sample, Stats, System
-from assay.store import RunStore, recover, safefile
+from assay.store import RunStore, recover
 from assay.store.owner import Owner, register
 from conftest import run_cli
 
@@ -64,6 +64,7 @@ def test_a_record_file_that_is_a_link_is_not_appended_to(tmp_path: Path, name: s
 
 
 def test_safefile_writes_whole_files_and_leaves_no_temporary(tmp_path: Path):
+
     path = tmp_path / "f.json"
     safefile.write_atomic(path, "one\n")
     safefile.write_atomic(path, b"two\n")
