@@ -322,3 +322,22 @@ def test_a_csv_cell_is_never_a_spreadsheet_formula(assay_home: Path):
         for i in text_columns:
             assert not row[i].startswith(("=", "+", "-", "@")), (rows[0][i], row[i])
     assert rows[1][2] == "'=cmd|' /C calc'!A0"
+
+
+def test_a_non_utf8_label_or_host_keeps_its_run_in_the_index(assay_home: Path):
+    """issue 28: a label or host name with a lone surrogate (``--label $'\\xff'``) could not be
+    stored by SQLite: the run was skipped as damaged, gone from ``runs`` and ``history``."""
+    from assay.model import JobResult, Sample, System
+    from assay.store import RunStore
+
+    store = RunStore(assay_home)
+    w = store.create(suite="t", suite_text="", system=System(hostname="h\udcfe"), argv=[],
+                     label="lab\udcff")  # fmt: skip
+    s = Sample.make("stream", "memory.triad", 1e9, {})
+    w.record(JobResult(job_id="001", status="ok", exit_code=0, wall_time=1, argv=[]), [s])
+    w.finish("complete")
+    runs = run_cli("runs", home=assay_home)
+    assert runs.returncode == 0 and w.info.run_id in runs.stdout, runs.stdout + runs.stderr
+    assert "damaged" not in runs.stderr and "lab\\udcff" in runs.stdout
+    hist = run_cli("history", "memory.triad", home=assay_home)
+    assert hist.returncode == 0, hist.stderr

@@ -84,6 +84,15 @@ def _unusable(exc: Exception) -> bool:
     return isinstance(exc, sqlite3.DatabaseError) and any(w in text for w in _UNUSABLE)
 
 
+def _db_text(text: Any) -> Any:
+    """Text SQLite can hold: a lone surrogate (a non-UTF-8 label or host name, kept as is in
+    the run's JSON) is written as its escape, ``\\udcff``, as every output shows it; before,
+    the run was skipped as damaged and left ``runs`` and ``history`` (issue 28)."""
+    if not isinstance(text, str) or text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class _Remake(Exception):
     """The index must be made again from the run directories; the message says why."""
 
@@ -275,11 +284,11 @@ class Index:
             batch.append(
                 (
                     run_id,
-                    d.get("job_id", ""),
-                    d["probe"],
-                    d["metric"],
-                    d["unit"],
-                    d["better"],
+                    _db_text(d.get("job_id", "")),
+                    _db_text(d["probe"]),
+                    _db_text(d["metric"]),
+                    _db_text(d["unit"]),
+                    _db_text(d["better"]),
                     d["value"],
                     json.dumps(d.get("params") or {}, sort_keys=True),
                     json.dumps(stats) if stats else None,
@@ -296,13 +305,13 @@ class Index:
             "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 run_id,
-                info.created,
-                info.suite,
+                _db_text(info.created),
+                _db_text(info.suite),
                 info.status,
-                info.label,
-                info.finished,
-                info.source,
-                hostname if isinstance(hostname, str) else "",
+                _db_text(info.label),
+                _db_text(info.finished),
+                _db_text(info.source),
+                _db_text(hostname) if isinstance(hostname, str) else "",
                 info.n_jobs,
                 n_failed,
                 n_samples,
