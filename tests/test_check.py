@@ -562,3 +562,28 @@ def test_the_summary_line_shows_escapes_as_every_table_does(tmp_path: Path, caps
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\udcff" not in out
     assert "n\\udcffde" in out.splitlines()[-1]
+
+
+def test_a_drain_names_only_nodes_the_check_ran_on(tmp_path: Path, monkeypatch) -> None:
+    """issue 28: a node named in the data (a figure's host) but not in the check's allocation
+    is never drained, even when Slurm lists it."""
+    from assay.cli.checkout import measured_nodes
+    from assay.model import System
+    from assay.store import RunStore
+
+    _, verdicts = _judged_five(180)
+    grades = {"n1": "PASS", "n5": "FAIL"}
+    states = {"n5": NodeState("n5", "idle"), "n1": NodeState("n1", "idle")}
+    acts = plan_actions(grades, verdicts, states, "r1", drain=True, resume=False,
+                        measured={"n1", "n2"})  # fmt: skip
+    assert [(a.node, a.what) for a in acts] == [("n5", "leave")]
+    assert "not a node this check ran on" in acts[0].why
+    monkeypatch.setenv("ASSAY_HOME", str(tmp_path))
+    store = RunStore(tmp_path)
+    w = store.create(suite="s", suite_text="", system=System(hostname="h"), argv=[])
+    w.info.batch = {"launcher": "slurm", "hosts": ["a1", "a2"]}
+    w.finish("complete")
+    assert measured_nodes(w.info.run_id, "here") == {"a1", "a2"}
+    local = store.create(suite="s", suite_text="", system=System(hostname="h"), argv=[])
+    local.finish("complete")
+    assert measured_nodes(local.info.run_id, "here") == {"here"}

@@ -36,8 +36,21 @@ def act(args, measure, verdicts: list[Verdict], run_id: str) -> list[dict[str, A
             raise
         say(f"note: Slurm's node states are not known ({str(exc).splitlines()[0]})")
         states = {n: NodeState(n, "unknown") for n in grades}
-    actions = plan_actions(grades, verdicts, states, run_id, drain=args.drain, resume=args.resume)
+    actions = plan_actions(grades, verdicts, states, run_id, drain=args.drain, resume=args.resume,
+                           measured=measured_nodes(run_id, measure.local))  # fmt: skip
     return carry_out(actions, args.dry_run, say)
+
+
+def measured_nodes(run_id: str, local: str) -> set[str]:
+    """The nodes a check ran on: its allocation's, as Slurm named them, or this node. Only
+    these may be drained or resumed (issue 28: a name in the data is not an allocation)."""
+    from assay.cli.common import open_store
+
+    info = open_store().load(run_id, samples=False).info
+    hosts = (info.batch or {}).get("hosts") if info.batch else None
+    if isinstance(hosts, list) and all(isinstance(h, str) for h in hosts):
+        return set(hosts)
+    return {local}
 
 
 def _atomic(path: Path, text: str) -> None:

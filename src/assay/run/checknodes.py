@@ -17,7 +17,7 @@ import getpass
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from assay.analysis.health import Grade, Verdict, drain_reason
@@ -57,8 +57,10 @@ def plan_actions(
     *,
     drain: bool,
     resume: bool,
+    measured: Collection[str] | None = None,
 ) -> list[Action]:
-    """What to do to each judged node (the module docstring's rules)."""
+    """What to do to each judged node (the module docstring's rules). ``measured``: the nodes
+    the check ran on (its allocation's, or this node); a node outside is never touched."""
     verdicts = list(verdicts)
     out = []
     for node, grade in sorted(grades.items()):
@@ -66,6 +68,9 @@ def plan_actions(
         acting = (drain and grade == "FAIL") or resume
         if acting and (problem := node_name_problem(node)):  # never a host list (issue 28)
             out.append(Action(node, "leave", None, problem))
+            continue
+        if acting and measured is not None and node not in measured:
+            out.append(Action(node, "leave", None, "not a node this check ran on"))
             continue
         if st is None:
             if (drain and grade == "FAIL") or resume:
