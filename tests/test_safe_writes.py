@@ -64,6 +64,7 @@ def test_a_record_file_that_is_a_link_is_not_appended_to(tmp_path: Path, name: s
 
 
 def test_safefile_writes_whole_files_and_leaves_no_temporary(tmp_path: Path):
+    from assay.store import safefile
 
     path = tmp_path / "f.json"
     safefile.write_atomic(path, "one\n")
