@@ -120,8 +120,10 @@ def test_cli_a_gate_that_cannot_shut_is_refused(assay_home: Path):
     base = _store_run(store, 30e9)
     _store_run(store, 10e9)
     gates = [["--fail-below", v] for v in ("nan", "inf", "-5", "0", "1.5")]
-    gates += [["--fail-below", "0.95", "--tolerance", v]
-              for v in ("nan", "inf", "-inf:0.1", "-0.1:nan", "-5:0.1", "0.5:1", "1e9")]
+    gates += [
+        ["--fail-below", "0.95", "--tolerance", v]
+        for v in ("nan", "inf", "-inf:0.1", "-0.1:nan", "-5:0.1", "0.5:1", "1e9")
+    ]
     for gate in gates:
         proc = run_cli("compare", base, *gate, home=assay_home)
         assert proc.returncode == 2, (gate, proc.stdout, proc.stderr)

@@ -305,9 +305,15 @@ def test_a_csv_cell_is_never_a_spreadsheet_formula(assay_home: Path):
     from assay.store import RunStore
     from assay.textutil import csv_text
 
-    assert csv_text("=HYPERLINK(\"http://x\")") == "'=HYPERLINK(\"http://x\")"
+    assert csv_text('=HYPERLINK("http://x")') == '\'=HYPERLINK("http://x")'
     assert [csv_text(t) for t in ("+1", "-1", "@SUM(A1)", "\tx", "ok", "1-2")] == [
-        "'+1", "'-1", "'@SUM(A1)", "'\tx", "ok", "1-2"]
+        "'+1",
+        "'-1",
+        "'@SUM(A1)",
+        "'\tx",
+        "ok",
+        "1-2",
+    ]
     store = RunStore(assay_home)
     w = store.create(suite="t", suite_text="", system=System(hostname="h"), argv=[])
     s = Sample.make("=cmd|' /C calc'!A0", "memory.triad", 1e9, {"label": "=1+1"})
