@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import secrets
 from collections.abc import Iterator
@@ -76,6 +77,18 @@ def write_atomic(path: Path, text: str) -> None:
         safefile.write_atomic(path, text)
     except OSError as exc:
         raise _cannot_write(path, exc) from None
+
+
+def finite(value: Any) -> bool:
+    """Whether every number in ``value`` (a record, its params, lists) is finite: what JSON
+    can hold (issue 28: ``[peak] clock_ghz = 1e300`` wrote ``Infinity`` into samples.jsonl)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(finite(v) for v in value)
+    return True
 
 
 def _append_raw(path: Path, objects: list[dict[str, Any]]) -> None:
@@ -206,11 +219,20 @@ class RunWriter:
         sample is ever left without its job's record."""
         for s in samples:
             s.run_id, s.job_id = self.info.run_id, result.job_id
+        objects = [s.to_dict() for s in samples]
+        kept = [o for o in objects if finite(o)]
+        if len(kept) < len(objects):  # JSON has no NaN nor Infinity: a reader skips the line
+            lost = len(objects) - len(kept)
+            result.n_samples = max(0, result.n_samples - lost)
+            result.reason += (
+                f"{'; ' if result.reason else ''}{lost} points holding a number that is not "
+                "finite (NaN, inf) left out"
+            )
         samples_file, jobs_file = self.path / "samples.jsonl", self.path / "jobs.jsonl"
         for attempt in (1, 2):
             size = samples_file.stat().st_size if samples_file.exists() else 0
             try:
-                _append_raw(samples_file, [s.to_dict() for s in samples])
+                _append_raw(samples_file, kept)
                 try:
                     _append_raw(jobs_file, [result.to_dict()])
                 except OSError as exc:
