@@ -247,3 +247,28 @@ def test_links_below_a_latency_are_found_whatever_metrics_are_read(tmp_path: Pat
     none = read_matrix_file(path, metrics=[], latency_below=0.8e-6)
     assert none.values == {} and none.below.tolist() == [link_index(n, 0, 1)]
     assert none.retests["a"].tolist() == [0] and none.failed.tolist() == [[2, 3]]
+
+
+def test_impossible_figures_are_left_out_and_said(tmp_path: Path):
+    """issue 28: links of ``+inf``, ``1e30 s``, ``3.4e38 B/s`` were kept, values every parser's
+    backstop refuses; the same backstop applies here: such a figure is not measured."""
+    n = 4
+    path = tmp_path / "allpairs.bin"
+    with open(path, "wb") as f:
+        w = MatrixWriter(f, hosts_of(n))
+        w.round(1, np.array([0, 1]), np.array([1, 2]), np.array([np.inf, 2e-6]),
+                np.array([3.4e38, 5e9]))  # fmt: skip
+        w.round(2, np.array([0, 2]), np.array([2, 3]), np.array([1e30, 0.0]),
+                np.array([-1.0, 1e18]))  # fmt: skip
+        w.round(3, np.array([0]), np.array([3]), np.array([np.inf]), np.array([7e9]),
+                kind="retest")  # fmt: skip
+        w.end()
+    m = read_matrix_file(path)
+    assert np.isfinite(m.latency[~np.isnan(m.latency)]).all()
+    assert m.latency[link_index(n, 1, 2)] == pytest.approx(2e-6)
+    assert m.bandwidth[link_index(n, 1, 2)] == pytest.approx(5e9)
+    for a, b in [(0, 1), (0, 2), (2, 3)]:
+        assert np.isnan(m.latency[link_index(n, a, b)]), (a, b)
+        assert np.isnan(m.bandwidth[link_index(n, a, b)]), (a, b)
+    assert np.isnan(m.retests["latency"][0]) and m.retests["bandwidth"][0] == pytest.approx(7e9)
+    assert "7 impossible figures left out" in m.note

@@ -4,6 +4,7 @@ OpenMetrics files read back by real consumers (junitparser, Prometheus's promtoo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shutil
 import subprocess
@@ -467,3 +468,122 @@ def test_the_grid_puts_the_worst_node_and_check_first_and_folds_the_inventory() 
     assert line.startswith("5 nodes: 2 PASS, 1 WARN (n1), 2 FAIL (n2, n5)") and line.endswith(
         "exit status 3"
     )
+
+
+HOST_LISTS = ["n[1-100],login1", "n[1-100]", "n1,n2", "n1 n2", "n1\nn2", "", "ALL", "-n1"]
+
+
+@pytest.mark.parametrize("name", HOST_LISTS)
+def test_a_drain_names_one_node_never_a_host_list(name: str) -> None:
+    """issue 28: ``--node 'n[1-100],login1' --drain`` became ``scontrol update
+    NodeName=n[1-100],login1 State=DRAIN``; a name that is not one node's is never drained,
+    even when Slurm's states are not known (a dry run stands each node in as 'unknown')."""
+    from assay.errors import LaunchError
+    from assay.launch.slurm.nodes import drain_argv, resume_argv
+
+    with pytest.raises(LaunchError, match="not one node name"):
+        drain_argv(name, "assay: x")
+    with pytest.raises(LaunchError, match="not one node name"):
+        resume_argv(name)
+    _, verdicts = _judged_five(180)
+    verdicts = [dataclasses.replace(v, subject=name) if v.subject == "n5" else v
+                for v in verdicts]  # fmt: skip
+    states = {name: NodeState(name, "unknown")}
+    acts = plan_actions({name: "FAIL"}, verdicts, states, "r1", drain=True, resume=True)
+    assert [a.what for a in acts] == ["leave"] and acts[0].argv is None
+
+
+def test_check_node_must_be_one_node_name(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    for name in ("n[1-100],login1", "n1 n2"):
+        proc = run_cli("check", "--node", name, "--drain", "--dry-run", home=tmp_path / "h",
+                       timeout=120)  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        assert "not one node name" in proc.stderr and "Traceback" not in proc.stderr
+
+
+HOSTILE_NODES = ["n\x01de\x1b[2J", "n\udcffde", "n\x7f\u202ede"]
+
+
+def _hostile_verdicts() -> list:
+    _, verdicts = _judged_five(180)
+    names = dict(zip(["n1", "n5", "n3"], HOSTILE_NODES, strict=True))
+    return [dataclasses.replace(v, subject=names.get(v.subject, v.subject)) for v in verdicts]
+
+
+def test_a_control_character_or_a_non_utf8_node_name_keeps_junit_well_formed(tmp_path: Path):
+    """issue 28: a control character in a node name made the JUnit file ill-formed XML, a
+    lone surrogate (a non-UTF-8 name) could not be written at all."""
+    import xml.etree.ElementTree as ET
+
+    from assay.report.junit import junit_xml
+    from assay.report.openmetrics import openmetrics_text
+
+    xml = junit_xml(_hostile_verdicts(), suite="s\x02", run_id="r1", seconds=1.0,
+                    timestamp="2026-01-01T00:00:00")  # fmt: skip
+    root = ET.fromstring(xml.encode("utf-8"))
+    names = {s.get("name") for s in root}
+    assert {"n\\x01de\\x1b[2J", "n\\udcffde", "n\\x7f\\u202ede"} <= names
+    text = openmetrics_text(_hostile_verdicts(), run_id="r", suite="s", level=1, timestamp=1.0)
+    text.encode("utf-8")
+    assert 'node="n\\\\udcffde"' in text and "\x1b" not in text
+
+
+def test_junit_and_openmetrics_files_of_a_non_utf8_name_are_written_whole(
+    tmp_path: Path, monkeypatch
+):
+    """The files are written through a temporary name: none is left when writing fails."""
+    from types import SimpleNamespace
+
+    from assay.cli import checkout
+
+    args = SimpleNamespace(json=True, junit=tmp_path / "j.xml", openmetrics=tmp_path / "m.prom",
+                           html=None)  # fmt: skip
+    run = tmp_path / "run"
+    run.mkdir()
+    checkout.write_outputs(args, "s", 1, "r1", None, _hostile_verdicts(), {}, [], [], 1.0, run)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["j.xml", "m.prom", "run"]
+    with pytest.raises(UnicodeEncodeError):
+        checkout._atomic(tmp_path / "x.txt", "a\udcff")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["j.xml", "m.prom", "run"]
+
+
+def test_the_summary_line_shows_escapes_as_every_table_does(tmp_path: Path, capsys):
+    from types import SimpleNamespace
+
+    from assay.cli import checkout
+
+    args = SimpleNamespace(json=False, junit=None, openmetrics=None, html=None)
+    run = tmp_path / "run"
+    run.mkdir()
+    checkout.write_outputs(args, "s", 1, "r1", None, _hostile_verdicts(), {}, ["x\x1b]0;t\x07"],
+                           [], 1.0, run)  # fmt: skip
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\udcff" not in out
+    assert "n\\udcffde" in out.splitlines()[-1]
+
+
+def test_a_drain_names_only_nodes_the_check_ran_on(tmp_path: Path, monkeypatch) -> None:
+    """issue 28: a node named in the data (a figure's host) but not in the check's allocation
+    is never drained, even when Slurm lists it."""
+    from assay.cli.checkout import measured_nodes
+    from assay.model import System
+    from assay.store import RunStore
+
+    _, verdicts = _judged_five(180)
+    grades = {"n1": "PASS", "n5": "FAIL"}
+    states = {"n5": NodeState("n5", "idle"), "n1": NodeState("n1", "idle")}
+    acts = plan_actions(grades, verdicts, states, "r1", drain=True, resume=False,
+                        measured={"n1", "n2"})  # fmt: skip
+    assert [(a.node, a.what) for a in acts] == [("n5", "leave")]
+    assert "not a node this check ran on" in acts[0].why
+    monkeypatch.setenv("ASSAY_HOME", str(tmp_path))
+    store = RunStore(tmp_path)
+    w = store.create(suite="s", suite_text="", system=System(hostname="h"), argv=[])
+    w.info.batch = {"launcher": "slurm", "hosts": ["a1", "a2"]}
+    w.finish("complete")
+    assert measured_nodes(w.info.run_id, "here") == {"a1", "a2"}
+    local = store.create(suite="s", suite_text="", system=System(hostname="h"), argv=[])
+    local.finish("complete")
+    assert measured_nodes(local.info.run_id, "here") == {"here"}

@@ -111,3 +111,20 @@ def test_plan_io_reads_the_seeds_example(assay_home: Path):
     assert "→ 4 thread(s) per host" in proc.stdout
     proc = run_cli("plan-io", "--latency", "fast", "--iops", "5", home=assay_home)
     assert proc.returncode == 2 and "expected a duration" in proc.stderr
+
+
+def test_cli_a_gate_that_cannot_shut_is_refused(assay_home: Path):
+    """issue 28: ``--tolerance nan`` and ``--fail-below nan|inf|-5|0`` were taken, and a run
+    3x worse then exited 0. Each is refused (exit 2) naming the value."""
+    store = RunStore(assay_home)
+    base = _store_run(store, 30e9)
+    _store_run(store, 10e9)
+    gates = [["--fail-below", v] for v in ("nan", "inf", "-5", "0", "1.5")]
+    gates += [
+        ["--fail-below", "0.95", "--tolerance", v]
+        for v in ("nan", "inf", "-inf:0.1", "-0.1:nan", "-5:0.1", "0.5:1", "1e9")
+    ]
+    for gate in gates:
+        proc = run_cli("compare", base, *gate, home=assay_home)
+        assert proc.returncode == 2, (gate, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr and gate[-1] in proc.stderr

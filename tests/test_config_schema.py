@@ -109,6 +109,19 @@ BAD = [
     ('[check.warn_below]\n"memory.triad" = "high"', "warn_below] memory.triad = 'high'"),
     ("[check]\nbaselin = 'a'", "unknown key 'baselin' in [check]"),
     ("[check]\nretest = 'yes'", "[check] retest = 'yes': expected true or false"),
+    # issue 28: finite is not enough; a range a person could mean
+    ("[peak]\nclock_ghz = 1e300", "[peak] clock_ghz = 1e+300: expected a value of at most 100"),
+    ("[peak]\nclock_ghz = 1e-300", "clock_ghz = 1e-300: expected a value of at least 0.01"),
+    ("[peak]\ncores = 100000000", "cores = 100000000: expected a value of at most 65536"),
+    ("[peak]\nflops_per_cycle_dp = 1e200", "flops_per_cycle_dp = 1e+200: expected a value of"),
+    ("[slurm]\npoll_s = 1e20", "[slurm] poll_s = 1e+20: expected a value of at most 3600"),
+    ("[slurm]\npoll_s = 1e-9", "[slurm] poll_s = 1e-09: expected a value of at least 0.1"),
+    ("[slurm]\nmax_wait = 1e20", "[slurm] max_wait = 1e+20: expected a value of at most"),
+    ("[slurm]\nheartbeat_timeout = 1e20", "heartbeat_timeout = 1e+20: expected a value of"),
+    ("[slurm]\nnodes = 1000000000", "nodes = 1000000000: expected a value of at most 200000"),
+    ("[slurm]\npairs_at_once = 10000000000", "pairs_at_once = 10000000000: expected a value"),
+    ("[outliers]\nthreshold = 1e300", "[outliers] threshold = 1e+300: expected a value of"),
+    ("[outliers]\nnode_factor = 1e300", "[outliers] node_factor = 1e+300: expected a value"),
 ]  # fmt: skip
 
 

@@ -75,8 +75,8 @@ def test_local_servers_start_directly_and_remote_ones_through_ssh():
     local = clients.server_argv(Host("127.0.0.2", 9001), "/usr/bin/fio", "/j/s.pid")
     assert local == ["/usr/bin/fio", "--server=ip:127.0.0.2,9001", "--daemonize=/j/s.pid"]
     remote = clients.server_argv(Host("node7", 8765), "fio", "/tmp/s.pid")
-    assert remote == ["ssh", "-o", "BatchMode=yes", "--", "node7", "fio",
-                      "--server=ip:node7,8765", "--daemonize=/tmp/s.pid"]  # fmt: skip
+    assert remote == ["ssh", "-o", "BatchMode=yes", "--", "node7",
+                      "fio --server=ip:node7,8765 --daemonize=/tmp/s.pid"]  # fmt: skip
     stop = clients.stop_argv(Host("node7"), "/tmp/s.pid")
     assert stop[:5] == ["ssh", "-o", "BatchMode=yes", "--", "node7"]
     assert "pkill -TERM -f -- '[-]-daemonize=/tmp/s.pid'" in stop[5]  # run: tests/test_fio_ssh.py

@@ -293,3 +293,57 @@ def test_a_toml_string_reads_back_as_the_text(text: str):
     value = tomllib.loads(f"x = {toml_string(text)}")["x"]
     # a lone surrogate is no Unicode scalar value: TOML cannot hold it, its escape is kept
     assert value == text.replace("\udcff", "\\udcff")
+
+
+def test_a_csv_cell_is_never_a_spreadsheet_formula(assay_home: Path):
+    """issue 28: a probe, job, metric or unit starting with ``=``, ``+``, ``-``, ``@`` was a
+    CSV cell a spreadsheet executes; it is kept as text with a leading ``'`` (OWASP)."""
+    import csv
+    import io
+
+    from assay.model import JobResult, Sample, System
+    from assay.store import RunStore
+    from assay.textutil import csv_text
+
+    assert csv_text('=HYPERLINK("http://x")') == '\'=HYPERLINK("http://x")'
+    assert [csv_text(t) for t in ("+1", "-1", "@SUM(A1)", "\tx", "ok", "1-2")] == [
+        "'+1",
+        "'-1",
+        "'@SUM(A1)",
+        "'\tx",
+        "ok",
+        "1-2",
+    ]
+    store = RunStore(assay_home)
+    w = store.create(suite="t", suite_text="", system=System(hostname="h"), argv=[])
+    s = Sample.make("=cmd|' /C calc'!A0", "memory.triad", 1e9, {"label": "=1+1"})
+    w.record(JobResult(job_id="@SUM(1+1)", status="ok", exit_code=0, wall_time=1, argv=[]), [s])
+    w.finish("complete")
+    proc = run_cli("report", "-f", "csv", home=assay_home)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.reader(io.StringIO(proc.stdout)))
+    text_columns = [i for i, name in enumerate(rows[0]) if name not in ("value",)
+                    and not name.startswith("stats_")]  # fmt: skip
+    for row in rows[1:]:
+        for i in text_columns:
+            assert not row[i].startswith(("=", "+", "-", "@")), (rows[0][i], row[i])
+    assert rows[1][2] == "'=cmd|' /C calc'!A0"
+
+
+def test_a_non_utf8_label_or_host_keeps_its_run_in_the_index(assay_home: Path):
+    """issue 28: a label or host name with a lone surrogate (``--label $'\\xff'``) could not be
+    stored by SQLite: the run was skipped as damaged, gone from ``runs`` and ``history``."""
+    from assay.model import JobResult, Sample, System
+    from assay.store import RunStore
+
+    store = RunStore(assay_home)
+    w = store.create(suite="t", suite_text="", system=System(hostname="h\udcfe"), argv=[],
+                     label="lab\udcff")  # fmt: skip
+    s = Sample.make("stream", "memory.triad", 1e9, {})
+    w.record(JobResult(job_id="001", status="ok", exit_code=0, wall_time=1, argv=[]), [s])
+    w.finish("complete")
+    runs = run_cli("runs", home=assay_home)
+    assert runs.returncode == 0 and w.info.run_id in runs.stdout, runs.stdout + runs.stderr
+    assert "damaged" not in runs.stderr and "lab\\udcff" in runs.stdout
+    hist = run_cli("history", "memory.triad", home=assay_home)
+    assert hist.returncode == 0, hist.stderr

@@ -264,3 +264,81 @@ def test_a_vdbench_lun_with_a_colon_is_one_file(tmp_path, monkeypatch):
     assert driver_main(draft.argv[3:]) == 0
     assert precious.read_bytes() == KEEP
     assert not (tmp_path / "a").exists() and not (tmp_path / "a:b").exists()  # made, removed
+
+
+# ------------------------------------------------------------------------------ issue 28
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"write_bw_log": "LOG"},
+        {"write_lat_log": "LOG"},
+        {"write_iolog": "LOG"},
+        {"write_hist_log": "LOG"},
+        {"exec_prerun": "touch LOG"},
+        {"exec_postrun": "touch LOG"},
+    ],
+)
+def test_a_fio_option_naming_a_path_or_a_command_is_refused_in_extra(
+    tmp_path, monkeypatch, capsys, extra
+):
+    """issue 28: fio writes ``write_bw_log=P`` to ``P_bw.1.log`` and runs ``exec_prerun``,
+    where the safety rules never looked; refused before fio starts."""
+    victim = tmp_path / "elsewhere"
+    victim.mkdir()
+    extra = {k: v.replace("LOG", str(victim / "made")) for k, v in extra.items()}
+    job = {"name": "j", "rw": "write", "bs": 4096, "extra": extra}
+    assert _driver(tmp_path, monkeypatch, jobs=[job]) == 2
+    assert list(victim.iterdir()) == []
+    assert "program it runs" in capsys.readouterr().err
+
+
+def test_a_job_file_never_holds_a_program_or_an_unchecked_path() -> None:
+    from assay.fio.job import FioJob, job_file
+
+    for options in [
+        {"extra": {"write_bw_log": "/etc/x"}},
+        {"extra": {"exec_prerun": "id"}},
+        {"extra": {"replay_redirect": "/dev/sda"}},
+        {"ioengine": "exec"},
+        {"ioengine": "external:/tmp/evil.so"},
+    ]:
+        with pytest.raises(ValueError, match="refused"):
+            job_file([FioJob(name="j", rw="write", bs=4096, **options)])
+
+
+def test_an_ipv6_scope_is_an_interface_name() -> None:
+    """issue 28: ``ipaddress`` takes any scope (``fe80::1%<anything>``); only an interface
+    name or number reaches fio and ssh."""
+    from assay.fio.hosts import ClientError, parse_host
+
+    for text in ["fe80::1%eth0", "fe80::1%enp1s0f0.100", "fe80::1%2", "fe80::1%ib0"]:
+        assert parse_host(text).address == text
+    for text in ["fe80::1%$(touch${IFS}x)", "fe80::1%;id", "fe80::1%`id`", "fe80::1%a'b",
+                 "fe80::1%", "fe80::1%" + "e" * 16, "fe80::1%a|b", "fe80::1%..",
+                 "fe80::1%-x"]:  # fmt: skip
+        with pytest.raises(ClientError):
+            parse_host(text)
+
+
+def test_the_remote_command_reaches_the_remote_shell_as_one_quoted_line(tmp_path) -> None:
+    """issue 28: ssh joins the words after the host with blanks for the remote shell; the
+    start command is one word, quoted, so the shell reads back exactly its argv."""
+    import shlex
+
+    from assay.drivers.fio import clients
+    from assay.fio.hosts import Host
+
+    host = Host("node7")
+    fio = "/opt/my fio;touch pwned/fio"
+    argv = clients.server_argv(host, fio, "/tmp/x.pid")
+    remote = argv[argv.index("node7") + 1 :]
+    assert len(remote) == 1
+    assert shlex.split(" ".join(remote)) == [
+        fio,
+        f"--server={host.connect}",
+        "--daemonize=/tmp/x.pid",
+    ]
+    stop = clients.stop_argv(host, "/tmp/x.pid")
+    assert len(stop[stop.index("node7") + 1 :]) == 1

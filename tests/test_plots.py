@@ -135,6 +135,17 @@ def test_a_dollar_in_a_label_is_text_not_mathtext():
     to_svg(draw.latency_vs_size([draw.Line("$\\frac{", [1, 2], [1e-6, 2e-6])]))
 
 
+def test_a_non_utf8_or_control_label_is_drawn_as_its_escape():
+    """issue 28: a non-UTF-8 label (a lone surrogate) made FreeType fail: the HTML report and
+    the comparison had no page at all."""
+    label = "lab\udcff\x1b[2J"
+    assert draw.text(label) == "lab\\udcff\\x1b[2J"
+    svg = to_svg(draw.latency_vs_size([draw.Line(label, [1, 2], [1e-6, 2e-6])], title=label))
+    ET.fromstring(svg.encode())
+    assert "\x1b" not in svg and "lab\\udcff" in svg
+    to_svg(draw.bars([draw.Bar(label, 1.0, group=label, note=label)], label, label))
+
+
 def test_assay_help_does_not_import_matplotlib():
     code = "import sys, assay.cli; assert 'matplotlib' not in sys.modules, 'imported'"
     subprocess.run([sys.executable, "-c", code], check=True)

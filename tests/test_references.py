@@ -113,6 +113,16 @@ LAT = '[[point]]\nmetric = "p2p.latency"\n'
         (f'{GOOD_POINT}', 1, "title", "Field required"),
         (f'title = "t"\n[tolerance]\ndefault = {{ lower = 0.1, upper = 0.1 }}\n{GOOD_POINT}',
          3, "tolerance.default.lower", "less than or equal to 0"),
+        # issue 28: a band that calls any figure 'same', a figure that is no number
+        (f'title = "t"\n[tolerance]\ndefault = {{ lower = -inf, upper = 0.1 }}\n{GOOD_POINT}',
+         3, "tolerance.default.lower", "finite number"),
+        (f'title = "t"\n[tolerance]\ndefault = {{ lower = -0.1, upper = nan }}\n{GOOD_POINT}',
+         3, "tolerance.default.upper", "finite number"),
+        (f'title = "t"\n[tolerance]\ndefault = {{ lower = -5, upper = 0.1 }}\n{GOOD_POINT}',
+         3, "tolerance.default.lower", "greater than or equal to -1"),
+        (f'title = "t"\n[tolerance]\ndefault = {{ lower = -0.1, upper = 1e9 }}\n{GOOD_POINT}',
+         3, "tolerance.default.upper", "less than or equal to 10"),
+        (f'{HEAD}{LAT}value = inf\nunit = "us"\n', 8, "point.1.value", "finite number"),
     ],
 )  # fmt: skip
 def test_a_malformed_file_is_an_error_naming_file_line_and_field(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from assay.model import System
+from assay.model import JobResult, System
 from assay.parsers import FORMATS
 from assay.store import RunStore
 from assay.vocab import IMPORT_FORMATS
@@ -47,3 +47,25 @@ def test_import_help_lists_every_format_with_a_line():
     for name, what in IMPORT_FORMATS.items():
         assert re.search(rf"^\s+{re.escape(name)}\s+{re.escape(what[:30])}", proc.stdout, re.M)
     assert re.search(r"^\s+auto\s", proc.stdout, re.M)
+
+
+def test_a_limit_beyond_any_store_is_refused_not_a_traceback(assay_home: Path):
+    """issue 28: ``runs --limit 10^20`` reached SQLite's LIMIT: an OverflowError traceback."""
+    _runs(assay_home, 2)
+    proc = run_cli("runs", "--limit", str(10**20), home=assay_home)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "--limit" in proc.stderr
+    assert run_cli("runs", "--limit", str(10**9), home=assay_home).returncode == 0
+
+
+def test_history_min_change_is_a_finite_fraction(assay_home: Path):
+    from assay.model import Sample
+
+    store = RunStore(assay_home)
+    w = store.create(suite="s", suite_text="", system=System(hostname="h"), argv=[])
+    w.record(JobResult(job_id="1", status="ok", exit_code=0, wall_time=1, argv=[]),
+             [Sample.make("stream", "memory.triad", 1e10, {})])  # fmt: skip
+    w.finish("complete")
+    for value in ("nan", "inf", "-1"):
+        proc = run_cli("history", "memory.triad", "--min-change", value, home=assay_home)
+        assert proc.returncode == 2 and "--min-change" in proc.stderr, proc.stderr

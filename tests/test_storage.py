@@ -692,3 +692,34 @@ def test_driver_removes_its_files_when_terminated(tmp_path: Path):
     assert proc.returncode == EXIT_FIO, err.decode()
     assert b"terminated" in err
     assert not scratch.exists()
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"bs": float("inf")}, {"bs": 1e300}, {"bs": 4096, "size": float("inf")},
+     {"bs": 4096, "size": 1e300}, {"bs": 4096, "iodepth": float("inf")},
+     {"bs": 4096, "numjobs": 1e300}, {"bs": 4096, "rwmixread": 1e300},
+     {"bs": 4096, "runtime": float("inf")}, {"bs": 4096, "rate_iops": float("nan")},
+     {"bs": 4096.5}, {"bs": 4096, "iodepth": True}, {"bs": "4096"}],
+)  # fmt: skip
+def test_a_custom_jobs_number_out_of_range_is_refused_when_planned(tmp_path: Path, fields):
+    """issue 28: ``bs = inf`` (or ``size``) where a custom job wants an integer ended in an
+    OverflowError; ``iodepth = inf`` reached the driver as ``Infinity``."""
+    from assay.probes.fio import FioParams
+
+    job = {"name": "j", "rw": "randrw", **fields}
+    for params in ({"jobs": [job]}, {"groups": [[job]]}):
+        with pytest.raises(ValueError, match="custom job 'j'"):
+            FioParams(target=str(tmp_path), **params)
+
+
+def test_the_cli_refuses_an_infinite_custom_job_size(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    suite = tmp_path / "s.toml"
+    suite.write_text('name = "s"\n[[bench]]\nprobe = "fio"\nparams = { target = "'
+                     f'{tmp_path}/t", jobs = [{{ name = "j", rw = "read", bs = 4096, '
+                     "size = inf }] }\n")  # fmt: skip
+    proc = run_cli("run", str(suite), "--dry-run", home=tmp_path / "h", timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "size=inf is not within" in proc.stderr and "Traceback" not in proc.stderr

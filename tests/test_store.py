@@ -373,3 +373,23 @@ def test_concurrent_processes_create_distinct_runs(tmp_path: Path):
     ids = [line for out, _ in outs for line in out.split()]
     assert len(ids) == 1200 and len(set(ids)) == 1200
     assert sorted(RunStore(tmp_path).run_ids()) == sorted(ids)
+
+
+def test_a_point_holding_a_number_that_is_not_finite_is_never_written(tmp_path: Path):
+    """issue 28: ``[peak] clock_ghz = 1e300`` gave an Rpeak of ``Infinity`` in samples.jsonl,
+    which is not JSON (every reader then skipped the line as damaged). The writer keeps such a
+    point out and says so in the job's record."""
+    store = RunStore(tmp_path)
+    w = store.create(suite="t", suite_text="", system=System(hostname="h"), argv=[])
+    good = Sample.make("dgemm", "compute.dgemm", 1e12, {"rpeak": 2e12})
+    bad = Sample.make("dgemm", "compute.dgemm", 1e12, {"rpeak": float("inf")})
+    nan = Sample.make("dgemm", "compute.dgemm", 1e12, {"n": 8}, Stats(n=3, mean=float("nan")))
+    result = JobResult(job_id="001", status="ok", exit_code=0, wall_time=1.0, argv=[],
+                       n_samples=3)  # fmt: skip
+    w.record(result, [good, bad, nan])
+    w.finish("complete")
+    text = (w.path / "samples.jsonl").read_text()
+    assert "Infinity" not in text and "NaN" not in text and text.count("\n") == 1
+    run = store.load()
+    assert [s.params["rpeak"] for s in run.samples] == [2e12] and not run.damage
+    assert run.results[0].n_samples == 1 and "2 points holding a number" in run.results[0].reason

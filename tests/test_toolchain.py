@@ -1,3 +1,4 @@
+import os
 import shutil
 from pathlib import Path
 
@@ -108,3 +109,36 @@ def test_a_compiler_that_removed_its_output_still_gives_the_message(
     monkeypatch.setenv("CC", str(compiler))
     with pytest.raises(ToolchainError, match="No space left on device"):
         build_probe(Build("stream.c", "cc", ("-O2",)), [], cache_dir=tmp_path / "cache")
+
+
+def test_a_cached_probe_that_was_replaced_never_runs(tmp_path: Path):
+    """issue 28: the cache key hashes the sources, never the binary; a binary replaced in the
+    cache ran on every node. Its digest, recorded at build, is checked before each use."""
+    build = Build("stream.c", "cc", ("-O1",), ("-lm",))
+    exe = build_probe(build, [], cache_dir=tmp_path)
+    assert (exe.parent / f"{exe.name}.sha256").exists()
+    exe.write_bytes(b"#!/bin/sh\ntouch pwned\n")  # what another user would plant
+    with pytest.raises(ToolchainError, match="not the binary assay built"):
+        build_probe(build, [], cache_dir=tmp_path)
+
+
+def test_a_cache_writable_by_others_is_refused(tmp_path: Path):
+    build = Build("stream.c", "cc", ("-O1",), ("-lm",))
+    exe = build_probe(build, [], cache_dir=tmp_path / "cache")
+    for path in (tmp_path / "cache", exe.parent, exe):
+        mode = path.stat().st_mode
+        path.chmod(mode | 0o020)
+        with pytest.raises(ToolchainError, match="writable by its group or others"):
+            build_probe(build, [], cache_dir=tmp_path / "cache")
+        path.chmod(mode)
+    assert build_probe(build, [], cache_dir=tmp_path / "cache") == exe
+
+
+def test_a_cache_made_under_a_group_umask_is_not_group_writable(tmp_path: Path):
+    old = os.umask(0o002)
+    try:
+        exe = build_probe(Build("stream.c", "cc", ("-O1",), ("-lm",)), [], cache_dir=tmp_path / "c")
+    finally:
+        os.umask(old)
+    for path in (tmp_path / "c", exe.parent, exe, exe.parent / f"{exe.name}.sha256"):
+        assert not path.stat().st_mode & 0o022, path

@@ -9,6 +9,7 @@ safe for each format assay writes.
 * :func:`markdown` / :func:`markdown_code` — Markdown (a table cell, a line, a fenced block).
 * :func:`html_text` — HTML text and attribute values.
 * :func:`csv_text` — a text cell of the CSV report.
+* :func:`xml_text` — XML text and attribute values (JUnit), and OpenMetrics label values.
 * :func:`toml_string` — a TOML basic string (``references add``).
 
 What is stored is never changed: these apply only on the way out. JSON output needs none of
@@ -67,9 +68,24 @@ def terminal(text: object) -> str:
     return visible(str(text), keep="\n\t")
 
 
+# A cell a spreadsheet reads as a formula (OWASP, "CSV Injection"): one starting with these.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
 def csv_text(text: object) -> str:
     """A CSV text cell: controls shown as in :func:`terminal` (the csv module quotes newlines;
-    an ESC would still reach the terminal a report is printed on)."""
+    an ESC would still reach the terminal a report is printed on), and a cell a spreadsheet
+    would run as a formula (``=HYPERLINK(...)``, ``+``, ``-``, ``@``, a tab or CR first) kept
+    as text with a leading ``'``, as OWASP advises (issue 28). Number cells are not text."""
+    shown = visible(str(text), keep="\n\t")
+    return "'" + shown if shown.startswith(_FORMULA_START) else shown
+
+
+def xml_text(text: object) -> str:
+    """XML text or an attribute value, for a writer that escapes ``<``, ``&`` and quotes itself
+    (ElementTree): the characters XML 1.0 cannot hold at all (C0 controls but tab and
+    newline, lone surrogates: a non-UTF-8 node name) and those that act are shown, so the file
+    is well-formed (issue 28: a control character in a node name made the JUnit file not XML)."""
     return visible(str(text), keep="\n\t")
 
 

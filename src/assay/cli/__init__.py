@@ -20,6 +20,10 @@ from assay.cli.common import console, open_index, open_store, out
 from assay.errors import AssayError
 from assay.textutil import terminal
 
+# More runs than any store holds; SQLite's LIMIT takes a 64-bit integer, so 10**20 was an
+# OverflowError (issue 28).
+MAX_LIMIT = 10**9
+
 app = typer.Typer(
     name="assay",
     help=(
@@ -80,7 +84,10 @@ def runs_cmd(
     ] = False,
     all_runs: Annotated[bool, typer.Option("--all", help="List every stored run.")] = False,
     limit: Annotated[
-        int, typer.Option("--limit", "-n", metavar="N", min=1, help="List the newest N runs.")
+        int,
+        typer.Option(
+            "--limit", "-n", metavar="N", min=1, max=MAX_LIMIT, help="List the newest N runs."
+        ),
     ] = 20,
 ) -> None:
     """List stored runs, newest last: the newest 20 unless --all or --limit N."""

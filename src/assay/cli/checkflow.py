@@ -197,6 +197,20 @@ def _request(args: CheckArgs, origin: str):
     )  # fmt: skip
 
 
+def local_node(given: str | None, hostname: str | None, *, acting: bool = True) -> str:
+    """This node's Slurm name: ``--node``, else ``$SLURMD_NODENAME``, else the short host name;
+    one node's name, never a host list (``n[1-100]`` would drain 100 nodes; issue 28). A name
+    found rather than given is checked only when it is to be drained or resumed."""
+    from assay.launch.slurm.nodes import node_name_problem
+
+    env = os.environ.get("SLURMD_NODENAME")
+    name = given or env or (hostname or "").split(".")[0]
+    where = "--node" if given else "$SLURMD_NODENAME" if env else "the host name"
+    if (given or acting) and (problem := node_name_problem(name)):
+        raise AssayError(f"{where}: {problem}", hint="give this node's own Slurm name")
+    return name
+
+
 def run_check(args: CheckArgs) -> int:
     """The whole check; the exit status (0, 1, 3). Bad input raises (exit 2)."""
     from assay.analysis.health import CHECK_METRICS
@@ -205,6 +219,8 @@ def run_check(args: CheckArgs) -> int:
     config, orule, rule = _rule(args)
     spec, _, origin, level = _suite(args)
     _refuse_where(args, spec, level)
+    if args.node:  # before anything is measured
+        local_node(args.node, None)
     refs = _baselines(rule.baselines)
     metrics = list(spec.check.metrics) if spec.check and spec.check.metrics else list(CHECK_METRICS)
     system, mpis = discover()
@@ -215,7 +231,7 @@ def run_check(args: CheckArgs) -> int:
     if not runnable:
         why = "; ".join(sorted({f"{j.probe}: {j.skip_reason}" for j in jobs}))
         raise AssayError(f"nothing of {spec.name} can run here ({why})")
-    local = args.node or os.environ.get("SLURMD_NODENAME") or (system.hostname or "").split(".")[0]
+    local = local_node(args.node, system.hostname, acting=args.drain or args.resume)
     from assay.cli.checkmeasure import Measure
 
     m = Measure(args, request, planned, config, orule, local)

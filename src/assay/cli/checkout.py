@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -15,6 +16,7 @@ from rich.text import Text
 from assay.analysis.health import Verdict, node_grades
 from assay.cli.common import console
 from assay.errors import AssayError
+from assay.textutil import terminal
 
 
 def act(args, measure, verdicts: list[Verdict], run_id: str) -> list[dict[str, Any]]:
@@ -34,20 +36,39 @@ def act(args, measure, verdicts: list[Verdict], run_id: str) -> list[dict[str, A
             raise
         say(f"note: Slurm's node states are not known ({str(exc).splitlines()[0]})")
         states = {n: NodeState(n, "unknown") for n in grades}
-    actions = plan_actions(grades, verdicts, states, run_id, drain=args.drain, resume=args.resume)
+    actions = plan_actions(grades, verdicts, states, run_id, drain=args.drain, resume=args.resume,
+                           measured=measured_nodes(run_id, measure.local))  # fmt: skip
     return carry_out(actions, args.dry_run, say)
+
+
+def measured_nodes(run_id: str, local: str) -> set[str]:
+    """The nodes a check ran on: its allocation's, as Slurm named them, or this node. Only
+    these may be drained or resumed (issue 28: a name in the data is not an allocation)."""
+    from assay.cli.common import open_store
+
+    info = open_store().load(run_id, samples=False).info
+    hosts = (info.batch or {}).get("hosts") if info.batch else None
+    if isinstance(hosts, list) and all(isinstance(h, str) for h in hosts):
+        return set(hosts)
+    return {local}
 
 
 def _atomic(path: Path, text: str) -> None:
     """Written beside its final name and renamed: a reader (node_exporter's textfile
     collector, a CI step) never sees half a file."""
+    tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:  # whatever stopped it, no temporary file is left (issue 28)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if not isinstance(exc, OSError):
+            raise
         raise AssayError(
             f"cannot write {path}: {exc.strerror or exc}",
             hint="give a file in a directory that exists and that you can write to",
@@ -87,8 +108,8 @@ def write_outputs(
                 + f"; judged against {', '.join(against_text) or 'nothing'}"]  # fmt: skip
         print(term_tables(verdict_tables(verdicts), head=head), end="")
         for note in notes:
-            print(f"note: {note}")
-        print(summary_line(verdicts))
+            print(terminal(f"note: {note}"))
+        print(terminal(summary_line(verdicts)))  # node names as every table shows them
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
     if args.junit:
         from assay.report.junit import junit_xml

@@ -8,6 +8,7 @@ Registered on the main typer app by ``register(app)``; the work is done by pure 
 from __future__ import annotations
 
 import contextlib
+import math
 import shutil
 import sys
 import tempfile
@@ -47,6 +48,19 @@ def emit(sections: list, fmt: str, title: str = "assay", charts: tuple = ()) -> 
     sys.stdout.write(to_term(sections))
 
 
+# Issue 28: a band wider than this (x11) or a --fail-below outside (0, 1] is a CI gate that
+# never shuts; NaN compares false with everything, so it shut nothing either.
+MAX_TOLERANCE = 10.0
+
+
+def check_fail_below(ratio: float | None) -> None:
+    """``--fail-below``: a finite ratio above 0 and at most 1, as ``assay check`` takes it."""
+    if ratio is not None and not (math.isfinite(ratio) and 0 < ratio <= 1):
+        raise AssayError(
+            f"--fail-below {ratio}: a ratio above 0 and at most 1 (0.95: more than 5% worse)"
+        )
+
+
 def parse_tolerances(specs: list[str] | None) -> dict[str, Tolerance]:
     """``0.1`` (±10% for every metric), ``p2p.latency=0.1``, ``memory.triad=-0.05:0.2``."""
     from assay.references.model import Tolerance
@@ -65,8 +79,15 @@ def parse_tolerances(specs: list[str] | None) -> dict[str, Tolerance]:
                 f"--tolerance {spec!r}: expected FRACTION, METRIC=FRACTION or METRIC=LOW:HIGH "
                 "(e.g. 0.1, p2p.latency=0.1, memory.triad=-0.05:0.2)"
             ) from None
+        if not (math.isfinite(low) and math.isfinite(high)):  # nan/inf: a gate that never shuts
+            raise AssayError(f"--tolerance {spec!r}: a fraction is a finite number")
         if low > 0 or high < 0:
             raise AssayError(f"--tolerance {spec!r}: LOW must be <= 0 and HIGH >= 0")
+        if low < -1 or high > MAX_TOLERANCE:
+            raise AssayError(
+                f"--tolerance {spec!r}: LOW is at least -1 (every figure down to 0) and HIGH at "
+                f"most {MAX_TOLERANCE:g}; a wider band calls any figure 'same'"
+            )
         result[metric or "default"] = Tolerance(low, high)
     return result
 
@@ -142,6 +163,7 @@ def compare(
 
     if fail_on not in (None, "worse"):
         raise AssayError(f"--fail-on {fail_on!r}: only 'worse' is known")
+    check_fail_below(fail_below)
     tolerances = parse_tolerances(tolerance)
     store = run_store()
     if ref is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import math
 from typing import Annotated, Any
 
 import typer
@@ -39,6 +40,10 @@ def history(
     from assay.report.reference import history as history_sections
     from assay.units import format_value, metric_info, to_display
 
+    if not (math.isfinite(min_change) and 0 <= min_change <= 10):  # NaN hid every change
+        raise AssayError(
+            f"--min-change {min_change}: a fraction from 0 to 10 (0.01: changes under 1% ignored)"
+        )
     where: dict[str, Any] = {}
     for p in params or []:
         k, sep, v = p.partition("=")

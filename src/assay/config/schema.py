@@ -106,8 +106,16 @@ def _ratio(value: float) -> float:
 
 
 Positive = Annotated[float, AfterValidator(_positive)]
-Factor = Annotated[float, AfterValidator(_factor)]
+Factor = Annotated[float, AfterValidator(_factor), Field(le=1000)]
 Ratio = Annotated[float, AfterValidator(_ratio)]
+
+# Every number gets a range a person could mean (issue 28): finite is not enough. ``clock_ghz
+# = 1e300`` made Rpeak infinite (``Infinity`` in samples.jsonl, not JSON), ``poll_s = 1e20`` an
+# OverflowError in time.sleep after the job was submitted. The bounds are far beyond any real
+# setting, never near one.
+DAY_S = 86400.0
+MAX_NODES = 200_000  # as assay.plan.bounds: above the largest machine
+Seconds = Annotated[float, AfterValidator(_positive), Field(le=366 * DAY_S)]
 
 
 class _Table(BaseModel):
@@ -128,17 +136,17 @@ class MpiLaunchTable(_Table):
 class SlurmTable(_Table):
     """``[slurm]``: defaults of a Slurm run (command-line options win)."""
 
-    nodes: Annotated[int, Field(ge=1)] = 2
+    nodes: Annotated[int, Field(ge=1, le=MAX_NODES)] = 2
     partition: Name | None = None
     account: Name | None = None
     qos: Name | None = None
     constraint: Name | None = None
     time: SlurmTime | None = None
     sbatch_args: list[Text] = []
-    max_wait: Positive = 24 * 3600.0
-    heartbeat_timeout: Annotated[float, Field(ge=0)] = 120.0  # 0: no watchdog
-    poll_s: Positive = 2.0
-    pairs_at_once: Annotated[int, Field(ge=0)] = 0
+    max_wait: Seconds = 24 * 3600.0
+    heartbeat_timeout: Annotated[float, Field(ge=0, le=366 * DAY_S)] = 120.0  # 0: no watchdog
+    poll_s: Annotated[float, Field(ge=0.1, le=3600)] = 2.0  # squeue not hammered, nor forgotten
+    pairs_at_once: Annotated[int, Field(ge=0, le=MAX_NODES // 2)] = 0
     intra_node: bool = False
     fio_network: Network | None = None
     fio_port: Annotated[int, Field(ge=1, le=65535)] = 8765
@@ -158,18 +166,18 @@ class PeakTable(_Table):
     """``[peak]``: Rpeak overrides."""
 
     uarch: Name | None = None
-    cores: Annotated[int, Field(ge=1)] | None = None
-    clock_ghz: Positive | None = None
+    cores: Annotated[int, Field(ge=1, le=65536)] | None = None  # per node
+    clock_ghz: Annotated[float, Field(ge=0.01, le=100)] | None = None
     clock_kind: Name | None = None
     clock: Literal["base", "max"] | None = None
-    flops_per_cycle_dp: Positive | None = None
-    flops_per_cycle_sp: Positive | None = None
+    flops_per_cycle_dp: Annotated[float, Field(gt=0, le=4096)] | None = None  # per core
+    flops_per_cycle_sp: Annotated[float, Field(gt=0, le=4096)] | None = None
 
 
 class OutliersTable(_Table):
     """``[outliers]``: when a link or a node is called out."""
 
-    threshold: Positive | None = None
+    threshold: Annotated[float, AfterValidator(_positive), Field(le=1000)] | None = None
     link_factor: Factor | None = None
     node_factor: Factor | None = None
 
@@ -243,6 +251,7 @@ _WANTED = {
     "model_type": "expected a table",
     "model_attributes_type": "expected a table",
     "greater_than_equal": "expected a value of at least {ge}",
+    "greater_than": "expected a value above {gt}",
     "less_than_equal": "expected a value of at most {le}",
 }
 

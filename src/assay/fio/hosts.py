@@ -13,7 +13,8 @@ this machine, for loopback hosts) the hosts never share a file, and the names st
 ``assay-fio-`` so the safety rules and the clean-up know them. (fio would otherwise prefix the
 client's address itself -- man page, ``unique_filename`` -- under a name assay does not know.)
 
-Names. A host is an IPv4 or IPv6 address (a scope such as ``%eth0`` allowed) or a host name
+Names. A host is an IPv4 or IPv6 address (a scope allowed when it is an interface name or
+index, ``%eth0``, ``%2``) or a host name
 as RFC 1123 writes one (labels of letters, digits, ``-`` and ``_``, none starting or ending
 with ``-``, 63 characters at most, 253 in all): nothing else reaches ssh or fio. A host
 starting with ``-`` would reach ssh as an option (``-oProxyCommand=...`` runs a command here);
@@ -87,11 +88,28 @@ def is_loopback(address: str) -> bool:
 _LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?", re.ASCII)
 
 
+# An IPv6 scope: an interface name as Linux allows one (at most 15 bytes, IFNAMSIZ - 1) in the
+# characters real ones use, or an interface index. ``ipaddress`` takes any text after ``%``
+# (``fe80::1%$(id)``), which then reached ssh and the remote shell (issue 28).
+_SCOPE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}", re.ASCII)
+
+
+def _scope_problem(address: str) -> str | None:
+    """Why the scope of an IPv6 ``ADDR%SCOPE`` is not an interface name or index, or None."""
+    scope = address.partition("%")[2]
+    if _SCOPE.fullmatch(scope) and scope.strip(".") == scope.lstrip("."):
+        return None
+    return (
+        f"the IPv6 scope {scope!r} is not an interface name (letters, digits, '_', '.', '-', "
+        "at most 15) nor an index"
+    )
+
+
 def host_name_problem(address: str) -> str | None:
     """Why ``address`` is neither an IP address nor a host name (see the docstring), or None."""
     try:
         ipaddress.ip_address(address)
-        return None
+        return _scope_problem(address) if "%" in address else None
     except ValueError:
         pass
     name = address[:-1] if address.endswith(".") else address  # a fully qualified "node7."

@@ -20,6 +20,9 @@ the safety check never looked at):
 * ``${VAR}`` is replaced by the environment variable, and ``$pagesize``, ``$mb_memory`` and
   ``$ncpus`` by their values (``fio_option_dup_subs``, ``fio_keyword_replace``): refused in the
   options that name files (``FILE_OPTIONS``);
+* an option naming any other path (``write_bw_log``, ``write_iolog``...: ``PATH_OPTIONS``) or a
+  program (``exec_prerun``, the ``exec`` and ``external:`` engines) is refused anywhere: the
+  safety rules never see where it writes, and assay never needs one (issue 28);
 * ``filename`` and ``directory`` hold several names separated by ``:``; ``\\:`` is a colon of
   the name (``get_next_str``). ``fio_names`` splits a value as fio does; ``fio_path`` writes
   one path so that fio opens exactly it (every ``:`` escaped).
@@ -51,6 +54,20 @@ def control_problem(value: str, what: str) -> str | None:
 
 # Options whose value names files fio opens or creates: checked for fio's substitutions too.
 FILE_OPTIONS = frozenset({"filename", "directory", "filename_format", "opendir"})
+# Every other fio 3.33 option (``fio --cmdhelp=all``, ``--enghelp=ENGINE``) whose value names a
+# path fio writes, reads or creates (issue 28): the safety rules never look at them, so assay
+# never writes one into a job file. Logs (``write_bw_log=/etc/x`` writes /etc/x_bw.1.log), I/O
+# logs and their replay target, blktrace merges, a cgroup directory, engines' files.
+PATH_OPTIONS = frozenset({
+    "write_iolog", "read_iolog", "replay_redirect", "merge_blktrace_file",
+    "write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log",
+    "cgroup", "conf", "hdfsdirectory", "nfs_url", "uri", "libblkio_path", "spdk_conf",
+})  # fmt: skip
+# Options that run a program: never written by assay, whoever asks.
+COMMAND_OPTIONS = frozenset({"exec_prerun", "exec_postrun", "program", "arguments"})
+# Engines that run or load code of the job file's choosing: ``exec`` runs ``program``,
+# ``external:PATH`` loads a shared library.
+COMMAND_ENGINES = ("exec", "external")
 # fio's substitutions (options.c): ${VAR} and its reserved keywords
 _SUBSTITUTED = re.compile(r"\$\{|\$pagesize|\$mb_memory|\$ncpus")
 
@@ -70,6 +87,21 @@ def misread_problem(key: str, value: str) -> str | None:
             f"fio option {key}={value!r}: fio replaces {m.group()!r}... with a value of its "
             "own, so the file it opens is not the one named; refused"
         )
+    return None
+
+
+def unchecked_problem(key: str, value: str) -> str | None:
+    """Why ``key=value`` would make fio write where the safety rules never look, or run a
+    program (issue 28), or None."""
+    if key in PATH_OPTIONS:
+        return (
+            f"fio option {key}={value!r} names a path fio writes or reads, which the safety "
+            "rules do not check; refused"
+        )
+    if key in COMMAND_OPTIONS:
+        return f"fio option {key}={value!r} runs a program; refused"
+    if key == "ioengine" and value.strip().split(":", 1)[0].strip() in COMMAND_ENGINES:
+        return f"fio option ioengine={value!r} runs or loads a program; refused"
     return None
 
 
@@ -121,6 +153,9 @@ def check_text(section: str, options: list[tuple[str, str | None]]) -> None:
                 f"fio option name {key!r} in job {section!r} is not a word "
                 "(letters, digits, underscores); refused"
             )
+        problem = unchecked_problem(key, value or "")
+        if problem:
+            raise ValueError(f"job {section!r}: {problem}")
         problem = control_problem(value or "", f"fio option {key}=")
         if problem:
             raise ValueError(f"job {section!r}: {problem}")

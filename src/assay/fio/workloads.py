@@ -29,11 +29,12 @@ rather than overwrites, so they are preceded by the fill too; a sequential write
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from dataclasses import dataclass
 from typing import Any
 
-from assay.fio.job import FILE_OPTIONS, RW, FioJob, fio_path
+from assay.fio.job import COMMAND_OPTIONS, FILE_OPTIONS, PATH_OPTIONS, RW, FioJob, fio_path
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -223,6 +224,37 @@ CUSTOM_REQUIRED = ("name", "rw", "bs")
 # device of the user's own is named by ``filename`` (and checked by assay.fio.safety); the fio
 # options that name files are refused in ``extra``, where no safety check would see them.
 CUSTOM_FORBIDDEN = frozenset({"directory"})
+YEAR_S = 366 * 86400.0
+# A custom job's numbers: (whole, lowest, highest) -- a range a person could mean (issue 28:
+# ``bs = inf`` ended in an OverflowError, ``iodepth = inf`` reached the driver as Infinity).
+CUSTOM_NUMBERS: dict[str, tuple[bool, float, float]] = {
+    "bs": (True, 1, 2**31),  # bytes
+    "size": (True, 1, 2**63 - 1),  # bytes per job
+    "iodepth": (True, 1, 65536),
+    "numjobs": (True, 1, 65536),
+    "rwmixread": (True, 0, 100),  # %
+    "rate_iops": (True, 1, 10**12),
+    "runtime": (False, 1e-3, YEAR_S),  # s
+    "ramp_time": (False, 0, YEAR_S),  # s
+}
+
+
+def _shown(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def number_problem(key: str, value: Any) -> str | None:
+    """Why a custom job's ``key = value`` is not a number of its range, or None."""
+    whole, low, high = CUSTOM_NUMBERS[key]
+    if value is None and key in ("size", "runtime", "ramp_time", "rate_iops", "rwmixread"):
+        return None  # not set: the probe's settings (or fio's default) apply
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{key}={value!r} is not a number"
+    if not math.isfinite(value) or not low <= value <= high:
+        return f"{key}={value!r} is not within {_shown(low)}..{_shown(high)}"
+    if whole and value != int(value):
+        return f"{key}={value!r} is not a whole number"
+    return None
 
 
 def custom_job(fields: dict[str, Any], settings: RunSettings, *, directory: str | None) -> FioJob:
@@ -248,6 +280,9 @@ def custom_job(fields: dict[str, Any], settings: RunSettings, *, directory: str 
         raise ValueError(
             f"custom job {label!r}: {', '.join(forbidden)} is set by the probe's 'target'"
         )
+    for key in sorted(set(fields) & set(CUSTOM_NUMBERS)):
+        if problem := number_problem(key, fields[key]):
+            raise ValueError(f"custom job {label!r}: {problem}")
     patterns = typing.get_args(RW)
     if fields["rw"] not in patterns:
         raise ValueError(
@@ -264,11 +299,12 @@ def custom_job(fields: dict[str, Any], settings: RunSettings, *, directory: str 
     }
     merged = {**base, **fields}
     merged["extra"] = {str(k): str(v) for k, v in dict(fields.get("extra") or {}).items()}
-    naming = sorted(set(merged["extra"]) & FILE_OPTIONS)
+    naming = sorted(set(merged["extra"]) & (FILE_OPTIONS | PATH_OPTIONS | COMMAND_OPTIONS))
     if naming:
         raise ValueError(
-            f"custom job {label!r}: extra sets {', '.join(naming)}, which names the files fio "
-            "writes; use the job's filename (checked by the safety rules) or the probe's target"
+            f"custom job {label!r}: extra sets {', '.join(naming)}, which names files fio "
+            "writes or a program it runs; use the job's filename (checked by the safety rules) "
+            "or the probe's target"
         )
     merged["bs"] = int(merged["bs"])
     if not merged.get("filename"):

@@ -39,6 +39,7 @@ import numpy as np
 
 from assay.condensed import link_index, n_links, row_medians, rows_of
 from assay.errors import ProbeError
+from assay.parsers.numbers import _UNIT_MAX
 
 MAGIC = b"ASSAYAP1"
 ROUND_MARK = 0x444E5552  # "RUND" little-endian
@@ -308,7 +309,7 @@ def _read(
     folding = _Folding(n, arrays, latency_below)
     rounds: list[Round] = []
     retests: list[np.ndarray] = []
-    complete, timed_out, stop = False, False, ""
+    complete, timed_out, stop, impossible = False, False, "", 0
     for what, body in _blocks(f, header_len, size, n):
         if what == "stop":
             stop = str(body)
@@ -318,6 +319,8 @@ def _read(
             timed_out = bool(body[3] & FLAG_TIMED_OUT)  # type: ignore[index]
             continue
         (_, number, kind, count, lat_iters, bw_iters, t_start, wall_s), rec = body  # type: ignore[misc]
+        rec, dropped = _possible(rec)
+        impossible += dropped
         rounds.append(
             Round(number, KINDS[kind] if kind < len(KINDS) else str(kind), count, lat_iters,
                   bw_iters, t_start, wall_s)
@@ -337,6 +340,11 @@ def _read(
         note = f"{path.name} was cut short: {stop}; {len(rounds)} whole rounds kept (to {last})"
     if timed_out:
         note = (note + "; " if note else "") + "a rank stopped answering (the job was ended)"
+    if impossible:
+        note = (note + "; " if note else "") + (
+            f"{impossible} impossible figures left out (a latency not above 0 or over 1e8 s, "
+            "a bandwidth below 0 or over 1e17 B/s: a corrupt file)"
+        )
     failed = [x for x in folding.failed if len(x)]
     return MatrixFile(
         path=path, hosts=hosts, lat_size=lat_size, bw_size=bw_size, window=window,
@@ -351,6 +359,26 @@ def _read(
 
 
 NO_PAIRS = np.zeros((0, 2), np.int64)
+
+
+# The backstop every parser's figures pass (``parsers.numbers``): a latency above 0 and at most
+# 1e8 s, a bandwidth of 0 to 1e17 B/s. A record outside (``+inf``, ``1e30`` s, float32's
+# 3.4e38 B/s: a corrupt file) is a figure not measured, counted in the file's note (issue 28).
+LIMITS = {"latency": (0.0, _UNIT_MAX["s"]), "bandwidth": (0.0, _UNIT_MAX["B/s"])}
+
+
+def _possible(rec: np.ndarray) -> tuple[np.ndarray, int]:
+    """``rec`` with each impossible figure made NaN (a copy, when there is one), and how many."""
+    out, dropped = rec, 0
+    for column, (low, high) in LIMITS.items():
+        v = rec[column]
+        ok = (v >= low) & (v <= high) & ((v > low) if column == "latency" else True)
+        bad = ~np.isnan(v) & ~ok  # inf and NaN compare False; NaN is "not measured" already
+        if bad.any():
+            out = out.copy() if out is rec else out
+            out[column][bad] = np.nan
+            dropped += int(bad.sum())
+    return out, dropped
 
 
 def _failed(rec: np.ndarray) -> np.ndarray:

@@ -77,7 +77,7 @@ from assay.errors import SuiteError
 from assay.fio.hosts import ClientError, parse_hosts, read_hostfile
 from assay.fio.job import control_problem, job_file
 from assay.fio.safety import SUBDIR
-from assay.fio.workloads import NAMES, WORKLOADS
+from assay.fio.workloads import CUSTOM_NUMBERS, NAMES, WORKLOADS, number_problem
 from assay.model import Job, MpiInfo, Sample, Spread
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
 from assay.probes.external import size_value
@@ -179,6 +179,10 @@ class FioParams(ProbeParams):
     def _something(self) -> FioParams:
         if self.workloads == [] and not self.jobs and not self.groups:
             raise ValueError("nothing to run: workloads is empty and no jobs are given")
+        for job in all_custom(self):  # numbers in range before the budget uses them (issue 28)
+            for key in sorted(set(job) & set(CUSTOM_NUMBERS)):
+                if problem := number_problem(key, job[key]):
+                    raise ValueError(f"custom job {job.get('name', '?')!r}: {problem}")
         return self
 
 

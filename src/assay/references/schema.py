@@ -22,12 +22,18 @@ STAT_COLUMNS = ("n", "min", "max", "mean", "median", "stddev", "p99")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # TOML has nan and inf; no published figure or band is either (issue 28)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class TolSpec(_Strict):
-    lower: float = Field(le=0, description="fraction below the reference still 'same', e.g. -0.05")
-    upper: float = Field(ge=0, description="fraction above the reference still 'same', e.g. 0.05")
+    # -1: every figure down to 0; a band wider than x11 calls any figure 'same' (issue 28)
+    lower: float = Field(
+        ge=-1, le=0, description="fraction below the reference still 'same', e.g. -0.05"
+    )
+    upper: float = Field(
+        ge=0, le=10, description="fraction above the reference still 'same', e.g. 0.05"
+    )
 
 
 def _check_unit(metric: str, unit: str) -> None:

@@ -4,7 +4,8 @@ One ``<testsuite>`` per node (and one for the links), one ``<testcase>`` per che
 ``classname`` = ``assay.check.<node>``, ``name`` = the check. A FAIL is a ``<failure>`` whose
 message is the figure against the baseline; a WARN passes (JUnit has no warning) and says so in
 its ``<system-out>``, as a PASS states its figures there too. Written with the standard library's
-ElementTree, so every name and message is escaped.
+ElementTree, so every name and message is escaped; what XML cannot hold at all (a control
+character, a lone surrogate of a non-UTF-8 name) is shown as ``\x1b`` (``textutil.xml_text``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterable
 
 from assay.analysis.health import Verdict, worst_first
 from assay.report.check import margin_text
+from assay.textutil import xml_text
 
 
 def _text(v: Verdict) -> str:
@@ -22,7 +24,7 @@ def _text(v: Verdict) -> str:
              f"({margin_text(v)}), {v.noise}" + (f" ({v.test})" if v.test else ""),
              f"judged against {v.against}"]  # fmt: skip
     parts += [x for x in (v.retest, v.note) if x]
-    return "; ".join(parts)
+    return xml_text("; ".join(parts))
 
 
 def junit_xml(
@@ -35,23 +37,24 @@ def junit_xml(
     total = sum(len(vs) for vs in groups.values())
     failed = sum(1 for vs in groups.values() for v in vs if v.grade == "FAIL")
     root = ET.Element(
-        "testsuites", name=f"assay check {suite}", tests=str(total), failures=str(failed),
+        "testsuites", name=xml_text(f"assay check {suite}"), tests=str(total), failures=str(failed),
         errors="0", time=f"{seconds:.1f}",
     )  # fmt: skip
     for name in sorted(groups, key=lambda n: (n == "links", n)):
         vs = groups[name]
         ts = ET.SubElement(
-            root, "testsuite", name=f"{name}", tests=str(len(vs)),
+            root, "testsuite", name=xml_text(name), tests=str(len(vs)),
             failures=str(sum(1 for v in vs if v.grade == "FAIL")), errors="0", skipped="0",
             time="0", timestamp=timestamp,
         )  # fmt: skip
         props = ET.SubElement(ts, "properties")
-        ET.SubElement(props, "property", name="run_id", value=run_id)
-        ET.SubElement(props, "property", name="suite", value=suite)
+        ET.SubElement(props, "property", name="run_id", value=xml_text(run_id))
+        ET.SubElement(props, "property", name="suite", value=xml_text(suite))
         for v in vs:
             case = ET.SubElement(
-                ts, "testcase", classname=f"assay.check.{v.subject}", name=v.check, time="0"
-            )
+                ts, "testcase", classname=xml_text(f"assay.check.{v.subject}"),
+                name=xml_text(v.check), time="0",
+            )  # fmt: skip
             text = _text(v)
             if v.grade == "FAIL":
                 fail = ET.SubElement(case, "failure", message=text, type="FAIL")

@@ -22,12 +22,15 @@ import math
 from collections.abc import Iterable
 
 from assay.analysis.health import EXIT_CODE, Verdict, exit_code, node_grades
+from assay.textutil import xml_text
 
 GRADE_VALUE = {"PASS": 0, "WARN": 1, "FAIL": 2}
 
 
 def _label(value: object) -> str:
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    # controls and lone surrogates (a non-UTF-8 node name) shown first: UTF-8 cannot carry a
+    # surrogate, and the file would not be written at all (issue 28)
+    text = xml_text(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{text}"'
 
 

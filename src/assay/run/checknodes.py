@@ -17,7 +17,7 @@ import getpass
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from assay.analysis.health import Grade, Verdict, drain_reason
@@ -26,6 +26,7 @@ from assay.launch.slurm.nodes import (
     NodeState,
     delete_reservation_argv,
     drain_argv,
+    node_name_problem,
     node_states,
     reservation_argv,
     resume_argv,
@@ -56,12 +57,21 @@ def plan_actions(
     *,
     drain: bool,
     resume: bool,
+    measured: Collection[str] | None = None,
 ) -> list[Action]:
-    """What to do to each judged node (the module docstring's rules)."""
+    """What to do to each judged node (the module docstring's rules). ``measured``: the nodes
+    the check ran on (its allocation's, or this node); a node outside is never touched."""
     verdicts = list(verdicts)
     out = []
     for node, grade in sorted(grades.items()):
         st = states.get(node)
+        acting = (drain and grade == "FAIL") or resume
+        if acting and (problem := node_name_problem(node)):  # never a host list (issue 28)
+            out.append(Action(node, "leave", None, problem))
+            continue
+        if acting and measured is not None and node not in measured:
+            out.append(Action(node, "leave", None, "not a node this check ran on"))
+            continue
         if st is None:
             if (drain and grade == "FAIL") or resume:
                 out.append(Action(node, "leave", None, "Slurm has no node of this name"))

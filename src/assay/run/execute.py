@@ -25,7 +25,7 @@ from assay.launch.local.launcher import LocalLauncher
 from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
 from assay.probes import get_probe
 from assay.run.outputs import parse_each_node, stderr_tail
-from assay.store import RunWriter
+from assay.store import RunWriter, safefile
 from assay.store.rundir import utc_now
 from assay.toolchain import build_probe
 
@@ -231,7 +231,7 @@ def run_job(
     with _STOP.deferred():
         writer.save_job(job, argv)
         for name, text in job.inputs.items():
-            (job_dir / name).write_text(text)
+            safefile.write_atomic(job_dir / name, text)
     others = _concurrent(writer)
     try:
         outcome = run_process(

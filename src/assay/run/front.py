@@ -32,7 +32,7 @@ from assay.errors import AssayError, LaunchError
 from assay.figures.folded import cache_figures
 from assay.launch import BatchLauncher, BatchState, Submission, batch_launcher
 from assay.model import Job, JobResult, MpiInfo, RunInfo
-from assay.store import RunWriter
+from assay.store import RunWriter, safefile
 from assay.store.lines import read_small
 from assay.store.rundir import read_jsonl, utc_now
 from assay.toolchain import build_probe
@@ -84,11 +84,11 @@ def prepare(
             "mpis": [asdict(m) for m in mpis],
             **launcher.to_plan(mpis),
         }
-        (where / PLAN).write_text(json.dumps(plan, indent=1) + "\n")
-        (where / "batch.sh").write_text(submission.script)
+        safefile.write_atomic(where / PLAN, json.dumps(plan, indent=1) + "\n")
+        safefile.write_atomic(where / "batch.sh", submission.script)
         (where / "heartbeat").touch()
         if any(j.spread.kind == "all-pairs" for j in jobs) and (tree := launcher.topology()):
-            (where / "topology.txt").write_text(tree)  # per-switch figures in the report
+            safefile.write_atomic(where / "topology.txt", tree)  # per-switch figures in the report
     return submission
 
 

@@ -42,7 +42,7 @@ from assay.probes import get_probe
 from assay.run.execute import run_job
 from assay.run.followup import Sweep, lost_ranks, plan_follow_up
 from assay.run.front import RUNNER_NOTES, batch_dir, read_plan
-from assay.store import RunWriter
+from assay.store import RunWriter, safefile
 from assay.store.records import read_run_info
 from assay.store.rundir import read_jsonl
 from assay.system._context import Context, run_command
@@ -79,7 +79,7 @@ class _Writer(RunWriter):
             if text in self.info.notes:
                 return
             super().note(text)
-            with self.notes.open("a") as f:
+            with os.fdopen(safefile.open_append(self.notes), "a") as f:
                 f.write(text.replace("\n", " ") + "\n")
 
     def record(self, result: JobResult, samples: list[Sample]) -> None:
@@ -218,7 +218,7 @@ def _watchdog(where: Path, launcher: BatchLauncher, handle: str | None, timeout:
             age = timeout + 1
         if age > timeout:
             note = f"assay stopped polling {age:.0f} s ago (limit {timeout:g} s): cancelling\n"
-            (where / "watchdog.txt").write_text(note)
+            safefile.write_atomic(where / "watchdog.txt", note)
             if handle:
                 launcher.cancel(handle)
             os._exit(3)  # the cancel ends the steps; this process must not start another
@@ -283,8 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     where = batch_dir(run_dir, launcher.caps.name)
     info = read_run_info(run_dir)  # the one reader of run.json (assay.store.records)
     allocation = launcher.allocation()
-    (where / "runner.json").write_text(
-        json.dumps({"hosts": allocation.hosts, "started": time.time(), "pid": os.getpid()}) + "\n"
+    safefile.write_atomic(
+        where / "runner.json",
+        json.dumps({"hosts": allocation.hosts, "started": time.time(), "pid": os.getpid()}) + "\n",
     )
     done = {r["job_id"] for r in read_jsonl(run_dir / "jobs.jsonl")}
     hosts: dict[str, list[str]] = {}

@@ -20,12 +20,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 from assay.errors import StoreError
+from assay.store import safefile
 from assay.store.lines import read_small
 from assay.store.records import JOBS, SAMPLES, Damage, read_records, read_run_info
 from assay.store.rundir import RunStore
@@ -80,6 +82,15 @@ _UNUSABLE = ("not a database", "malformed", "no such table", "no such column", "
 def _unusable(exc: Exception) -> bool:
     text = str(exc)
     return isinstance(exc, sqlite3.DatabaseError) and any(w in text for w in _UNUSABLE)
+
+
+def _db_text(text: Any) -> Any:
+    """Text SQLite can hold: a lone surrogate (a non-UTF-8 label or host name, kept as is in
+    the run's JSON) is written as its escape, ``\\udcff``, as every output shows it; before,
+    the run was skipped as damaged and left ``runs`` and ``history`` (issue 28)."""
+    if not isinstance(text, str) or text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class _Remake(Exception):
@@ -162,7 +173,7 @@ class Index:
             self.db.close()
         lock_path = self.path.with_name(self.path.name + ".lock")
         try:
-            with open(lock_path, "a") as lock:
+            with os.fdopen(safefile.open_append(lock_path), "a") as lock:  # never a link
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 if self._inode() not in (mine, None):
                     self.db = self._connect()
@@ -273,11 +284,11 @@ class Index:
             batch.append(
                 (
                     run_id,
-                    d.get("job_id", ""),
-                    d["probe"],
-                    d["metric"],
-                    d["unit"],
-                    d["better"],
+                    _db_text(d.get("job_id", "")),
+                    _db_text(d["probe"]),
+                    _db_text(d["metric"]),
+                    _db_text(d["unit"]),
+                    _db_text(d["better"]),
                     d["value"],
                     json.dumps(d.get("params") or {}, sort_keys=True),
                     json.dumps(stats) if stats else None,
@@ -294,13 +305,13 @@ class Index:
             "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 run_id,
-                info.created,
-                info.suite,
+                _db_text(info.created),
+                _db_text(info.suite),
                 info.status,
-                info.label,
-                info.finished,
-                info.source,
-                hostname if isinstance(hostname, str) else "",
+                _db_text(info.label),
+                _db_text(info.finished),
+                _db_text(info.source),
+                _db_text(hostname) if isinstance(hostname, str) else "",
                 info.n_jobs,
                 n_failed,
                 n_samples,

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.store.safefile import write_atomic
+
 LIVE_DIR = "live"
 
 
@@ -93,9 +95,7 @@ def live_dir(home: Path) -> Path:
 def register(home: Path, run_id: str, owner: Owner) -> None:
     d = live_dir(home)
     d.mkdir(parents=True, exist_ok=True)
-    tmp = d / f".{run_id}.tmp"
-    tmp.write_text(json.dumps(owner.to_dict()) + "\n")
-    os.replace(tmp, d / f"{run_id}.json")
+    write_atomic(d / f"{run_id}.json", json.dumps(owner.to_dict()) + "\n")
 
 
 def unregister(home: Path, run_id: str) -> None:

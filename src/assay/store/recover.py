@@ -17,12 +17,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
 from assay.errors import StoreError
 from assay.model import JobResult
+from assay.store import safefile
 from assay.store.owner import Owner, entries, unregister
 from assay.store.records import read_run_info
 from assay.store.rundir import RunWriter, append_lines, read_jsonl, utc_now, write_atomic
@@ -42,7 +44,11 @@ def _recover(home: Path) -> list[str]:
         if owner is not None and owner.alive() is not False:
             continue  # alive, or on another host: not ours to judge
         run_dir = home / "runs" / run_id
-        with open(entry, "a") as lock:
+        try:  # the entry is locked as it is: never created, never through a link
+            fd = safefile.open_existing(entry)
+        except OSError:
+            continue  # gone meanwhile, or not assay's entry (a link): left alone
+        with os.fdopen(fd, "rb") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:

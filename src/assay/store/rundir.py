@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import secrets
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from typing import Any
 from assay import __version__
 from assay.errors import NotFoundError, StoreError
 from assay.model import Job, JobResult, RunInfo, Sample, System
+from assay.store import safefile
 from assay.store.lines import read_small
 from assay.store.owner import Owner, others_running, register, unregister
 from assay.store.records import (
@@ -70,33 +72,41 @@ def _cannot_write(path: Path, exc: OSError) -> StoreError:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
+    """Through a new temporary file of a random name, never through a link (``safefile``)."""
     try:
-        with open(tmp, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        safefile.write_atomic(path, text)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise _cannot_write(path, exc) from None
+
+
+def finite(value: Any) -> bool:
+    """Whether every number in ``value`` (a record, its params, lists) is finite: what JSON
+    can hold (issue 28: ``[peak] clock_ghz = 1e300`` wrote ``Infinity`` into samples.jsonl)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(finite(v) for v in value)
+    return True
 
 
 def _append_raw(path: Path, objects: list[dict[str, Any]]) -> None:
     """Append whole lines, or nothing: a failed write is cut back, so no half line remains."""
     if not objects:
         return
-    data = "".join(json.dumps(o, sort_keys=True) + "\n" for o in objects)
-    size = path.stat().st_size if path.exists() else 0
-    try:
-        with open(path, "a") as f:
+    data = "".join(json.dumps(o, sort_keys=True) + "\n" for o in objects).encode()
+    fd = safefile.open_append(path)  # never through a link (safefile)
+    with os.fdopen(fd, "wb") as f:
+        size = os.fstat(fd).st_size
+        try:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
-    except OSError:
-        with contextlib.suppress(OSError):  # reading skips a cut last line anyway
-            os.truncate(path, size)
-        raise
+            os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):  # reading skips a cut last line anyway
+                os.ftruncate(fd, size)
+            raise
 
 
 def append_lines(path: Path, objects: list[dict[str, Any]]) -> None:
@@ -182,8 +192,10 @@ class RunWriter:
     def hold_reserve(self) -> None:
         """Set space aside (best effort) so the records of a job that fills the disk, and the
         run's final state, can still be written: ``record`` gives it back when needed."""
-        with contextlib.suppress(OSError), open(self.path / self.RESERVE, "wb") as f:
-            os.posix_fallocate(f.fileno(), 0, RESERVE_BYTES)
+        with contextlib.suppress(OSError):
+            fd = safefile.open_append(self.path / self.RESERVE)
+            with os.fdopen(fd, "wb") as f:
+                os.posix_fallocate(f.fileno(), 0, RESERVE_BYTES)
 
     def _release_reserve(self) -> bool:
         try:
@@ -207,11 +219,20 @@ class RunWriter:
         sample is ever left without its job's record."""
         for s in samples:
             s.run_id, s.job_id = self.info.run_id, result.job_id
+        objects = [s.to_dict() for s in samples]
+        kept = [o for o in objects if finite(o)]
+        if len(kept) < len(objects):  # JSON has no NaN nor Infinity: a reader skips the line
+            lost = len(objects) - len(kept)
+            result.n_samples = max(0, result.n_samples - lost)
+            result.reason += (
+                f"{'; ' if result.reason else ''}{lost} points holding a number that is not "
+                "finite (NaN, inf) left out"
+            )
         samples_file, jobs_file = self.path / "samples.jsonl", self.path / "jobs.jsonl"
         for attempt in (1, 2):
             size = samples_file.stat().st_size if samples_file.exists() else 0
             try:
-                _append_raw(samples_file, [s.to_dict() for s in samples])
+                _append_raw(samples_file, kept)
                 try:
                     _append_raw(jobs_file, [result.to_dict()])
                 except OSError as exc:

@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -102,15 +103,97 @@ def probe_path(build: Build, mpis: list[MpiInfo], cache_dir: Path | None = None)
     return (cache_dir or assay_home() / "cache") / key / Path(build.source).stem
 
 
+# The key hashes the sources, never the binary (issue 28): whoever could write the cache would
+# choose what runs on every node. So the binary's SHA-256 is recorded beside it when it is
+# built and checked before each use, and a cache another user could write is refused.
+DIGEST_SUFFIX = ".sha256"
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def writable_by_others(path: Path) -> str | None:
+    """Why another user could change ``path`` (a link, another owner, group or world write),
+    or None. Root's files are trusted: root can change anything anyway."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link"
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return f"is writable by its group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _refuse_shared(paths: list[Path]) -> None:
+    for path in paths:
+        why = writable_by_others(path)
+        if why:
+            raise ToolchainError(
+                f"probe cache: {path} {why}: another user could replace a compiled probe that "
+                "assay runs on every node; refused",
+                hint=f"chmod go-w {path} (and make it yours), or set ASSAY_HOME to a directory "
+                "only you can write",
+            )
+
+
+def verified(exe: Path) -> bool:
+    """Whether the cached ``exe`` is the binary assay built: False when it has no recorded
+    digest (a cache of an older assay: built again); a digest that differs is an error."""
+    record = exe.with_name(exe.name + DIGEST_SUFFIX)
+    _refuse_shared([exe.parent.parent, exe.parent, exe])
+    if not record.exists():
+        return False
+    _refuse_shared([record])
+    want = record.read_text(errors="replace").strip()
+    got = file_digest(exe)
+    if got != want:
+        raise ToolchainError(
+            f"probe cache: {exe} is not the binary assay built (SHA-256 {got[:16]}..., "
+            f"recorded {want[:16]}...); not running it",
+            hint=f"remove {exe.parent} to build it again, and find out who changed it",
+        )
+    return True
+
+
+def _write_private(path: Path, text: str) -> None:
+    """A small file of the cache: a new temporary (``mkstemp``: O_EXCL, never a link), then
+    renamed over ``path``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".build-")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def _make_dirs(out_dir: Path) -> None:
+    """The cache and the key's directory, never group- or world-writable (``mode`` is masked
+    by the umask, which can only take bits away)."""
+    out_dir.parent.parent.mkdir(parents=True, exist_ok=True)
+    out_dir.parent.mkdir(mode=0o755, exist_ok=True)
+    out_dir.mkdir(mode=0o755, exist_ok=True)
+
+
 def build_probe(build: Build, mpis: list[MpiInfo], cache_dir: Path | None = None) -> Path:
-    """The path of the compiled probe, compiling it only when its key is not cached yet."""
+    """The path of the compiled probe, compiling it only when its key is not cached yet; a
+    cached one is used once its digest is checked (see ``verified``)."""
     exe = probe_path(build, mpis, cache_dir)
-    if exe.exists():
+    if os.path.lexists(exe) and verified(exe):
         return exe
     source = native_source(build.source)
     compiler = compiler_for(build, mpis)
     out_dir = exe.parent
-    out_dir.mkdir(parents=True, exist_ok=True)
+    _make_dirs(out_dir)
+    _refuse_shared([out_dir.parent, out_dir])
     # Compile into a temporary name, then rename: two runs building at once never see half a file.
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".build-")
     os.close(fd)
@@ -127,6 +210,8 @@ def build_probe(build: Build, mpis: list[MpiInfo], cache_dir: Path | None = None
             f"  $ {' '.join(argv)}\n{proc.stderr.strip()}"
         )
     os.chmod(tmp, 0o755)
+    digest = file_digest(Path(tmp))
     os.replace(tmp, exe)
-    (out_dir / "build.txt").write_text(" ".join(argv) + "\n" + compiler.identity + "\n")
+    _write_private(exe.with_name(exe.name + DIGEST_SUFFIX), digest + "\n")
+    _write_private(out_dir / "build.txt", " ".join(argv) + "\n" + compiler.identity + "\n")
     return exe

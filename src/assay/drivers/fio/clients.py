@@ -95,8 +95,11 @@ def ssh_command(env: Mapping[str, str] | None = None) -> list[str]:
 
 
 def server_argv(host: Host, fio: str, pidfile: str) -> list[str]:
+    """The start command; for a remote host one quoted line after the host: ssh joins the
+    words after the destination with blanks and gives them to the remote shell unquoted, so
+    each word is quoted here (``shlex.join``) and the shell reads back exactly this argv."""
     argv = [fio, f"--server={host.connect}", f"--daemonize={pidfile}"]
-    return argv if host.local else [*ssh_command(), "--", host.address, *argv]
+    return argv if host.local else [*ssh_command(), "--", host.address, shlex.join(argv)]
 
 
 def stop_argv(host: Host, pidfile: str) -> list[str]:

@@ -94,12 +94,35 @@ def node_states(partition: str | None = None, timeout: float | None = None) -> d
     return parse_sinfo(proc.stdout)
 
 
+# One node's name as scontrol takes it (issue 28): scontrol reads ``NodeName=`` as a host list,
+# so ``n[1-100],login1`` is 101 nodes; a blank or a control character is another word or line.
+_NODE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}", re.ASCII)
+
+
+def node_name_problem(name: str) -> str | None:
+    """Why ``name`` is not one node's name for scontrol, or None."""
+    if _NODE_NAME.fullmatch(name) and name.upper() != "ALL":  # Nodes=ALL: every node
+        return None
+    return (
+        f"{name!r} is not one node name (letters, digits, '_', '.', '-'): scontrol reads "
+        "'[', ',' and blanks as a list of nodes, and ALL as every node"
+    )
+
+
+def _one_node(node: str) -> str:
+    problem = node_name_problem(node)
+    if problem:
+        raise LaunchError(f"not updating {problem}")
+    return node
+
+
 def drain_argv(node: str, reason: str) -> list[str]:
+    node = _one_node(node)
     return ["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"]
 
 
 def resume_argv(node: str) -> list[str]:
-    return ["scontrol", "update", f"NodeName={node}", "State=RESUME"]
+    return ["scontrol", "update", f"NodeName={_one_node(node)}", "State=RESUME"]
 
 
 def shell_line(argv: list[str]) -> str:

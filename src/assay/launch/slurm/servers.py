@@ -32,6 +32,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -224,9 +225,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"servers: {what} not found on {socket.gethostname()}", file=sys.stderr)
         return 2
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()  # Slurm's name for it
-    tmp = where / f".{node}.addr"
-    tmp.write_text(address + "\n")
-    tmp.rename(where / f"{node}.addr")  # the runner never reads half a file
+    # a new temporary (mkstemp: O_EXCL, never through a link planted at a fixed name; issue
+    # 28), renamed: the runner never reads half a file
+    fd, tmp = tempfile.mkstemp(dir=where, prefix=f".{node}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(address + "\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, where / f"{node}.addr")
     family = "ip6" if ":" in address else "ip"
     filled = [a.format(family=family, address=address, port=port) for a in server[1:]]
     proc = subprocess.Popen([program, *filled])

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.textutil import visible
+
 # One palette for every plot (colour-blind safe, Okabe–Ito), and the verdict colours.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 VERDICT_COLOURS = {
@@ -106,8 +108,10 @@ class Heatmap:
 
 
 def text(s: object) -> str:
-    """A label as matplotlib must get it: ``$`` would start mathtext, so it is escaped."""
-    return str(s).replace("$", r"\$")
+    """A label as matplotlib must get it: ``$`` would start mathtext, so it is escaped; a
+    control character or a lone surrogate (a non-UTF-8 label: FreeType cannot draw it, and
+    the plot failed) is shown as its escape, as every table shows it (issue 28)."""
+    return visible(str(s)).replace("$", r"\$")
 
 
 def short(s: str, n: int) -> str:
