@@ -136,7 +136,8 @@ class MpiLaunchTable(_Table):
 class SlurmTable(_Table):
     """``[slurm]``: defaults of a Slurm run (command-line options win)."""
 
-    nodes: Annotated[int, Field(ge=1, le=MAX_NODES)] = 2
+    # its upper bound is the launcher's (launch.slurm.options: one message for --nodes too)
+    nodes: Annotated[int, Field(ge=1)] = 2
     partition: Name | None = None
     account: Name | None = None
     qos: Name | None = None
