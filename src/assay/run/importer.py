@@ -34,7 +34,8 @@ def read_file(path: Path, fmt: str, label: str) -> ImportedFile:
     symlinked to /dev/zero is refused, not read until memory runs out)."""
     data = b""
     try:
-        data = read_bounded(path, MAX_OUTPUT_BYTES, "tool output")
+        # regular=False: `assay import <(cmd)` reads a pipe (to the bound, like /dev/zero)
+        data = read_bounded(path, MAX_OUTPUT_BYTES, "tool output", regular=False)
         parsed = parse_text(data.decode("utf-8", errors="replace"), fmt, source=str(path))
     except OSError as exc:
         return ImportedFile(path, "failed", 0, f"{path}: cannot read: {exc.strerror or exc}")

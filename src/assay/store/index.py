@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import StoreError
-from assay.store.lines import read_small
+from assay.inputfile import read_side
 from assay.store.records import JOBS, SAMPLES, Damage, read_records, read_run_info
 from assay.store.rundir import RunStore
 
@@ -259,7 +259,7 @@ class Index:
         run_dir = store.runs_dir / run_id
         info = read_run_info(run_dir)  # a StoreError saying what is wrong with run.json
         system_file = run_dir / "system.json"
-        system = json.loads(read_small(system_file)) if system_file.exists() else {}
+        system = json.loads(read_side(system_file, "system.json")) if system_file.exists() else {}
         hostname = system.get("hostname") if isinstance(system, dict) else None
         jobs_damage, samples_damage = Damage(JOBS), Damage(SAMPLES)
         results = list(read_records(run_dir / JOBS, jobs_damage))

@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Any, get_args
 
 from assay.errors import StoreError
+from assay.inputfile import UnreadableFile, read_side
 from assay.model import JobStatus, RunInfo, RunStatus
 from assay.store import lines as store_lines
-from assay.store.lines import NotRegular, lines_with_offsets, read_small
+from assay.store.lines import NotRegular, lines_with_offsets
 
 SAMPLES = "samples.jsonl"
 JOBS = "jobs.jsonl"
@@ -320,11 +321,11 @@ def read_run_info(run_dir: Path) -> RunInfo:
     """A run's ``run.json``; a StoreError naming the file and what is wrong with it."""
     path = run_dir / "run.json"
     try:
-        raw = read_small(path)
+        raw = read_side(path, "run.json")
     except OSError as exc:
         raise _damaged_run_json(path, exc.strerror or str(exc)) from None
-    except ValueError as exc:
-        raise _damaged_run_json(path, f"it is {exc}") from None
+    except UnreadableFile as exc:
+        raise _damaged_run_json(path, f"it is {exc.why}") from None
     if not raw.strip():
         raise _damaged_run_json(path, "it is empty")
     try:
