@@ -129,3 +129,19 @@ def test_a_sweep_is_counted_before_its_points_are_made(tmp_path: Path) -> None:
         plan(spec, PlanContext(system=System(cores=2)))
     assert time.perf_counter() - started < 2
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # KiB
+
+
+def test_a_toml_integer_over_4300_digits_is_bad_input(tmp_path: Path) -> None:
+    """tomllib raises a plain ValueError (not TOMLDecodeError) for an integer int() refuses:
+    a traceback from every TOML reader that caught only TOMLDecodeError."""
+    from assay.config import load_config
+    from assay.plan.expand import parse_value
+    from assay.suite.loader import load_suite
+
+    big = "9" * 5000
+    with pytest.raises(SuiteError, match="a number too long to read"):
+        load_suite(f'name = "s"\nrepeat = {big}\n', "s.toml")
+    (tmp_path / "config.toml").write_text(f"[slurm]\nnodes = {big}\n")
+    with pytest.raises(ConfigError, match="a number too long to read"):
+        load_config(tmp_path / "config.toml")
+    assert parse_value(big) == big  # a --set value that is no TOML value is text
