@@ -167,6 +167,8 @@ DAMAGED_RUN_JSON = {
     "missing keys": '{"run_id": "x"}',
     "wrong types": '{"run_id": 3, "created": "c", "suite": "s", "n_jobs": "x"}',
     "status unknown": '{"run_id": "r", "created": "c", "suite": "s", "status": 7}',
+    # an object is unhashable: `in` a set of statuses raised TypeError (issue 28)
+    "status an object": '{"run_id": "r", "created": "c", "suite": "s", "status": {"a": 1}}',
     "notes not a list": '{"run_id": "r", "created": "c", "suite": "s", "notes": "x"}',
     "slurm not an object": '{"run_id": "r", "created": "c", "suite": "s", "slurm": [1]}',
     "NaN": '{"run_id": "r", "created": "c", "suite": "s", "n_jobs": NaN}',
