@@ -204,3 +204,26 @@ print(out[0].status, w.info.batch.get("hosts"), repr(w.info.batch.get("reason", 
     assert proc.returncode == 0, proc.stderr
     status, rest = proc.stdout.split(" ", 1)
     assert status == "failed" and "['a']" in rest, proc.stdout  # the plan's hosts kept
+
+
+LONG = "a" * 300  # longer than a file name may be (255): ENAMETOOLONG, not "no such file"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", LONG, "--dry-run"],
+        ["run", LONG + ".toml", "--dry-run"],
+        ["compare", "--ref", LONG + ".toml"],
+        ["run", "--vdbench", LONG, "--dry-run"],
+    ],
+    ids=["suite", "suite.toml", "reference set", "vdbench"],
+)
+def test_a_name_too_long_for_a_file_is_no_file(tmp_path: Path, args: list[str]):
+    """``Path.exists`` raises ENAMETOOLONG (Python 3.11) for a 300-character name: it was a
+    traceback where a missing file is a message."""
+    from conftest import run_cli
+
+    proc = run_cli(*args, home=tmp_path)
+    assert proc.returncode in (2, 3), proc.stderr[-2000:]  # 3: no such thing
+    assert "Traceback" not in proc.stderr and "error:" in proc.stderr

@@ -133,3 +133,12 @@ def read_tail(path: str | os.PathLike[str], limit: int = 64 * 2**10) -> str:
             return f.read(limit).decode(errors="replace")
     except (OSError, ValueError):
         return ""
+
+
+def is_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a regular file (links followed); False for a name the system
+    refuses (``Path.is_file`` raises ENAMETOOLONG on Python 3.11)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False

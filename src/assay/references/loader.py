@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from assay import tomlfile
 from assay.config import config_path
 from assay.errors import AssayError, NotFoundError
-from assay.inputfile import MAX_TEXT_BYTES, read_bounded
+from assay.inputfile import MAX_TEXT_BYTES, exists, read_bounded
 from assay.model import Stats
 from assay.references.model import ReferenceSet, RefPoint, Tolerance
 from assay.references.schema import STAT_COLUMNS, PointSpec, SetSpec, TableSpec, row_params
@@ -53,7 +53,7 @@ def available() -> dict[str, tuple[Path, bool]]:
 def load(name: str) -> ReferenceSet:
     """The reference set called ``name`` (a file stem), or a file path."""
     path = Path(name)
-    if path.suffix == ".toml" and path.exists():
+    if path.suffix == ".toml" and exists(path):  # no ENAMETOOLONG from a long name
         return load_file(path, builtin=False)
     sets = available()
     if name not in sets:

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assay.errors import ParseError
-from assay.inputfile import MAX_TEXT_BYTES, InputTooLarge, read_bounded
+from assay.inputfile import MAX_TEXT_BYTES, InputTooLarge, is_file, read_bounded
 from assay.plan.bounds import MAX_JOBS
 from assay.vdbench.definitions import Item, Param, Seek, Where
 from assay.vdbench.keywords import TIME_KEYS, resolve_keyword
@@ -135,7 +135,7 @@ def _include(
         # current directory, Vdbench's own fall-back
         tried.append(including.parent / given)
         tried.append(Path.cwd() / given)
-    found = next((p for p in tried if p.is_file()), None)
+    found = next((p for p in tried if is_file(p)), None)
     if found is None:
         raise ParseError(
             f"include={name}: file not found",
