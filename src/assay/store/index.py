@@ -86,6 +86,19 @@ class _Remake(Exception):
     """The index must be made again from the run directories; the message says why."""
 
 
+def _cell(text: str | None, want: type, column: str) -> Any:
+    """A JSON column's value as the index wrote it (an object, a list): anything else is a
+    damaged index, made again from the run directories (a damaged cell was a traceback in
+    ``runs`` or ``history``)."""
+    try:
+        value = json.loads(text) if isinstance(text, str | bytes) else None
+    except ValueError:
+        value = None
+    if not isinstance(value, want):
+        raise _Remake(f"a value of its {column} column is damaged")
+    return value
+
+
 def _retrying(action, path: Path):
     """Run ``action``; a database only busy with another assay is waited for, then retried."""
     for attempt in range(BUSY_RETRIES):
@@ -344,7 +357,7 @@ class Index:
         names = [c[0] for c in cur.description]
         out = [dict(zip(names, row, strict=True)) for row in rows]
         for r in out:
-            r["damage"] = json.loads(r["damage"]) if r["damage"] else []
+            r["damage"] = _cell(r["damage"], list, "damage") if r["damage"] else []
         return out
 
     def count(self) -> int:
@@ -363,7 +376,7 @@ class Index:
         ).fetchall()
         out = []
         for run_id, created, host, value, unit, params, stats in rows:
-            p = json.loads(params)
+            p = _cell(params, dict, "params")
             if where and any(str(p.get(k)) != str(v) for k, v in where.items()):
                 continue
             out.append(
@@ -374,7 +387,7 @@ class Index:
                     "value": value,
                     "unit": unit,
                     "params": p,
-                    "stats": json.loads(stats) if stats else None,
+                    "stats": _cell(stats, dict, "stats") if stats else None,
                 }
             )
         return out
