@@ -32,10 +32,17 @@ def _where(p: dict) -> str:
     return f", {placement} {shown}"
 
 
+def _sized(params: dict) -> bool:
+    """A size a curve can have: a whole number (a run stored before assay-json's params were
+    checked may hold text, a list or null there)."""
+    size = params.get("size")
+    return type(size) is int or (type(size) is float and size.is_integer())
+
+
 def by_series_and_size(figures: list[Figure], metric: str) -> dict[str, dict[int, Figure]]:
     """Series label -> size -> figure. Runs at several rank counts (IMB's #processes blocks)
     get a series each, so no figure overwrites another."""
-    chosen = [f for f in figures if f.sample.metric == metric and "size" in f.sample.params]
+    chosen = [f for f in figures if f.sample.metric == metric and _sized(f.sample.params)]
     rank_counts = {f.sample.params.get("ranks") for f in chosen}
     out: dict[str, dict[int, Figure]] = defaultdict(dict)
     for f in chosen:
