@@ -193,14 +193,15 @@ def write_cache(
 ) -> bool:
     """Write the cache atomically; False (and nothing left behind) when it cannot be written."""
     extra_line = _extra_line(extra)
-    body = json.dumps(data).encode()
-    head = {
+    body = json.dumps(data)  # one copy of the figures as text: the cache of a large run is
+    head = {  # hundreds of MB, and each copy (bytes, text, the line) was held at once
         "version": version,
         "made_from": made_from.to_dict(),
-        "checksum": _checksum(extra_line, body),
+        "checksum": _checksum(extra_line, body.encode()),
         "extra": extra,
     }
-    text = json.dumps(head, sort_keys=True) + "\n" + body.decode() + "\n"
+    text = json.dumps(head, sort_keys=True) + "\n" + body + "\n"
+    del body
     with contextlib.suppress(StoreError):  # write_atomic leaves no temporary file behind
         write_atomic(path, text)
         return True
