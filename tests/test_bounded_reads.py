@@ -135,7 +135,7 @@ def test_no_module_opens_a_file_to_read_it_but_the_reader():
     }
     reads = re.compile(
         r"\.read_text\(|\.read_bytes\(|\.open\(\)|\.open\(\"rb?\"|(?<![\w.])open\([^)]*\"rb?\"\)"
-        r"|(?<![\w.])open\([^,)]*\)|json\.load\(|tomllib\.load\(|np\.fromfile\(|mmap\.mmap\((?!-1)"
+        r"|(?<![\w.])open\([^,)]*\)|json\.load\(|tomllib\.loads?\(|np\.fromfile\(|mmap\.mmap\((?!-1)"
     )
     found = []
     for path in sorted(SRC.rglob("*.py")):

@@ -764,3 +764,10 @@ def test_a_name_range_is_counted_before_it_is_expanded(tmp_path: Path):
     path.write_text(f"sd=sd1,lun=/tmp/x\nwd=w1,sd=(sd1-sd{'9' * 5000})\n")
     with pytest.raises(ParseError, match="must count up"):
         load_vdbench(path)
+
+
+def test_the_vdbench_bound_is_the_plans():
+    from assay.plan.bounds import MAX_JOBS
+    from assay.vdbench.syntax import MAX_VALUES
+
+    assert MAX_VALUES == MAX_JOBS

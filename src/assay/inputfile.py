@@ -17,7 +17,8 @@ import errno
 import fcntl
 import os
 import stat
-from typing import BinaryIO
+import tomllib
+from typing import Any, BinaryIO
 
 from assay.errors import AssayError
 
@@ -142,3 +143,17 @@ def is_file(path: str | os.PathLike[str]) -> bool:
         return stat.S_ISREG(os.stat(path).st_mode)
     except (OSError, ValueError):
         return False
+
+
+def load_toml(text: str) -> dict[str, Any]:
+    """``tomllib.loads``, the one way TOML is read; any failure a ``tomllib.TOMLDecodeError``
+    saying why. An integer over Python's 4,300-digit limit is a plain ``ValueError`` from
+    tomllib (``int()`` refuses it), which every reader that caught ``TOMLDecodeError`` let
+    through as a traceback (a suite, the config, a reference set, a ``--set`` value)."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError as exc:  # int() of a numeral over 4,300 digits
+        why = str(exc).split(":", 1)[0]
+        raise tomllib.TOMLDecodeError(f"a number too long to read ({why})") from None

@@ -8,12 +8,12 @@ section or key, a value of the wrong type or range, a file that is not UTF-8 tex
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 from typing import Any
 
-from assay import tomlfile
 from assay.errors import ConfigError
-from assay.inputfile import InputTooLarge, read_bounded
+from assay.inputfile import InputTooLarge, load_toml, read_bounded
 
 
 def assay_home() -> Path:
@@ -62,8 +62,8 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
             f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})"
         ) from None
     try:
-        parsed = tomlfile.loads(text)
-    except tomlfile.TOMLDecodeError as exc:
+        parsed = load_toml(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     from assay.config.schema import validate_config  # pydantic: only when a config is read
 

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import itertools
 import math
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
-from assay import tomlfile
 from assay.errors import SuiteError
+from assay.inputfile import load_toml
 from assay.model import Job
 from assay.plan.bounds import MAX_JOBS, MAX_REPEAT
 from assay.probes import PlanContext, get_probe
@@ -38,8 +39,8 @@ class Overrides:
 def parse_value(text: str) -> Any:
     """A --set value: a TOML value when it reads as one (4, 1.5, true, [1, 2]), else a string."""
     try:
-        return tomlfile.loads(f"v = {text}")["v"]
-    except tomlfile.TOMLDecodeError:
+        return load_toml(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
         return text
 
 

@@ -12,15 +12,15 @@ import bisect
 import math
 import os
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from assay import tomlfile
 from assay.config import config_path
 from assay.errors import AssayError, NotFoundError
-from assay.inputfile import MAX_TEXT_BYTES, exists, read_bounded
+from assay.inputfile import MAX_TEXT_BYTES, exists, load_toml, read_bounded
 from assay.model import Stats
 from assay.references.model import ReferenceSet, RefPoint, Tolerance
 from assay.references.schema import STAT_COLUMNS, PointSpec, SetSpec, TableSpec, row_params
@@ -75,8 +75,8 @@ def load_file(path: Path, builtin: bool = False) -> ReferenceSet:
     except UnicodeDecodeError as exc:
         raise ReferenceError(f"{path}: not UTF-8 (byte {exc.start}): TOML must be") from None
     try:
-        data = tomlfile.loads(text)
-    except tomlfile.TOMLDecodeError as exc:  # its message says "(at line L, column C)"
+        data = load_toml(text)
+    except tomllib.TOMLDecodeError as exc:  # its message says "(at line L, column C)"
         raise ReferenceError(f"{path}: not valid TOML: {exc}") from None
     try:
         spec = SetSpec.model_validate(data)

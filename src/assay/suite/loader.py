@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from importlib import resources
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from assay import tomlfile
 from assay.errors import SuiteError
-from assay.inputfile import MAX_TEXT_BYTES, exists, read_bounded
+from assay.inputfile import MAX_TEXT_BYTES, exists, load_toml, read_bounded
 from assay.suite.schema import SuiteSpec
 
 
@@ -47,8 +47,8 @@ def resolve_suite(name_or_path: str) -> tuple[SuiteSpec, str, str]:
 
 def load_suite(text: str, source: str = "<suite>") -> SuiteSpec:
     try:
-        data = tomlfile.loads(text)
-    except tomlfile.TOMLDecodeError as exc:
+        data = load_toml(text)
+    except tomllib.TOMLDecodeError as exc:
         # tomllib's message already ends with "(at line N, column M)".
         raise SuiteError(f"{source}: TOML syntax error: {exc}") from None
     try:

@@ -9,7 +9,6 @@ from typing import Literal
 
 from assay.errors import ParseError
 from assay.fio.job import RW, FioJob, fio_path
-from assay.plan.bounds import MAX_JOBS
 from assay.vdbench.definitions import (
     DEFAULT_CURVE,
     IoRate,
@@ -24,6 +23,7 @@ from assay.vdbench.definitions import (
 )
 from assay.vdbench.keywords import OPENFLAGS
 from assay.vdbench.notes import Notes, note_static
+from assay.vdbench.syntax import MAX_VALUES as MAX_JOBS
 from assay.vdbench.syntax import wildcard_match
 
 # ---------------------------------------------------------------------------- translating
