@@ -186,7 +186,6 @@ def _enospc(writer: RunWriter, job_dir, texts: list[str]) -> str:
     return ""
 
 
-
 def _samples_of(job: Job, job_dir: Path, stdout: str) -> tuple[list[Sample], str]:
     """The samples of a job's output, and the parser's error ("" when none)."""
     try:
@@ -198,6 +197,7 @@ def _samples_of(job: Job, job_dir: Path, stdout: str) -> tuple[list[Sample], str
         return get_probe(job.probe).left_behind(job, job_dir), ""
     except AssayError as exc:
         return [], str(exc)
+
 
 def run_job(
     writer: RunWriter,

@@ -161,6 +161,8 @@ def _one_of(value: object, choices: frozenset[str]) -> bool:
     """Whether ``value`` is one of the words ``choices``: an object or a list (unhashable) is
     not, where ``in`` on a set raised TypeError (a run.json whose status is an object)."""
     return type(value) is str and value in choices
+
+
 _STATS = ("n", "min", "max", "mean", "median", "stddev", "p99", "p999")
 
 
