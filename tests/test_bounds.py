@@ -106,3 +106,42 @@ def test_placing_on_an_allocation_is_bounded_too(monkeypatch) -> None:
     assert len(place_module.place(jobs[:1], NodeOptions(nodes=8))) == 8
     with pytest.raises(ConfigError, match="more than 10 jobs"):
         place_module.place(jobs, NodeOptions(nodes=8))
+
+
+def test_a_sweep_is_counted_before_its_points_are_made(tmp_path: Path) -> None:
+    """1000 x 1000 x 100 sweep values: 10^8 points, each a dict, were built before the job
+    bound was looked at (minutes and gigabytes); the product is counted first."""
+    import resource
+
+    from assay.suite.loader import load_suite
+
+    values = ", ".join(str(i) for i in range(1000))
+    text = (
+        'name = "huge"\n[[bench]]\nprobe = "stream"\n'
+        f"sweep = {{ threads = [{values}], elements = [{values}], "
+        f"ntimes = [{', '.join(str(i) for i in range(100))}] }}\n"
+    )
+    spec = load_suite(text, "huge.toml")
+    started = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(SuiteError, match=r"1,000 threads x 1,000 elements x 100 ntimes = "
+                                         r"100,000,000 points: more than 200000 jobs"):  # fmt: skip
+        plan(spec, PlanContext(system=System(cores=2)))
+    assert time.perf_counter() - started < 2
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # KiB
+
+
+def test_a_toml_integer_over_4300_digits_is_bad_input(tmp_path: Path) -> None:
+    """tomllib raises a plain ValueError (not TOMLDecodeError) for an integer int() refuses:
+    a traceback from every TOML reader that caught only TOMLDecodeError."""
+    from assay.config import load_config
+    from assay.plan.expand import parse_value
+    from assay.suite.loader import load_suite
+
+    big = "9" * 5000
+    with pytest.raises(SuiteError, match="a number too long to read"):
+        load_suite(f'name = "s"\nrepeat = {big}\n', "s.toml")
+    (tmp_path / "config.toml").write_text(f"[slurm]\nnodes = {big}\n")
+    with pytest.raises(ConfigError, match="a number too long to read"):
+        load_config(tmp_path / "config.toml")
+    assert parse_value(big) == big  # a --set value that is no TOML value is text

@@ -34,6 +34,7 @@ DAMAGED_SAMPLES: dict[str, tuple[bytes, str]] = {
     "bool value": (json.dumps({**GOOD, "value": True}).encode(), "'value' is not a finite"),
     "huge integer": (json.dumps({**GOOD, "value": 10**400}).encode(), "'value' is not a finite"),
     "better unknown": (json.dumps({**GOOD, "better": "up"}).encode(), "'better' is neither"),
+    "better a list": (json.dumps({**GOOD, "better": ["up"]}).encode(), "'better' is neither"),
     "params a list": (json.dumps({**GOOD, "params": [1]}).encode(), "'params' is not an object"),
     "stats without n": (json.dumps({**GOOD, "stats": {"min": 1.0}}).encode(), "'stats.n'"),
     "stats text": (json.dumps({**GOOD, "stats": {"n": 3, "min": "a"}}).encode(), "'stats.min'"),
@@ -114,6 +115,7 @@ def test_a_damaged_job_line_is_skipped_and_named():
     for bad, why in [
         ({}, "no 'job_id'"),
         ({**good, "status": "fine"}, "'status'"),
+        ({**good, "status": {"a": 1}}, "'status'"),  # unhashable: a TypeError before
         ({**good, "exit_code": "0"}, "'exit_code'"),
         ({k: v for k, v in good.items() if k != "argv"}, "'argv'"),
         ({**good, "hosts": "n1"}, "'hosts'"),

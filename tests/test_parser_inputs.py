@@ -263,3 +263,32 @@ def test_a_long_run_in_a_line_is_read_in_linear_time(fmt, fixture, starts, edit)
     with contextlib.suppress(ParseError):
         parse_text(text, fmt, source=fixture)
     assert time.perf_counter() - started < 1.0
+
+
+@pytest.mark.parametrize("size", [None, [8, 9], ["a"], "", "8", True])
+def test_an_assay_json_size_the_report_cannot_use_is_refused(size) -> None:
+    """A sample's ``size`` (and the other counted params) null, a list, text or a bool was
+    stored, then every report of the run died in int() (TypeError, ValueError)."""
+    import json as json_module
+
+    from assay.errors import ParseError
+    from assay.parsers import parse_text
+
+    doc = json_module.loads((FIX / "assay-json" / "quick_2vcpu_epyc.json").read_text())
+    for s in doc["samples"]:
+        if "size" in s["params"]:
+            s["params"]["size"] = size
+    with pytest.raises(ParseError, match=r"params\.size is .*: not a count"):
+        parse_text(json_module.dumps(doc), "assay-json", "x.json")
+
+
+def test_a_stored_size_the_report_cannot_use_leaves_the_figure_out_of_the_curve() -> None:
+    """A run stored before that check: the report goes on (the figure is not on a curve)."""
+    from assay.analysis.series import by_series_and_size
+    from assay.analysis.stats import Figure
+    from assay.model import Sample
+
+    good = Sample.make("p2p", "p2p.latency", 1e-6, {"size": 8})
+    bad = Sample.make("p2p", "p2p.latency", 1e-6, {"size": [8]})
+    curves = by_series_and_size([Figure(good, 1, None), Figure(bad, 1, None)], "p2p.latency")
+    assert [list(c) for c in curves.values()] == [[8]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,64 @@ def test_math_of_canonical_values_is_finite():
     for name in BUILTIN:
         for p in load(name).points:
             assert math.isfinite(p.value) and p.value > 0
+
+
+DAMAGED_SETS = {
+    "value = inf": ('value = inf\nunit = "us"', "point.0.value: Input should be a finite number"),
+    "high = inf": ('high = inf\nunit = "us"', "point.0.high: Input should be a finite number"),
+    "nan stat": ('value = 2\nunit = "us"\nstats = { mean = nan }', "finite number"),
+    "a 5,000-digit n": (
+        'value = 2\nunit = "us"\nstats = { n = ' + "9" * 5000 + " }",
+        "not valid TOML: a number too long to read",
+    ),
+    "inf once in SI": ('value = 1e300\nunit = "GB/s"', "not a figure any machine measures"),
+}
+
+
+@pytest.mark.parametrize("form", list(DAMAGED_SETS))
+def test_a_figure_no_machine_measures_is_refused(tmp_path: Path, form: str):
+    """``inf`` is TOML: it was accepted as a published figure (and compared against); an
+    integer over 4,300 digits was a ValueError traceback out of tomllib."""
+    from assay.references.loader import ReferenceError, load_file
+
+    body, words = DAMAGED_SETS[form]
+    metric = "memory.triad" if "GB/s" in body else "p2p.latency"
+    path = tmp_path / "bad.toml"
+    head = f'title = "t"\n[[point]]\nmetric = "{metric}"\nparams = {{ size = 8 }}\n'
+    path.write_text(f"{head}{body}\n")
+    with pytest.raises(ReferenceError, match=re.escape(words)):
+        load_file(path)
+
+
+def test_a_baseline_naming_a_blank_mpi_is_refused(tmp_path: Path):
+    """An MPI is named by its first word: a blank one was an IndexError in the node check."""
+    from assay.references.loader import ReferenceError, load_file
+
+    path = tmp_path / "base.toml"
+    path.write_text('title = "t"\n[node]\nmpis = [" "]\n[[point]]\nmetric = "p2p.latency"\n'
+                    'params = { size = 8 }\nvalue = 2\nunit = "us"\n')  # fmt: skip
+    with pytest.raises(ReferenceError, match=r"node\.mpis\.0"):
+        load_file(path)
+
+
+def test_a_large_set_loads_in_linear_time(tmp_path: Path):
+    """The line of each point was found by reading the whole file again: a 1.15 MB set of
+    11,700 points took 155 s (a HealthCheckProgram has 60); 40,000 table rows were worse."""
+    import time
+
+    from assay.references.loader import load_file
+
+    point = '[[point]]\nmetric = "memory.triad"\nparams = {{ scope = "node", i = {i} }}\n'
+    points = "".join(
+        point.format(i=i) + f'value = {100 + i % 7}\nunit = "GB/s"\n\n' for i in range(11_700)
+    )
+    rows = "\n".join(f"  [{2 ** (i % 20)}, {i}, 1.5]," for i in range(20_000))
+    (tmp_path / "big.toml").write_text(f'title = "t"\n{points}')
+    (tmp_path / "rows.toml").write_text(f'title = "t"\n[[table]]\nmetric = "p2p.latency"\n'
+                                        f'unit = "us"\ncolumns = ["size", "i", "median"]\n'
+                                        f'value = "median"\nrows = [\n{rows}\n]\n')  # fmt: skip
+    assert (tmp_path / "big.toml").stat().st_size > 1_100_000
+    started = time.perf_counter()
+    assert len(load_file(tmp_path / "big.toml").points) == 11_700
+    assert len(load_file(tmp_path / "rows.toml").points) == 20_000
+    assert time.perf_counter() - started < 30  # about 3 s here, loaded; 155 s and more before

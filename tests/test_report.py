@@ -282,3 +282,20 @@ def test_compare_names_figures_it_cannot_pair_instead_of_guessing():
     comp = compare_runs(measured(a), measured(a))
     assert comp.rows == []
     assert comp.ambiguous == ["memory.triad {'threads': '2'}"]
+
+
+@pytest.mark.parametrize("fmt", ["md", "json", "csv", "html", "term"])
+def test_an_osu_bandwidth_row_of_zero_does_not_take_the_report_down(tmp_path: Path, fmt: str):
+    """``0.00`` MB/s (a rate below OSU's resolution) made the Hockney fit raise ValueError, and
+    every report format of the run died with a traceback; the size is left out, and said."""
+    fixture = Path(__file__).parent / "fixtures" / "osu" / "alaska_ompi4_ucx_osu_bw.out"
+    text = fixture.read_text().replace("\n4                      30.17\n", "\n4 0.00\n")
+    assert "\n4 0.00\n" in text
+    (tmp_path / "osu_bw.out").write_text(text)
+    run_cli("import", "--format", "osu", str(tmp_path / "osu_bw.out"), home=tmp_path / "h",
+            check=True)  # fmt: skip
+    proc = run_cli("report", "-f", fmt, home=tmp_path / "h")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    if fmt == "md":
+        assert "1 sizes with a bandwidth of 0 left out (size 4 B)" in proc.stdout

@@ -167,6 +167,8 @@ DAMAGED_RUN_JSON = {
     "missing keys": '{"run_id": "x"}',
     "wrong types": '{"run_id": 3, "created": "c", "suite": "s", "n_jobs": "x"}',
     "status unknown": '{"run_id": "r", "created": "c", "suite": "s", "status": 7}',
+    # an object is unhashable: `in` a set of statuses raised TypeError (issue 28)
+    "status an object": '{"run_id": "r", "created": "c", "suite": "s", "status": {"a": 1}}',
     "notes not a list": '{"run_id": "r", "created": "c", "suite": "s", "notes": "x"}',
     "slurm not an object": '{"run_id": "r", "created": "c", "suite": "s", "slurm": [1]}',
     "NaN": '{"run_id": "r", "created": "c", "suite": "s", "n_jobs": NaN}',
@@ -267,7 +269,24 @@ def _old_schema(db: Path) -> None:
     con.close()
 
 
+def _cell(sql: str):
+    """A JSON cell of the index made into something the index never writes (issue 28: a
+    traceback in runs or history)."""
+
+    def damage(db: Path) -> None:
+        con = sqlite3.connect(db)
+        con.execute(sql)
+        con.commit()
+        con.close()
+
+    return damage
+
+
 INDEX_DAMAGE = {
+    "a params cell not JSON": _cell("UPDATE samples SET params = '{not json'"),
+    "a params cell a list": _cell("UPDATE samples SET params = '[1]'"),
+    "a stats cell a number": _cell("UPDATE samples SET stats = '3'"),
+    "a damage cell an object": _cell("UPDATE runs SET damage = '{\"a\": 1}'"),
     "not a database": _garbage,
     "malformed pages": _cut_pages,
     "samples table dropped": _drop("samples"),

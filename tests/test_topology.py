@@ -261,3 +261,29 @@ def test_past_64_switches_a_heatmap_cell_shows_its_worst_switch_pair() -> None:
     row = pm.heat.median[1]
     healthy = np.delete(pm.heat.median, 1, axis=0)[:, 2:]
     assert np.nanmax(row[2:]) < 0.4 * np.nanmin(healthy)  # the slow uplink: a stripe
+
+
+def test_a_host_list_is_counted_before_it_is_expanded() -> None:
+    """``Nodes=node[01-99999999]`` in a run's topology.txt was 10^8 names made before anything
+    looked at them (minutes, gigabytes); a list is counted first and held to the largest
+    allocation, a file to ten levels of it. A numeral too long for int() is refused too."""
+    import time
+
+    from assay.system.hostlist import MAX_HOSTS, count_hostlist
+
+    started = time.perf_counter()
+    assert count_hostlist("node[01-99999999],x[1-2]-y[1-3]") == 99_999_999 + 6
+    with pytest.raises(HostlistError, match="names 99,999,999 hosts: more than 200,000"):
+        expand_hostlist("node[01-99999999]")
+    with pytest.raises(TopologyError, match=r"topology.txt:2: .*more than 200,000"):
+        parse_show_topology("SwitchName=s0 Level=0 Nodes=a1\nSwitchName=s1 Level=0 "
+                            "Nodes=node[01-99999999]\n", "topology.txt")  # fmt: skip
+    with pytest.raises(HostlistError, match="invalid range"):
+        expand_hostlist("n[" + "9" * 5000 + "]")
+    with pytest.raises(HostlistError, match="invalid range"):
+        expand_hostlist("n[\u0663]")  # an Arabic-Indic 3: not a Slurm number
+    assert time.perf_counter() - started < 2
+    assert len(expand_hostlist(f"n[1-{MAX_HOSTS}]")) == MAX_HOSTS
+    lines = [f"SwitchName=s{i} Level=0 Nodes=n{i}x[1-{MAX_HOSTS}]" for i in range(11)]
+    with pytest.raises(TopologyError, match=r":11: .*more than"):
+        parse_show_topology("\n".join(lines), "topology.txt")

@@ -754,3 +754,73 @@ def test_a_for_loops_value_past_int_limits_stays_text():
     huge = "1" * 5000
     r = vdbench.parse(text.replace("For loops: threads=4", "For loops: threads=" + huge), "x")
     assert {s.params["threads"] for s in r.samples} == {huge}
+
+
+def test_includes_are_bounded_in_all(tmp_path: Path):
+    """A file that includes a file 2,000 times, which includes a file 1,000 times: two million
+    reads before; the whole text, includes inserted, is held to one parameter file's bound,
+    and the reads to a thousand."""
+    import time
+
+    write(tmp_path / "c.vdb", "* nothing\n")
+    write(tmp_path / "b.vdb", "include=c.vdb\n" * 1000)
+    top = write(tmp_path / "a.vdb", "include=b.vdb\n" * 2000 + "sd=sd1,lun=/tmp/x\n")
+    started = time.perf_counter()
+    with pytest.raises(ParseError, match="more than 1000 reads of parameter files"):
+        load_vdbench(top)
+    assert time.perf_counter() - started < 10
+    big = "* " + "x" * (3 * 2**20) + "\n"  # 3 MiB each: two are past the 4 MiB of one file
+    write(tmp_path / "big.vdb", big)
+    top = write(tmp_path / "t.vdb", "include=big.vdb\ninclude=big.vdb\n")
+    with pytest.raises(ParseError, match=r"with its includes inserted is larger than 4 MiB"):
+        load_vdbench(top)
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("forthreads=(1-1000000,1)", "more than 200000 values in one list"),
+        ("forthreads=(1-1e300,1)", "more than 200000 values in one list"),
+        ("forthreads=(1-1000,1),forxfersize=(1k-1000k,1k)", "make 1,000,000 runs, more than"),
+        ("forthreads=(64-0,d)", "halves down to 0"),  # halving towards 0 never ended
+        ("forthreads=(64-1,d)", None),
+    ],
+)
+def test_for_loops_are_counted_before_they_are_expanded(tmp_path: Path, line: str, words):
+    import time
+
+    path = write(tmp_path / "for.vdb", "sd=sd1,lun=/tmp/x\nwd=w1,sd=sd1\n"
+                 f"rd=r1,wd=w1,iorate=max,elapsed=4,{line}\n")  # fmt: skip
+    started = time.perf_counter()
+    if words is None:
+        assert len(translate(load_vdbench(path)).runs) == 7  # 64 32 16 8 4 2 1 (as before)
+    else:
+        with pytest.raises(ParseError, match=words):
+            translate(load_vdbench(path))
+    assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-inf", "1e999", "infinity", "1_0", "\u0664k"])
+def test_a_number_vdbench_cannot_write_is_refused(tmp_path: Path, value: str):
+    """``xfersize=inf`` was int(inf): an OverflowError traceback."""
+    path = write(tmp_path / "x.vdb", f"sd=sd1,lun=/tmp/x\nwd=w1,sd=sd1,xfersize={value}\n"
+                 "rd=r1,wd=w1,iorate=max,elapsed=4\n")  # fmt: skip
+    with pytest.raises(ParseError, match="expected a number"):
+        translate(load_vdbench(path))
+
+
+def test_a_name_range_is_counted_before_it_is_expanded(tmp_path: Path):
+    path = write(tmp_path / "n.vdb", "sd=sd1,lun=/tmp/x\nwd=w1,sd=(sd1-sd99999999)\n"
+                 "rd=r1,wd=w1,iorate=max,elapsed=4\n")  # fmt: skip
+    with pytest.raises(ParseError, match="more than 200000 names in one list"):
+        load_vdbench(path)
+    path.write_text(f"sd=sd1,lun=/tmp/x\nwd=w1,sd=(sd1-sd{'9' * 5000})\n")
+    with pytest.raises(ParseError, match="must count up"):
+        load_vdbench(path)
+
+
+def test_the_vdbench_bound_is_the_plans():
+    from assay.plan.bounds import MAX_JOBS
+    from assay.vdbench.syntax import MAX_VALUES
+
+    assert MAX_VALUES == MAX_JOBS

@@ -21,7 +21,7 @@ https://netlib.org/parkbench/
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -168,7 +168,9 @@ def fit_hockney_bandwidth(
 
     The bandwidth is first converted to a time per message, ``t(n) = n / bw(n)``, and that curve
     is fitted by :func:`fit_hockney`. Zero-byte sizes are dropped (a bandwidth of a zero-byte
-    message is 0 or undefined, and carries no time).
+    message is 0 or undefined, and carries no time), and so are sizes whose bandwidth is 0
+    (OSU prints ``0.00`` MB/s for a rate below its resolution: no time can be read from it;
+    it was a ValueError that took every report of the run down), with a note.
 
     Caveat on reading α: ``osu_bw`` keeps a window of messages in flight, so ``n / bw`` is the
     *issue interval* of a pipelined stream, not the one-way latency; the intercept is the
@@ -181,7 +183,13 @@ def fit_hockney_bandwidth(
         raise ValueError(f"sizes and bandwidths differ in length: {n.size} vs {bw.size}")
     if not (np.all(np.isfinite(n)) and np.all(np.isfinite(bw))):
         raise ValueError("sizes and bandwidths must be finite")
-    if np.any(bw[n > 0] <= 0):
-        raise ValueError("bandwidths must be > 0 for sizes > 0")
-    keep = n > 0
-    return _fit_hockney(n[keep], n[keep] / bw[keep], size_range, detect_switch, "bandwidth")
+    if np.any(bw < 0):
+        raise ValueError("bandwidths must be >= 0")
+    zero = (n > 0) & (bw == 0)
+    keep = (n > 0) & (bw > 0)
+    fit = _fit_hockney(n[keep], n[keep] / bw[keep], size_range, detect_switch, "bandwidth")
+    if zero.any():
+        left_out = ", ".join(f"{s:g}" for s in n[zero][:5]) + (" ..." if zero.sum() > 5 else "")
+        note = f"{int(zero.sum())} sizes with a bandwidth of 0 left out (size {left_out} B)"
+        fit = replace(fit, notes=(*fit.notes, note))
+    return fit

@@ -301,10 +301,10 @@ def inventory_checks(node: NodeFacts, expected: NodeFacts) -> list[FactCheck]:
             FactCheck("inventory.kernel", "inventory.kernel", grade, node.kernel or None,
                       expected.kernel, "", note)
         )  # fmt: skip
-    have_mpis = {m.split()[0] for m in node.mpis}
+    have_mpis = {m.split()[0] for m in node.mpis if m.split()}  # a node's: as it was collected
     for mpi in expected.mpis:
         name = mpi.split()[0]
-        found = next((m for m in node.mpis if m.split()[0] == name), None)
+        found = next((m for m in node.mpis if m.split()[:1] == [name]), None)
         grade = "PASS" if name in have_mpis else "FAIL"
         out.append(
             FactCheck(f"inventory.mpi {name}", "inventory.mpi", grade, found, mpi, "",

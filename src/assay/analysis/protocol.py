@@ -24,6 +24,12 @@ from assay.analysis.robust import (
 # A side of a candidate protocol split needs this many distinct sizes: with two, a line passes
 # through both points exactly and says nothing about noise; three is the least that can.
 MIN_SIDE = 3
+# Splits tried: every one of a real sweep (OSU's runs to 4 MiB in 23 sizes, IMB's in 24). Each
+# split fits two lines over all the sizes, so trying every split of a curve of 250,000 sizes
+# (an imported file can hold one) was O(n²): hours, in every report format. Past this many, the
+# splits tried are those at the largest relative rises between consecutive sizes: a step, the
+# only thing a split can report, is such a rise.
+MAX_SPLITS = 64
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,7 @@ def find_protocol_switch(
         return None
 
     best: tuple[float, SwitchPoint] | None = None
-    for k in range(MIN_SIDE - 1, n.size - MIN_SIDE):  # left = [0..k], right = [k+1..]
+    for k in _splits(t):  # left = [0..k], right = [k+1..]
         left = huber_line(n[: k + 1], t[: k + 1])
         right = huber_line(n[k + 1 :], t[k + 1 :])
         # The step, seen from both sides of the interval [n_k, n_k+1]: how far the last measured
@@ -130,3 +136,15 @@ def find_protocol_switch(
         if best is None or cost < best[0]:
             best = (cost, point)
     return best[1] if best else None
+
+
+def _splits(t: np.ndarray) -> list[int]:
+    """The splits to try (the last index of the left side): all of them up to ``MAX_SPLITS``,
+    else those at the ``MAX_SPLITS`` largest relative rises ``t[k+1] / t[k]``, in order."""
+    ks = np.arange(MIN_SIDE - 1, t.size - MIN_SIDE)
+    if ks.size <= MAX_SPLITS:
+        return [int(k) for k in ks]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rise = np.where(t[ks] > 0, t[ks + 1] / t[ks], np.inf)
+    top = ks[np.argsort(-rise, kind="stable")[:MAX_SPLITS]]
+    return sorted(int(k) for k in top)

@@ -45,11 +45,18 @@ def _shown(key: str, value: object) -> str:
     return f"run {value}" if key == "run" else f"{key}={value}"
 
 
+def _sized(params: dict) -> bool:
+    """A size a curve can have: a whole number (a run stored before assay-json's params were
+    checked may hold text, a list or null there)."""
+    size = params.get("size")
+    return type(size) is int or (type(size) is float and size.is_integer())
+
+
 def by_series_and_size(figures: list[Figure], metric: str) -> dict[str, dict[int, Figure]]:
     """Series label -> size -> figure. Runs at several rank counts (IMB's #processes blocks)
     get a series each, and so do the tests of one label that differ in a ``_SPLIT`` param
     (runs of one file, IMB-EXT modes...), so no figure overwrites another."""
-    chosen = [f for f in figures if f.sample.metric == metric and "size" in f.sample.params]
+    chosen = [f for f in figures if f.sample.metric == metric and _sized(f.sample.params)]
     rank_counts = {f.sample.params.get("ranks") for f in chosen}
     labels = [series_label(f.sample) for f in chosen]
     values: dict[tuple[str, str], set[str]] = defaultdict(set)

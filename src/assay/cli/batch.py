@@ -21,6 +21,7 @@ from assay.model import Job, JobResult
 from assay.run.execute import RunOutcome
 from assay.run.front import batch_job_of, finish, follow, prepare, read_plan, submit_run
 from assay.store import RunStore, RunWriter
+from assay.store.lines import lines_with_offsets
 from assay.system.hostlist import compress_hostlist
 from assay.textutil import terminal
 
@@ -130,9 +131,7 @@ def collect_writer(
             if on_start is not None and not started and running:
                 started.append(True)
                 on_start()
-            done = sum(1 for _ in (writer.path / "jobs.jsonl").open()) if (
-                writer.path / "jobs.jsonl"
-            ).exists() else 0  # fmt: skip
+            done = sum(1 for _ in lines_with_offsets(writer.path / "jobs.jsonl"))
             where = f" on {state.nodelist}" if state.nodelist else ""
             why = f" ({state.reason})" if state.reason and state.pending else ""
             status.update(

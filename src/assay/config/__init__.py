@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.inputfile import InputTooLarge, load_toml, read_bounded
 
 
 def assay_home() -> Path:
@@ -43,15 +44,17 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
     try:
         if not path.exists():
             return {}
-        with path.open("rb") as f:
-            data = f.read(MAX_CONFIG_BYTES + 1)
+        # the user's own file: a device is read to the bound, a FIFO without its wait in open
+        data = read_bounded(path, MAX_CONFIG_BYTES, "config", regular=False)
+    except InputTooLarge:
+        raise ConfigError(
+            f"{path}: larger than {MAX_CONFIG_BYTES} bytes: not a config file"
+        ) from None
     except OSError as exc:  # another user's home (a check run as a service user): say so
         raise ConfigError(
             f"{path}: cannot read the config: {exc.strerror or exc}",
             hint="set ASSAY_CONFIG to a config this user can read",
         ) from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes: not a config file")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -59,7 +62,7 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
             f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})"
         ) from None
     try:
-        parsed = tomllib.loads(text)
+        parsed = load_toml(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     from assay.config.schema import validate_config  # pydantic: only when a config is read

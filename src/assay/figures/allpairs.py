@@ -35,8 +35,8 @@ from assay.condensed import link_index, link_nodes
 from assay.errors import ProbeError, StoreError
 from assay.figures.allpairs_cache import cached, save
 from assay.figures.allpairs_jobs import MatrixJob, Sweep, matrix_jobs, sweeps_by_mpi
+from assay.inputfile import read_side
 from assay.parsers.allpairs_file import COLUMN, MatrixFile, read_matrix_file
-from assay.store.lines import read_small
 from assay.system.topology import (
     Topology,
     TopologyError,
@@ -55,7 +55,7 @@ def run_topology(run_dir: Path) -> Topology | None:
         if not path.exists():
             continue
         try:  # bounded: a link to /dev/zero must not be read until memory runs out
-            text = read_small(path).decode()
+            text = read_side(path, "topology").decode()
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise TopologyError(f"cannot read the run's topology {path}: {exc}") from None
         if name.endswith(".txt"):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from assay.fio.safety import MARKER, SUBDIR, Placement, TargetState
 from assay.fio.workloads import FILE_PREFIX
+from assay.inputfile import read_bounded
 
 
 def observe(path: str | Path, subdir: str = SUBDIR) -> TargetState:
@@ -65,8 +66,8 @@ def existing_files(workdir: str | Path) -> dict[str, int]:
 def read_marker(workdir: str | Path) -> dict[str, int]:
     """The files a fill wrote end to end (name -> size), as recorded in the marker."""
     try:
-        data = json.loads((Path(workdir) / MARKER).read_text() or "{}")
-    except (OSError, ValueError):
+        data = json.loads(read_bounded(Path(workdir) / MARKER, 2**20, "marker") or b"{}")
+    except (OSError, ValueError):  # ValueError: not JSON, or not a small regular file
         return {}
     filled = data.get("filled") if isinstance(data, dict) else None
     return {str(k): int(v) for k, v in (filled or {}).items()}

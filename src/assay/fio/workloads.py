@@ -271,6 +271,8 @@ def custom_job(fields: dict[str, Any], settings: RunSettings, *, directory: str 
     label = fields.get("name", "?")
     if missing:
         raise ValueError(f"custom job {label!r}: missing {', '.join(missing)}")
+    if type(fields["name"]) is not str or not fields["name"].strip():  # TOML: name = 5
+        raise ValueError(f'custom job {label!r}: its name is not text (name = "...")')
     if unknown:
         raise ValueError(
             f"custom job {label!r}: unknown field(s) {', '.join(unknown)}; "

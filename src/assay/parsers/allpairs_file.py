@@ -39,6 +39,7 @@ import numpy as np
 
 from assay.condensed import link_index, n_links, row_medians, rows_of
 from assay.errors import ProbeError
+from assay.inputfile import UnreadableFile, open_regular
 from assay.parsers.numbers import _UNIT_MAX
 
 MAGIC = b"ASSAYAP1"
@@ -261,13 +262,15 @@ def read_matrix_file(
     if unknown:
         raise ValueError(f"an all-pairs file holds {', '.join(METRICS)}, not {unknown}")
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, follow=False) as f:  # a link to /dev/zero or a FIFO: refused
             size = os.fstat(f.fileno()).st_size
             if size == 0:
                 raise _error(path, "empty (the job wrote nothing)")
             return _read(f, size, path, list(metrics), latency_below)
     except OSError as exc:
         raise _error(path, f"cannot read: {exc.strerror or exc}") from None
+    except UnreadableFile as exc:
+        raise _error(path, f"cannot read: {exc.why}") from None
 
 
 @dataclass

@@ -60,6 +60,15 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
     return result
 
 
+# Params a report computes with (a size on an axis, a count of ranks): a whole number >= 0,
+# as assay writes them. Null, text or a list there was a TypeError in every report (issue 28).
+COUNTED = frozenset({"size", "iterations", "ranks", "nodes", "block_size", "transfer_size"})
+
+
+def _count(v: Any) -> bool:
+    return (type(v) is int and v >= 0) or (type(v) is float and v.is_integer() and v >= 0)
+
+
 def _sample(row: Any, what: str, source: str) -> Sample:
     """One stored sample, every field the type ``assay report --format json`` writes: a
     string where a report reads a string, a number where it computes, params of flat values;
@@ -77,6 +86,8 @@ def _sample(row: Any, what: str, source: str) -> Sample:
     params = json_object(row.get("params") or {}, source=source, what=f"{where} params")
     for key, v in params.items():
         json_scalar(v, source=source, what=f"{where} params.{key}")
+        if key in COUNTED and not _count(v):  # the report reads these as numbers
+            raise ParseError(f"{where} params.{key} is {v!r}: not a count", source=source)
     stats = None
     if row.get("stats") is not None:
         raw = json_object(row["stats"], source=source, what=f"{where} stats")

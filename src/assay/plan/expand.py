@@ -6,13 +6,16 @@ Pure: it reads the system record and the toolchains found, and launches nothing.
 from __future__ import annotations
 
 import itertools
+import math
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from assay.errors import SuiteError
+from assay.inputfile import load_toml
 from assay.model import Job
 from assay.plan.bounds import MAX_JOBS, MAX_REPEAT
 from assay.probes import PlanContext, get_probe
@@ -36,7 +39,7 @@ class Overrides:
 def parse_value(text: str) -> Any:
     """A --set value: a TOML value when it reads as one (4, 1.5, true, [1, 2]), else a string."""
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        return load_toml(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
 
@@ -96,11 +99,30 @@ def _apply_set(suite: SuiteSpec, assignment: str) -> None:
         )
 
 
-def _sweep_points(bench: BenchSpec) -> list[dict[str, Any]]:
+def _sweep_points(bench: BenchSpec) -> Iterator[dict[str, Any]]:
+    """The sweep's points one at a time: a product is counted (``sweep_size``) before any is
+    made (1000 x 1000 x 100 values were 10^8 dicts built before the job bound was looked at)."""
     keys = list(bench.sweep)
-    return [
-        dict(zip(keys, combo, strict=True)) for combo in itertools.product(*bench.sweep.values())
-    ]
+    for combo in itertools.product(*bench.sweep.values()):
+        yield dict(zip(keys, combo, strict=True))
+
+
+def sweep_size(bench: BenchSpec) -> int:
+    return math.prod(len(values) for values in bench.sweep.values())
+
+
+def _check_size(suite: SuiteSpec, index: int, bench: BenchSpec, repeat: int) -> None:
+    """Each point of a sweep, each repetition, is at least a job: more than the bound of a
+    plan is refused from the counts alone."""
+    points = sweep_size(bench)
+    if points * repeat > MAX_JOBS:
+        sizes = " x ".join(f"{len(v):,} {k}" for k, v in bench.sweep.items())
+        times = f", {repeat:,} repetitions each" if repeat > 1 else ""
+        raise SuiteError(
+            f"suite {suite.name!r}, bench {index} ({bench.probe}): its sweep is {sizes} = "
+            f"{points:,} points{times}: more than {MAX_JOBS} jobs, the bound of a plan; refused",
+            hint="fewer sweep values or repetitions per run",
+        )
 
 
 def plan(suite: SuiteSpec, ctx: PlanContext, overrides: Overrides | None = None) -> list[Job]:
@@ -117,6 +139,7 @@ def plan(suite: SuiteSpec, ctx: PlanContext, overrides: Overrides | None = None)
         repeat = bench.repeat or suite.repeat
         if repeat > MAX_REPEAT:
             raise SuiteError(f"repeat {repeat}: at most {MAX_REPEAT} repetitions of a job")
+        _check_size(suite, index, bench, repeat)
         for point in _sweep_points(bench):
             try:
                 params = probe.Params.model_validate({**bench.params, **point})

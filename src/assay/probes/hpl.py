@@ -34,7 +34,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from assay.errors import ProbeError, SuiteError
-from assay.inputfile import MAX_TEXT_BYTES, read_bounded
+from assay.inputfile import MAX_TEXT_BYTES, is_file, read_bounded
 from assay.model import Build, Job, MpiInfo, Sample
 from assay.parsers import hpl as hpl_parser
 from assay.probes._blas import ASKED, CHOICE, DETECTED, REASON, SIMULATED, kernel_plan, verify
@@ -201,7 +201,7 @@ class HplProbe(Probe):
     ) -> JobDraft:
         assert params.hpl_dat
         path = Path(params.hpl_dat).expanduser()
-        if not path.is_file():
+        if not is_file(path):
             raise SuiteError(f"hpl: HPL.dat {path} not found")
         mpi = _xhpl_mpi(params, ctx, mpis)
         peak, cores, derivation = node_peak(ctx)

@@ -8,6 +8,7 @@ file, the line and the field.
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import re
@@ -19,11 +20,11 @@ from pydantic import ValidationError
 
 from assay.config import config_path
 from assay.errors import AssayError, NotFoundError
-from assay.inputfile import MAX_TEXT_BYTES, read_bounded
+from assay.inputfile import MAX_TEXT_BYTES, exists, load_toml, read_bounded
 from assay.model import Stats
 from assay.references.model import ReferenceSet, RefPoint, Tolerance
 from assay.references.schema import STAT_COLUMNS, PointSpec, SetSpec, TableSpec, row_params
-from assay.units import from_display, to_display
+from assay.units import from_display, metric_info, to_display
 
 BUILTIN_DIR = Path(__file__).parent / "sets"
 
@@ -52,7 +53,7 @@ def available() -> dict[str, tuple[Path, bool]]:
 def load(name: str) -> ReferenceSet:
     """The reference set called ``name`` (a file stem), or a file path."""
     path = Path(name)
-    if path.suffix == ".toml" and path.exists():
+    if path.suffix == ".toml" and exists(path):  # no ENAMETOOLONG from a long name
         return load_file(path, builtin=False)
     sets = available()
     if name not in sets:
@@ -74,7 +75,7 @@ def load_file(path: Path, builtin: bool = False) -> ReferenceSet:
     except UnicodeDecodeError as exc:
         raise ReferenceError(f"{path}: not UTF-8 (byte {exc.start}): TOML must be") from None
     try:
-        data = tomllib.loads(text)
+        data = load_toml(text)
     except tomllib.TOMLDecodeError as exc:  # its message says "(at line L, column C)"
         raise ReferenceError(f"{path}: not valid TOML: {exc}") from None
     try:
@@ -101,6 +102,7 @@ def _tol(spec: Any) -> Tolerance | None:
 
 
 def _build(spec: SetSpec, path: Path, text: str, builtin: bool) -> ReferenceSet:
+    where = Locator(text)
     tolerances = {k: Tolerance(v.lower, v.upper) for k, v in spec.tolerance.items()}
     default = tolerances.pop("default", Tolerance())
     ref = ReferenceSet(
@@ -120,10 +122,23 @@ def _build(spec: SetSpec, path: Path, text: str, builtin: bool) -> ReferenceSet:
         node=spec.node.model_dump(exclude_defaults=True) if spec.node else {},
     )
     for i, p in enumerate(spec.point):
-        ref.points.append(_point(p, locate(text, ("point", i))))
+        ref.points.append(_point(p, where(("point", i))))
     for i, t in enumerate(spec.table):
-        ref.points.extend(_table_points(t, path, text, i))
+        ref.points.extend(_table_points(t, path, where, i))
+    for point in ref.points:
+        _check_finite(point, path)
     return ref
+
+
+def _check_finite(point: RefPoint, path: Path) -> None:
+    """A figure finite as written can overflow in canonical units (1e308 GB/s is inf B/s)."""
+    stats = point.stats.__dict__.values() if point.stats is not None else ()
+    for v in (point.value, point.low, point.high, *stats):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ReferenceError(
+                f"{path}:{point.line}: {point.metric} {point.published}: not a figure any "
+                f"machine measures (it is {v} {metric_info(point.metric).unit})"
+            )
 
 
 def _point(p: PointSpec, line: int | None) -> RefPoint:
@@ -152,10 +167,10 @@ def _point(p: PointSpec, line: int | None) -> RefPoint:
     )  # fmt: skip
 
 
-def _table_points(t: TableSpec, path: Path, text: str, index: int) -> list[RefPoint]:
+def _table_points(t: TableSpec, path: Path, where: Locator, index: int) -> list[RefPoint]:
     out = []
     for r, row in enumerate(t.rows):
-        line = locate(text, ("table", index, "rows", r))
+        line = where(("table", index, "rows", r))
         if len(row) != len(t.columns):
             raise ReferenceError(
                 f"{path}:{line}: field table.{index}.rows.{r}: {len(row)} values for "
@@ -250,43 +265,78 @@ def _join(*parts: str) -> str:
 _HEADER = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\"-]+)\s*\]\]?\s*(#.*)?$")
 
 
-def locate(text: str, loc: tuple[Any, ...]) -> int | None:
-    """The 1-based line of a validation error's location (``("point", 3, "unit")``), found by
-    reading the file as TOML is written: the N-th ``[[point]]`` header, then the key in its block;
-    a list index inside a multi-line array counts its lines. None when it cannot be told."""
-    lines = text.splitlines()
-    start, end = 0, len(lines)
-    rest = list(loc)
-    if rest and isinstance(rest[0], str) and len(rest) > 1 and isinstance(rest[1], int):
-        table, nth = rest[0], rest[1]
-        headers = [i for i, ln in enumerate(lines) if _header(ln) == (table, True)]
-        if nth >= len(headers):
-            return None
-        start = headers[nth]
-        end = next((i for i in range(start + 1, len(lines)) if _header(lines[i])), len(lines))
-        rest = rest[2:]
-        if not rest:
-            return start + 1
-    elif rest and isinstance(rest[0], str):
-        header = next((i for i, ln in enumerate(lines) if _header(ln) == (rest[0], False)), None)
-        if header is not None:  # a [table] such as [tolerance]
-            start = header
-            end = next((i for i in range(start + 1, len(lines)) if _header(lines[i])), len(lines))
-            rest = rest[1:]
+class Locator:
+    """Lines of validation errors' locations (``("point", 3, "unit")``) in one file's text,
+    found by reading the file as TOML is written: the N-th ``[[point]]`` header, then the key in
+    its block; a list index inside a multi-line array counts its lines. The headers are found
+    once: a line asked for each of a set's points read the whole file each time (a 1.15 MB set
+    took 155 s, where a HealthCheckProgram has 60)."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+        self.starts: list[int] = []  # the line of every header, in order
+        self.arrays: dict[str, list[int]] = {}  # [[name]] -> its headers' lines
+        self.tables: dict[str, int] = {}  # [name] -> its header's line (the first)
+        for i, line in enumerate(self.lines):
+            header = _header(line)
+            if header is None:
+                continue
+            self.starts.append(i)
+            name, array = header
+            if array:
+                self.arrays.setdefault(name, []).append(i)
+            else:
+                self.tables.setdefault(name, i)
+        self._elements: dict[int, list[int]] = {}
+
+    def _end(self, start: int) -> int:
+        """The line of the next header after ``start`` (the end of its block)."""
+        k = bisect.bisect_right(self.starts, start)
+        return self.starts[k] if k < len(self.starts) else len(self.lines)
+
+    def __call__(self, loc: tuple[Any, ...]) -> int | None:
+        """The 1-based line of ``loc``; None when it cannot be told."""
+        start, end = 0, len(self.lines)
+        rest = list(loc)
+        if rest and isinstance(rest[0], str) and len(rest) > 1 and isinstance(rest[1], int):
+            headers = self.arrays.get(rest[0], [])
+            if rest[1] >= len(headers):
+                return None
+            start = headers[rest[1]]
+            end, rest = self._end(start), rest[2:]
             if not rest:
                 return start + 1
-        else:
-            end = next((i for i, ln in enumerate(lines) if _header(ln)), len(lines))
-    key = str(rest[0])
-    pattern = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*=")
-    found = next((i for i in range(start, end) if pattern.match(lines[i])), None)
-    if found is None:
-        return start + 1 if start or loc else None
-    if len(rest) > 1 and isinstance(rest[1], int):  # an element of a multi-line array
-        elements = [i for i in range(found + 1, end) if lines[i].lstrip().startswith("[")]
-        if rest[1] < len(elements):
-            return elements[rest[1]] + 1
-    return found + 1
+        elif rest and isinstance(rest[0], str):
+            header = self.tables.get(rest[0])
+            if header is not None:  # a [table] such as [tolerance]
+                start, end, rest = header, self._end(header), rest[1:]
+                if not rest:
+                    return start + 1
+            else:
+                end = self.starts[0] if self.starts else len(self.lines)
+        key = str(rest[0])
+        pattern = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*=")
+        found = next((i for i in range(start, end) if pattern.match(self.lines[i])), None)
+        if found is None:
+            return start + 1 if start or loc else None
+        if len(rest) > 1 and isinstance(rest[1], int):  # an element of a multi-line array
+            elements = self._array_elements(found, end)
+            if rest[1] < len(elements):
+                return elements[rest[1]] + 1
+        return found + 1
+
+    def _array_elements(self, found: int, end: int) -> list[int]:
+        if found not in self._elements:
+            lines = self.lines
+            self._elements[found] = [
+                i for i in range(found + 1, end) if lines[i].lstrip().startswith("[")
+            ]
+        return self._elements[found]
+
+
+def locate(text: str, loc: tuple[Any, ...]) -> int | None:
+    """The line of one location (``Locator`` for many in one file)."""
+    return Locator(text)(loc)
 
 
 def _header(line: str) -> tuple[str, bool] | None:

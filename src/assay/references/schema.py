@@ -11,7 +11,7 @@ unit, checked against the first when loading). Values are written in the unit th
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -22,7 +22,7 @@ STAT_COLUMNS = ("n", "min", "max", "mean", "median", "stddev", "p99")
 
 
 class _Strict(BaseModel):
-    # TOML has nan and inf; no published figure or band is either (issue 28)
+    # TOML has inf and nan: no published figure, tolerance or statistic is either
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
@@ -122,8 +122,11 @@ class NodeSpec(_Strict):
     gpus: int | None = Field(default=None, ge=0)
     gpu_model: str = ""
     kernel: str = ""
-    mpis: list[str] = Field(default_factory=list)
-    links: dict[str, float] = Field(default_factory=dict, description="interface -> Gb/s")
+    # an MPI is named by its first word ("Open MPI 4.1.5"): a blank one names none
+    mpis: list[Annotated[str, Field(pattern=r"\S")]] = Field(default_factory=list)
+    links: dict[str, Annotated[float, Field(gt=0)]] = Field(
+        default_factory=dict, description="interface -> Gb/s"
+    )
 
 
 class SetSpec(_Strict):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.analysis.health import WORST_FIRST, Verdict, exit_code, worst, worst_first
+from assay.inputfile import read_side
 from assay.report.table import Table
 
 JSON_SCHEMA = "assay-check"
@@ -145,17 +146,52 @@ def summary_line(verdicts: list[Verdict]) -> str:
     return line + f"; exit status {exit_code(verdicts)}"
 
 
-def stored_verdicts(run_dir: Path) -> list[Verdict] | None:
-    """The verdicts ``assay check`` kept beside a run (``check.json``), for the run's report;
-    None when it was not checked (or the file cannot be read: the report goes on without)."""
+# check.json's verdict fields by type, as ``check_document`` writes them: what the report's
+# tables use (a grade it sorts by, a ratio it formats) must be what they can use.
+_TEXT_FIELDS = ("subject", "check", "metric", "unit", "noise", "test", "against", "shown",
+                "expected", "retest", "note", "probe")  # fmt: skip
+_NUMBER_FIELDS = ("figure", "baseline", "ratio")
+_REQUIRED = ("subject", "kind", "check", "metric", "grade")
+
+
+def _verdict_problem(d: object) -> str | None:
+    if not isinstance(d, dict):
+        return "a verdict is not an object"
+    missing = [k for k in _REQUIRED if k not in d]
+    if missing:
+        return f"a verdict has no {missing[0]!r}"
+    if d["grade"] not in WORST_FIRST or d["kind"] not in ("node", "link"):
+        return f"a verdict's grade or kind is not one assay writes ({d['grade']!r}, {d['kind']!r})"
+    for k in _TEXT_FIELDS:
+        if type(d.get(k, "")) is not str:
+            return f"a verdict's {k!r} is not text"
+    for k in _NUMBER_FIELDS:
+        v = d.get(k)
+        if v is not None and (type(v) not in (int, float) or not math.isfinite(v)):
+            return f"a verdict's {k!r} is not a finite number"
+    return None
+
+
+def read_verdicts(run_dir: Path) -> tuple[list[Verdict] | None, str | None]:
+    """The verdicts ``assay check`` kept beside a run (``check.json``), for the run's report,
+    and why they are not shown when the file is there but damaged (the report goes on
+    without them, saying so). (None, None): the run was not checked."""
+    path = run_dir / "check.json"
     try:
-        doc = json.loads((run_dir / "check.json").read_text())
-        if doc.get("schema") != JSON_SCHEMA:
-            return None
-        fields = {f.name for f in dataclasses.fields(Verdict)}
-        return [Verdict(**{k: v for k, v in d.items() if k in fields}) for d in doc["verdicts"]]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        doc = json.loads(read_side(path, "check.json"))
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as exc:  # UnreadableFile, JSON, not UTF-8: a ValueError
+        return None, f"{path} not shown: {getattr(exc, 'why', None) or exc}"
+    if not isinstance(doc, dict) or doc.get("schema") != JSON_SCHEMA:
+        return None, f"{path} not shown: not an assay check document"
+    listed = doc.get("verdicts")
+    why = "its 'verdicts' is not a list" if not isinstance(listed, list) else None
+    why = why or next(filter(None, map(_verdict_problem, listed)), None)  # type: ignore[arg-type]
+    if why:
+        return None, f"{path} not shown: {why}"
+    fields = {f.name for f in dataclasses.fields(Verdict)} - {"key"}
+    return [Verdict(**{k: v for k, v in d.items() if k in fields}) for d in listed], None
 
 
 def check_document(

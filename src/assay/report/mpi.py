@@ -192,6 +192,9 @@ def hockney_table(derived: Derived) -> Table | None:
         "that reaches half of β. β from osu_bw keeps 64 messages in flight, so it can exceed "
         "the ping-pong β."
     ]
+    # what a fit left out, or could not resolve, is said (a 0.00 MB/s row: left out)
+    notes += [f"{h.series}: {n}" for h in derived.hockney for f in (h.latency, h.bandwidth)
+              if f is not None for n in f.notes if "left out" in n]  # fmt: skip
     return Table("p2p-model", "MPI latency/bandwidth model (Hockney)", cols, rows, notes)
 
 

@@ -19,7 +19,7 @@ from assay.errors import AssayError
 from assay.figures.allpairs import file_matrices
 from assay.figures.folded import folded_of, sample_lines
 from assay.report.build import Built, build, merge_runs, merge_samples
-from assay.report.check import stored_verdicts, verdict_tables
+from assay.report.check import read_verdicts, verdict_tables
 from assay.report.table import Table
 from assay.store import LoadedRun
 from assay.textutil import csv_text, markdown, markdown_code, terminal
@@ -266,7 +266,9 @@ def _render_text(
         run, folded, rule, [m for ms, _ in read for m in ms], [p for _, ps in read for p in ps]
     )
     tables = built.tables
-    verdicts = stored_verdicts(runs[0].path) if len(runs) == 1 else None
+    verdicts, why = read_verdicts(runs[0].path) if len(runs) == 1 else (None, None)
+    if why:  # a damaged check.json: the report of the samples stands without it
+        head.append(f"Note: {why}")
     if verdicts:  # a run 'assay check' judged: its verdicts first (the grid, worst first)
         tables = verdict_tables(verdicts, everything=fmt == "html") + tables
         built.tables = tables

@@ -17,6 +17,7 @@ import os
 import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from assay.errors import AssayError, StoreError
 from assay.figures.folded import cache_figures
@@ -24,7 +25,7 @@ from assay.launch import run_process
 from assay.launch.local.launcher import LocalLauncher
 from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
 from assay.probes import get_probe
-from assay.run.outputs import parse_each_node, stderr_tail
+from assay.run.outputs import parse_each_node, read_output, read_stderr, stderr_tail
 from assay.store import RunWriter, safefile
 from assay.store.rundir import utc_now
 from assay.toolchain import build_probe
@@ -185,6 +186,19 @@ def _enospc(writer: RunWriter, job_dir, texts: list[str]) -> str:
     return ""
 
 
+def _samples_of(job: Job, job_dir: Path, stdout: str) -> tuple[list[Sample], str]:
+    """The samples of a job's output, and the parser's error ("" when none)."""
+    try:
+        if job.placement is not None and job.placement.each:
+            return parse_each_node(job, job_dir)
+        if stdout.strip():
+            return get_probe(job.probe).parse(stdout, job, job_dir=job_dir), ""
+        # it printed nothing: what it wrote as it went, if anything
+        return get_probe(job.probe).left_behind(job, job_dir), ""
+    except AssayError as exc:
+        return [], str(exc)
+
+
 def run_job(
     writer: RunWriter,
     job: Job,
@@ -256,23 +270,15 @@ def run_job(
         outcome.hosts,
     )
     result_file = job_dir / (job.output_file or "stdout")
-    stdout = result_file.read_text(errors="replace") if result_file.exists() else ""
-    stderr = (job_dir / "stderr").read_text(errors="replace")
+    stderr = read_stderr(job_dir / "stderr")
     tail = stderr_tail(stderr, job.probe)
     samples: list[Sample] = []
-    parse_error = ""
-    if job.placement is not None and job.placement.each:
-        samples, parse_error = parse_each_node(job, job_dir)
-    elif stdout.strip():
-        try:
-            samples = get_probe(job.probe).parse(stdout, job, job_dir=job_dir)
-        except AssayError as exc:
-            parse_error = str(exc)
-    else:  # it printed nothing: what it wrote as it went, if anything
-        try:
-            samples = get_probe(job.probe).left_behind(job, job_dir)
-        except AssayError as exc:
-            parse_error = str(exc)
+    try:
+        stdout = read_output(result_file)
+    except (OSError, AssayError) as exc:  # larger than any tool's output, or not a file
+        stdout, parse_error = "", str(exc)
+    else:
+        samples, parse_error = _samples_of(job, job_dir, stdout)
     if outcome.interrupted:
         result.status, result.reason = "interrupted", stop_reason(outcome.stop_signal)
     elif outcome.timed_out:

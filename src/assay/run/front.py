@@ -30,10 +30,10 @@ from typing import Any
 
 from assay.errors import AssayError, LaunchError
 from assay.figures.folded import cache_figures
+from assay.inputfile import read_side
 from assay.launch import BatchLauncher, BatchState, Submission, batch_launcher
 from assay.model import Job, JobResult, MpiInfo, RunInfo
 from assay.store import RunWriter, safefile
-from assay.store.lines import read_small
 from assay.store.rundir import read_jsonl, utc_now
 from assay.toolchain import build_probe
 
@@ -100,7 +100,7 @@ def read_plan(run_dir: Path, name: str) -> tuple[list[Job], list[MpiInfo], Batch
     AssayError saying what is wrong when the plan is missing or damaged."""
     plan_file = batch_dir(run_dir, name) / PLAN
     try:
-        data: dict[str, Any] = json.loads(read_small(plan_file, PLAN_LIMIT))
+        data: dict[str, Any] = json.loads(read_side(plan_file, "plan", PLAN_LIMIT))
         jobs = [Job.from_dict(j) for j in data["jobs"]]
         mpis = [MpiInfo(**m) for m in data["mpis"]]
         if not all(isinstance(j.job_id, str) and isinstance(j.argv, list) for j in jobs):
@@ -200,6 +200,31 @@ def _note(writer: RunWriter, state: str, reason: str) -> None:
 STATUS_OF_STATE = {"TIMEOUT": "timeout", "CANCELLED": "interrupted"}
 
 
+# What the runner leaves in the batch directory is a line or a few: more than this is not its.
+MAX_RUNNER_TEXT = 2**20
+
+
+def _side_text(path: Path, what: str) -> str:
+    """A text file the runner wrote, or "" when it is missing or damaged: what it would add
+    to the run is a note, and a damaged one must not stop the run being closed."""
+    try:
+        return read_side(path, what, MAX_RUNNER_TEXT).decode(errors="replace")
+    except (OSError, ValueError):
+        return ""
+
+
+def _runner_hosts(where: Path) -> list[str] | None:
+    """The hosts ``runner.json`` names, or None when it is missing, damaged, or names none."""
+    try:
+        doc = json.loads(read_side(where / "runner.json", "runner.json", MAX_RUNNER_TEXT))
+    except (OSError, ValueError):
+        return None
+    hosts = doc.get("hosts") if isinstance(doc, dict) else None
+    if isinstance(hosts, list) and hosts and all(type(h) is str for h in hosts):
+        return hosts
+    return None
+
+
 def finish(
     writer: RunWriter, jobs: list[Job], state: BatchState | None, launcher: BatchLauncher
 ) -> list[JobResult]:
@@ -215,17 +240,13 @@ def finish(
         batch["exit_code"] = state.exit_code
     final = batch.get("state", "UNKNOWN")
     recorded = {r["job_id"] for r in read_jsonl(writer.path / "jobs.jsonl")}
-    runner = where / "runner.json"
-    if runner.exists():
-        with contextlib.suppress(OSError, json.JSONDecodeError):
-            batch["hosts"] = json.loads(runner.read_text()).get("hosts", batch.get("hosts"))
-    with contextlib.suppress(OSError):  # the runner's notes (shared memory, follow-up jobs)
-        for line in (where / RUNNER_NOTES).read_text(errors="replace").splitlines():
-            if line.strip():
-                writer.note(line.strip())
-    watchdog = where / "watchdog.txt"
-    if watchdog.exists():
-        batch["reason"] = "runner watchdog: " + watchdog.read_text().strip()
+    batch["hosts"] = _runner_hosts(where) or batch.get("hosts")
+    for line in _side_text(where / RUNNER_NOTES, "runner's notes").splitlines():
+        if line.strip():  # the runner's notes (shared memory, follow-up jobs)
+            writer.note(line.strip())
+    watchdog = _side_text(where / "watchdog.txt", "watchdog note").strip()
+    if watchdog:
+        batch["reason"] = "runner watchdog: " + watchdog
     missing = []
     for job in jobs:
         if job.job_id in recorded:

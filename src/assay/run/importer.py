@@ -34,7 +34,8 @@ def read_file(path: Path, fmt: str, label: str) -> ImportedFile:
     symlinked to /dev/zero is refused, not read until memory runs out)."""
     data = b""
     try:
-        data = read_bounded(path, MAX_OUTPUT_BYTES, "tool output")
+        # regular=False: `assay import <(cmd)` reads a pipe (to the bound, like /dev/zero)
+        data = read_bounded(path, MAX_OUTPUT_BYTES, "tool output", regular=False)
         parsed = parse_text(data.decode("utf-8", errors="replace"), fmt, source=str(path))
     except OSError as exc:
         return ImportedFile(path, "failed", 0, f"{path}: cannot read: {exc.strerror or exc}")
@@ -106,6 +107,9 @@ def import_files(
             # file read again (it may have changed, or be a device that never ends)
             (job_dir / "stdout").write_bytes(o.data)
             writer.record(result, o.samples)
+            # stored: the samples and bytes are let go before the fold reads them back (a
+            # file of 250,000 rows held them through it, a third of the import's memory)
+            o.samples, o.data = [], b""
         writer.finish("complete")
         finished = True
         cache_figures(writer.path)

@@ -8,10 +8,29 @@ import dataclasses
 from pathlib import Path
 
 from assay.errors import AssayError
+from assay.inputfile import MAX_OUTPUT_BYTES, read_bounded
 from assay.model import Job, Sample, node_output
 from assay.probes import get_probe
 
 STDERR_TAIL_LINES = 15
+
+
+def read_output(path: Path, what: str = "job output") -> str:
+    """A file a job wrote (its stdout, stderr, a node's output) as text; "" when it wrote
+    none. Bounded as an import is (an output larger than any tool's is an AssayError naming
+    the bound), and regular only: a job's file linked to /dev/zero is not read."""
+    try:
+        return read_bounded(path, MAX_OUTPUT_BYTES, what, follow=False).decode(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def read_stderr(path: Path) -> str:
+    """A job's stderr for its tail: "" when missing or unreadable (it only adds to a reason)."""
+    try:
+        return read_output(path, "job's stderr")
+    except (OSError, AssayError):
+        return ""
 
 
 def stderr_tail(text: str, probe: str = "", lines: int = STDERR_TAIL_LINES) -> str:
@@ -35,10 +54,13 @@ def parse_each_node(job: Job, job_dir: Path) -> tuple[list[Sample], str]:
     hosts = [str(h) for h in job.params.get("hosts") or []]
     for host in hosts:
         out = job_dir / node_output(host)
-        text = out.read_text(errors="replace") if out.exists() else ""
+        try:
+            text = read_output(out)
+        except (OSError, AssayError) as exc:
+            problems.append(f"{host}: {exc}")
+            continue
         if not text.strip():
-            err = job_dir / node_output(host, "stderr")
-            why = stderr_tail(err.read_text(errors="replace"), job.probe, 2) if err.exists() else ""
+            why = stderr_tail(read_stderr(job_dir / node_output(host, "stderr")), job.probe, 2)
             problems.append(f"{host}: printed no measurement" + (f" ({why})" if why else ""))
             continue
         params = {**job.params, "hosts": [host], "node": host}

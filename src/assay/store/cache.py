@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import StoreError
+from assay.inputfile import open_regular
 from assay.store.lines import lines_with_offsets, skip_line
 from assay.store.rundir import write_atomic
 
@@ -45,13 +46,16 @@ __all__ = [
     "write_cache",
 ]
 
+# A cache is the folded figures of its samples: far smaller than they are. One larger than
+# this is not one assay wrote (it is folded again, never read whole).
+MAX_CACHE_BYTES = 2**30
 CHUNK = 64 * 2**20  # the digest's unit: each chunk hashed on its own, on any free core
 BLOCK = 2**20  # read size; hashlib releases the GIL for each block, so chunks hash in parallel
 
 
 def _chunk_digest(path: Path, start: int, size: int) -> bytes:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path, follow=False) as f:
         f.seek(start)
         left = size
         while left > 0:
@@ -97,7 +101,7 @@ def stamp(path: Path) -> Stamp | None:
     try:
         size = path.stat().st_size
         return Stamp(size, digest(path, size))
-    except OSError:
+    except (OSError, ValueError):  # ValueError: not a regular file (inputfile.UnreadableFile)
         return None
 
 
@@ -113,7 +117,7 @@ def line_starts(path: Path, parts: int) -> list[int]:
     first 0, the last its size); fewer parts when lines are too few to cut."""
     size = path.stat().st_size
     cuts = [0]
-    with open(path, "rb") as f:
+    with open_regular(path, follow=False) as f:
         for k in range(1, parts):
             f.seek(max(cuts[-1], size * k // parts))
             skip_line(f)  # to the start of the next line
@@ -127,7 +131,7 @@ def lines_at(path: Path, offsets: Collection[int]) -> dict[int, bytes]:
     out: dict[int, bytes] = {}
     if not offsets:
         return out
-    with open(path, "rb") as f:
+    with open_regular(path, follow=False) as f:
         for offset in sorted(set(offsets)):
             f.seek(offset)
             out[offset] = f.readline()
@@ -156,11 +160,13 @@ def read_cache(path: Path, version: int, source: Path, *, payload: bool = True) 
     """The cache at ``path`` if it is of ``version``, its content is what was written, and
     ``source`` is still the file it was made from (size, then content digest); None
     otherwise (missing, stale, edited, damaged)."""
-    try:
-        with open(path, "rb") as f:
-            head = json.loads(f.readline())
-            body = f.read()
-    except (OSError, ValueError):
+    try:  # bounded: a cache linked to /dev/zero (or a FIFO) is no cache, and never read
+        with open_regular(path, follow=False) as f:
+            head = json.loads(f.readline(MAX_CACHE_BYTES))
+            body = f.read(MAX_CACHE_BYTES + 1)
+    except (OSError, ValueError):  # UnreadableFile, a head cut short or not JSON
+        return None
+    if len(body) > MAX_CACHE_BYTES:
         return None
     if not isinstance(head, dict) or head.get("version") != version:
         return None
@@ -187,14 +193,15 @@ def write_cache(
 ) -> bool:
     """Write the cache atomically; False (and nothing left behind) when it cannot be written."""
     extra_line = _extra_line(extra)
-    body = json.dumps(data).encode()
-    head = {
+    body = json.dumps(data)  # one copy of the figures as text: the cache of a large run is
+    head = {  # hundreds of MB, and each copy (bytes, text, the line) was held at once
         "version": version,
         "made_from": made_from.to_dict(),
-        "checksum": _checksum(extra_line, body),
+        "checksum": _checksum(extra_line, body.encode()),
         "extra": extra,
     }
-    text = json.dumps(head, sort_keys=True) + "\n" + body.decode() + "\n"
+    text = json.dumps(head, sort_keys=True) + "\n" + body + "\n"
+    del body
     with contextlib.suppress(StoreError):  # write_atomic leaves no temporary file behind
         write_atomic(path, text)
         return True

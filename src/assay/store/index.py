@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import StoreError
+from assay.inputfile import read_side
 from assay.store import safefile
-from assay.store.lines import read_small
 from assay.store.records import JOBS, SAMPLES, Damage, read_records, read_run_info
 from assay.store.rundir import RunStore
 
@@ -95,6 +95,19 @@ def _db_text(text: Any) -> Any:
 
 class _Remake(Exception):
     """The index must be made again from the run directories; the message says why."""
+
+
+def _cell(text: str | None, want: type, column: str) -> Any:
+    """A JSON column's value as the index wrote it (an object, a list): anything else is a
+    damaged index, made again from the run directories (a damaged cell was a traceback in
+    ``runs`` or ``history``)."""
+    try:
+        value = json.loads(text) if isinstance(text, str | bytes) else None
+    except ValueError:
+        value = None
+    if not isinstance(value, want):
+        raise _Remake(f"a value of its {column} column is damaged")
+    return value
 
 
 def _retrying(action, path: Path):
@@ -270,7 +283,7 @@ class Index:
         run_dir = store.runs_dir / run_id
         info = read_run_info(run_dir)  # a StoreError saying what is wrong with run.json
         system_file = run_dir / "system.json"
-        system = json.loads(read_small(system_file)) if system_file.exists() else {}
+        system = json.loads(read_side(system_file, "system.json")) if system_file.exists() else {}
         hostname = system.get("hostname") if isinstance(system, dict) else None
         jobs_damage, samples_damage = Damage(JOBS), Damage(SAMPLES)
         results = list(read_records(run_dir / JOBS, jobs_damage))
@@ -355,7 +368,7 @@ class Index:
         names = [c[0] for c in cur.description]
         out = [dict(zip(names, row, strict=True)) for row in rows]
         for r in out:
-            r["damage"] = json.loads(r["damage"]) if r["damage"] else []
+            r["damage"] = _cell(r["damage"], list, "damage") if r["damage"] else []
         return out
 
     def count(self) -> int:
@@ -374,7 +387,7 @@ class Index:
         ).fetchall()
         out = []
         for run_id, created, host, value, unit, params, stats in rows:
-            p = json.loads(params)
+            p = _cell(params, dict, "params")
             if where and any(str(p.get(k)) != str(v) for k, v in where.items()):
                 continue
             out.append(
@@ -385,7 +398,7 @@ class Index:
                     "value": value,
                     "unit": unit,
                     "params": p,
-                    "stats": json.loads(stats) if stats else None,
+                    "stats": _cell(stats, dict, "stats") if stats else None,
                 }
             )
         return out

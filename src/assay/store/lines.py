@@ -1,25 +1,26 @@
-"""Reading the store's files with bounds: lines of a JSONL file by byte offset, a small file
-whole. Every read stops at a stated size: a file is read up to its size when opened, a line is
-held to ``MAX_LINE`` bytes, and a file that is not a regular one (a link to /dev/zero, which
-has no end and no newline; a pipe) is not read at all. What a line must hold is
-``assay.store.records``'s concern.
+"""Reading the store's record files with bounds: lines of a JSONL file by byte offset. Every
+read stops at a stated size: a file is read up to its size when opened, a line is held to
+``MAX_LINE`` bytes, and a file that is not a regular one (a link to /dev/zero, which has no end
+and no newline; a pipe) is not read at all (``assay.inputfile.open_regular``, the one way a
+file is opened to be read). What a line must hold is ``assay.store.records``'s concern.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+from assay.inputfile import NotRegularFile, open_regular
 
 MAX_LINE = 16 * 2**20  # a record line longer than this is damaged (a sample line is < 1 KiB)
 _SKIP_BLOCK = 2**20
 
 
-class NotRegular(OSError):
-    """A record file that is a device, a pipe or a directory: never read (/dev/zero has no
-    end and no newline)."""
+# A record file that is a device, a pipe or a directory: never read (/dev/zero has no end and
+# no newline).
+NotRegular = NotRegularFile
 
 
 def lines_with_offsets(
@@ -31,17 +32,16 @@ def lines_with_offsets(
     opened, and hold at most ``MAX_LINE`` bytes of a line: a longer one is yielded cut, without
     its newline (``scan`` calls it damaged). A file that is not a regular one: ``NotRegular``."""
     try:
-        with open(path, "rb") as f:
-            yield from _lines(f, path, start, end)
+        f = open_regular(path, follow=False)
     except FileNotFoundError:
         return
+    with f:
+        yield from _lines(f, start, end)
 
 
-def _lines(f: BinaryIO, path: Path, start: int, end: int | None) -> Iterator[tuple[int, bytes]]:
-    st = os.fstat(f.fileno())
-    if not stat.S_ISREG(st.st_mode):
-        raise NotRegular(f"{path} is not a regular file")
-    limit = st.st_size if end is None else min(end, st.st_size)
+def _lines(f: BinaryIO, start: int, end: int | None) -> Iterator[tuple[int, bytes]]:
+    size = os.fstat(f.fileno()).st_size
+    limit = size if end is None else min(end, size)
     offset = start
     f.seek(start)
     while offset < limit:
@@ -62,19 +62,6 @@ def _lines(f: BinaryIO, path: Path, start: int, end: int | None) -> Iterator[tup
         offset += len(line)
 
 
-def read_small(path: Path, limit: int = MAX_LINE) -> bytes:
-    """A whole small file (run.json, system.json, a plan); ValueError saying why not when it
-    is not a regular file or holds more than ``limit`` bytes (a symlink to /dev/zero would
-    otherwise be read until memory runs out). FileNotFoundError as ``open`` raises it."""
-    with open(path, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise ValueError("not a regular file (a device, a pipe?)")
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"larger than {limit // 2**20} MiB")
-    return data
-
-
 def skip_line(f: BinaryIO) -> None:
     """Read on to the start of the next line, holding at most a block of it."""
     while (chunk := f.readline(_SKIP_BLOCK)) and not chunk.endswith(b"\n"):
@@ -87,7 +74,7 @@ def text_lines(path: Path, end: int, block: int = 8 * 2**20) -> Iterator[list[st
     a million lines pass through without a Python step each)."""
     if end <= 0:
         return  # nothing read: also no file (a run whose jobs all failed has no samples)
-    with open(path, "rb") as f:
+    with open_regular(path, follow=False) as f:
         left, rest = end, b""
         while left > 0:
             data = f.read(min(block, left))

@@ -22,9 +22,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.inputfile import read_side
 from assay.store.safefile import write_atomic
 
 LIVE_DIR = "live"
+MAX_ENTRY = 2**16  # an entry is a line of some 150 bytes; a larger one is damaged
 
 
 def _read(path: str) -> str:
@@ -110,7 +112,7 @@ def entries(home: Path) -> Iterator[tuple[str, Owner | None, Path]]:
         return
     for p in sorted(d.glob("*.json")):
         try:
-            owner = Owner.from_dict(json.loads(p.read_text()))
+            owner = Owner.from_dict(json.loads(read_side(p, "live entry", MAX_ENTRY)))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             owner = None
         yield p.stem, owner, p

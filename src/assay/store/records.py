@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Any, get_args
 
 from assay.errors import StoreError
+from assay.inputfile import UnreadableFile, read_side
 from assay.model import JobStatus, RunInfo, RunStatus
 from assay.store import lines as store_lines
-from assay.store.lines import NotRegular, lines_with_offsets, read_small
+from assay.store.lines import NotRegular, lines_with_offsets
 
 SAMPLES = "samples.jsonl"
 JOBS = "jobs.jsonl"
@@ -154,6 +155,14 @@ def _number(v: object) -> bool:
 
 
 _BETTER = frozenset({"higher", "lower"})
+
+
+def _one_of(value: object, choices: frozenset[str]) -> bool:
+    """Whether ``value`` is one of the words ``choices``: an object or a list (unhashable) is
+    not, where ``in`` on a set raised TypeError (a run.json whose status is an object)."""
+    return type(value) is str and value in choices
+
+
 _STATS = ("n", "min", "max", "mean", "median", "stddev", "p99", "p999")
 
 
@@ -179,7 +188,7 @@ def sample_problem(d: object) -> str | None:
             return f"no {key!r}"
         if type(d[key]) is not str or not d[key]:
             return f"{key!r} is not text"
-    if d.get("better") not in _BETTER:
+    if not _one_of(d.get("better"), _BETTER):
         return "'better' is neither 'higher' nor 'lower'"
     if "value" not in d:
         return "no 'value'"
@@ -211,7 +220,7 @@ def job_problem(d: object) -> str | None:
         return "not a JSON object"
     if type(d.get("job_id")) is not str or not d["job_id"]:
         return "no 'job_id'" if "job_id" not in d else "'job_id' is not text"
-    if d.get("status") not in _JOB_STATUSES:
+    if not _one_of(d.get("status"), _JOB_STATUSES):
         return "'status' is not a job status"
     code = d.get("exit_code", ...)
     if code is ... or (code is not None and type(code) is not int):
@@ -300,7 +309,7 @@ def _run_problem(d: object) -> str | None:
     for key in ("run_id", "created", "suite", "label", "finished", "assay_version", "source"):
         if type(d.get(key, "")) is not str:
             return f"its {key!r} is not text"
-    if d.get("status", "running") not in _RUN_STATUSES:
+    if not _one_of(d.get("status", "running"), _RUN_STATUSES):
         return f"its 'status' is not one of {', '.join(sorted(_RUN_STATUSES))}"
     n = d.get("n_jobs", 0)
     if type(n) is not int or n < 0:
@@ -320,11 +329,11 @@ def read_run_info(run_dir: Path) -> RunInfo:
     """A run's ``run.json``; a StoreError naming the file and what is wrong with it."""
     path = run_dir / "run.json"
     try:
-        raw = read_small(path)
+        raw = read_side(path, "run.json")
     except OSError as exc:
         raise _damaged_run_json(path, exc.strerror or str(exc)) from None
-    except ValueError as exc:
-        raise _damaged_run_json(path, f"it is {exc}") from None
+    except UnreadableFile as exc:
+        raise _damaged_run_json(path, f"it is {exc.why}") from None
     if not raw.strip():
         raise _damaged_run_json(path, "it is empty")
     try:

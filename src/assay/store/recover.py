@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from assay.errors import StoreError
+from assay.inputfile import read_side
 from assay.model import JobResult
 from assay.store import safefile
 from assay.store.owner import Owner, entries, unregister
@@ -94,9 +95,11 @@ def mark_interrupted(run_dir: Path, owner: Owner | None) -> str:
         if job_id in recorded or not job_dir.is_dir():
             continue
         try:  # no job.json yet: it was being built when the kill came
-            argv = json.loads((job_dir / "job.json").read_text()).get("resolved_argv", [])
-        except (OSError, ValueError, AttributeError):
+            argv = json.loads(read_side(job_dir / "job.json", "job.json")).get("resolved_argv", [])
+        except (OSError, ValueError, AttributeError):  # ValueError: also not a regular file
             argv = []
+        if not isinstance(argv, list) or not all(type(a) is str for a in argv):
+            argv = []  # a result's argv is a list of text (records.py refuses other lines)
         n = orphan_samples.get(job_id, 0)
         reason = f"cut short: assay ({who}) was killed or crashed while this job ran"
         if n:

@@ -29,9 +29,9 @@ from typing import Any
 
 from assay import __version__
 from assay.errors import NotFoundError, StoreError
+from assay.inputfile import read_side
 from assay.model import Job, JobResult, RunInfo, Sample, System
 from assay.store import safefile
-from assay.store.lines import read_small
 from assay.store.owner import Owner, others_running, register, unregister
 from assay.store.records import (
     JOBS,
@@ -370,7 +370,7 @@ class RunStore:
         try:
             system_file = path / "system.json"
             system = (
-                System.from_dict(json.loads(read_small(system_file)))
+                System.from_dict(json.loads(read_side(system_file, "system.json")))
                 if system_file.exists()
                 else System()
             )
@@ -389,7 +389,7 @@ class RunStore:
             run.saw(samples_damage)
         run.saw(jobs_damage)
         try:
-            run.suite_text = read_small(suite_file).decode() if suite_file.exists() else ""
-        except (OSError, ValueError):
+            run.suite_text = read_side(suite_file, "suite file").decode()
+        except (OSError, ValueError):  # missing (an import), damaged, or not a regular file
             run.suite_text = ""
         return run

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from assay.errors import SuiteError
-from assay.inputfile import MAX_TEXT_BYTES, read_bounded
+from assay.inputfile import MAX_TEXT_BYTES, exists, load_toml, read_bounded
 from assay.suite.schema import SuiteSpec
 
 
@@ -31,7 +31,7 @@ def resolve_suite(name_or_path: str) -> tuple[SuiteSpec, str, str]:
         text = builtins[name_or_path]
         return load_suite(text, f"<built-in suite {name_or_path}>"), text, name_or_path
     path = Path(name_or_path)
-    if not path.exists():
+    if not exists(path):  # a 300-character name: ENAMETOOLONG from Path.exists
         raise SuiteError(
             f"no suite named {name_or_path!r}: not a built-in suite nor a file",
             hint=f"built-in suites: {', '.join(sorted(builtins))}",
@@ -47,7 +47,7 @@ def resolve_suite(name_or_path: str) -> tuple[SuiteSpec, str, str]:
 
 def load_suite(text: str, source: str = "<suite>") -> SuiteSpec:
     try:
-        data = tomllib.loads(text)
+        data = load_toml(text)
     except tomllib.TOMLDecodeError as exc:
         # tomllib's message already ends with "(at line N, column M)".
         raise SuiteError(f"{source}: TOML syntax error: {exc}") from None

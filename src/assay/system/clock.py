@@ -23,11 +23,11 @@ Sources, one candidate each (``kind`` is "base", "max" or "current"):
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import asdict, dataclass
 from importlib import resources
 from typing import Any
 
+from assay.inputfile import load_toml
 from assay.system._context import Context
 
 CPU_DIR = "/sys/devices/system/cpu"
@@ -105,7 +105,7 @@ def from_model_name(model: str | None) -> list[ClockCandidate]:
 def load_clock_table() -> dict[str, dict[str, Any]]:
     """The shipped per-model table: exact model name -> {base_ghz, max_ghz, source}."""
     text = (resources.files("assay") / "data" / CLOCK_TABLE).read_text()
-    return dict(tomllib.loads(text).get("model", {}))
+    return dict(load_toml(text).get("model", {}))
 
 
 def from_table(

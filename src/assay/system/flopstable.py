@@ -7,13 +7,13 @@ Read by ``assay.system.peak``; kept apart so that the table's schema and checks 
 from __future__ import annotations
 
 import functools
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
 from assay.errors import AssayError
+from assay.inputfile import load_toml
 
 Precision = Literal["dp", "sp"]
 TABLE_FILE = "flops_per_cycle.toml"
@@ -80,4 +80,4 @@ def parse_table(data: Mapping[str, Any], origin: str = TABLE_FILE) -> dict[str, 
 def load_table() -> dict[str, UarchEntry]:
     """The table shipped in the package (read once)."""
     text = (resources.files("assay") / "data" / TABLE_FILE).read_text()
-    return parse_table(tomllib.loads(text))
+    return parse_table(load_toml(text))

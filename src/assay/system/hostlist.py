@@ -12,32 +12,56 @@ The rules, as Slurm 22.05 applies them:
 - several brackets in one item are a product (``r[1-2]-n[1-2]``); Slurm lists it with the last
   bracket varying fastest, then the first, the second, … (the last but one slowest);
 - text after the last bracket of an item (``a[1-2]b``) is refused, as Slurm refuses it.
+
+A list is counted before it is expanded, and one of more than ``MAX_HOSTS`` names is refused
+(``node[01-99999999]`` in a topology file was 10^8 names built first); a number is ASCII
+digits, at most 18 of them (``int()`` of a 5,000-digit one is a ValueError).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 
 from assay.errors import AssayError
 
-RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+RANGE = re.compile(r"^([0-9]{1,18})(?:-([0-9]{1,18}))?$")
+# Names of one list: the node bound of an allocation (launch.slurm.options.MAX_NODES), above
+# the largest machine.
+MAX_HOSTS = 200_000
 
 
 class HostlistError(AssayError):
     """A host list Slurm would refuse too."""
 
 
-def _numbers(inside: str, expr: str) -> list[str]:
-    out: list[str] = []
+def _ranges(inside: str, expr: str) -> list[tuple[str, int]]:
+    """A bracket's ranges as (lo as written, count), checked, nothing expanded."""
+    out = []
     for part in inside.split(","):
         m = RANGE.match(part.strip())
         if not m or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
             raise HostlistError(f"invalid range {part!r} in the host list {expr!r}")
         lo, hi = m.group(1), m.group(2) or m.group(1)
-        width = len(lo)
-        out += [f"{v:0{width}d}" for v in range(int(lo), int(hi) + 1)]
+        out.append((lo, int(hi) - int(lo) + 1))
     return out
+
+
+def _numbers(ranges: list[tuple[str, int]]) -> list[str]:
+    width = [len(lo) for lo, _ in ranges]
+    return [f"{v:0{w}d}" for w, (lo, n) in zip(width, ranges, strict=True)
+            for v in range(int(lo), int(lo) + n)]  # fmt: skip
+
+
+def count_hostlist(expr: str) -> int:
+    """How many names a host list holds, without making them (a HostlistError when Slurm
+    would refuse it)."""
+    total = 0
+    for item in _items(expr):
+        parts = re.split(r"\[([^\]]*)\]", item)
+        total += math.prod(sum(n for _, n in _ranges(x, expr)) for x in parts[1::2])
+    return total
 
 
 def _items(expr: str) -> list[str]:
@@ -65,7 +89,7 @@ def _items(expr: str) -> list[str]:
 
 def _expand_item(item: str, expr: str) -> list[str]:
     parts = re.split(r"\[([^\]]*)\]", item)  # text, inside, text, inside, …, text
-    texts, ranges = parts[0::2], [_numbers(x, expr) for x in parts[1::2]]
+    texts, ranges = parts[0::2], [_numbers(_ranges(x, expr)) for x in parts[1::2]]
     if not ranges:
         return [item]
     if texts[-1]:
@@ -83,9 +107,13 @@ def _expand_item(item: str, expr: str) -> list[str]:
     return out
 
 
-def expand_hostlist(expr: str) -> list[str]:
+def expand_hostlist(expr: str, limit: int = MAX_HOSTS) -> list[str]:
     """Every host name of a Slurm host list, in Slurm's order (a HostlistError when Slurm
-    would refuse it)."""
+    would refuse it, or when it holds more than ``limit`` names: counted first)."""
+    n = count_hostlist(expr)
+    if n > limit:
+        shown = expr if len(expr) <= 80 else expr[:77] + "..."
+        raise HostlistError(f"the host list {shown!r} names {n:,} hosts: more than {limit:,}")
     return [name for item in _items(expr) for name in _expand_item(item, expr)]
 
 

@@ -26,7 +26,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from assay.errors import AssayError
-from assay.system.hostlist import HostlistError, expand_hostlist
+from assay.system.hostlist import MAX_HOSTS, HostlistError, expand_hostlist
 
 CALL_TIMEOUT_S = 30.0
 _KEY = re.compile(r"(\w+)=(\S*)")
@@ -104,8 +104,14 @@ def _lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+# Names a whole file may list: every level of ``scontrol show topology`` lists the nodes below
+# it, so a tree of the largest allocation (MAX_HOSTS nodes) names each node once a level.
+MAX_NAMES = 10 * MAX_HOSTS
+
+
 def _parse(text: str, source: str, nodes_below: bool) -> Topology:
     switches: dict[str, Switch] = {}
+    left = MAX_NAMES
     for number, line in _lines(text):
         fields = {k.lower(): v for k, v in _KEY.findall(line)}
         name = fields.get("switchname")
@@ -116,8 +122,10 @@ def _parse(text: str, source: str, nodes_below: bool) -> Topology:
         if name in switches:
             raise TopologyError(f"{source}:{number}: switch {name} named twice")
         try:
-            children = expand_hostlist(fields.get("switches", ""))
-            nodes = expand_hostlist(fields.get("nodes", ""))
+            children = expand_hostlist(fields.get("switches", ""), min(left, MAX_HOSTS))
+            left -= len(children)
+            nodes = expand_hostlist(fields.get("nodes", ""), min(left, MAX_HOSTS))
+            left -= len(nodes)
         except HostlistError as exc:
             raise TopologyError(f"{source}:{number}: {exc}") from None
         level = fields.get("level")

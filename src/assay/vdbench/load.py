@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from assay.errors import ParseError
+from assay.inputfile import is_file
 from assay.vdbench.definitions import (
     ForLoop,
     HostDef,
@@ -53,7 +54,7 @@ def load_vdbench(path: str | os.PathLike[str], lun_map: LunMap | None = None) ->
     ``{"/mnt/vdb1": "/scratch/vdb1"}``.
     """
     p = Path(path)
-    if not p.is_file():
+    if not is_file(p):  # also a name too long to be one
         raise ParseError("Vdbench parameter file not found", source=str(path))
     lines: list[Line] = []
     config = VdbenchConfig(path=str(path))

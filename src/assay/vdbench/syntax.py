@@ -9,11 +9,17 @@ Syntax, as Vdb_scan.java reads it:
 * ``include=FILE`` at the start of a line inserts FILE there (guide 1.7.3); a name without a
   directory is taken relative to the including file, else relative to it or, failing that, to
   the current directory (``readIncludeFile()``). Vdbench refuses includes inside included
-  files; assay allows them and refuses only a cycle;
+  files; assay allows them and refuses only a cycle, and holds the whole text, includes
+  inserted, to the bound of one parameter file (``MAX_TEXT_BYTES``; a file that includes a
+  file that includes a file 2,000 x 1,000 times was read two million times), in at most
+  ``MAX_READS`` reads;
 * parameters are ``keyword=value`` separated by commas; a value may be a parenthesised list
   ``(a,b,c)``; double quotes protect blanks, commas, ``=`` and ``-`` (``sd=("sd*")``);
 * in a list, ``a-b`` is a range: ``(1-64,d)`` doubles, ``(10-100,10)`` steps by 10,
   ``(sd1-sd4)`` counts names (``Var_parms.java``); host names are never ranges;
+* a number is ASCII digits with an optional fraction and exponent (Python's ``float()`` would
+  take ``inf``, ``nan`` and ``1_0``), finite; a range is counted before it is expanded, and
+  one of more than ``MAX_VALUES`` values is refused (``forthreads=(1-1000000,1)``);
 * numbers take ``k``, ``m``, ``g``, ``t`` (times 1024, 1024**2 ...; ``kb`` etc. too) and ``h``
   (3600); for ``elapsed``, ``interval``, ``warmup`` and ``pause`` an ``m`` means minutes;
 * keywords are case-insensitive, at least two characters, and may be abbreviated: Vdbench
@@ -29,6 +35,7 @@ An unknown keyword is a ``ParseError`` naming the file, the line and the keyword
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -36,11 +43,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assay.errors import ParseError
-from assay.inputfile import MAX_TEXT_BYTES, read_bounded
+from assay.inputfile import MAX_TEXT_BYTES, InputTooLarge, is_file, read_bounded
 from assay.vdbench.definitions import Item, Param, Seek, Where
 from assay.vdbench.keywords import TIME_KEYS, resolve_keyword
 
 # ---------------------------------------------------------------------------- reading
+
+
+# Reads of parameter files, includes included: a file that includes one file twice, or a
+# hundred files, is read as often; two million times is not a parameter file.
+MAX_READS = 1000
+# Values of one list, ranges expanded: each value of a for-loop is a run, so a list is held to
+# the jobs of a plan (plan.bounds.MAX_JOBS, a later stage: tests/test_vdbench.py keeps the two
+# equal).
+MAX_VALUES = 200_000
+# A Vdbench number as Vdbench writes it (Double.parseDouble of digits): ASCII only.
+NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?")
 
 
 @dataclass(frozen=True)
@@ -49,14 +67,46 @@ class Line:
     where: Where
 
 
-def read_file(path: Path, shown: str, chain: tuple[Path, ...], out: list[Line], files: list[str]):
+@dataclass
+class _Total:
+    """What the reads of one parameter file and its includes came to."""
+
+    reads: int = 0
+    size: int = 0
+
+
+def read_file(
+    path: Path,
+    shown: str,
+    chain: tuple[Path, ...],
+    out: list[Line],
+    files: list[str],
+    total: _Total | None = None,
+) -> None:
     """Append the parameter lines of ``path`` (comments removed, includes inserted)."""
+    total = total if total is not None else _Total()
+    total.reads += 1
+    if total.reads > MAX_READS:
+        raise ParseError(
+            f"more than {MAX_READS} reads of parameter files (includes included): not a "
+            "Vdbench parameter file",
+            source=shown,
+        )
     try:
-        text = read_bounded(path, MAX_TEXT_BYTES, "Vdbench parameter file").decode(errors="replace")
+        limit = MAX_TEXT_BYTES - total.size
+        data = read_bounded(path, limit, "Vdbench parameter file, includes inserted")
     except OSError as err:
         raise ParseError(
             f"cannot read Vdbench parameter file: {err.strerror}", source=shown
         ) from None
+    except InputTooLarge:
+        raise ParseError(
+            f"the parameter file with its includes inserted is larger than "
+            f"{MAX_TEXT_BYTES // 2**20} MiB ({MAX_TEXT_BYTES} bytes): not read further",
+            source=shown,
+        ) from None
+    total.size += len(data)
+    text = data.decode(errors="replace")
     files.append(shown)
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -66,12 +116,14 @@ def read_file(path: Path, shown: str, chain: tuple[Path, ...], out: list[Line], 
             continue
         where = Where(shown, lineno)
         if line.startswith("include="):
-            _include(line, path, where, chain, out, files)
+            _include(line, path, where, chain, out, files, total)
             continue
         out.append(Line(line, where))
 
 
-def _include(line: str, including: Path, where: Where, chain: tuple[Path, ...], out, files) -> None:
+def _include(
+    line: str, including: Path, where: Where, chain: tuple[Path, ...], out, files, total
+) -> None:
     name = _cut_comment(line, where)[len("include=") :]
     if not name:
         raise ParseError("'include=' without a file name", source=where.file, line=where.line)
@@ -84,7 +136,7 @@ def _include(line: str, including: Path, where: Where, chain: tuple[Path, ...], 
         # current directory, Vdbench's own fall-back
         tried.append(including.parent / given)
         tried.append(Path.cwd() / given)
-    found = next((p for p in tried if p.is_file()), None)
+    found = next((p for p in tried if is_file(p)), None)
     if found is None:
         raise ParseError(
             f"include={name}: file not found",
@@ -96,7 +148,7 @@ def _include(line: str, including: Path, where: Where, chain: tuple[Path, ...], 
     if resolved in chain:
         raise ParseError(f"include={name} includes itself", source=where.file, line=where.line)
     shown = str(found) if given.is_absolute() else os.path.normpath(str(found))
-    read_file(found, shown, (*chain, resolved), out, files)
+    read_file(found, shown, (*chain, resolved), out, files, total)
 
 
 def _cut_comment(text: str, where: Where) -> str:
@@ -226,11 +278,11 @@ def read_param(text: str, where: Where, table: Iterable[str], context: str) -> P
 
 
 def _number(text: str, keyword: str) -> float | None:
-    """A Vdbench number (Vdb_scan.parms_alfa_or_num / not_numeric), or None for text."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
+    """A Vdbench number (Vdb_scan.parms_alfa_or_num / not_numeric), or None for text (``inf``
+    and ``nan`` too: no Vdbench value is either)."""
+    value = _plain(text)
+    if value is not None:
+        return value
     if len(text) < 2:
         return None
     lower = text.lower()
@@ -247,12 +299,22 @@ def _number(text: str, keyword: str) -> float | None:
         "t": 1024.0**4,
         "h": 3600.0,
     }.get(tail)
-    if factor is None:
+    value = _plain(front)
+    if factor is None or value is None or not math.isfinite(value * factor):
         return None
-    try:
-        return float(front) * factor
-    except ValueError:
+    return value * factor
+
+
+def _plain(text: str) -> float | None:
+    """An ASCII number, finite, or None."""
+    if len(text) > 64 or not NUMBER.fullmatch(text):
         return None
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _range_size(start: float, end: float, step: float) -> float:
+    return (end - start) / step + 1 if end >= start else 1
 
 
 def _is_range(item: Item) -> bool:
@@ -280,6 +342,8 @@ def numbers_of(param: Param) -> list[float]:
                         value *= 2
                         out.append(value)
                 else:
+                    if end <= 0:  # halving towards 0 never reaches it: it never ended
+                        raise bad_value(param, f"range {item.text!r} halves down to {end:g}")
                     while value / 2 >= end:
                         value /= 2
                         out.append(value)
@@ -287,6 +351,8 @@ def numbers_of(param: Param) -> list[float]:
                 step = _num(step_item.text, param)
                 if step <= 0:
                     raise bad_value(param, f"range step {step_item.text!r} must be positive")
+                if len(out) + _range_size(start, end, step) > MAX_VALUES:  # counted first
+                    raise bad_value(param, f"more than {MAX_VALUES} values in one list")
                 value = start + step
                 while value <= end:
                     out.append(value)
@@ -320,11 +386,15 @@ def name_list(param: Param) -> list[str]:
     for item in param.items:
         if _is_range(item) and param.name not in ("host", "hd", "system", "lun"):
             first, last = item.text.split("-", 1)
-            m1 = re.fullmatch(r"(.*?)(\d+)", first)
-            m2 = re.fullmatch(r"(.*?)(\d+)", last)
-            if m1 and m2 and m1[1] == m2[1] and int(m1[2]) < int(m2[2]):
-                out += [f"{m1[1]}{n}" for n in range(int(m1[2]), int(m2[2]) + 1)]
-                continue
+            m1 = re.fullmatch(r"(.*?)([0-9]+)", first)
+            m2 = re.fullmatch(r"(.*?)([0-9]+)", last)
+            if m1 and m2 and m1[1] == m2[1] and len(m1[2]) <= 18 >= len(m2[2]):
+                lo, hi = int(m1[2]), int(m2[2])
+                if lo < hi and len(out) + hi - lo + 1 > MAX_VALUES:  # counted first
+                    raise bad_value(param, f"more than {MAX_VALUES} names in one list")
+                if lo < hi:
+                    out += [f"{m1[1]}{n}" for n in range(lo, hi + 1)]
+                    continue
             if m1 and m2:
                 raise bad_value(param, f"name range {item.text!r} must count up with one prefix")
         out.append(item.text)

@@ -23,6 +23,7 @@ from assay.vdbench.definitions import (
 )
 from assay.vdbench.keywords import OPENFLAGS
 from assay.vdbench.notes import Notes, note_static
+from assay.vdbench.syntax import MAX_VALUES as MAX_JOBS
 from assay.vdbench.syntax import wildcard_match
 
 # ---------------------------------------------------------------------------- translating
@@ -78,7 +79,7 @@ def translate(
             )
             continue
         wds = _workloads_for(rd, config)
-        combos = _combinations(rd)
+        combos = _combinations(rd, MAX_JOBS - len(out))
         for values in combos:
             out.append(
                 _translate_run(
@@ -105,11 +106,20 @@ def _workloads_for(rd: RunDef, config: VdbenchConfig) -> list[WorkloadDef]:
     return found
 
 
-def _combinations(rd: RunDef) -> list[dict[str, float | str]]:
-    """For_loop.for_get: nested loops, the first defined outermost."""
+def _combinations(rd: RunDef, limit: int) -> list[dict[str, float | str]]:
+    """For_loop.for_get: nested loops, the first defined outermost; more than ``limit``
+    combinations (each a run of at least one job) are refused, counted before any is made."""
     loops = rd.for_loops
     if not loops:
         return [{}]
+    n = math.prod(len(loop.values) for loop in loops)
+    if n > limit:
+        raise ParseError(
+            f"rd={rd.name}: its for-loops make {n:,} runs, more than {MAX_JOBS} jobs of a "
+            "plan (with the runs before it)",
+            source=rd.where.file,
+            line=rd.where.line,
+        )
     return [
         {loop.name: value for loop, value in zip(loops, combo, strict=True)}
         for combo in itertools.product(*(loop.values for loop in loops))

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.fio.hosts import ClientError, Host
+from assay.inputfile import read_tail
 from assay.parsers.fio import ALL_CLIENTS, merge_bins, percentiles_from_bins
 
 SSH = ("ssh", "-o", "BatchMode=yes")  # no password prompt: a missing key fails at once
@@ -154,7 +155,7 @@ def start_server(host: Host, fio: str, where: Path) -> Server:
             except (OSError, subprocess.TimeoutExpired) as exc:
                 raise ClientError(f"{host}: cannot start a fio server ({exc})") from None
         if proc.returncode != 0:
-            tail = log.read_text(errors="replace").strip().splitlines()[-5:]
+            tail = read_tail(log).strip().splitlines()[-5:]
             raise ClientError(
                 f"{host}: '{' '.join(argv)}' exited with {proc.returncode}: " + " / ".join(tail)
             )
@@ -230,7 +231,7 @@ def stop_server(server: Server) -> str | None:
             return f"{server.host}: could not stop the fio server ({exc})"
         return None if proc.returncode == 0 else f"{server.host}: ssh kill exited {proc.returncode}"
     try:
-        pid = int(Path(server.pidfile).read_text().split()[0])
+        pid = int(read_tail(server.pidfile, 4096).split()[0])
     except (OSError, ValueError, IndexError):
         return None  # never started (or it removed its pid file): nothing of ours runs
     problem = None

@@ -31,6 +31,7 @@ from assay.fio.hosts import Host, for_host
 from assay.fio.job import FioJob, job_file
 from assay.fio.target import write_marker
 from assay.fio.workloads import needs_fill
+from assay.inputfile import MAX_OUTPUT_BYTES, UnreadableFile, read_bounded, read_tail
 
 PREFIX = "fio-driver:"
 EXIT_OK, EXIT_FIO, EXIT_SPEC = 0, 1, 2
@@ -143,10 +144,17 @@ class Driver:
             except BaseException:
                 stop(proc)
                 raise
-        text = output.read_text(errors="replace") if output.exists() else ""
+        try:  # bounded as an import of fio's output is
+            text = read_bounded(output, MAX_OUTPUT_BYTES, "fio output", follow=False).decode(
+                errors="replace"
+            )
+        except FileNotFoundError:
+            text = ""
+        except (OSError, UnreadableFile) as exc:
+            raise FioFailed(f"{label}: cannot read fio's output: {exc}") from None
 
         def tail() -> str:
-            return "\n".join(errfile.read_text(errors="replace").splitlines()[-STDERR_TAIL:])
+            return "\n".join(read_tail(errfile).splitlines()[-STDERR_TAIL:])
 
         if code != 0 or not text.strip():
             raise FioFailed(f"{label}: fio exited with {code}; its output ends:\n{tail()}")

@@ -6,6 +6,7 @@ Pure: the fio probe builds a spec when it plans, the driver reads it when the jo
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -123,7 +124,7 @@ def items_of(spec: DriverSpec, directory: str | None, filename: str | None) -> l
         items.append(Item(group.name, jobs, custom=True, group=True))
     # every name becomes a sample's workload: a group's jobs' too
     names = [i.name for i in items] + [j.name for i in items if i.group for j in i.jobs]
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    dupes = sorted(n for n, count in Counter(names).items() if count > 1)  # (n² with count())
     if dupes:
         raise ValueError(f"job names must be unique: {', '.join(dupes)} given twice")
     return items

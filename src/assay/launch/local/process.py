@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.errors import LaunchError
+from assay.inputfile import open_regular
 
 KILL_GRACE_S = 3.0
 GUARD = Path(__file__).with_name("guard.py")
@@ -125,9 +126,10 @@ def _wait(
 
 def _guard_could_not_start(stderr_path: Path) -> str:
     """The guard's own 'cannot start' line, when exec of the job failed."""
-    try:
-        first = stderr_path.read_text(errors="replace").partition("\n")[0]
-    except OSError:
+    try:  # the first line only: a job's stderr may be large
+        with open_regular(stderr_path, follow=False) as f:
+            first = f.readline(4096).decode(errors="replace").rstrip("\n")
+    except (OSError, ValueError):
         return ""
     prefix = "assay-guard: "
     return first[len(prefix) :] if first.startswith(prefix + "cannot start") else ""

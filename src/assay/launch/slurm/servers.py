@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from assay.errors import LaunchError
+from assay.inputfile import read_tail
 
 DEFAULT_PORT = 8765  # fio's FIO_NET_PORT
 START_TIMEOUT_S = 60.0
@@ -149,11 +150,11 @@ def servers(
             for host in hosts:
                 f = where / f"{host}.addr"
                 if host not in addresses and f.exists():
-                    text = f.read_text().strip()
+                    text = read_tail(f, 4096).strip()  # an address: a line
                     if text:
                         addresses[host] = text
             if proc.poll() is not None or time.monotonic() > deadline:
-                tail = " / ".join(log.read_text(errors="replace").strip().splitlines()[-5:])
+                tail = " / ".join(read_tail(log).strip().splitlines()[-5:])
                 why = (
                     f"the step exited with {proc.returncode}"
                     if proc.poll() is not None
