@@ -29,15 +29,17 @@ import json
 import sys
 from typing import Any
 
+from assay.errors import AssayError
+from assay.inputfile import read_bounded
 from assay.model import System
 from assay.system.links import link_speeds
 
 
 def boot_id() -> str:
+    """This kernel's boot id: nodes that print the same one are one kernel (namespaces)."""
     try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read(64).strip()
-    except OSError:
+        return read_bounded("/proc/sys/kernel/random/boot_id", 256, "boot id").decode().strip()
+    except (OSError, AssayError, UnicodeDecodeError):
         return ""
 
 
