@@ -27,6 +27,7 @@ ALLOWED = {
     # the inventory driver (assay check) reads its node: the system record and the MPIs found
     "assay.drivers": {
         "assay.errors",
+        "assay.inputfile",
         "assay.fio",
         "assay.parsers",
         "assay.analysis",

@@ -29,14 +29,13 @@ from assay.vdbench.keywords import (
     WD_KEYS,
     loop_name,
 )
+from assay.vdbench.lines import Line, read_file
 from assay.vdbench.syntax import (
-    Line,
     bad_value,
     name_list,
     numbers_of,
     one_number,
     param_statements,
-    read_file,
     read_param,
     seek_items,
     seek_of,
