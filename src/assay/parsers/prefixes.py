@@ -42,7 +42,8 @@ class Style:
 
     @property
     def start(self) -> re.Pattern[str]:
-        # Open MPI 5 puts a blank after its tag; inside a line it is the program's own
+        # a blank right after a tag at a line's start is taken too; inside a line, what
+        # follows the tag is the program's own text
         return _compiled(_INDENT + self.prefix + (" ?" if self.anywhere else ""))
 
     @property
