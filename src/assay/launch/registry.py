@@ -11,12 +11,38 @@ import importlib
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.launch.admin import NodeAdmin
 from assay.launch.contract import BatchLauncher, Launcher, LaunchOptions
 
 LAUNCHERS: dict[str, str] = {
     "local": "assay.launch.local.launcher:LocalLauncher",
     "slurm": "assay.launch.slurm.launcher:SlurmLauncher",
 }
+
+
+# The backend of the jobs assay runs in its own process, on this node (``assay.run.execute``).
+HERE = "local"
+
+
+def here(cores: int | None = None) -> Launcher:
+    """This node's launcher; MPI ranks are bound to its ``cores`` (default: every CPU)."""
+    return launcher_class(HERE)(cores)  # type: ignore[call-arg]  # the local backend's
+
+
+# The scheduler whose node this is, for a check run on it (``assay check --on local --drain``:
+# Slurm's HealthCheckProgram runs it on each node).
+HOST_SCHEDULER = "slurm"
+
+
+def node_admin(name: str, partition: str | None = None) -> NodeAdmin:
+    """The node administration of the backend ``name`` (for ``partition``'s nodes); for a
+    backend that administers none (this node), the one of :data:`HOST_SCHEDULER`."""
+    admin = launcher_class(name).node_admin(partition)
+    if admin is None and name != HOST_SCHEDULER:
+        admin = launcher_class(HOST_SCHEDULER).node_admin(partition)
+    if admin is None:
+        raise ConfigError(f"the {name} launcher cannot drain or resume nodes")
+    return admin
 
 
 def launcher_class(name: str) -> type[Launcher]:

@@ -22,7 +22,7 @@ from pathlib import Path
 from assay.errors import AssayError, StoreError
 from assay.figures.folded import cache_figures
 from assay.launch import run_process
-from assay.launch.local.launcher import LocalLauncher
+from assay.launch.registry import here
 from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
 from assay.probes import get_probe
 from assay.run.outputs import parse_each_node, read_output, read_stderr, stderr_tail
@@ -168,7 +168,7 @@ def resolver(step_argv: StepArgv, mpis: list[MpiInfo], hosts: list[str] | None =
 
 def local_resolver(mpis: list[MpiInfo], cores: int | None) -> Resolve:
     """This node's commands (the local launcher's)."""
-    return resolver(LocalLauncher(cores).step_argv, mpis)
+    return resolver(here(cores).step_argv, mpis)
 
 
 def _concurrent(writer: RunWriter) -> dict[str, str]:

@@ -28,6 +28,7 @@ from assay.launch.contract import (
 )
 from assay.launch.place import NodeOptions, place
 from assay.launch.slurm import state as slurm
+from assay.launch.slurm.nodes import SlurmNodes
 from assay.launch.slurm.options import MpiLaunch, SlurmOptions, options_from_config
 from assay.launch.slurm.script import batch_script, sbatch_argv
 from assay.launch.slurm.servers import servers
@@ -42,10 +43,11 @@ OWN_OPTIONS = frozenset({"partition", "account", "qos", "constraint", "time", "s
 
 class SlurmLauncher(BatchLauncher):
     caps = Capabilities("slurm", max_nodes=None, batch=True, options=OWN_OPTIONS)
+    carried_env = ("SLURM_CONF",)
 
     def __init__(self, opts: SlurmOptions, launch: dict[str, MpiLaunch] | None = None) -> None:
         self.opts = opts
-        self.nodes = opts.nodes
+        self.nodes, self.partition = opts.nodes, opts.partition
         self.poll_s, self.max_wait = opts.poll_s, opts.max_wait
         self.heartbeat_timeout, self.detach = opts.heartbeat_timeout, opts.detach
         self.all_pairs, self.pairs_at_once = opts.all_pairs, opts.pairs_at_once
@@ -61,6 +63,11 @@ class SlurmLauncher(BatchLauncher):
             "pairs_at_once": options.pairs_at_once, "per_node": options.per_node or None,
             **options.own,
         }  # fmt: skip
+        where = [f"--reservation={options.reservation}"] if options.reservation else []
+        if options.hosts:
+            where.append(f"--nodelist={','.join(options.hosts)}")
+        if where:  # after the user's own sbatch arguments
+            given["sbatch_args"] = [*(given.get("sbatch_args") or []), *where]
         return cls(options_from_config(config, **given))
 
     def launch_for(self, mpi: MpiInfo) -> MpiLaunch:
@@ -85,6 +92,10 @@ class SlurmLauncher(BatchLauncher):
 
     def describe(self, jobs: list[Job]) -> str:
         return f"{len(jobs)} jobs in one Slurm allocation ({self.opts.nodes} nodes)"
+
+    @classmethod
+    def node_admin(cls, partition: str | None = None) -> SlurmNodes:
+        return SlurmNodes(partition)
 
     # -------------------------------------------------------------- the front end's side
 
