@@ -1,8 +1,9 @@
 """User configuration and locations: ``ASSAY_HOME`` and ``~/.config/assay/config.toml``.
 
-The file is checked against one schema (``assay.config.schema``) when it is read: an unknown
-section or key, a value of the wrong type or range, a file that is not UTF-8 text, is a
-``ConfigError`` naming it (exit 2), never a traceback nor a setting silently ignored.
+A file that is not UTF-8 TOML is a ``ConfigError`` naming it (exit 2), never a traceback.
+Each table is declared by its owner (``assay.config.schema``: the mechanism), who checks it
+when it reads it; the whole file, every owner's table at once and no section nobody declared,
+is checked against the schema the edges assemble (``assay.run.configfile.load_config``).
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
 from assay.inputfile import InputTooLarge, load_toml, read_bounded
+
+if TYPE_CHECKING:
+    from assay.config.schema import Schema
 
 
 def assay_home() -> Path:
@@ -37,9 +41,10 @@ def config_path() -> Path:
 MAX_CONFIG_BYTES = 1 << 20
 
 
-def load_config(path: Path | None = None) -> dict[str, Any]:
-    """The user's config, checked against the schema, or {} when there is none. A malformed
-    file is an error, not ignored."""
+def read_config(path: Path | None = None, schema: Schema | None = None) -> dict[str, Any]:
+    """The user's config, or {} when there is none; checked against ``schema`` when given
+    (else each owner checks its own table as it reads it). A malformed file is an error, not
+    ignored."""
     path = path or config_path()
     try:
         if not path.exists():
@@ -65,6 +70,8 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
         parsed = load_toml(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    if schema is None:
+        return parsed
     from assay.config.schema import validate_config  # pydantic: only when a config is read
 
-    return validate_config(parsed, origin=str(path))
+    return validate_config(parsed, schema, origin=str(path))

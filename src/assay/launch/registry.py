@@ -8,10 +8,13 @@ launcher's folder may need what others do not (a scheduler's tools).
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
 from assay.launch.contract import BatchLauncher, Launcher, LaunchOptions
+
+if TYPE_CHECKING:
+    from assay.config.schema import Section
 
 LAUNCHERS: dict[str, str] = {
     "local": "assay.launch.local.launcher:LocalLauncher",
@@ -28,6 +31,12 @@ def launcher_class(name: str) -> type[Launcher]:
         )
     module, _, attr = where.partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def config_sections() -> list[Section]:
+    """Each launcher's table of config.toml, as it declares it (every launcher imported)."""
+    found = (launcher_class(n).config_section() for n in sorted(LAUNCHERS))
+    return [s for s in found if s is not None]
 
 
 def takers(option: str) -> list[str]:

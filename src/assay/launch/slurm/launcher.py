@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from assay.config.schema import Section
 from assay.launch.contract import (
     Allocation,
     BatchLauncher,
@@ -27,8 +28,9 @@ from assay.launch.contract import (
     Submission,
 )
 from assay.launch.place import NodeOptions, place
+from assay.launch.serving import settings
 from assay.launch.slurm import state as slurm
-from assay.launch.slurm.options import MpiLaunch, SlurmOptions, options_from_config
+from assay.launch.slurm.options import MpiLaunch, SlurmOptions, options_from_config, section
 from assay.launch.slurm.script import batch_script, sbatch_argv
 from assay.launch.slurm.servers import servers
 from assay.launch.slurm.steps import step_argv
@@ -43,8 +45,15 @@ OWN_OPTIONS = frozenset({"partition", "account", "qos", "constraint", "time", "s
 class SlurmLauncher(BatchLauncher):
     caps = Capabilities("slurm", max_nodes=None, batch=True, options=OWN_OPTIONS)
 
-    def __init__(self, opts: SlurmOptions, launch: dict[str, MpiLaunch] | None = None) -> None:
+    def __init__(
+        self,
+        opts: SlurmOptions,
+        launch: dict[str, MpiLaunch] | None = None,
+        servers: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.opts = opts
+        # where each serving probe's servers listen (its keys of [slurm]: launch.serving)
+        self.servers = dict(servers or {})
         self.nodes = opts.nodes
         self.poll_s, self.max_wait = opts.poll_s, opts.max_wait
         self.heartbeat_timeout, self.detach = opts.heartbeat_timeout, opts.detach
@@ -61,15 +70,19 @@ class SlurmLauncher(BatchLauncher):
             "pairs_at_once": options.pairs_at_once, "per_node": options.per_node or None,
             **options.own,
         }  # fmt: skip
-        return cls(options_from_config(config, **given))
+        opts = options_from_config(config, **given)  # checks [slurm] whole
+        return cls(opts, servers=settings(config.get("slurm")))
+
+    @classmethod
+    def config_section(cls) -> Section:
+        return section()
 
     def launch_for(self, mpi: MpiInfo) -> MpiLaunch:
         return self.launch.get(mpi.name) or self.opts.launch_for(mpi)
 
     def place(self, jobs: list[Job], mpis: list[MpiInfo]) -> list[Job]:
         o = self.opts
-        servers_at = {"port": o.fio_port, "network": o.fio_network}
-        placed = place(jobs, NodeOptions(o.nodes, o.intra_node, servers_at))
+        placed = place(jobs, NodeOptions(o.nodes, o.intra_node, self.servers))
         by_name = {m.name: m for m in mpis}
         for job in placed:  # an MPI's environment inside the allocation (UCX_TLS, say)
             mpi = by_name.get(job.mpi or "")
@@ -126,6 +139,7 @@ class SlurmLauncher(BatchLauncher):
         return {
             "options": opts,
             "launch": {m.name: dataclasses.asdict(self.launch_for(m)) for m in mpis},
+            "servers": self.servers,
         }
 
     @classmethod
@@ -141,7 +155,7 @@ class SlurmLauncher(BatchLauncher):
             )
             for name, v in data.get("launch", {}).items()
         }
-        return cls(opts, launch)
+        return cls(opts, launch, data.get("servers"))
 
     # -------------------------------------------------------------- inside the allocation
 
@@ -165,10 +179,9 @@ class SlurmLauncher(BatchLauncher):
     def serve(
         self, job: Job, hosts: list[str], work_dir: Path, server: list[str]
     ) -> Iterator[list[str]]:
-        conf = (job.placement.servers if job.placement else None) or {}
-        port = int(conf.get("port") or self.opts.fio_port)
+        conf = (job.placement.servers if job.placement else None) or self.servers[job.probe]
         with servers(
             job.job_id, hosts, work_dir / f"servers-{job.job_id}", server,
-            port=port, network=conf.get("network") or self.opts.fio_network,
+            port=int(conf["port"]), network=conf.get("network"),
         ) as addresses:  # fmt: skip
             yield addresses
