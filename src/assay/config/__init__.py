@@ -11,13 +11,10 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assay.errors import ConfigError
 from assay.inputfile import InputTooLarge, load_toml, read_bounded
-
-if TYPE_CHECKING:
-    from assay.config.schema import Schema
 
 
 def assay_home() -> Path:
@@ -41,10 +38,10 @@ def config_path() -> Path:
 MAX_CONFIG_BYTES = 1 << 20
 
 
-def read_config(path: Path | None = None, schema: Schema | None = None) -> dict[str, Any]:
-    """The user's config, or {} when there is none; checked against ``schema`` when given
-    (else each owner checks its own table as it reads it). A malformed file is an error, not
-    ignored."""
+def read_config(path: Path | None = None) -> dict[str, Any]:
+    """The user's config as TOML, or {} when there is none; each owner checks its own table as
+    it reads it (``assay.run.configfile.load_config`` checks the whole file). A malformed file
+    is an error, not ignored."""
     path = path or config_path()
     try:
         if not path.exists():
@@ -70,8 +67,4 @@ def read_config(path: Path | None = None, schema: Schema | None = None) -> dict[
         parsed = load_toml(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    if schema is None:
-        return parsed
-    from assay.config.schema import validate_config  # pydantic: only when a config is read
-
-    return validate_config(parsed, schema, origin=str(path))
+    return parsed

@@ -1,8 +1,9 @@
 """Every launcher assay knows, by the name ``assay run --on NAME`` takes.
 
 Adding a launcher is a folder under ``assay/launch/`` implementing the contract
-(``assay.launch.contract``) and one line here. Launchers are imported only when chosen, so a
-launcher's folder may need what others do not (a scheduler's tools).
+(``assay.launch.contract``) and one line here. Launchers are imported when chosen, and when
+the config's schema is assembled (each declares its own table: ``config_sections``), so a
+launcher's module needs no scheduler's tools to be imported, only to run.
 """
 
 from __future__ import annotations

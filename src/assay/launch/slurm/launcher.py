@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.config.schema import Section
+from assay.errors import LaunchError
 from assay.launch.contract import (
     Allocation,
     BatchLauncher,
@@ -179,7 +180,9 @@ class SlurmLauncher(BatchLauncher):
     def serve(
         self, job: Job, hosts: list[str], work_dir: Path, server: list[str]
     ) -> Iterator[list[str]]:
-        conf = (job.placement.servers if job.placement else None) or self.servers[job.probe]
+        conf = (job.placement.servers if job.placement else None) or self.servers.get(job.probe)
+        if not conf:
+            raise LaunchError(f"{job.job_id}: its probe declares no keys for its servers (port)")
         with servers(
             job.job_id, hosts, work_dir / f"servers-{job.job_id}", server,
             port=int(conf["port"]), network=conf.get("network"),
