@@ -26,7 +26,6 @@ from __future__ import annotations
 import datetime
 import difflib
 import functools
-import inspect
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping
@@ -128,7 +127,6 @@ Ratio = Annotated[float, AfterValidator(_ratio)]
 # OverflowError in time.sleep after the job was submitted. The bounds are far beyond any real
 # setting, never near one.
 DAY_S = 86400.0
-MAX_NODES = 200_000  # as assay.plan.bounds: above the largest machine
 Seconds = Annotated[float, AfterValidator(_positive), Field(le=366 * DAY_S)]
 
 
@@ -174,10 +172,6 @@ class Section:
     @property
     def owner(self) -> str:
         return self.table.__module__
-
-    @property
-    def help(self) -> str:
-        return inspect.cleandoc(self.table.__doc__ or "")
 
 
 @dataclass(frozen=True)
