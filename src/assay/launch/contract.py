@@ -34,11 +34,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from assay.errors import AssayError, ConfigError
 from assay.launch.admin import NodeAdmin
 from assay.model import SPREAD_KINDS, Job, MpiInfo
+
+if TYPE_CHECKING:  # pydantic: only when a config is read
+    from assay.config.schema import Section
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,11 @@ class Launcher(ABC):
     def configured(cls, config: dict[str, Any], options: LaunchOptions) -> Launcher:
         """The launcher with its settings: ``config`` is the user's whole config (it reads its
         own table), ``options`` what the command line asked. Bad values: ConfigError."""
+
+    @classmethod
+    def config_section(cls) -> Section | None:
+        """Its table of config.toml, declared with it (``[slurm]``); None: it takes none."""
+        return None
 
     def check(self, jobs: list[Job]) -> None:
         """Refuse, before anything runs, what this launcher cannot do (exit code 2)."""

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from assay.config.schema import Table
 from assay.errors import ProbeError
 from assay.model import Job, MpiInfo, Sample, Spread, SpreadKind, Stats, System
 from assay.system.facts import PlanFacts
@@ -59,6 +60,15 @@ class JobDraft:
     skip_reason: str | None = None  # this cannot run here: record a skip, not a failure
 
 
+class ServerKeys(Table):
+    """The keys a probe's servers take in the table of every launcher that starts them (the
+    "clients" spread), declared by the probe (``assay.launch.serving``)."""
+
+    def servers(self) -> dict[str, Any]:
+        """Where the servers listen: ``{"port": int, "network": CIDR or None}``."""
+        raise NotImplementedError
+
+
 class Probe(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
@@ -72,6 +82,8 @@ class Probe(ABC):
     # Its jobs write nothing but stdout and stderr: per node, one step may run them all, in
     # one job directory (a launch per pass, not per node).
     stdout_only: ClassVar[bool] = False
+    # The keys its servers take in a serving launcher's table ("clients" spread), if any.
+    server_keys: ClassVar[type[ServerKeys] | None] = None
 
     def spread(self, job: Job) -> Spread:
         """How ``job`` spreads over the nodes of a cluster (read by the launcher)."""

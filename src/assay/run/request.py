@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.config import load_config
 from assay.errors import AssayError, SuiteError
 from assay.launch import Launcher, LaunchOptions, configured
 from assay.model import Job, MpiInfo, System
 from assay.plan import Overrides, plan
 from assay.probes import PlanContext
+from assay.run.configfile import load_config
 from assay.suite.schema import SuiteSpec
 from assay.system import collect_plan_facts
 

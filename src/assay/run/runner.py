@@ -29,7 +29,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from assay.analysis.outliers import OutlierRule, outlier_rule
-from assay.config import load_config
 from assay.errors import AssayError
 from assay.inputfile import read_bounded
 from assay.launch import BatchLauncher
@@ -39,6 +38,7 @@ from assay.launch.transports import SHARED_KERNEL_ENV, network_only, shared_kern
 from assay.model import Job, JobResult, MpiInfo, Placement, RunInfo, Sample
 from assay.parsers.allpairs_file import read_matrix_file
 from assay.probes import get_probe
+from assay.run.configfile import load_config
 from assay.run.execute import run_job
 from assay.run.followup import Sweep, lost_ranks, plan_follow_up
 from assay.run.front import RUNNER_NOTES, batch_dir, read_plan

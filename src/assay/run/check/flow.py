@@ -139,7 +139,7 @@ def admin_of(args: CheckArgs) -> NodeAdmin:
 def _rule(args: CheckArgs):
     from assay.analysis.checklimits import check_rule, limit_args
     from assay.analysis.outliers import outlier_rule
-    from assay.config import load_config
+    from assay.run.configfile import load_config
 
     config = load_config()
     orule = outlier_rule(config)
