@@ -366,7 +366,7 @@ def execute(
     on_tick: TickHook | None = None,
 ) -> RunOutcome:
     """Run ``jobs`` in order, each followed by what its probe's hook leaves to run
-    (``assay.run.followup``: an all-pairs sweep's retest); the run ends "complete",
+    (``assay.run.followup``: a retest of what it flagged, say); the run ends "complete",
     "interrupted" or "failed" (disk full). ``step_argv``: the launcher's (default: the local
     one's). The hooks report progress: a job's start, a tick while it runs, its end (a
     follow-up shows as the planned job it follows)."""
@@ -393,7 +393,7 @@ def execute(
         try:
             for i, job in enumerate(jobs, start=1):
                 position = (i, len(jobs))
-                # the job, then what its probe leaves to run (an all-pairs sweep's retest)
+                # the job, then what its probe leaves to run (its follow-ups)
                 chain = followup.run_followed(job, run_one, ctx, stopping)
                 if any(e.result.status == "interrupted" for e in chain):
                     outcome.stop_signal = stop_received()

@@ -1,6 +1,6 @@
 """The follow-ups of any job, through its probe's hook (``Probe.follow_up``): after a job's
-records are written, its probe says what to run next (the all-pairs probe: a resume after a
-lost node or refused connects, a retest of the flagged links), and the run runs it, here
+records are written, its probe says what to run next (a resume after a lost node or refused
+connects, a retest of the links it flagged), and the run runs it, here
 (``run.execute``) or inside an allocation (``run.runner``), without knowing which probe it is.
 
 The run gives the hook what only the run knows (``FollowUpContext``): which hosts still

@@ -7,7 +7,7 @@ Reads the plan the front end wrote (``<run>/<launcher>/plan.json``), asks the la
 allocation's hosts, maps each job's allocation indices to host names, and runs the jobs in
 order: one step per job (``Launcher.step_argv``), the jobs of one placement group (an
 all-pairs round, a per-node pass) at the same time, each followed by what its probe's hook
-leaves to run (``assay.run.followup``: an all-pairs sweep's resume or retest). It writes only
+leaves to run (``assay.run.followup``: a resume after a lost node, a retest). It writes only
 files under RUN_DIR: the job directories and the append-only ``jobs.jsonl`` /
 ``samples.jsonl`` (never SQLite, which is unsafe on shared file systems); the front end
 indexes them.
