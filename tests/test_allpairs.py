@@ -427,24 +427,58 @@ def test_parse_gives_each_node_its_median_link(mpi: Mpi, allpairs: Built, tmp_pa
     assert [s.value for s in made[2:]] == [s.value for s in nodes]
 
 
-@pytest.mark.slow
-def test_assay_run_keeps_the_matrix_and_stores_node_samples(tmp_path: Path, assay_home: Path):
+AP_SUITE = (
+    'name = "ap"\n[[bench]]\nprobe = "allpairs"\nranks = 4\nmpi = "openmpi"\n'
+    "params = { lat_iterations = 20, bw_iterations = 2, bw_size = 16384, window = 8, "
+    "yield_when_idle = true }\n"
+)
+
+
+def _local_run(tmp_path: Path, assay_home: Path, config: str = "") -> Path:
+    """``assay run`` of a 4-rank all-pairs suite on this machine (with ``config``): its run."""
     if not shutil.which("mpirun.openmpi"):
         pytest.skip("mpirun.openmpi not found: apt-get install openmpi-bin libopenmpi-dev")
     suite = tmp_path / "ap.toml"
-    suite.write_text(
-        'name = "ap"\n[[bench]]\nprobe = "allpairs"\nranks = 4\nmpi = "openmpi"\n'
-        "params = { lat_iterations = 20, bw_iterations = 2, bw_size = 16384, window = 8, "
-        "yield_when_idle = true }\n"
-    )
-    proc = run_cli("run", str(suite), home=assay_home, check=True)
-    runs = sorted((assay_home / "runs").iterdir())
-    job_dir = next((runs[-1] / "jobs").iterdir())
+    suite.write_text(AP_SUITE)
+    (tmp_path / "config.toml").write_text(config)
+    env = {"ASSAY_CONFIG": str(tmp_path / "config.toml")}
+    run_cli("run", str(suite), home=assay_home, check=True, env=env)
+    return sorted((assay_home / "runs").iterdir())[-1]
+
+
+@pytest.mark.slow
+def test_assay_run_keeps_the_matrix_and_stores_node_samples(tmp_path: Path, assay_home: Path):
+    run = _local_run(tmp_path, assay_home)
+    sweep = json.loads((run / "jobs.jsonl").read_text().splitlines()[0])["job_id"]
+    job_dir = run / "jobs" / sweep
     assert read_matrix_file(job_dir / "allpairs.bin").complete
-    stored = [json.loads(ln) for ln in (runs[-1] / "samples.jsonl").read_text().splitlines()]
+    stored = [json.loads(ln) for ln in (run / "samples.jsonl").read_text().splitlines()]
+    # (a link the default rule flags on this busy machine is retested by a job of its own)
+    stored = [s for s in stored if s["job_id"] == sweep]
     per_node = [s for s in stored if s["params"].get("summary") == "node"]
-    assert len(stored) == 2 + 2 * 4 and len(per_node) == 8, proc.stdout
-    assert {s["params"]["matrix"] for s in stored} == {f"jobs/{job_dir.name}/allpairs.bin"}
+    assert len(stored) == 2 + 2 * 4 and len(per_node) == 8
+    assert {s["params"]["matrix"] for s in stored} == {f"jobs/{sweep}/allpairs.bin"}
+
+
+@pytest.mark.slow
+def test_a_local_run_retests_what_the_rule_flags(tmp_path: Path, assay_home: Path):
+    """The probe's follow-up hook runs on a local run too: a rule that calls out every link
+    worse than the median (a tiny threshold, no factor) makes the sweep's retest a job of its
+    own, naming its sweep, noted in the run, and the report confirms or clears each link."""
+    run = _local_run(tmp_path, assay_home, "[outliers]\nthreshold = 1e-6\nlink_factor = 1.0\n")
+    jobs = [json.loads(ln) for ln in (run / "jobs.jsonl").read_text().splitlines()]
+    sweep = jobs[0]["job_id"]
+    assert [j["job_id"] for j in jobs] == [sweep, f"{sweep}-retest1"], jobs
+    assert all(j["status"] == "ok" for j in jobs)
+    stored = [json.loads(ln) for ln in (run / "samples.jsonl").read_text().splitlines()]
+    retests = [s for s in stored if s["job_id"] == f"{sweep}-retest1"]
+    assert retests and all(s["params"]["kind"] == "retest" for s in retests)
+    assert all(s["params"]["sweep_job"] == sweep for s in retests)
+    notes = json.loads((run / "run.json").read_text())["notes"]
+    assert any(n.startswith(f"{sweep}: ") and "more times" in n for n in notes), notes
+    report = run_cli("report", home=assay_home, check=True,
+                     env={"ASSAY_CONFIG": str(tmp_path / "config.toml")})  # fmt: skip
+    assert "retest" in report.stdout.lower() or "confirmed" in report.stdout.lower()
 
 
 def test_repetitions_fold_per_node_and_nodes_compare_apart(tmp_path: Path):

@@ -322,3 +322,49 @@ def test_the_backend_check_can_fail() -> None:
     assert _backend_reaches("assay.run.x", doc, backends) == set()
     assert _backend_reaches("assay.launch.slurm.launcher", imported, backends) == set()
     assert _backend_reaches(REGISTRY, named, backends) == set()
+
+
+# The core holds no string naming a probe: the flow's machinery, the store, a run's fold and
+# the report's generic modules (the order, the formats, the one Table type) read what a probe
+# declares (its spread, its suite, its follow-ups), never a name. A report family's module
+# shows its probes' figures by name (that is its job), and so do the probes' own modules
+# outside the core (``figures/allpairs*``, ``analysis``). Only a whole string equal to a name
+# counts: a metric (``p2p.latency``) or a help line that mentions a probe is text, not a test.
+CORE = ("launch", "plan", "run", "cli", "store", "report", "figures")
+PROBES_OWN = {
+    "report": {"memory", "compute", "gpu", "rdma", "mpi", "nccl", "storage", "check",
+               "allpairs", "allpairs_large", "allpairs_notes"},
+    "figures": {"allpairs", "allpairs_cache", "allpairs_jobs"},
+}  # fmt: skip
+
+
+def _names_in_strings(tree: ast.AST) -> set[str]:
+    return {
+        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    } & PROBE_NAMES
+
+
+def _core_modules() -> list[Path]:
+    return [
+        p
+        for package in CORE
+        for p in sorted((SRC / package).rglob("*.py"))
+        if not (p.parent == SRC / package and p.stem in PROBES_OWN.get(package, set()))
+    ]
+
+
+def test_no_probe_name_in_a_string_of_the_core() -> None:
+    named = [
+        f"{p.relative_to(SRC)}: {sorted(hits)}"
+        for p in _core_modules()
+        if (hits := _names_in_strings(ast.parse(p.read_text())))
+    ]
+    assert not named, "probe names in the core (declare it on the probe):\n" + "\n".join(named)
+
+
+def test_the_string_check_can_fail_and_reads_the_core() -> None:
+    tree = ast.parse('resolve_suite("allpairs")\nKEYS = {"stream": 1, "p2p.latency": 2}')
+    assert _names_in_strings(tree) == {"allpairs", "stream"}
+    core = {p.relative_to(SRC).as_posix() for p in _core_modules()}
+    assert {"run/request.py", "run/runner.py", "report/build.py", "cli/run.py"} <= core
+    assert "report/memory.py" not in core and "figures/allpairs.py" not in core

@@ -224,13 +224,13 @@ class BatchLauncher(Launcher):
         """The launcher :meth:`to_plan` described."""
 
     def responsive(self, hosts: list[str]) -> list[str]:
-        """Inside the allocation: which of ``hosts`` still run a step (after a launch died:
-        the lost node is the one that does not answer). By default all of them."""
+        """Inside the allocation: which of ``hosts`` still run a step (a probe's follow-up
+        asks after a job failed: a node that does not answer is lost). By default all."""
         return list(hosts)
 
     def topology(self) -> str | None:
         """The cluster's switch tree as the scheduler tells it (Slurm: ``scontrol show
-        topology``), kept with the run as ``topology.txt`` for the all-pairs report's per-switch
+        topology``), kept with the run as ``topology.txt`` for the report's per-switch
         figures; None when there is none."""
         return None
 
