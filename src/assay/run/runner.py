@@ -33,7 +33,13 @@ from assay.config import load_config
 from assay.errors import AssayError
 from assay.inputfile import read_bounded
 from assay.launch import BatchLauncher
-from assay.launch.connectfail import connect_failures, describe, neighbour_overflows
+from assay.launch.connectfail import (
+    connect_failures,
+    describe,
+    kernel_clock,
+    neighbour_overflows,
+    overflowed,
+)
 from assay.launch.place import groups
 from assay.launch.transports import SHARED_KERNEL_ENV, network_only, shared_kernels
 from assay.model import Job, JobResult, MpiInfo, Placement, RunInfo, Sample
@@ -198,6 +204,15 @@ def _connects_refused(writer: _Writer, job: Job, nodes: int) -> bool:
     return True
 
 
+def _table_overflowed(writer: _Writer, job: Job, mark: float, nodes: int) -> None:
+    """The kernel's neighbour table overflowed after ``mark`` (dmesg): noted, the cause named
+    (a node inside a network namespace cannot read the table's limits before)."""
+    overflows = neighbour_overflows(run_command(["dmesg"]) or "", since=mark)
+    if overflows:
+        run = Run(nodes, shared_kernel=bool(job.params.get("shared_kernel")))
+        writer.note(f"{job.job_id}: {overflowed(overflows, run)}")
+
+
 def _summaries(writer: _Writer, job: Job) -> list[dict]:
     """The params of the samples a job stored (its summary names the ranks that stopped)."""
     return [s.params for s in writer.stored.get(job.job_id, [])]
@@ -330,8 +345,10 @@ def main(argv: list[str] | None = None) -> int:
                 run_served(writer, first, mpis, launcher, cores, resolve, where)
                 continue
             if len(group) == 1 and first.spread.kind == "all-pairs" and not first.skip_reason:
+                mark = kernel_clock(run_command(["dmesg"]) or "")
                 run_all_pairs(writer, first, mpis, launcher, allocation.hosts, cores, resolve,
                               rule)  # fmt: skip
+                _table_overflowed(writer, first, mark, len(allocation.hosts))
                 continue
             if len(group) == 1:
                 run_job(writer, first, mpis, cores, resolve=resolve)
