@@ -311,7 +311,7 @@ def test_all_pairs_at_32_nodes_with_defaults_names_the_link_in_a_few_steps(clust
 
 def test_a_refused_all_pairs_leaves_mpich_at_once(cluster, tmp_path: Path) -> None:
     """Issue 27: after the pilot refused (not one message fits), MPICH over UCX/TCP hung in a
-    bare MPI_Finalize until the job's 126 s timeout (here at 8 nodes: past 100 s, every time).
+    bare MPI_Finalize until the job's 126 s timeout (here, at 8 nodes: still in it at 100 s).
     Every exit of the probe leaves MPI_Finalize within 10 s with its own status."""
     if not shutil.which("mpicc.mpich"):
         pytest.skip("mpicc.mpich not found: apt-get install mpich libmpich-dev")

@@ -140,6 +140,7 @@ def run_all_pairs(
 ) -> None:
     """An all-pairs sweep, then what it leaves inside this allocation (``assay.run.followup``):
     a resume without a lost node, a retest of what the rule flags."""
+    mark = kernel_clock(run_command(["dmesg"]) or "")  # older overflows are not this job's
     run_job(writer, job, mpis, cores, resolve=resolve)
     probe = get_probe(job.probe)
     current, n = job, 0
@@ -154,7 +155,7 @@ def run_all_pairs(
         if result is not None and result.status not in ("ok", "skipped"):
             now = writer.hosts[current.job_id]
             lost = [now[r] for r in lost_ranks(_summaries(writer, current)) if r < len(now)]
-            refused = _connects_refused(writer, current, len(now))
+            refused = _connects_refused(writer, current, len(now), mark)
             if refused or not lost:  # a refused connect loses no node; a dead launch: ask
                 asked = lost or now
                 answering = set(launcher.responsive(asked))
@@ -185,7 +186,7 @@ def run_all_pairs(
             return
 
 
-def _connects_refused(writer: _Writer, job: Job, nodes: int) -> bool:
+def _connects_refused(writer: _Writer, job: Job, nodes: int, mark: float) -> bool:
     """Whether the job's MPI could not connect (``assay.launch.connectfail``): noted with the
     likely cause (the kernel's neighbour table, a fabric limit of this node) when it did."""
     try:
@@ -200,7 +201,8 @@ def _connects_refused(writer: _Writer, job: Job, nodes: int) -> bool:
     run = Run(nodes, shared_kernel=bool(job.params.get("shared_kernel")))
     limits = [s.message(run) for s in shortfalls(fabric_limits(Context()) or {}, run)]
     dmesg = run_command(["dmesg"]) or ""
-    writer.note(f"{job.job_id}: {describe(failures, neighbour_overflows(dmesg), limits)}")
+    overflows = neighbour_overflows(dmesg, since=mark)
+    writer.note(f"{job.job_id}: {describe(failures, overflows, limits)}")
     return True
 
 
