@@ -80,6 +80,8 @@ class Ended:
     samples: list[Sample]
     hosts: list[str]  # where its ranks ran, in rank order (as far as the run knows)
     job_dir: Path
+    # the kernel's clock (dmesg's stamps) when it started: its log lines after it are its own
+    since: float | None = None
 
 
 @dataclass

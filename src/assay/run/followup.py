@@ -18,7 +18,13 @@ import numpy as np
 from assay.analysis.outliers import OutlierRule, outlier_rule, outliers_of
 from assay.errors import AssayError
 from assay.inputfile import read_bounded
-from assay.launch.connectfail import connect_failures, describe, neighbour_overflows
+from assay.launch.connectfail import (
+    connect_failures,
+    describe,
+    kernel_clock,
+    neighbour_overflows,
+    overflowed,
+)
 from assay.model import Job
 from assay.probes import get_probe
 from assay.probes.base import Ended, FollowUpContext
@@ -62,8 +68,8 @@ def connects_refused(note: Callable[[str], None]) -> Callable[[Ended], bool]:
         job = ended.job
         run = Run(len(ended.hosts), shared_kernel=bool(job.params.get("shared_kernel")))
         limits = [s.message(run) for s in shortfalls(fabric_limits(Context()) or {}, run)]
-        dmesg = run_command(["dmesg"]) or ""
-        note(f"{job.job_id}: {describe(failures, neighbour_overflows(dmesg), limits)}")
+        overflows = neighbour_overflows(run_command(["dmesg"]) or "", since=ended.since)
+        note(f"{job.job_id}: {describe(failures, overflows, limits)}")
         return True
 
     return refused
@@ -91,6 +97,7 @@ def run_followed(
     """``job``, then what its probe's hook returns, until it returns nothing or the run is
     stopping (``stopped``); ``run_one`` runs a job and says how it ended (None: not recorded).
     A skipped job has no follow-up. The chain of jobs that ran, in order."""
+    run_one = _marked(run_one, ctx.note)
     first = run_one(job)
     if first is None:
         return []
@@ -110,3 +117,28 @@ def run_followed(
                 return chain
             chain.append(ended)
     return chain
+
+
+def _marked(run_one: Callable[[Job], Ended | None], note: Callable[[str], None]):
+    """``run_one`` with the kernel's clock taken before each job (``Ended.since``: dmesg's
+    lines after it are the job's, not an earlier run's), and a note when the kernel's
+    neighbour table overflowed while a job over several hosts ran -- even when every connect
+    went through in the end (Open MPI retries), links measured then may read slow, and a node
+    inside a network namespace cannot read the table's limits beforehand."""
+
+    def run(job: Job) -> Ended | None:
+        since = kernel_clock(run_command(["dmesg"]) or "")
+        ended = run_one(job)
+        if ended is None:
+            return None
+        ended.since = since
+        if len(set(ended.hosts)) > 1:
+            overflows = neighbour_overflows(run_command(["dmesg"]) or "", since=since)
+            if overflows:
+                run = Run(
+                    len(set(ended.hosts)), shared_kernel=bool(job.params.get("shared_kernel"))
+                )
+                note(f"{job.job_id}: {overflowed(overflows, run)}")
+        return ended
+
+    return run
