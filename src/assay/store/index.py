@@ -126,6 +126,10 @@ def _retrying(action, path: Path):
     raise AssertionError("unreachable")
 
 
+# Rows inserted at once: each holds its line's strings (a batch of 50,000 held 100 MB).
+INSERT_BATCH = 5_000
+
+
 class Index:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -307,7 +311,7 @@ class Index:
                     json.dumps(stats) if stats else None,
                 )
             )
-            if len(batch) >= 50_000:
+            if len(batch) >= INSERT_BATCH:
                 self.db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?,?,?,?)", batch)
                 n_samples += len(batch)
                 batch.clear()
