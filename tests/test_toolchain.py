@@ -156,13 +156,14 @@ def test_a_fifo_planted_in_the_probe_cache_is_refused_not_waited_on(tmp_path: Pa
     target = exe if planted == "binary" else exe.parent / f"{exe.name}.sha256"
     target.unlink()
     os.mkfifo(target, 0o644)
+
     def hung(*_):
         raise TimeoutError("the FIFO was opened (it waits for a writer)")
 
     old = signal.signal(signal.SIGALRM, hung)
     signal.alarm(20)
     try:
-        with pytest.raises(ToolchainError, match="probe cache: .*not a regular file"):
+        with pytest.raises(ToolchainError, match=r"probe cache: .*not a regular file"):
             build_probe(build, [], cache_dir=tmp_path)
     finally:
         signal.alarm(0)

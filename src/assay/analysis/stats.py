@@ -70,9 +70,7 @@ def param_key(params: Mapping[str, Any]) -> tuple:
     differ between repetitions, so they never split a group; planned params are ints/strings.
     Called once per stored sample (a million in a large run), hence the plain loop.
     """
-    names = sorted(
-        k for k, v in params.items() if k not in PER_REPETITION and type(v) is not float
-    )
+    names = sorted(k for k, v in params.items() if k not in PER_REPETITION and type(v) is not float)
     flat: list[object] = []
     for k in names:
         v = params[k]
@@ -213,7 +211,8 @@ def _figures(groups: _Groups, fetch: Fetch, medians: bool) -> Iterator[Figure]:
             _median_ref(values, refs) if medians and len(values) > 1 else None
             for _, values, refs in chunk
         ]
-        members = fetch([first for first, _, _ in chunk] + [r for r in median_refs if r is not None])
+        wanted = [first for first, _, _ in chunk] + [r for r in median_refs if r is not None]
+        members = fetch(wanted)
         for (first, values, _), median in zip(chunk, median_refs, strict=True):
             yield _figure(members[first], values, None if median is None else members[median])
 
@@ -330,7 +329,8 @@ def _figure(first_member: Member, values: list[float], median: Member | None) ->
         run_id=first.run_id,
         job_id=first.job_id,
     )
-    return Figure(rep, len(values), spread, tuple(values), None if median is None else _as_sample(median))
+    kept = None if median is None else _as_sample(median)
+    return Figure(rep, len(values), spread, tuple(values), kept)
 
 
 def fold_samples(samples: Iterable[Sample]) -> Folded:

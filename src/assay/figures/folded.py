@@ -30,7 +30,6 @@ from assay.store.cache import (
     read_cache,
     size_of,
     stamp,
-    write_cache,
     write_cache_parts,
 )
 from assay.store.lines import text_lines

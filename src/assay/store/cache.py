@@ -19,7 +19,6 @@ error: the next report folds the samples again.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -30,8 +29,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from assay.inputfile import open_regular
-from assay.store.lines import lines_with_offsets, skip_line
 from assay.store import safefile
+from assay.store.lines import lines_with_offsets, skip_line
 
 __all__ = [
     "Cached",
