@@ -113,7 +113,7 @@ def _fold_and_keep(run_dir: Path) -> Folded | None:
             parts = _payload_parts(folder.n, folder.figures(fetch), folder.host_figures(fetch),
                                    folder.matrices)  # fmt: skip
             write_cache_parts(run_dir / CACHE_NAME, CACHE_VERSION, made_from, parts, extra)
-    except (OSError, ValueError):
+    except (OSError, ValueError, KeyError, TypeError):  # a line changed since the fold read it
         return None
     return Folded([], [], folder.n, folder.matrices)
 
