@@ -145,3 +145,49 @@ def test_a_toml_integer_over_4300_digits_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="a number too long to read"):
         load_config(tmp_path / "config.toml")
     assert parse_value(big) == big  # a --set value that is no TOML value is text
+
+
+PEAK_RSS = """
+import resource, subprocess, sys
+proc = subprocess.run([sys.executable, "-m", "assay", *sys.argv[1:]], capture_output=True,
+                      text=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)  # KiB
+sys.stdout.write(proc.stdout)
+sys.stderr.write(proc.stderr)
+sys.exit(proc.returncode)
+"""
+
+
+def _import_peak(home: Path, path: Path) -> tuple[int, str]:
+    """``assay import`` of ``path`` in a child of its own: its peak resident memory in bytes."""
+    import os
+    import sys
+
+    env = {**os.environ, "ASSAY_HOME": str(home), "COLUMNS": "200"}
+    proc = subprocess.run([sys.executable, "-c", PEAK_RSS, "import", "--format", "osu",
+                           str(path)], capture_output=True, text=True, timeout=120,
+                          env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    peak, out = proc.stdout.split("\n", 1)
+    return int(peak) * 1024, out + proc.stderr
+
+
+def test_import_holds_little_memory_per_row(tmp_path: Path) -> None:
+    """An OSU file of 250,000 sizes (3.3 MB) needed more than 1 GB to import, ~5 KB a row: the
+    fold kept each row's decoded line, the records and the figures' cache were encoded whole.
+    Here 40,000 rows against one: the peak may grow by 2 KB a row at most (today: < 1 KB)."""
+    import json
+
+    rows = 40_000
+    head = "# OSU MPI Latency Test v5.6.2\n# Size          Latency (us)\n"
+    big, small = tmp_path / "big.txt", tmp_path / "small.txt"
+    big.write_text(head + "".join(f"{i:<16d}{1 + i % 97 / 100:.2f}\n" for i in range(rows)))
+    small.write_text(head + "0               1.00\n")
+    base, _ = _import_peak(tmp_path / "one", small)
+    peak, out = _import_peak(tmp_path / "many", big)
+    assert f"{rows} samples" in out
+    assert peak - base < rows * 2048, f"{(peak - base) / rows:.0f} bytes a row"
+    (run,) = (tmp_path / "many" / "runs").iterdir()
+    assert sum(1 for _ in (run / "samples.jsonl").open()) == rows  # every row kept
+    cache = (run / "figures.cache.json").read_text().split("\n")
+    assert len(json.loads(cache[1])["figures"]) == rows  # and folded, one figure each

@@ -246,3 +246,49 @@ def test_a_large_set_loads_in_linear_time(tmp_path: Path):
     assert len(load_file(tmp_path / "big.toml").points) == 11_700
     assert len(load_file(tmp_path / "rows.toml").points) == 20_000
     assert time.perf_counter() - started < 30  # about 3 s here, loaded; 155 s and more before
+
+
+IMPOSSIBLE_STATS = {
+    "n = 0": ("stats = { n = 0, mean = 2 }", "point.0.stats: stats n = 0: a statistic is over"),
+    "n < 1": ("stats = { n = -3 }", "point.0.stats: stats n = -3: a statistic is over"),
+    "n = 2.5": ("stats = { n = 2.5 }", "point.0.stats: stats n = 2.5: a statistic is over"),
+    "min above max": ("stats = { n = 5, min = 3, max = 1 }", "min 3 is above max 1 us"),
+    "a spread of one": ("stats = { n = 1, min = 1, max = 3 }", "one measurement has no spread"),
+    "stddev of one": ("stats = { n = 1, stddev = 0.5 }", "one measurement has no spread"),
+    "negative stddev": ("stats = { n = 4, stddev = -1 }", "stddev -1 us is negative"),
+    "stddev beyond the range": (
+        "stats = { n = 4, min = 1.9, max = 2.1, stddev = 5 }",
+        "stddev 5 us is more than 4 values within 1.9..2.1 us can have",
+    ),
+}
+
+
+@pytest.mark.parametrize("form", list(IMPOSSIBLE_STATS))
+def test_a_count_or_spread_no_measurements_have_is_refused(tmp_path: Path, form: str):
+    """``stats = { n = 0 }`` (or n < 1, a non-integer n, a spread impossible for its n) was
+    accepted and shown as if published; refused, naming the file, the line and the entry."""
+    from assay.references.loader import ReferenceError, load_file
+
+    body, words = IMPOSSIBLE_STATS[form]
+    path = tmp_path / "bad.toml"
+    path.write_text('title = "t"\n[[point]]\nmetric = "p2p.latency"\nparams = { size = 8 }\n'
+                    f'value = 2\nunit = "us"\n{body}\n')  # fmt: skip
+    with pytest.raises(ReferenceError, match=re.escape(words)) as exc:
+        load_file(path)
+    assert str(exc.value).startswith(f"{path}:2: field point.0.stats: ")
+
+
+def test_a_table_row_with_an_impossible_count_is_refused(tmp_path: Path):
+    from assay.references.loader import ReferenceError, load_file
+
+    path = tmp_path / "bad.toml"
+    path.write_text('title = "t"\n[[table]]\nmetric = "p2p.latency"\nunit = "us"\n'
+                    'columns = ["size", "n", "mean"]\nvalue = "mean"\n'
+                    "rows = [\n  [8, 10, 2.0],\n  [16, 0, 2.5],\n]\n")  # fmt: skip
+    with pytest.raises(ReferenceError, match=r"bad\.toml:9: field table\.0\.rows\.1: stats n = 0"):
+        load_file(path)
+    ok = tmp_path / "ok.toml"
+    ok.write_text('title = "t"\n[[point]]\nmetric = "p2p.latency"\nparams = { size = 8 }\n'
+                  'value = 2\nunit = "us"\n'
+                  "stats = { n = 2, min = 1, max = 3, stddev = 1.41 }\n")  # fmt: skip
+    assert load_file(ok).points[0].stats.n == 2  # the largest spread two values can have

@@ -77,3 +77,23 @@ def test_safefile_writes_whole_files_and_leaves_no_temporary(tmp_path: Path):
     with pytest.raises(OSError):
         safefile.open_existing(link)
     assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("name", ["assay.db", "assay.db-wal", "assay.db-journal"])
+def test_an_index_that_is_a_link_is_refused(tmp_path: Path, name: str):
+    """``sqlite3.connect`` follows a link: an ``assay.db`` (or its journal) linked elsewhere
+    made every command create or write the link's target as a database."""
+    home = tmp_path / "home"
+    w = _run(home)
+    w.finish("complete")
+    target = tmp_path / "elsewhere" / "written-by-assay"
+    target.parent.mkdir()
+    (home / name).symlink_to(target)
+    proc = run_cli("runs", home=home)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"the index {home / name} is a symbolic link" in " ".join(proc.stderr.split())
+    assert "Traceback" not in proc.stderr
+    assert not target.exists()  # nothing made through the link
+    (home / name).unlink()
+    proc = run_cli("runs", home=home)
+    assert proc.returncode == 0 and w.info.run_id in proc.stdout

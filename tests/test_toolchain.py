@@ -142,3 +142,29 @@ def test_a_cache_made_under_a_group_umask_is_not_group_writable(tmp_path: Path):
         os.umask(old)
     for path in (tmp_path / "c", exe.parent, exe, exe.parent / f"{exe.name}.sha256"):
         assert not path.stat().st_mode & 0o022, path
+
+
+@pytest.mark.parametrize("planted", ["binary", "digest record"])
+def test_a_fifo_planted_in_the_probe_cache_is_refused_not_waited_on(tmp_path: Path, planted):
+    """The cached binary and its digest record were read with a plain ``open``: a FIFO put in
+    their place (mode 0644, the user's own: the cache's checks let it by) hung every run in
+    ``open``. They are read through the one bounded reader (``assay.inputfile``)."""
+    import signal
+
+    build = Build("stream.c", "cc", ("-O1",), ("-lm",))
+    exe = build_probe(build, [], cache_dir=tmp_path)
+    target = exe if planted == "binary" else exe.parent / f"{exe.name}.sha256"
+    target.unlink()
+    os.mkfifo(target, 0o644)
+
+    def hung(*_):
+        raise TimeoutError("the FIFO was opened (it waits for a writer)")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        with pytest.raises(ToolchainError, match=r"probe cache: .*not a regular file"):
+            build_probe(build, [], cache_dir=tmp_path)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

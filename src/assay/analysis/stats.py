@@ -7,8 +7,11 @@ the 990th smallest, a measured value and never an interpolation.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import sys
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -59,24 +62,25 @@ _CONTAINERS = (list, tuple, dict)  # a tuple of types: isinstance checks it fast
 
 
 def param_key(params: Mapping[str, Any]) -> tuple:
-    """The planned params of a sample, as a sortable, hashable key.
+    """The planned params of a sample, as a sortable, hashable key: names and values in turn,
+    sorted by name (one flat tuple, not a pair per param: a fold keeps a key per figure, and
+    a run of 250,000 distinct sizes keeps 250,000 of them).
 
     Float params are things a tool measured or derived alongside (min_time, bw_peak, p90) and
     differ between repetitions, so they never split a group; planned params are ints/strings.
     Called once per stored sample (a million in a large run), hence the plain loop.
     """
-    items = [
-        (k, _frozen(v) if isinstance(v, _CONTAINERS) else v)
-        for k, v in params.items()
-        if k not in PER_REPETITION and type(v) is not float
-    ]
-    items.sort()
-    return tuple(items)
+    names = sorted(k for k, v in params.items() if k not in PER_REPETITION and type(v) is not float)
+    flat: list[object] = []
+    for k in names:
+        v = params[k]
+        flat += (k, _frozen(v) if isinstance(v, _CONTAINERS) else v)
+    return tuple(flat)
 
 
 def group_key(sample: Sample) -> tuple:
     """What identifies a measurement across repetitions: its probe, metric and planned params."""
-    return (sample.probe, sample.metric, param_key(sample.params))
+    return (sample.probe, sample.metric, *param_key(sample.params))
 
 
 @dataclass
@@ -134,17 +138,83 @@ def _fields(member: Member) -> tuple[str, str, Mapping[str, Any], float]:
     return member["probe"], member["metric"], member.get("params") or {}, float(member["value"])
 
 
-@dataclass
-class _Group:
-    first: Member
-    values: list[float] = field(default_factory=list)
-    refs: list[int] = field(default_factory=list)  # where each member is (index, file offset)
+class _Groups:
+    """Members grouped by key, in the order each key first came: each group's number
+    (``ids``) and its first member's reference (``first``); each member's group, value and
+    reference, in stored order. Arrays of 8-byte numbers: no object per member, none per group
+    but its key, and no member's record kept (it is fetched again by reference when the fold
+    finishes: a fold of 250,000 one-row figures kept each row's decoded line, 2 KB a row)."""
 
-    def median_ref(self) -> int:
-        """The reference of the median member: the lower one of an even count, by value, in
-        stored order among equal values (a stable sort)."""
-        order = sorted(range(len(self.values)), key=self.values.__getitem__)
-        return self.refs[order[(len(order) - 1) // 2]]
+    def __init__(self) -> None:
+        self.ids: dict[tuple, int] = {}
+        self.first = array("q")
+        self.group = array("q")
+        self.values = array("d")
+        self.refs = array("q")
+
+    def add(self, key: tuple, value: float, ref: int) -> None:
+        gid = self.ids.get(key)
+        if gid is None:
+            # a decoded line's strings are its own: interned, every group's key shares them
+            key = tuple(sys.intern(v) if type(v) is str else v for v in key)
+            gid = self.ids[key] = len(self.first)
+            self.first.append(ref)
+        self.group.append(gid)
+        self.values.append(value)
+        self.refs.append(ref)
+
+    def merge(self, later: _Groups) -> None:
+        """Append the members ``later`` grouped (stored after this one's)."""
+        mine = np.empty(len(later.first), dtype=np.int64)
+        for key, gid in later.ids.items():
+            have = self.ids.get(key)
+            if have is None:
+                have = self.ids[key] = len(self.first)
+                self.first.append(later.first[gid])
+            mine[gid] = have
+        self.group.frombytes(mine[np.asarray(later.group, dtype=np.int64)].tobytes())
+        self.values.extend(later.values)
+        self.refs.extend(later.refs)
+
+    def spans(self) -> Iterator[tuple[int, list[float], list[int]]]:
+        """Each group in order: its first member's reference, and its members' values and
+        references in stored order."""
+        gids = np.asarray(self.group, dtype=np.int64)
+        order = np.argsort(gids, kind="stable")
+        ends = np.cumsum(np.bincount(gids, minlength=len(self.first))).tolist()
+        values = np.asarray(self.values, dtype=float)[order].tolist()
+        refs = np.asarray(self.refs, dtype=np.int64)[order].tolist()
+        del gids, order
+        start = 0
+        for g, end in enumerate(ends):
+            yield self.first[g], values[start:end], refs[start:end]
+            start = end
+
+
+def _median_ref(values: list[float], refs: list[int]) -> int:
+    """The reference of the median member: the lower one of an even count, by value, in
+    stored order among equal values (a stable sort)."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    return refs[order[(len(order) - 1) // 2]]
+
+
+# The members at some references (list indices, file offsets), fetched when a fold finishes.
+Fetch = Callable[[list[int]], Mapping[int, Member]]
+FETCH_BATCH = 4096  # groups whose members are fetched at once
+
+
+def _figures(groups: _Groups, fetch: Fetch, medians: bool) -> Iterator[Figure]:
+    """The figures of ``groups`` in order, their members fetched a batch of groups at a time."""
+    spans = groups.spans()
+    while chunk := list(itertools.islice(spans, FETCH_BATCH)):
+        median_refs = [
+            _median_ref(values, refs) if medians and len(values) > 1 else None
+            for _, values, refs in chunk
+        ]
+        wanted = [first for first, _, _ in chunk] + [r for r in median_refs if r is not None]
+        members = fetch(wanted)
+        for (first, values, _), median in zip(chunk, median_refs, strict=True):
+            yield _figure(members[first], values, None if median is None else members[median])
 
 
 # Placements whose samples differ by host: an all-pairs link, a node of a per-node pass. Their
@@ -188,39 +258,29 @@ class Folded:
         )
 
 
-def _append(
-    groups: dict[tuple, _Group], key: tuple, member: Member, value: float, ref: int
-) -> None:
-    group = groups.get(key)
-    if group is None:
-        group = groups[key] = _Group(member)
-    group.values.append(value)
-    group.refs.append(ref)
-
-
 class Folder:
-    """Folds samples one at a time, keeping only their values (not the samples) per group:
-    a million stored lines fold in one pass without a million objects. ``add`` takes a
-    reference (list index, file offset) for each member; ``median_refs`` names the members
-    whose whole record a figure keeps, and ``finish`` gets them by reference."""
+    """Folds samples one at a time, keeping only their values and references (list index,
+    file offset) per group, never the samples: a million stored lines fold in one pass
+    without a million objects. ``figures`` and ``finish`` fetch, by reference, the members
+    whose whole record a figure keeps (a group's first, its median)."""
 
     def __init__(self) -> None:
-        self._groups: dict[tuple, _Group] = {}
-        self._hosts: dict[tuple, _Group] = {}
+        self._groups = _Groups()
+        self._hosts = _Groups()
         self._matrices: dict[str, dict[str, str]] = {}
         self.n = 0
 
     def add(self, ref: int, member: Member) -> None:
         probe, metric, params, value = _fields(member)
-        key = (probe, metric, param_key(params))
+        key = (probe, metric, *param_key(params))
         self.n += 1
-        _append(self._groups, key, member, value, ref)
+        self._groups.add(key, value, ref)
         matrix = params.get("matrix")
         # the all-pairs probe's figures name their node already (``node``): not per host again
         if params.get("placement") in HOST_PLACEMENTS and matrix is None:
             hosts = params.get("hosts")
             if isinstance(hosts, list):
-                _append(self._hosts, (*key, _frozen(hosts)), member, value, ref)
+                self._hosts.add((*key, _frozen(hosts)), value, ref)
         if matrix is not None and str(matrix) not in self._matrices:
             job = member.job_id if isinstance(member, Sample) else member.get("job_id")
             found = {k: str(params[k]) for k in MATRIX_PARAMS if params.get(k) is not None}
@@ -229,33 +289,35 @@ class Folder:
     def merge(self, later: Folder) -> None:
         """Add what ``later`` folded from the samples stored after this one's: groups and
         their values keep the order one pass over all the samples would have given them."""
-        for mine, theirs in ((self._groups, later._groups), (self._hosts, later._hosts)):
-            for key, group in theirs.items():
-                have = mine.get(key)
-                if have is None:
-                    mine[key] = group
-                else:
-                    have.values += group.values
-                    have.refs += group.refs
+        self._groups.merge(later._groups)
+        self._hosts.merge(later._hosts)
         for path, said in later._matrices.items():
             self._matrices.setdefault(path, said)
         self.n += later.n
 
-    def median_refs(self) -> set[int]:
-        return {g.median_ref() for g in self._groups.values() if len(g.values) > 1}
+    @property
+    def matrices(self) -> list[dict[str, str]]:
+        return list(self._matrices.values())
 
-    def finish(self, members: Mapping[int, Member]) -> Folded:
-        """The figures; ``members`` holds (at least) the members ``median_refs`` named."""
-        figures = [_figure(g, members) for g in self._groups.values()]
-        by_host = [_figure(g, None) for g in self._hosts.values()]
-        return Folded(figures, by_host, self.n, list(self._matrices.values()))
+    def figures(self, fetch: Fetch) -> Iterator[Figure]:
+        """One figure per measurement, in the order they were first stored."""
+        return _figures(self._groups, fetch, medians=True)
+
+    def host_figures(self, fetch: Fetch) -> Iterator[Figure]:
+        """One figure per measurement and host (``Folded.by_host``)."""
+        return _figures(self._hosts, fetch, medians=False)
+
+    def finish(self, fetch: Fetch) -> Folded:
+        """The figures, all of them at once (a report's)."""
+        figures = list(self.figures(fetch))
+        return Folded(figures, list(self.host_figures(fetch)), self.n, self.matrices)
 
 
-def _figure(group: _Group, members: Mapping[int, Member] | None) -> Figure:
-    first = _as_sample(group.first)
-    if len(group.values) == 1:
-        return Figure(first, 1, None, tuple(group.values))
-    spread = summarize(group.values)
+def _figure(first_member: Member, values: list[float], median: Member | None) -> Figure:
+    first = _as_sample(first_member)
+    if len(values) == 1:
+        return Figure(first, 1, None, tuple(values))
+    spread = summarize(values)
     rep = Sample(
         probe=first.probe,
         metric=first.metric,
@@ -267,8 +329,8 @@ def _figure(group: _Group, members: Mapping[int, Member] | None) -> Figure:
         run_id=first.run_id,
         job_id=first.job_id,
     )
-    median = None if members is None else _as_sample(members[group.median_ref()])
-    return Figure(rep, len(group.values), spread, tuple(group.values), median)
+    kept = None if median is None else _as_sample(median)
+    return Figure(rep, len(values), spread, tuple(values), kept)
 
 
 def fold_samples(samples: Iterable[Sample]) -> Folded:
@@ -281,7 +343,7 @@ def fold_samples(samples: Iterable[Sample]) -> Folded:
     folder = Folder()
     for i, s in enumerate(kept):
         folder.add(i, s)
-    return folder.finish(dict(enumerate(kept)))
+    return folder.finish(lambda refs: {r: kept[r] for r in refs})
 
 
 def fold_repetitions(samples: Iterable[Sample]) -> list[Figure]:

@@ -19,7 +19,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TypeVar
 
-from assay.analysis.stats import Folded, Folder, fold_samples
+from assay.analysis.stats import Figure, Folded, Folder, fold_samples
 from assay.errors import AssayError
 from assay.store import LoadedRun
 from assay.store.cache import (
@@ -30,7 +30,7 @@ from assay.store.cache import (
     read_cache,
     size_of,
     stamp,
-    write_cache,
+    write_cache_parts,
 )
 from assay.store.lines import text_lines
 from assay.store.records import SAMPLES, Damage, scan
@@ -73,7 +73,9 @@ def _keep(run_dir: Path, made_from: Stamp | None, folded: Folded, damage: Damage
     """Cache what was folded, unless the file was appended to meanwhile."""
     if made_from is not None and size_of(run_dir / SAMPLES) == made_from.size:
         extra = {"damage": damage.to_dict()}
-        write_cache(run_dir / CACHE_NAME, CACHE_VERSION, made_from, folded.to_dict(), extra)
+        parts = _payload_parts(folded.n_samples, iter(folded.figures), iter(folded.by_host),
+                               folded.matrices)  # fmt: skip
+        write_cache_parts(run_dir / CACHE_NAME, CACHE_VERSION, made_from, parts, extra)
 
 
 def cache_figures(run_dir: Path) -> None:
@@ -88,17 +90,49 @@ def cache_figures(run_dir: Path) -> None:
         with contextlib.suppress(KeyError, TypeError, ValueError, AttributeError):
             folded = Folded.from_dict(cached.payload)
     if folded is None:
-        made_from = stamp(samples)
-        if made_from is None:
-            return
-        damage = Damage(SAMPLES)
-        try:
-            folded = fold_file(samples, damage=damage)
-        except (OSError, ValueError):
-            return
-        _keep(run_dir, made_from, folded, damage)
-    if folded.matrices:
+        folded = _fold_and_keep(run_dir)
+    if folded is not None and folded.matrices:
         _cache_matrices(run_dir, folded)
+
+
+def _fold_and_keep(run_dir: Path) -> Folded | None:
+    """Fold the samples into the cache one batch of figures at a time, never all of them at
+    once (a run of 250,000 one-row figures held them, their dicts and their text together:
+    a gigabyte); what is returned has the matrices and count, not the figures. None when the
+    samples cannot be read."""
+    samples = run_dir / SAMPLES
+    made_from = stamp(samples)
+    if made_from is None:
+        return None
+    damage = Damage(SAMPLES)
+    try:
+        folder = fold_lines(samples, damage=damage)
+        if size_of(samples) == made_from.size:  # not appended to meanwhile
+            extra = {"damage": damage.to_dict()}
+            fetch = fetch_lines(samples)
+            parts = _payload_parts(folder.n, folder.figures(fetch), folder.host_figures(fetch),
+                                   folder.matrices)  # fmt: skip
+            write_cache_parts(run_dir / CACHE_NAME, CACHE_VERSION, made_from, parts, extra)
+    except (OSError, ValueError, KeyError, TypeError):  # a line changed since the fold read it
+        return None
+    return Folded([], [], folder.n, folder.matrices)
+
+
+def _payload_parts(
+    n_samples: int, figures: Iterator[Figure], by_host: Iterator[Figure], matrices: list
+) -> Iterator[str]:
+    """``Folded.to_dict`` as JSON text, a batch of figures at a time (the figures may be
+    made as they are written: ``Folder.figures``)."""
+    yield f'{{"n_samples": {n_samples}, "figures": ['
+    yield from _joined_json(figures)
+    yield '], "by_host": ['
+    yield from _joined_json(by_host)
+    yield f'], "matrices": {json.dumps(matrices)}}}'
+
+
+def _joined_json(figures: Iterator[Figure]) -> Iterator[str]:
+    for i, batch in enumerate(_batched(figures, 4096)):
+        yield (", " if i else "") + ", ".join(json.dumps(f.to_dict()) for f in batch)
 
 
 def _cache_matrices(run_dir: Path, folded: Folded) -> None:
@@ -152,8 +186,8 @@ def sample_lines(run: LoadedRun) -> Iterator[list[str]]:
         yield [line.decode().rstrip("\r\n") for line in batch]
 
 
-def _batched(items: Iterable[bytes], n: int) -> Iterator[list[bytes]]:
-    batch: list[bytes] = []
+def _batched(items: Iterable[_T], n: int) -> Iterator[list[_T]]:
+    batch: list[_T] = []
     for item in items:
         batch.append(item)
         if len(batch) == n:
@@ -198,13 +232,23 @@ def fold_file(path: Path, workers: int = 1, damage: Damage | None = None) -> Fol
     ``workers`` > 1 folds a large file in that many parts at once (``_in_parts``: the
     decoding is the cost, and it is per line), then merges them in file order: the same
     figures as one pass."""
+    return fold_lines(path, workers, damage).finish(fetch_lines(path))
+
+
+def fold_lines(path: Path, workers: int = 1, damage: Damage | None = None) -> Folder:
+    """The fold of ``fold_file`` before its figures are made (``Folder.figures`` makes them
+    one batch at a time, fetching the lines they keep with ``fetch_lines``)."""
     results = _in_parts(path, workers, fold_part)
     _joined([(f.n, found) for f, found in results], damage)  # before merge counts them in
     folder = results[0][0]
     for later, _ in results[1:]:
         folder.merge(later)
-    medians = {o: json.loads(line) for o, line in lines_at(path, folder.median_refs()).items()}
-    return folder.finish(medians)
+    return folder
+
+
+def fetch_lines(path: Path) -> Callable[[list[int]], dict[int, dict]]:
+    """The sample records of ``path`` at some offsets (good lines, as ``fold_part`` found)."""
+    return lambda offsets: {o: json.loads(line) for o, line in lines_at(path, offsets).items()}
 
 
 def fold_part(path: Path, start: int, end: int | None) -> tuple[Folder, Damage]:

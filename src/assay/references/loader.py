@@ -122,7 +122,8 @@ def _build(spec: SetSpec, path: Path, text: str, builtin: bool) -> ReferenceSet:
         node=spec.node.model_dump(exclude_defaults=True) if spec.node else {},
     )
     for i, p in enumerate(spec.point):
-        ref.points.append(_point(p, where(("point", i))))
+        line = where(("point", i))
+        ref.points.append(_point(p, line, f"{path}:{line}: field point.{i}.stats"))
     for i, t in enumerate(spec.table):
         ref.points.extend(_table_points(t, path, where, i))
     for point in ref.points:
@@ -141,14 +142,14 @@ def _check_finite(point: RefPoint, path: Path) -> None:
             )
 
 
-def _point(p: PointSpec, line: int | None) -> RefPoint:
+def _point(p: PointSpec, line: int | None, where: str) -> RefPoint:
     low = from_display(p.low, p.unit) if p.low is not None else None
     high = from_display(p.high, p.unit) if p.high is not None else None
     if p.value is not None:
         value = from_display(p.value, p.unit)
     else:
         value = (low + high) / 2 if low is not None and high is not None else (low or high)
-    stats, dropped = _stats(p.stats or {}, p.unit)
+    stats, dropped = _stats(p.stats or {}, p.unit, where)
     shown = p.published or (
         f"{'~' if p.approx else ''}{_num(p.value)} {p.unit}"
         if p.value is not None
@@ -190,7 +191,7 @@ def _table_points(t: TableSpec, path: Path, where: Locator, index: int) -> list[
         raw = {c: v for c, v in cells.items() if c in STAT_COLUMNS and c != t.value}
         if t.value in STAT_COLUMNS:
             raw[t.value] = shown
-        stats, dropped = _stats(raw, t.unit)
+        stats, dropped = _stats(raw, t.unit, f"{path}:{line}: field table.{index}.rows.{r}")
         out.append(
             RefPoint(
                 metric=t.metric,
@@ -226,13 +227,20 @@ def _check_also(value: float, printed: float, unit: str, where: str) -> None:
         raise ReferenceError(f"{where}: {printed} {unit} disagrees with {expected:.4g} {unit}")
 
 
-def _stats(raw: dict[str, float], unit: str) -> tuple[Stats | None, str]:
+def _stats(raw: dict[str, float], unit: str, where: str) -> tuple[Stats | None, str]:
     """Published statistics in canonical units. A statistic that cannot be true (a mean below the
     minimum, as the HC page prints from 256 bytes on) is dropped and the drop is noted: an
-    impossible figure is never used as if it were fine."""
+    impossible figure is never used as if it were fine. A count or a spread that no set of
+    measurements has (``n = 0``, ``n = 2.5``, min above max, a spread over one measurement)
+    is refused: ``where`` names the file and the entry."""
     if not raw:
         return None, ""
-    conv = {k: (int(v) if k == "n" else from_display(v, unit)) for k, v in raw.items()}
+    n = raw.get("n", 1)
+    if not float(n).is_integer() or n < 1:
+        raise ReferenceError(f"{where}: stats n = {_num(n)}: a statistic is over a whole number "
+                             "of measurements, at least one")  # fmt: skip
+    conv = {k: from_display(v, unit) for k, v in raw.items() if k != "n"}
+    _check_spread(conv, int(n), raw, unit, where)
     lo, hi = conv.get("min"), conv.get("max")
     dropped = []
     for key in ("mean", "median", "p99"):
@@ -245,8 +253,31 @@ def _stats(raw: dict[str, float], unit: str) -> tuple[Stats | None, str]:
                 f"{_num(raw.get('min'))}..{_num(raw.get('max'))} {unit}: not used"
             )
             del conv[key]
-    n = int(conv.pop("n", 1))
-    return Stats(n=n, **conv), "; ".join(dropped)
+    return Stats(n=int(n), **conv), "; ".join(dropped)
+
+
+def _check_spread(
+    conv: dict[str, float], n: int, raw: dict[str, float], unit: str, where: str
+) -> None:
+    """A spread no ``n`` measurements can have: min above max, a negative stddev, any spread
+    over one measurement, or a stddev above the largest ``n`` values within min..max can
+    have, (max - min) / 2 * sqrt(n / (n - 1)) (1 % over it allowed: printed figures are
+    rounded)."""
+    lo, hi, sd = conv.get("min"), conv.get("max"), conv.get("stddev")
+    why = ""
+    if lo is not None and hi is not None and lo > hi:
+        why = f"min {_num(raw['min'])} is above max {_num(raw['max'])} {unit}"
+    elif sd is not None and sd < 0:
+        why = f"stddev {_num(raw['stddev'])} {unit} is negative"
+    elif n == 1 and ((lo is not None and hi is not None and lo != hi) or (sd or 0) > 0):
+        why = "one measurement has no spread (min = max, stddev 0)"
+    elif n > 1 and sd is not None and lo is not None and hi is not None:
+        most = (hi - lo) / 2 * math.sqrt(n / (n - 1))
+        if sd > most * 1.01 + abs(hi) * 1e-3:
+            why = (f"stddev {_num(raw['stddev'])} {unit} is more than {n} values within "
+                   f"{_num(raw['min'])}..{_num(raw['max'])} {unit} can have")  # fmt: skip
+    if why:
+        raise ReferenceError(f"{where}: stats n = {n}: {why}")
 
 
 def _num(v: float | None) -> str:

@@ -19,20 +19,18 @@ error: the next report folds the samples again.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from assay.errors import StoreError
 from assay.inputfile import open_regular
+from assay.store import safefile
 from assay.store.lines import lines_with_offsets, skip_line
-from assay.store.rundir import write_atomic
 
 __all__ = [
     "Cached",
@@ -44,6 +42,7 @@ __all__ = [
     "read_cache",
     "stamp",
     "write_cache",
+    "write_cache_parts",
 ]
 
 # A cache is the folded figures of its samples: far smaller than they are. One larger than
@@ -192,17 +191,41 @@ def write_cache(
     path: Path, version: int, made_from: Stamp, data: dict[str, Any], extra: dict[str, Any]
 ) -> bool:
     """Write the cache atomically; False (and nothing left behind) when it cannot be written."""
+    return write_cache_parts(path, version, made_from, iter([json.dumps(data)]), extra)
+
+
+_NO_CHECKSUM = "0" * 64  # the checksum's place in the head, written once the payload is
+
+
+def write_cache_parts(
+    path: Path, version: int, made_from: Stamp, payload: Iterator[str], extra: dict[str, Any]
+) -> bool:
+    """``write_cache`` of a payload given as JSON text in pieces, each written as it comes:
+    the cache of a large run is hundreds of MB, and its text was held whole, in two copies.
+    The head (first) holds the checksum over the payload: written last, in its place."""
     extra_line = _extra_line(extra)
-    body = json.dumps(data)  # one copy of the figures as text: the cache of a large run is
-    head = {  # hundreds of MB, and each copy (bytes, text, the line) was held at once
+    head = {
         "version": version,
         "made_from": made_from.to_dict(),
-        "checksum": _checksum(extra_line, body.encode()),
+        "checksum": _NO_CHECKSUM,
         "extra": extra,
     }
-    text = json.dumps(head, sort_keys=True) + "\n" + body + "\n"
-    del body
-    with contextlib.suppress(StoreError):  # write_atomic leaves no temporary file behind
-        write_atomic(path, text)
-        return True
-    return False
+    head_line = json.dumps(head, sort_keys=True).encode()
+    at = head_line.index(_NO_CHECKSUM.encode())
+
+    def write(f: BinaryIO) -> None:
+        f.write(head_line + b"\n")
+        h = hashlib.sha256(extra_line + b"\n")
+        for piece in payload:
+            data = piece.encode()
+            h.update(data)
+            f.write(data)
+        f.write(b"\n")
+        f.seek(at)
+        f.write(h.hexdigest().encode())
+
+    try:
+        safefile.write_atomic_with(path, write)
+    except OSError:  # a read-only or full file system: no cache, and no temporary file left
+        return False
+    return True

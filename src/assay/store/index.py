@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import sqlite3
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,32 @@ def _index_error(path: Path, exc: Exception) -> StoreError:
         hint="the run directories are the truth and are unaffected; "
         "'assay runs --rebuild' rebuilds the index once the cause is fixed",
     )
+
+
+# SQLite opens the index, and the files it keeps beside it, by name: a symbolic link planted at
+# one of those names (a shared ASSAY_HOME) would have it create or write whatever file the link
+# points to. Python's sqlite3 cannot ask for SQLITE_OPEN_NOFOLLOW, so each name is looked at
+# (not followed) before every connect, and a link or anything but a regular file is refused.
+SQLITE_FILES = ("", "-wal", "-shm", "-journal")
+
+
+def _refuse_links(path: Path) -> None:
+    for suffix in SQLITE_FILES:
+        name = path.with_name(path.name + suffix)
+        try:
+            mode = os.lstat(name).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise _index_error(path, exc) from None
+        if stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
+            what = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+            raise StoreError(
+                f"the index {name} is {what}: assay never opens its index through one (it "
+                "would write wherever the link points)",
+                hint=f"remove {name}: the index is made again from the run directories, "
+                "which are unaffected",
+            )
 
 
 def _busy(exc: Exception) -> bool:
@@ -126,6 +153,10 @@ def _retrying(action, path: Path):
     raise AssertionError("unreachable")
 
 
+# Rows inserted at once: each holds its line's strings (a batch of 50,000 held 100 MB).
+INSERT_BATCH = 5_000
+
+
 class Index:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -143,6 +174,7 @@ class Index:
             self._remake(str(why))
 
     def _connect(self) -> sqlite3.Connection:
+        _refuse_links(self.path)
         try:
             # isolation_level=None: transactions are ours (BEGIN IMMEDIATE in sync)
             return sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
@@ -307,7 +339,7 @@ class Index:
                     json.dumps(stats) if stats else None,
                 )
             )
-            if len(batch) >= 50_000:
+            if len(batch) >= INSERT_BATCH:
                 self.db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?,?,?,?)", batch)
                 n_samples += len(batch)
                 batch.clear()

@@ -21,7 +21,7 @@ import json
 import math
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -91,22 +91,56 @@ def finite(value: Any) -> bool:
     return True
 
 
-def _append_raw(path: Path, objects: list[dict[str, Any]]) -> None:
-    """Append whole lines, or nothing: a failed write is cut back, so no half line remains."""
-    if not objects:
-        return
-    data = "".join(json.dumps(o, sort_keys=True) + "\n" for o in objects).encode()
+BATCH_LINES = 10_000  # lines encoded at once: a job's records are written in such batches
+
+
+def _encoded(
+    objects: Iterable[dict[str, Any]], keep: Callable[[Any], bool], refused: list[int]
+) -> Iterator[bytes]:
+    lines: list[str] = []
+    for o in objects:
+        if not keep(o):
+            refused[0] += 1
+            continue
+        lines.append(json.dumps(o, sort_keys=True) + "\n")
+        if len(lines) == BATCH_LINES:
+            yield "".join(lines).encode()
+            lines = []
+    if lines:
+        yield "".join(lines).encode()
+
+
+def _every(_: object) -> bool:
+    return True
+
+
+def _append_raw(
+    path: Path, objects: Iterable[dict[str, Any]], keep: Callable[[Any], bool] = _every
+) -> int:
+    """Append whole lines of the objects ``keep`` keeps, or nothing: a failed write is cut
+    back, so no half line remains. The lines are encoded and written a batch at a time (a job
+    of 250,000 samples held its records, and all their text, at once). Returns how many
+    objects ``keep`` refused; no object kept: the file is not even made."""
+    refused = [0]
+    batches = _encoded(objects, keep, refused)
+    first = next(batches, None)
+    if first is None:
+        return refused[0]
     fd = safefile.open_append(path)  # never through a link (safefile)
     with os.fdopen(fd, "wb") as f:
         size = os.fstat(fd).st_size
         try:
-            f.write(data)
+            f.write(first)
+            for batch in batches:
+                f.write(batch)
             f.flush()
             os.fsync(fd)
-        except OSError:
+        except BaseException:  # a write that failed, or an object JSON cannot hold
             with contextlib.suppress(OSError):  # reading skips a cut last line anyway
+                f.flush()
                 os.ftruncate(fd, size)
             raise
+    return refused[0]
 
 
 def append_lines(path: Path, objects: list[dict[str, Any]]) -> None:
@@ -219,20 +253,20 @@ class RunWriter:
         sample is ever left without its job's record."""
         for s in samples:
             s.run_id, s.job_id = self.info.run_id, result.job_id
-        objects = [s.to_dict() for s in samples]
-        kept = [o for o in objects if finite(o)]
-        if len(kept) < len(objects):  # JSON has no NaN nor Infinity: a reader skips the line
-            lost = len(objects) - len(kept)
-            result.n_samples = max(0, result.n_samples - lost)
-            result.reason += (
-                f"{'; ' if result.reason else ''}{lost} points holding a number that is not "
-                "finite (NaN, inf) left out"
-            )
         samples_file, jobs_file = self.path / "samples.jsonl", self.path / "jobs.jsonl"
+        n_samples, reason = result.n_samples, result.reason
         for attempt in (1, 2):
             size = samples_file.stat().st_size if samples_file.exists() else 0
             try:
-                _append_raw(samples_file, kept)
+                # JSON has no NaN nor Infinity: a reader would skip the line
+                lost = _append_raw(samples_file, (s.to_dict() for s in samples), finite)
+                result.n_samples, result.reason = n_samples, reason
+                if lost:
+                    result.n_samples = max(0, n_samples - lost)
+                    result.reason += (
+                        f"{'; ' if reason else ''}{lost} points holding a number that is not "
+                        "finite (NaN, inf) left out"
+                    )
                 try:
                     _append_raw(jobs_file, [result.to_dict()])
                 except OSError as exc:

@@ -6,9 +6,10 @@ symbolic link where assay writes next: a fixed temporary name (``.run.json.tmp``
 anywhere, as whoever runs assay (root, under a HealthCheckProgram). Every file of the store is
 therefore written through one of these, and none follows a link at its last component:
 
-* :func:`write_atomic`: a new temporary file beside ``path`` (a random name, ``O_CREAT |
-  O_EXCL | O_NOFOLLOW``: it is created, never opened), written, fsynced, renamed over ``path``
-  (a rename replaces a link at ``path`` itself, never writes through it);
+* :func:`write_atomic` (:func:`write_atomic_with`, in pieces): a new temporary file beside
+  ``path`` (a random name, ``O_CREAT | O_EXCL | O_NOFOLLOW``: it is created, never opened),
+  written, fsynced, renamed over ``path`` (a rename replaces a link at ``path`` itself, never
+  writes through it);
 * :func:`open_append`: append to ``path`` (``O_NOFOLLOW``; created when absent); a link there,
   or anything but a regular file, is an OSError;
 * :func:`open_existing`: an existing regular file for a lock, never created, never a link.
@@ -23,7 +24,9 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 TEMP_TRIES = 100
@@ -53,10 +56,16 @@ def _new_temp(path: Path) -> tuple[int, Path]:
 def write_atomic(path: Path, data: str | bytes) -> None:
     """``path`` holds ``data`` whole, or is as it was (OSError; no temporary file is left)."""
     raw = data.encode() if isinstance(data, str) else data
+    write_atomic_with(path, lambda f: f.write(raw))
+
+
+def write_atomic_with(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """``path`` holds what ``write`` wrote to the file it is given (it may seek back in it),
+    or is as it was: the large file written in pieces, never held whole."""
     fd, tmp = _new_temp(path)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(raw)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from assay.config import assay_home
 from assay.errors import ToolchainError
+from assay.inputfile import UnreadableFile, open_regular, read_side_text
 from assay.model import Build, MpiInfo
 from assay.system.gpu import find_nvcc
 from assay.toolchain.commands import first_line, run_text
@@ -109,9 +110,14 @@ def probe_path(build: Build, mpis: list[MpiInfo], cache_dir: Path | None = None)
 DIGEST_SUFFIX = ".sha256"
 
 
+DIGEST_RECORD_BYTES = 4096  # a record is a line of 64 hex digits
+
+
 def file_digest(path: Path) -> str:
+    """The SHA-256 of a file of the cache, read through the one bounded reader: a link is not
+    followed, and a FIFO planted there does not hang assay (``UnreadableFile``)."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path, follow=False) as f:
         while block := f.read(1 << 20):
             h.update(block)
     return h.hexdigest()
@@ -150,8 +156,14 @@ def verified(exe: Path) -> bool:
     if not record.exists():
         return False
     _refuse_shared([record])
-    want = record.read_text(errors="replace").strip()
-    got = file_digest(exe)
+    try:
+        want = read_side_text(record, "probe digest", DIGEST_RECORD_BYTES).strip()
+        got = file_digest(exe)
+    except UnreadableFile as exc:  # a FIFO, a device, a record too long: not what assay wrote
+        raise ToolchainError(
+            f"probe cache: {exc}; not running {exe}",
+            hint=f"remove {exe.parent} to build it again, and find out who changed it",
+        ) from None
     if got != want:
         raise ToolchainError(
             f"probe cache: {exe} is not the binary assay built (SHA-256 {got[:16]}..., "
