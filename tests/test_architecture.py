@@ -145,6 +145,56 @@ def test_no_two_packages_import_each_other() -> None:
     assert not both, f"packages importing each other: {both}"
 
 
+# The rooms of ``analysis`` (the derive stage), by concern, in order: a room imports from its
+# own and earlier ranks only, and two rooms of one rank not from each other. Maths first, then
+# figures made of figures; compare and the all-pairs matrix both read those; check judges with
+# all of them. docs/architecture.md names the same rooms.
+ANALYSIS_ROOMS: dict[str, int] = {
+    "statistics": 0,
+    "derived": 1,
+    "compare": 2,
+    "matrix": 2,
+    "check": 3,
+}
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "analysis" else None
+
+
+def _against_the_rooms(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for a, deps in sorted(graph.items()):
+        for b in sorted(deps):
+            ra, rb = _room(a), _room(b)
+            if ra is None or rb is None or ra == rb:
+                continue
+            if ANALYSIS_ROOMS[rb] >= ANALYSIS_ROOMS[ra]:
+                bad.append(f"{a} ({ra}) imports {b} ({rb})")
+    return bad
+
+
+def test_every_analysis_module_is_in_a_room() -> None:
+    rooms = {p.name for p in (SRC / "analysis").iterdir() if (p / "__init__.py").exists()}
+    loose = [p.name for p in (SRC / "analysis").glob("*.py") if p.stem != "__init__"]
+    assert rooms == set(ANALYSIS_ROOMS), "give each room of analysis/ its rank here (and docs)"
+    assert not loose, f"modules of analysis/ outside a room: {loose}"
+
+
+def test_the_analysis_rooms_import_in_order() -> None:
+    bad = _against_the_rooms(GRAPH)
+    assert not bad, "imports against the analysis rooms' order:\n" + "\n".join(bad)
+
+
+def test_the_rooms_rule_can_fail() -> None:
+    back = {"assay.analysis.statistics.stats": {"assay.analysis.derived.derive"}}
+    side = {"assay.analysis.matrix.allpairs": {"assay.analysis.compare.verdict"}}
+    ok = {"assay.analysis.check.health": {"assay.analysis.statistics.outliers"}}
+    assert _against_the_rooms(back) and _against_the_rooms(side)
+    assert not _against_the_rooms(ok)
+
+
 def test_the_rule_can_fail() -> None:
     """The checker itself finds a backward import (so the tests above are not vacuous)."""
     assert _stage_of("assay.report.table") > _stage_of("assay.probes.base")

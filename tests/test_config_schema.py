@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.outliers import outlier_rule
+from assay.analysis.statistics.outliers import outlier_rule
 from assay.config import load_config
 from assay.errors import ConfigError
 from assay.launch.slurm.options import options_from_config
@@ -191,8 +191,8 @@ def test_the_schema_has_every_key_its_readers_take() -> None:
     character in ``--partition`` would reach the batch script)."""
     from dataclasses import fields
 
-    from assay.analysis.checklimits import CHECK_KEYS
-    from assay.analysis.outliers import RULE_KEYS
+    from assay.analysis.check.checklimits import CHECK_KEYS
+    from assay.analysis.statistics.outliers import RULE_KEYS
     from assay.config.schema import CheckTable, OutliersTable, PeakTable, SlurmTable
     from assay.launch.slurm.launcher import OWN_OPTIONS
     from assay.launch.slurm.options import COMMAND_LINE_ONLY, OPTION_NAMES, SlurmOptions

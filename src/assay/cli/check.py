@@ -5,8 +5,8 @@ Exit status: 0 every check passes, 1 warnings, 3 a failure (that stood after its
 2 bad input or environment (a baseline of another node type, a figure the baseline lacks, a
 level that cannot run here, no right to drain): then nothing is drained.
 
-The flow is in ``assay.cli.checkflow``; the judging in ``assay.analysis.checkrun`` and
-``assay.analysis.health``; the tables and files in ``assay.report.check``, ``junit`` and
+The flow is in ``assay.cli.checkflow``; the judging in ``assay.analysis.check.checkrun`` and
+``assay.analysis.check.health``; the tables and files in ``assay.report.check``, ``junit`` and
 ``openmetrics``; the Slurm node actions in ``assay.run.checknodes``.
 """
 

@@ -153,8 +153,8 @@ def _refuse_where(args: CheckArgs, spec, level: int | None) -> None:
 
 
 def _rule(args: CheckArgs):
-    from assay.analysis.checklimits import check_rule, limit_args
-    from assay.analysis.outliers import outlier_rule
+    from assay.analysis.check.checklimits import check_rule, limit_args
+    from assay.analysis.statistics.outliers import outlier_rule
     from assay.config import load_config
 
     config = load_config()
@@ -213,7 +213,7 @@ def local_node(given: str | None, hostname: str | None, *, acting: bool = True) 
 
 def run_check(args: CheckArgs) -> int:
     """The whole check; the exit status (0, 1, 3). Bad input raises (exit 2)."""
-    from assay.analysis.health import CHECK_METRICS
+    from assay.analysis.check.health import CHECK_METRICS
     from assay.run.request import plan_run
 
     config, orule, rule = _rule(args)
@@ -236,7 +236,7 @@ def run_check(args: CheckArgs) -> int:
 
     m = Measure(args, request, planned, config, orule, local)
     if not refs:  # the peers' median needs 3 nodes: say so before measuring, not after
-        from assay.analysis.checkrun import MIN_PEERS
+        from assay.analysis.check.checkrun import MIN_PEERS
 
         count = m.nodes
         if count < MIN_PEERS:
@@ -275,6 +275,6 @@ def run_check(args: CheckArgs) -> int:
         for action in actions:
             if action["command"]:
                 print(action["command"])
-    from assay.analysis.health import exit_code
+    from assay.analysis.check.health import exit_code
 
     return exit_code(verdicts)

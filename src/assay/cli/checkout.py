@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.text import Text
 
-from assay.analysis.health import Verdict, node_grades
+from assay.analysis.check.health import Verdict, node_grades
 from assay.cli.common import console
 from assay.errors import AssayError
 from assay.textutil import terminal

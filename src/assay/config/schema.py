@@ -9,7 +9,7 @@ may hold no control character (a newline in an sbatch argument would end a line 
 script). What each value *means* (defaults, the MPI launch rules, Rpeak overrides, the outlier
 rule) stays with the code that uses it: ``assay.launch.slurm.options`` ([slurm]),
 ``assay.toolchain.mpis`` ([[mpi]]), ``assay.system.peak`` ([peak]),
-``assay.analysis.outliers`` ([outliers]), ``assay.analysis.checklimits`` ([check]).
+``assay.analysis.statistics.outliers`` ([outliers]), ``assay.analysis.check.checklimits`` ([check]).
 
 Imported when a config is validated, not with ``assay.config``: ``assay --help`` must not pay
 for pydantic.

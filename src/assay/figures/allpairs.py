@@ -1,6 +1,6 @@
 """A run's all-pairs matrices for its report: read from the probe's files in the job
 directories (``assay.parsers.allpairs_file``, the format's one reader), one metric at a time,
-each analysed (``assay.analysis.allpairs.analyse``) and dropped before the next is read, so a
+each analysed (``assay.analysis.matrix.allpairs.analyse``) and dropped before the next is read, so a
 10,000-node run's report holds one 200 MB link array at a time (two while a resume's file is
 merged into its sweep).
 
@@ -11,7 +11,7 @@ named with the pairs it was never measured in); the retest jobs' measurements (a
 rounds in any file) confirm or not what the sweep flags. Several sweeps of one MPI
 (``--repeat``) fold into one matrix, each link the median of its sweeps; the sweeps confirm
 when there is no retest. Links whose latency is below the network floor are shared memory, not
-links (``assay.analysis.shared_memory``), in both metrics. The run's switch tree, when it
+links (``assay.analysis.derived.shared_memory``), in both metrics. The run's switch tree, when it
 recorded one, is ``slurm/topology.txt`` (``scontrol show topology``) or
 ``slurm/topology.conf``.
 """
@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from assay.analysis.allpairs import METRICS, PairMatrix, analyse
-from assay.analysis.linkmatrix import LinkMatrix, Lost, Retests, fold_sweeps
-from assay.analysis.outliers import OutlierRule
-from assay.analysis.shared_memory import NETWORK_FLOOR_S
-from assay.analysis.stats import Folded
+from assay.analysis.derived.shared_memory import NETWORK_FLOOR_S
+from assay.analysis.matrix.allpairs import METRICS, PairMatrix, analyse
+from assay.analysis.matrix.linkmatrix import LinkMatrix, Lost, Retests, fold_sweeps
+from assay.analysis.statistics.outliers import OutlierRule
+from assay.analysis.statistics.stats import Folded
 from assay.condensed import link_index, link_nodes
 from assay.errors import ProbeError, StoreError
 from assay.figures.allpairs_cache import cached, save

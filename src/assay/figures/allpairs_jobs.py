@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from assay.analysis.stats import Folded
+from assay.analysis.statistics.stats import Folded
 
 
 @dataclass(frozen=True)

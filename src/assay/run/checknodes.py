@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from assay.analysis.health import Grade, Verdict, drain_reason
+from assay.analysis.check.health import Grade, Verdict, drain_reason
 from assay.errors import AssayError
 from assay.launch.slurm.nodes import (
     NodeState,

@@ -19,7 +19,7 @@ from typing import Literal
 
 import numpy as np
 
-from assay.analysis.outliers import OutlierRule, outliers_of
+from assay.analysis.statistics.outliers import OutlierRule, outliers_of
 from assay.condensed import link_index, link_nodes, n_links
 from assay.parsers.allpairs_file import MatrixFile, node_stats
 

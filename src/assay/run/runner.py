@@ -28,7 +28,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from assay.analysis.outliers import OutlierRule, outlier_rule
+from assay.analysis.statistics.outliers import OutlierRule, outlier_rule
 from assay.config import load_config
 from assay.errors import AssayError
 from assay.inputfile import read_bounded

@@ -1,14 +1,14 @@
 """Which of several figures of one row (one message size, one column per MPI) is best, when the
 difference is more than noise.
 
-The figure with the best value is the row's best only when, against every other figure of the
-row, the test ``assay compare`` uses (:func:`assay.analysis.verdict.significance`: Mann–Whitney U
+The figure with the best value is the row's best only when, against every other figure of the row,
+the test ``assay compare`` uses (:func:`assay.analysis.compare.verdict.significance`: Mann–Whitney U
 over repetitions, else Welch's t over the tools' own iterations) finds a difference at p < 0.05
-**and** that difference points the same way as the values. The second condition matters where
-the test and the figure come from different data: assay's p2p probe reports OSU's figure (one
-timer around the whole loop) and, from a second pass, each iteration's time; when a hiccup hit
-one pass and not the other, the figure can say one MPI is faster while its iterations say,
-significantly, the other. Then no best is marked: the evidence disagrees.
+**and** that difference points the same way as the values. The second condition matters where the
+test and the figure come from different data: assay's p2p probe reports OSU's figure (one timer
+around the whole loop) and, from a second pass, each iteration's time; when a hiccup hit one pass
+and not the other, the figure can say one MPI is faster while its iterations say, significantly, the
+other. Then no best is marked: the evidence disagrees.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from assay.analysis.significance import Test
-from assay.analysis.stats import Figure
-from assay.analysis.verdict import Measured, measured_one, significance
+from assay.analysis.compare.verdict import Measured, measured_one, significance
+from assay.analysis.statistics.significance import Test
+from assay.analysis.statistics.stats import Figure
 
 Outcome = Literal["best", "not significant", "contradicted", "untestable", "alone"]
 

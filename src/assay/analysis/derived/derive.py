@@ -7,15 +7,16 @@ Probes store what they measured and the plan-time facts it is judged against (a 
 - **Rpeak fraction** of every DGEMM/SGEMM and HPL figure (:func:`rpeak_fraction`), flagged when
   above 1 (the peak, not the machine, is wrong: its clock source is named);
 - **Hockney** α, β, n½ and the protocol switch of every MPI's latency curve, β also from its
-  bandwidth curve (:mod:`assay.analysis.hockney`);
-- **Little's law** of every fio point (:mod:`assay.analysis.storage_points`): the outstanding
-  I/Os measured (IOPS × mean latency) against those configured, and its flag;
-- the **knee** of every response-time curve (:func:`assay.analysis.storage_points.curve_knees`),
-  from the folded curve points. The fio driver only measures: it stores each point with the
-  concurrency it is judged against, never a derived figure;
-- STREAM **per domain** (:func:`assay.analysis.domains.stream_domains`): each L3 domain's or
+  bandwidth curve (:mod:`assay.analysis.derived.hockney`);
+- **Little's law** of every fio point (:mod:`assay.analysis.derived.storage_points`): the
+  outstanding I/Os measured (IOPS × mean latency) against those configured, and its flag;
+- the **knee** of every response-time curve
+  (:func:`assay.analysis.derived.storage_points.curve_knees`), from the folded curve points. The fio
+  driver only measures: it stores each point with the concurrency it is judged against, never
+  a derived figure;
+- STREAM **per domain** (:func:`assay.analysis.derived.domains.stream_domains`): each L3 domain's or
   NUMA node's kernels and the slow domains, flagged against the median of their peers;
-- **shared memory, not a link** (:func:`assay.analysis.shared_memory.shared_memory_series`):
+- **shared memory, not a link** (:func:`assay.analysis.derived.shared_memory.shared_memory_series`):
   the two-node inter-node series whose latency is below what any network gives; they are left
   out of the Hockney fits (and of the report's link tables and plots).
 
@@ -31,13 +32,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.analysis.domains import StreamDomains, stream_domains
-from assay.analysis.hockney import HockneyFit, fit_hockney, fit_hockney_bandwidth
-from assay.analysis.robust import InsufficientDataError
-from assay.analysis.series import by_series_and_size
-from assay.analysis.shared_memory import SharedMemory, not_links, shared_memory_series
-from assay.analysis.stats import Figure
-from assay.analysis.storage_points import (
+from assay.analysis.derived.domains import StreamDomains, stream_domains
+from assay.analysis.derived.hockney import HockneyFit, fit_hockney, fit_hockney_bandwidth
+from assay.analysis.derived.series import by_series_and_size
+from assay.analysis.derived.shared_memory import SharedMemory, not_links, shared_memory_series
+from assay.analysis.derived.storage_points import (
     CurveKey,
     CurveKnee,
     Point,
@@ -45,7 +44,7 @@ from assay.analysis.storage_points import (
     points_of,
     storage_figures,
 )
-from assay.analysis.whylow import (
+from assay.analysis.derived.whylow import (
     Kernel,
     Why,
     compute_why,
@@ -55,6 +54,8 @@ from assay.analysis.whylow import (
     p2p_why,
     rate_name,
 )
+from assay.analysis.statistics.robust import InsufficientDataError
+from assay.analysis.statistics.stats import Figure
 from assay.model import Sample, System
 from assay.system.peak import rpeak_flag
 from assay.vocab import IMB_PINGPONG, P2P_METHOD
@@ -290,7 +291,7 @@ def _why(
     figures: list[Figure], fractions: dict[int, RpeakFraction], system: System | None
 ) -> tuple[dict[int, Kernel], dict[int, Why]]:
     """The BLAS kernels of each rate, and why a figure is far below its peak
-    (:mod:`assay.analysis.whylow`)."""
+    (:mod:`assay.analysis.derived.whylow`)."""
     kernels: dict[int, Kernel] = {}
     why: dict[int, Why] = {}
     for f in figures:

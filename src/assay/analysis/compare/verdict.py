@@ -1,17 +1,18 @@
 """A run against a published reference set, or against another run: one row per figure both
 sides have, with a direction-aware verdict, a tolerance and an honest significance.
 
-**Figures.** A run's samples are folded per measurement (``analysis.stats.fold_repetitions``):
-the figure is the median of its repetitions, and the repetitions' values are kept for the test.
-The derived figures (Rpeak and its share, Hockney α/β: ``analysis.derive.with_derived``) are
-figures too, so a comparison judges the numbers the report shows.
+**Figures.** A run's samples are folded per measurement
+(``analysis.statistics.stats.fold_repetitions``): the figure is the median of its repetitions, and
+the repetitions' values are kept for the test. The derived figures (Rpeak and its share, Hockney
+α/β: ``analysis.derived.derive.with_derived``) are figures too, so a comparison judges the numbers
+the report shows.
 
 **Matching.** Run against run: the metric and every param that says *what* was measured
 (``IDENTITY``: size, MPI, ranks, threads, workload, IOR's operation, HPCC's RandomAccess variant
 and generator, fio's completion or total latency, ...) must be equal; how the run went (hosts,
 timings, repetition) is not compared. When one run has several figures under one key, which
 pair is meant is unknown: they are not compared, and named. Rows are sorted with numbers as
-numbers (size 2 < 16 < 128). Run against a published reference: ``analysis.refcompare``.
+numbers (size 2 < 16 < 128). Run against a published reference: ``analysis.compare.refcompare``.
 
 **Verdict** (ReFrame's reference bands, made direction-aware). With the reference r (or the
 range [lo, hi] a page gives; an open end for "over 300,000 IOPS") and a tolerance
@@ -22,8 +23,8 @@ the other way round below it.
 **Ratio** is goodness: x/r for higher-is-better metrics and r/x for lower-is-better ones, so
 > 1 always means this run is better; against a range, r is the nearest end (1 inside it).
 
-**Significance**: ``analysis.significance`` — Mann–Whitney U on repetitions when both sides
-have at least two, else Welch's t on the tools' own statistics (mean, stddev, n), else
+**Significance**: ``analysis.statistics.significance`` — Mann–Whitney U on repetitions when both
+sides have at least two, else Welch's t on the tools' own statistics (mean, stddev, n), else
 "unknown". It is independent of the verdict: "worse / not significant" means the figure is
 outside the band but the noise could explain it.
 """
@@ -35,9 +36,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from assay.analysis.derive import with_derived
-from assay.analysis.significance import Test, mann_whitney, welch
-from assay.analysis.stats import Figure, fold_repetitions, summarize
+from assay.analysis.derived.derive import with_derived
+from assay.analysis.statistics.significance import Test, mann_whitney, welch
+from assay.analysis.statistics.stats import Figure, fold_repetitions, summarize
 from assay.model import Sample, Stats
 from assay.references.model import Tolerance
 from assay.units import metric_info

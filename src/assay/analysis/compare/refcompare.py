@@ -9,7 +9,7 @@ exactly may still be compared with a point that only differs by MPI (the HB page
 table is MVAPICH2's), and the row says so. A point with ``pick = "best"`` meets only the best of
 the figures it matches (a page's headline is its best figure); ``stat`` compares one of the
 figure's statistics (the HB summary's RDMA latency is ib_send_lat's t_min). The verdict, ratio
-and significance are ``assay.analysis.verdict``'s.
+and significance are ``assay.analysis.compare.verdict``'s.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from assay.analysis.verdict import (
+from assay.analysis.compare.verdict import (
     Comparison,
     Measured,
     Row,

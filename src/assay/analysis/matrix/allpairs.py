@@ -7,19 +7,19 @@ several MPIs are kept apart (one matrix per MPI).
 
 A matrix comes either from the all-pairs probe's files (``allpairs.bin``: a sweep and the jobs
 that continue it, ``assay.figures.allpairs``) or, for runs made before it, from per-pair
-samples (``assay.analysis.perpair``); both are analysed by :func:`analyse`, on the condensed
-array of ``assay.analysis.linkmatrix`` — 10,000 nodes are 5·10⁷ links and nothing here is a
+samples (``assay.analysis.matrix.perpair``); both are analysed by :func:`analyse`, on the condensed
+array of ``assay.analysis.matrix.linkmatrix`` — 10,000 nodes are 5·10⁷ links and nothing here is a
 Python object per link. Links measured through shared memory are not links
-(``assay.analysis.shared_memory``): left out of every figure, and said.
+(``assay.analysis.derived.shared_memory``): left out of every figure, and said.
 
-Outliers: robust z-score (``assay.analysis.outliers``) over every link, and over every node's
-median link, on the bad side only (low bandwidth, high latency), and at least
+Outliers: robust z-score (``assay.analysis.statistics.outliers``) over every link, and over every
+node's median link, on the bad side only (low bandwidth, high latency), and at least
 ``rule.link_factor`` times worse than the median. A pair measured several times (``--repeat``)
 counts by its median, so one disturbed repetition does not make a link an outlier; the largest
 spread of a link's repetitions is kept beside, to compare with the differences between links.
 Flagged links and nodes that were retested are named only when the retests confirm them
-(``assay.analysis.confirm``); with a topology, the links of a slow uplink are named as the
-uplink (``assay.analysis.topology``).
+(``assay.analysis.matrix.confirm``); with a topology, the links of a slow uplink are named as the
+uplink (``assay.analysis.matrix.topology``).
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from assay.analysis.confirm import Confirmation, confirm_links, confirm_nodes, sweep_retests
-from assay.analysis.heat import HEAT_BLOCKS, Heat, heat_of
-from assay.analysis.linkmatrix import LinkMatrix
-from assay.analysis.matrixstats import (
+from assay.analysis.derived.shared_memory import shared_links
+from assay.analysis.matrix.confirm import Confirmation, confirm_links, confirm_nodes, sweep_retests
+from assay.analysis.matrix.heat import HEAT_BLOCKS, Heat, heat_of
+from assay.analysis.matrix.linkmatrix import LinkMatrix
+from assay.analysis.matrix.matrixstats import (
     Distribution,
     Rows,
     distribution,
@@ -41,7 +42,8 @@ from assay.analysis.matrixstats import (
     row_pass,
     worst_links,
 )
-from assay.analysis.outliers import (
+from assay.analysis.matrix.topology import Placement, Switches, by_switch, place
+from assay.analysis.statistics.outliers import (
     Centre,
     Outlier,
     OutlierRule,
@@ -50,8 +52,6 @@ from assay.analysis.outliers import (
     worse_factor,
     z_scores,
 )
-from assay.analysis.shared_memory import shared_links
-from assay.analysis.topology import Placement, Switches, by_switch, place
 from assay.condensed import link_nodes, node_links
 from assay.system.topology import Topology
 

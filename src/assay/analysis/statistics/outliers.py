@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from assay.analysis.select import order_stats
+from assay.analysis.statistics.select import order_stats
 from assay.errors import ConfigError
 
 THRESHOLD = 3.5
@@ -179,7 +179,7 @@ BUCKETED = 1 << 22  # float32 arrays longer than this: order statistics without 
 
 def _centre_bucketed(values: np.ndarray, log: bool, ranks: Collection[int]) -> Centre:
     """:func:`robust_centre` of a large float32 array with no negative value, without copying
-    it: each order statistic by radix buckets (``assay.analysis.select``), the deviations
+    it: each order statistic by radix buckets (``assay.analysis.statistics.select``), the deviations
     from the centre computed a chunk at a time. The same arithmetic, in float32 as there."""
 
     def chunks() -> Iterator[np.ndarray]:

@@ -3,7 +3,7 @@ r"""The eager → rendezvous protocol switch: a step in a latency-against-size c
 MPI libraries switch protocol (short/inline → eager → rendezvous) at fixed sizes, and each
 protocol has its own :math:`(\alpha, \beta)`; the switch shows as a *step*. ParkBench's COMMS1
 fits each side of such a breakpoint separately; :func:`find_protocol_switch` finds it
-automatically (method in its docstring) so :mod:`assay.analysis.hockney` can do the same.
+automatically (method in its docstring) so :mod:`assay.analysis.derived.hockney` can do the same.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assay.analysis.robust import (
+from assay.analysis.statistics.robust import (
     MIN_POINTS,
     ArrayLike,
     InsufficientDataError,

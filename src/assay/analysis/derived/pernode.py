@@ -3,16 +3,16 @@
 On Slurm, STREAM and DGEMM run once per node (``placement = per-node``), each sample carrying
 its host. A node's figure is its best sample of the metric (STREAM's own convention: the best
 rate over its repetitions; DGEMM's largest matrix reaches the highest rate); slow nodes are
-named by the same robust z-score as the all-pairs links (``assay.analysis.outliers``), when
-also at least ``rule.node_factor`` worse than the median node.
+named by the same robust z-score as the all-pairs links (``assay.analysis.statistics.outliers``),
+when also at least ``rule.node_factor`` worse than the median node.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from assay.analysis.outliers import Outlier, OutlierRule, outliers
-from assay.analysis.stats import Figure
+from assay.analysis.statistics.outliers import Outlier, OutlierRule, outliers
+from assay.analysis.statistics.stats import Figure
 
 METRICS = {"memory.triad": "STREAM triad", "compute.dgemm": "DGEMM"}
 

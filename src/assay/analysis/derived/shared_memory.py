@@ -8,8 +8,8 @@ memory's, not the link's (MPICH put 1,703 MB/s through a link throttled to 100 M
 all-pairs matrix of them names no slow link. A latency below the floor of
 :func:`below_network_floor` is therefore flagged "shared memory (the nodes share a kernel?),
 not a link" and never shown as a link's figure: in the all-pairs matrices
-(``assay.analysis.allpairs``) and in the two-node inter-node p2p tables
-(:func:`shared_memory_series`, from ``assay.analysis.derive``).
+(``assay.analysis.matrix.allpairs``) and in the two-node inter-node p2p tables
+(:func:`shared_memory_series`, from ``assay.analysis.derived.derive``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assay.analysis.series import series_label
-from assay.analysis.stats import Figure
+from assay.analysis.derived.series import series_label
+from assay.analysis.statistics.stats import Figure
 from assay.vocab import P2P_METHOD
 
 NETWORK_FLOOR_S = 0.8e-6  # the number and its reasons: below_network_floor

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assay.analysis.matrixstats import Blocks
+from assay.analysis.matrix.matrixstats import Blocks
 
 HEAT_BLOCKS = 64
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from assay.analysis.derive import precision_of
-from assay.analysis.refcompare import param
-from assay.analysis.verdict import Measured
+from assay.analysis.compare.refcompare import param
+from assay.analysis.compare.verdict import Measured
+from assay.analysis.derived.derive import precision_of
 from assay.units import format_value, human_bytes, metric_info
 
 # The metrics a best-of table shows, in the order a reader expects (memory, compute, network,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from assay.analysis.stats import Figure
+from assay.analysis.statistics.stats import Figure
 from assay.model import Sample
 
 

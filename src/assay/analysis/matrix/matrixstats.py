@@ -2,8 +2,8 @@
 links, the worst links, and medians of blocks of links (node groups: switches, or the cells of
 a downsampled heatmap).
 
-Every function reads the condensed array of ``assay.analysis.linkmatrix`` a block of rows or a
-chunk of links at a time, so the temporaries stay a few tens of MB at 10,000 nodes (5·10⁷
+Every function reads the condensed array of ``assay.analysis.matrix.linkmatrix`` a block of rows or
+a chunk of links at a time, so the temporaries stay a few tens of MB at 10,000 nodes (5·10⁷
 links) and nothing is a Python object per link. NaN (not measured) is left out of every figure
 and counted.
 """
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assay.analysis.linkmatrix import CHUNK
-from assay.analysis.outliers import Centre
+from assay.analysis.matrix.linkmatrix import CHUNK
+from assay.analysis.statistics.outliers import Centre
 from assay.condensed import n_links, row_medians, rows_of
 
 ROW_BLOCK = 1 << 22  # links gathered per block of rows (32 MB of indices, 16 MB of float32)
@@ -26,7 +26,8 @@ HISTOGRAM_BINS = 24
 
 
 def _rank(sorted_n: int, p: float) -> int:
-    """Nearest rank (0-based) of the p-th percentile, as ``assay.analysis.stats`` takes it."""
+    """Nearest rank (0-based) of the p-th percentile, as ``assay.analysis.statistics.stats``
+    takes it."""
     return max(1, math.ceil(p * sorted_n / 100)) - 1
 
 

@@ -10,7 +10,7 @@ of float32: never a dict per link, never an N×N array. Latency in seconds (half
 trip), bandwidth in bytes/s. The layout's arithmetic is ``assay.condensed``'s; a
 ``LinkMatrix`` is what the analysis takes: one metric of one MPI's sweep, made from the probe's
 files (``assay.figures.allpairs``, through ``assay.parsers.allpairs_file``) or from the
-per-pair samples of runs made before the probe (``assay.analysis.allpairs.link_matrices``).
+per-pair samples of runs made before the probe (``assay.analysis.matrix.allpairs.link_matrices``).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class LinkMatrix:
     retests: Retests = field(default_factory=Retests.none)
     notes: list[str] = field(default_factory=list)  # what the reader must know (cut short, …)
     # links measured through shared memory, not the network (condensed indices: the latency
-    # below the network floor, ``assay.analysis.shared_memory``; a bandwidth matrix is given
+    # below the network floor, ``assay.analysis.derived.shared_memory``; a bandwidth matrix is given
     # its latency's): not link figures. A latency matrix's own are found by the analysis too.
     shared: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     lost: list[Lost] = field(default_factory=list)  # nodes the sweep went on without

@@ -8,13 +8,13 @@ measured: STREAM triad, DGEMM, HPL with one MPI, fio's random reads, ...) is com
 * without one, the median of the nodes of the same type in the same run (at least 3 of them:
   with 2, the median cannot say which one is slow).
 
-**Ratio** r is goodness (``analysis.verdict``): x/b for a rate, b/x for a time, so r < 1 is
+**Ratio** r is goodness (``analysis.compare.verdict``): x/b for a rate, b/x for a time, so r < 1 is
 worse whatever the metric. The margin shown is r − 1.
 
 **Noise.** Is the difference more than the noise? Against a reference: the significance test
 ``assay compare`` uses (``verdict.significance``: Mann–Whitney U over repetitions, else Welch's t
 over the tool's iterations, else unknown). Against peers: the robust z-score of
-``analysis.outliers`` over the nodes of the type (log scale, beyond ``threshold``, 3.5 by
+``analysis.statistics.outliers`` over the nodes of the type (log scale, beyond ``threshold``, 3.5 by
 default, on the bad side), from 4 nodes up: with 3 the median absolute deviation is just the
 smaller of two distances, and a z-score over it says nothing (the noise is then "unknown").
 
@@ -27,7 +27,7 @@ smaller of two distances, and a z-score over it says nothing (the noise is then 
 
 "Unknown" noise (a reference without statistics) counts as not noise, as ``compare`` counts it.
 
-**Limits**: ``analysis.checklimits`` (defaults, and the ``[check]`` table of the config).
+**Limits**: ``analysis.check.checklimits`` (defaults, and the ``[check]`` table of the config).
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from assay.analysis.checklimits import CheckRule, Limits
-from assay.analysis.nodetype import FactCheck
-from assay.analysis.outliers import robust_z
-from assay.analysis.stats import Figure
-from assay.analysis.verdict import Measured, identity, sig_text, significance
+from assay.analysis.check.checklimits import CheckRule, Limits
+from assay.analysis.check.nodetype import FactCheck
+from assay.analysis.compare.verdict import Measured, identity, sig_text, significance
+from assay.analysis.statistics.outliers import robust_z
+from assay.analysis.statistics.stats import Figure
 from assay.references.model import ReferenceSet, RefPoint
 from assay.units import format_value, metric_info
 

@@ -17,7 +17,12 @@ from typing import Literal
 
 import numpy as np
 
-from assay.analysis.robust import MAD_TO_SIGMA, MIN_POINTS, ArrayLike, InsufficientDataError
+from assay.analysis.statistics.robust import (
+    MAD_TO_SIGMA,
+    MIN_POINTS,
+    ArrayLike,
+    InsufficientDataError,
+)
 
 # How many noise σ the bend of a response-time curve must exceed to be a knee (see find_knee).
 KNEE_NOISE_Z = 4.0

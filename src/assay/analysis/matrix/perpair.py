@@ -1,19 +1,19 @@
 """All-pairs runs made before the all-pairs probe: one sample (or figure) per pair and message
 size (placement ``all-pairs``, the pair's two hosts in ``hosts``), as the per-pair steps stored
 them. Each (metric, MPI) becomes a ``LinkMatrix`` (hosts in sorted order, each link the median
-of its repetitions), analysed like the probe's (``assay.analysis.allpairs.analyse``); such runs
-stay reportable."""
+of its repetitions), analysed like the probe's (``assay.analysis.matrix.allpairs.analyse``); such
+runs stay reportable."""
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
 
-from assay.analysis.allpairs import METRICS, PairMatrix, analyse
-from assay.analysis.linkmatrix import LinkMatrix, Retests, Spread, from_pairs
-from assay.analysis.outliers import OutlierRule
-from assay.analysis.shared_memory import shared_links
-from assay.analysis.stats import Figure
+from assay.analysis.derived.shared_memory import shared_links
+from assay.analysis.matrix.allpairs import METRICS, PairMatrix, analyse
+from assay.analysis.matrix.linkmatrix import LinkMatrix, Retests, Spread, from_pairs
+from assay.analysis.statistics.outliers import OutlierRule
+from assay.analysis.statistics.stats import Figure
 from assay.condensed import link_index
 from assay.model import Sample
 

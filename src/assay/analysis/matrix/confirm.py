@@ -2,8 +2,8 @@
 
 ClusterKit re-measures the outliers it finds; so does the all-pairs probe, in retest rounds
 inside the same allocation after the sweep (``kind = retest`` in ``allpairs.bin``). The sweep
-flags by the rule of ``assay.analysis.outliers`` (robust z beyond the threshold *and* a factor
-worse than the median); this module decides, per flagged link and node, what the retests say:
+flags by the rule of ``assay.analysis.statistics.outliers`` (robust z beyond the threshold *and* a
+factor worse than the median); this module decides, per flagged link and node, what the retests say:
 
 - **confirmed k of k**: every retest measurement still passes the same rule *against the
   sweep* — scored with the sweep's median and MAD of all links (a node: of all nodes' median
@@ -31,8 +31,8 @@ from typing import Literal
 
 import numpy as np
 
-from assay.analysis.linkmatrix import Retests
-from assay.analysis.outliers import Centre, OutlierRule, flagged
+from assay.analysis.matrix.linkmatrix import Retests
+from assay.analysis.statistics.outliers import Centre, OutlierRule, flagged
 from assay.condensed import link_nodes
 
 Status = Literal["confirmed", "not reproduced", "not retested"]

@@ -15,7 +15,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.analysis.stats import Figure
+from assay.analysis.statistics.stats import Figure
 from assay.vocab import DOMAIN_SCOPES
 
 SLOW_THRESHOLD = 0.10  # a domain more than 10% below its peers' median is flagged

@@ -1,8 +1,8 @@
 """One run judged by ``assay check``: which baseline each node is held to, then every verdict.
 
 **Which baseline.** Each node is judged against the first baseline given whose node type
-(``[node]`` of the reference set, ``analysis.nodetype``) is the node's; a set that names no node
-type (a shipped set) fits any node, with a note. A node no baseline fits is bad input: the
+(``[node]`` of the reference set, ``analysis.check.nodetype``) is the node's; a set that names no
+node type (a shipped set) fits any node, with a note. A node no baseline fits is bad input: the
 check stops naming the node's type and the baselines' (exit 2), before anything is drained.
 Without baselines, each type's nodes are judged against their own median, which needs 3 of them.
 
@@ -16,18 +16,17 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from assay.analysis.allpairs import PairMatrix
-from assay.analysis.checklimits import CheckRule
-from assay.analysis.health import (
+from assay.analysis.check.checklimits import CheckRule
+from assay.analysis.check.health import (
     Verdict,
     fact_verdicts,
     failed_job_verdict,
     judge_peers,
     judge_reference,
 )
-from assay.analysis.healthlinks import PROBE as LINK_PROBE
-from assay.analysis.healthlinks import link_verdicts, merged_matrix
-from assay.analysis.nodetype import (
+from assay.analysis.check.healthlinks import PROBE as LINK_PROBE
+from assay.analysis.check.healthlinks import link_verdicts, merged_matrix
+from assay.analysis.check.nodetype import (
     NodeFacts,
     expected_of_peers,
     fabric_check,
@@ -36,7 +35,8 @@ from assay.analysis.nodetype import (
     inventory_checks,
     type_mismatch,
 )
-from assay.analysis.stats import Figure
+from assay.analysis.matrix.allpairs import PairMatrix
+from assay.analysis.statistics.stats import Figure
 from assay.errors import AssayError
 from assay.model import JobResult
 from assay.references.model import ReferenceSet
@@ -129,7 +129,7 @@ def judge(
     rule: CheckRule,
     metrics: Iterable[str],
 ) -> Judged:
-    """Every verdict of a run (the module docstring and ``analysis.health`` say how)."""
+    """Every verdict of a run (the module docstring and ``analysis.check.health`` say how)."""
     metrics = list(metrics)
     hosts = sorted(set(inp.nodes) | set(inp.facts))
     assigned = assign(hosts, inp.facts, refs)

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.analysis.stats import Figure
+from assay.analysis.statistics.stats import Figure
 from assay.model import System
 from assay.system.fabric import Run, shortfalls
 from assay.system.links import link_speeds

@@ -4,8 +4,8 @@ as one (every link between two parts of the tree slow), not as many slow links.
 Nodes are grouped by their leaf switch (``assay.system.topology``: Slurm's tree). A *block* is
 every link between two leaf switches (or within one). A block is **slow** when at least
 ``SLOW_SHARE`` (90 %) of its measured links are flagged by the link rule (robust z and factor,
-``assay.analysis.outliers``): "every link slow", allowing a few that a noisy measurement let
-through. A switch X (any level but the root) has a **slow uplink** when every block crossing it
+``assay.analysis.statistics.outliers``): "every link slow", allowing a few that a noisy measurement
+let through. A switch X (any level but the root) has a **slow uplink** when every block crossing it
 — leaves below X against leaves elsewhere — is slow while a block that does not cross it is
 not: the one cable (or port, or switch) all those links share. When the two sides of a
 crossing are each one switch's subtree (two leaves, or two halves of a tree), the data cannot
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from assay.analysis.matrixstats import Blocks, block_counts
+from assay.analysis.matrix.matrixstats import Blocks, block_counts
 from assay.system.topology import Topology, TopologyError
 
 SLOW_SHARE = 0.9

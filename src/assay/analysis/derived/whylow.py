@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from assay.analysis.stats import Figure
+from assay.analysis.statistics.stats import Figure
 from assay.model import Sample, System
 from assay.system.blaskernel import below_isa
 from assay.system.flopstable import load_table

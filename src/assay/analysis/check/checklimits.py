@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.analysis.outliers import THRESHOLD
+from assay.analysis.statistics.outliers import THRESHOLD
 from assay.errors import ConfigError
 
 

@@ -9,9 +9,9 @@ The achieved bandwidth is :math:`n / t(n) = \beta / (1 + n_{1/2}/n)`, which reac
 :math:`\beta` at the *half-performance message size* :math:`n_{1/2} = \alpha\beta`
 (Hockney 1994; ParkBench COMMS1 writes the same model as ``T = (N + NHALF) / RINF``).
 
-Real curves are piecewise linear (protocol switches, :mod:`assay.analysis.protocol`);
+Real curves are piecewise linear (protocol switches, :mod:`assay.analysis.derived.protocol`);
 :func:`fit_hockney` takes :math:`\alpha` from the regime of the small messages and :math:`\beta`
-from the regime of the large ones, each a robust line (:mod:`assay.analysis.robust`).
+from the regime of the large ones, each a robust line (:mod:`assay.analysis.statistics.robust`).
 
 References: R. W. Hockney, "The communication challenge for MPP: Intel Paragon and Meiko CS-2",
 Parallel Computing 20(3), 389–398, 1994; ParkBench low-level communication benchmarks (COMMS1),
@@ -26,8 +26,8 @@ from typing import Literal
 
 import numpy as np
 
-from assay.analysis.protocol import SwitchPoint, find_protocol_switch
-from assay.analysis.robust import (
+from assay.analysis.derived.protocol import SwitchPoint, find_protocol_switch
+from assay.analysis.statistics.robust import (
     HUBER_C,
     MIN_POINTS,
     ArrayLike,
@@ -80,8 +80,9 @@ def fit_hockney(
        sizes ≤ ``size_before`` and the sizes ≥ ``size_after`` separately and take α from the
        first, β from the second (the short-message protocol sets the latency, the long-message
        protocol the bandwidth). Otherwise one line over all sizes gives both;
-    3. each line is a Huber IRLS fit on relative residuals (:mod:`assay.analysis.robust`), so
-       α is set by the small sizes and β by the large ones even within one regime.
+    3. each line is a Huber IRLS fit on relative residuals
+       (:mod:`assay.analysis.statistics.robust`), so α is set by the small sizes and β by the large
+       ones even within one regime.
 
     ``n_half = α·β`` is the Hockney model's half-performance size. With a switch it combines the
     two regimes (the small-message latency, the large-message bandwidth), which is the usual

@@ -2,8 +2,8 @@
 metric and direction, its totals over directions and its Little's law check.
 
 The storage tables (:mod:`assay.report.storage`) draw these points and the derive step
-(:mod:`assay.analysis.derive`) computes them; a point's Little's law is
-:func:`assay.analysis.queueing.littles_law_check`, the function the fio driver uses while it
+(:mod:`assay.analysis.derived.derive`) computes them; a point's Little's law is
+:func:`assay.analysis.derived.queueing.littles_law_check`, the function the fio driver uses while it
 measures.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from assay.analysis.knee import InsufficientDataError, find_knee
-from assay.analysis.queueing import LittleCheck, littles_law_check
-from assay.analysis.stats import Figure
+from assay.analysis.derived.knee import InsufficientDataError, find_knee
+from assay.analysis.derived.queueing import LittleCheck, littles_law_check
+from assay.analysis.statistics.stats import Figure
 from assay.fio.workloads import SYNC_ENGINES
 from assay.units import human_bytes
 from assay.vocab import ALL_CLIENTS
@@ -152,8 +152,8 @@ def curve_knee(points: list[Point], method: str = "kneedle") -> CurveKnee:
     """The knee of a curve's capped points (in increasing offered load).
 
     Each point is (achieved IOPS over every direction, IOPS-weighted mean total latency) of its
-    folded repetitions; the knee is :func:`assay.analysis.knee.find_knee` on those (Kneedle with
-    a noise gate, or the slope method). Three points with a latency are needed.
+    folded repetitions; the knee is :func:`assay.analysis.derived.knee.find_knee` on those (Kneedle
+    with a noise gate, or the slope method). Three points with a latency are needed.
     """
     usable = []
     for pt in sorted(points, key=lambda pt: pt.curve_pct or 0):

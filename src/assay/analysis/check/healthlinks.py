@@ -1,15 +1,17 @@
 """The links of ``assay check``: every all-pairs link graded, and a node whose links all fail.
 
 The links are the all-pairs probe's matrices as the report analyses them
-(``assay.analysis.allpairs.analyse``, read from the probe's files by
+(``assay.analysis.matrix.allpairs.analyse``, read from the probe's files by
 ``assay.figures.allpairs.file_matrices``): one per metric and MPI, latency at the probe's small
 size and bandwidth at its large one, links through shared memory already left out. This module
 grades them; it does not find or retest outliers itself.
 
 **Baseline** of a link: the reference set's figure for the metric, size and MPI (its
 whole-matrix point: the median link of the accepted run), else the median of this run's links.
-**Noise**: the robust z-score (``analysis.outliers``) of the link against the run's links, from
-4 links up (``health.MIN_Z_VALUES``); over fewer it is "unknown", and the limits alone decide.
+**Noise**: the robust z-score (``analysis.statistics.outliers``) of the link against the run's
+links,
+from 4 links up (``health.MIN_Z_VALUES``); over fewer it is "unknown", and the limits alone
+decide.
 
 **Links a degraded node explains.** A node that does not pass on its own (its STREAM, DGEMM,
 HPL, its inventory: a WARN or a FAIL) slows every link it is part of: a node whose CPU is held
@@ -29,8 +31,8 @@ told from the link alone.
 
 **Retest.** The all-pairs job retests what the outlier rule flags inside its own allocation
 (``assay.run.followup``: each flagged link, and links of each flagged node, 3 more times) and
-the analysis says what the retests confirmed (``assay.analysis.confirm``). A FAIL link or node
-that the retests confirmed stands ("confirmed 3 of 3 on retest"); one they did not reproduce
+the analysis says what the retests confirmed (``assay.analysis.matrix.confirm``). A FAIL link or
+node that the retests confirmed stands ("confirmed 3 of 3 on retest"); one they did not reproduce
 becomes a WARN; one they never reached stays a FAIL without a retest, for the check's own
 retest (a second allocation) to re-measure.
 
@@ -46,11 +48,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from assay.analysis.allpairs import PairMatrix
-from assay.analysis.checklimits import CheckRule
-from assay.analysis.confirm import Confirmation
-from assay.analysis.health import MIN_Z_VALUES, Verdict, goodness, grade, shown
-from assay.analysis.outliers import Centre, robust_centre, z_scores
+from assay.analysis.check.checklimits import CheckRule
+from assay.analysis.check.health import MIN_Z_VALUES, Verdict, goodness, grade, shown
+from assay.analysis.matrix.allpairs import PairMatrix
+from assay.analysis.matrix.confirm import Confirmation
+from assay.analysis.statistics.outliers import Centre, robust_centre, z_scores
 from assay.condensed import link_index, link_nodes, row_medians, rows_of
 from assay.references.model import ReferenceSet
 
