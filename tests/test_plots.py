@@ -87,9 +87,9 @@ CASES = {
     ),
     "comparison": lambda: draw.comparison(
         [
-            draw.Verdict("a", 1.1, "better"),
-            draw.Verdict(HOSTILE, 0.8, "worse"),
-            draw.Verdict("c", 1.0, "not significant"),
+            draw.VerdictBar("a", 1.1, "better"),
+            draw.VerdictBar(HOSTILE, 0.8, "worse"),
+            draw.VerdictBar("c", 1.0, "not significant"),
         ]
     ),
 }

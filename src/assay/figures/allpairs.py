@@ -34,7 +34,7 @@ from assay.analysis.statistics.stats import Folded
 from assay.condensed import link_index, link_nodes
 from assay.errors import ProbeError, StoreError
 from assay.figures.allpairs_cache import cached, save
-from assay.figures.allpairs_jobs import MatrixJob, Sweep, matrix_jobs, sweeps_by_mpi
+from assay.figures.allpairs_jobs import MatrixJob, SweepJobs, matrix_jobs, sweeps_by_mpi
 from assay.inputfile import read_side
 from assay.parsers.allpairs_file import COLUMN, MatrixFile, read_matrix_file
 from assay.system.topology import (
@@ -144,7 +144,7 @@ class _Retests:
         return Retests(cat(self.links), cat(self.values), cat(self.rounds))
 
 
-def _sweep(run_dir: Path, s: Sweep, metric: str, mpi: str, retests: _Retests) -> LinkMatrix:
+def _sweep(run_dir: Path, s: SweepJobs, metric: str, mpi: str, retests: _Retests) -> LinkMatrix:
     """One sweep's matrix: its resumes' pairs fill its gaps, its retests gathered."""
     f = _read(run_dir, s.sweep, metric)
     n, values = f.n, f.column(metric)
@@ -177,7 +177,7 @@ def _sweep(run_dir: Path, s: Sweep, metric: str, mpi: str, retests: _Retests) ->
 
 
 def _one(
-    run_dir: Path, sweeps: list[Sweep], metric: str, mpi: str
+    run_dir: Path, sweeps: list[SweepJobs], metric: str, mpi: str
 ) -> tuple[LinkMatrix, list[np.ndarray] | None]:
     """The metric of one MPI's sweeps (with their follow-ups) as one matrix, and the sweeps it
     was folded from (None: one, or retests to confirm by)."""
@@ -235,7 +235,7 @@ WORKERS = 2  # matrices analysed at once (each holds its links: 200 MB at 10,000
 
 
 def _analysed(
-    run_dir: Path, by_mpi: dict[str, list[Sweep]], rule: OutlierRule, workers: int
+    run_dir: Path, by_mpi: dict[str, list[SweepJobs]], rule: OutlierRule, workers: int
 ) -> tuple[list[PairMatrix], list[str]]:
     """Each matrix (MPI × metric) read and analysed; with several, more than one worker and
     more than one usable core, in forked worker processes, that many at a time (from the
@@ -264,7 +264,7 @@ def _analysed(
 
 def _analyse_one(
     run_dir: Path,
-    sweeps: list[Sweep],
+    sweeps: list[SweepJobs],
     metric: str,
     mpi: str,
     rule: OutlierRule,
@@ -277,9 +277,9 @@ def _analyse_one(
         return None, [f"{metric} ({mpi}) not shown: {exc}"]
     said = []
     try:
-        pm = analyse(lm, rule, topology, sweeps=folded_from)
+        pm = analyse(lm, rule, topology=topology, sweeps=folded_from)
     except TopologyError as exc:
         said.append(f"No per-switch figures for {metric} ({mpi}): {exc}")
-        pm = analyse(lm, rule, None, sweeps=folded_from)
+        pm = analyse(lm, rule, sweeps=folded_from)
     pm.files = [rel for s in sweeps for rel in s.files]
     return pm, said

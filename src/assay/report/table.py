@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from assay.analysis.compare.significant_best import row_best
-from assay.analysis.statistics.spread import FORMULA, Spread, robust_spread
+from assay.analysis.statistics.spread import FORMULA, RobustSpread, robust_spread
 from assay.analysis.statistics.stats import Figure
 from assay.model import JobResult
 
@@ -33,7 +33,7 @@ def pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
-def spread_of(fig: Figure) -> Spread | None:
+def spread_of(fig: Figure) -> RobustSpread | None:
     """How much a figure varied (:mod:`assay.analysis.statistics.spread`): across its repetitions
     when repeated, else across the iterations its tool timed."""
     stats = fig.spread or fig.sample.stats

@@ -33,6 +33,7 @@ from assay.analysis.matrix.confirm import Confirmation, confirm_links, confirm_n
 from assay.analysis.matrix.heat import HEAT_BLOCKS, Heat, heat_of
 from assay.analysis.matrix.linkmatrix import LinkMatrix
 from assay.analysis.matrix.matrixstats import (
+    Blocks,
     Distribution,
     Rows,
     distribution,
@@ -42,7 +43,7 @@ from assay.analysis.matrix.matrixstats import (
     row_pass,
     worst_links,
 )
-from assay.analysis.matrix.topology import Placement, Switches, by_switch, place
+from assay.analysis.matrix.topology import Switches, SwitchMembers, by_switch, place
 from assay.analysis.statistics.outliers import (
     Centre,
     Outlier,
@@ -70,7 +71,7 @@ class LostNode:
     resumed_in: str  # the job that measured the pairs left without it
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PairMatrix:
     """An analysed all-pairs matrix: what the report shows of it, never its 5·10⁷ links
     (``values`` is kept only up to ``FULL`` nodes, for the whole table and heatmap)."""
@@ -83,9 +84,10 @@ class PairMatrix:
     links: int  # links measured
     missing: int  # links not measured (NaN)
     centre: Centre  # of every measured link
-    link_outliers: list[Outlier]  # named: flagged (and confirmed, if retested), worst first
-    n_link_outliers: int  # how many are named (link_outliers holds at most TOP beyond FULL)
-    node_outliers: list[Outlier]
+    # named: flagged (and confirmed, if retested), worst first
+    link_outliers: list[Outlier] = field(default_factory=list)
+    n_link_outliers: int = 0  # how many are named (link_outliers holds at most TOP beyond FULL)
+    node_outliers: list[Outlier] = field(default_factory=list)
     rule: OutlierRule = field(default_factory=OutlierRule)
     concurrent: int = 1  # most pairs measured at the same time as one of these (a round's worth)
     repetitions: tuple[int, int] = (1, 1)  # fewest, most measurements of a link (it: their median)
@@ -132,7 +134,7 @@ def _outlier(
 
 def _row_pass(
     values: np.ndarray, lm: LinkMatrix, topology: Topology | None
-) -> tuple[Rows, Placement | None, list]:
+) -> tuple[Rows, SwitchMembers | None, list]:
     """The matrix's one pass over its rows: node medians and, grouped by leaf switch (a
     topology) or in consecutive blocks (beyond FULL nodes), the block medians."""
     if topology is not None:
@@ -171,9 +173,30 @@ def _lost(lm: LinkMatrix) -> list[LostNode]:
     return out
 
 
+@dataclass
+class _Named:
+    """The links and nodes the rule flagged, and which of them stay named as each step of
+    :func:`analyse` explains some away (retests that did not confirm, a slow uplink, a named
+    node's links)."""
+
+    links: np.ndarray  # condensed indices of the flagged links, worst first
+    z: np.ndarray  # their z-scores
+    fi: np.ndarray  # each flagged link's two nodes
+    fj: np.ndarray
+    nodes: np.ndarray  # indices of the flagged nodes, worst first
+    node_z: np.ndarray
+    keep: np.ndarray = field(init=False)  # of links: still named
+    keep_nodes: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.keep = np.ones(self.links.size, bool)
+        self.keep_nodes = np.ones(self.nodes.size, bool)
+
+
 def analyse(
     lm: LinkMatrix,
     rule: OutlierRule | None = None,
+    *,
     topology: Topology | None = None,
     top: int = TOP,
     sweeps: list[np.ndarray] | None = None,
@@ -186,33 +209,27 @@ def analyse(
     a link of a named node. Named nodes the same, by their median link. ``sweeps``: the sweeps
     a ``--repeat`` matrix was folded from, which confirm when it has no retest rounds."""
     rule = rule or OutlierRule()
-    n, better = lm.n, lm.better
+    better, factor = lm.better, rule.link_factor
     values, n_shared, shared_pairs = _links_only(lm, top)
-    factor = rule.link_factor
     m = measured(values)
     c = robust_centre(values, True, link_ranks(m, better, top))
     c, flagged, z = outliers_of(values, better, rule.threshold, min_factor=factor, c=c)  # type: ignore[arg-type]
-    fi, fj = link_nodes(n, flagged)
     rows, where, groups = _row_pass(values, lm, topology)
-    medians, counts = rows.medians, rows.counts
-    nc, node_idx, node_z = outliers_of(medians, better, rule.threshold, min_factor=factor)  # type: ignore[arg-type]
+    nc, node_idx, node_z = outliers_of(rows.medians, better, rule.threshold, min_factor=factor)  # type: ignore[arg-type]
     pm = PairMatrix(
-        lm.metric,
-        lm.mpi,
-        lm.size,
-        better,
-        lm.hosts,
-        m,
-        int(values.size - m - n_shared),
-        c,
-        [],
-        0,
-        [],
-        rule,
-        lm.concurrent,
-        lm.repetitions,
-        node_medians=medians,
-        node_counts=counts,
+        metric=lm.metric,
+        mpi=lm.mpi,
+        size=lm.size,
+        better=better,
+        hosts=lm.hosts,
+        links=m,
+        missing=int(values.size - m - n_shared),
+        centre=c,
+        rule=rule,
+        concurrent=lm.concurrent,
+        repetitions=lm.repetitions,
+        node_medians=rows.medians,
+        node_counts=rows.counts,
         node_centre=nc,
         notes=list(lm.notes),
         shared=n_shared,
@@ -222,69 +239,18 @@ def analyse(
     if lm.spread is not None:
         pm.widest = (lm.pair(lm.spread.widest), lm.spread.widest_ratio)
         pm.spread_median = lm.spread.median_ratio
-
-    keep = np.ones(flagged.size, bool)
-    keep_nodes = np.ones(node_idx.size, bool)
-    retests = lm.retests
-    if not len(retests) and sweeps is not None and len(sweeps) > 1:
-        # --repeat without retest rounds: each sweep's own value is a retest
-        needed = [flagged, *(node_links(n, k) for k in node_idx.tolist())]
-        retests = sweep_retests(sweeps, np.unique(np.concatenate(needed)))
-    if len(retests):
-        pm.retested = True
-        links = confirm_links(flagged, retests, c, better, rule)
-        nodes = confirm_nodes(node_idx, n, retests, nc, better, rule)
-        pm.confirmations = {lm.pair(k): v for k, v in links.items()}
-        pm.confirmations |= {lm.hosts[k]: v for k, v in nodes.items()}
-        keep = np.array([links[k].status == "confirmed" for k in flagged.tolist()], bool)
-        keep_nodes = np.array([nodes[k].status == "confirmed" for k in node_idx.tolist()], bool)
-        pm.not_reproduced = [
-            _outlier(lm.pair(k), float(values[k]), zk, c, rule, better)
-            for k, zk in zip(flagged[~keep].tolist(), z[~keep].tolist(), strict=True)
-        ] + [
-            _outlier(lm.hosts[k], float(medians[k]), zk, nc, rule, better)
-            for k, zk in zip(
-                node_idx[~keep_nodes].tolist(), node_z[~keep_nodes].tolist(), strict=True
-            )
-        ]
+    named = _Named(flagged, z, *link_nodes(lm.n, flagged), node_idx, node_z)
+    _confirm(pm, lm, values, named, sweeps)
     if where is not None and topology is not None and rows.blocks is not None:
-        pm.switches = by_switch(lm.hosts, topology, where, rows.blocks, fi[keep], fj[keep])
-        inside = pm.switches.explained(fi, fj) & keep
-        pm.explained = int(inside.sum())
-        keep &= ~inside
-        slow = pm.switches.slow_leaves()
-        leaf_of = {
-            int(x): s
-            for s, mem in zip(where.names, where.members, strict=True)
-            for x in mem.tolist()
-        }
-        on_slow = np.array([leaf_of.get(k) in slow for k in node_idx.tolist()], bool)
-        pm.explained_nodes = [lm.hosts[k] for k in node_idx[on_slow & keep_nodes].tolist()]
-        keep_nodes &= ~on_slow
-    if n > FULL and keep_nodes.any():
+        _by_switch(pm, topology, where, rows.blocks, named)
+    if lm.n > FULL and named.keep_nodes.any():
         # beyond the whole table, a named node's links are the node, not N−1 slow links
-        on_node = np.isin(fi, node_idx[keep_nodes]) | np.isin(fj, node_idx[keep_nodes])
-        pm.node_links = int((keep & on_node).sum())
-        keep &= ~on_node
-
-    named, named_z = flagged[keep], z[keep]
-    pm.n_link_outliers = int(named.size)
-    limit = named.size if n <= FULL else top
-    pm.link_outliers = [
-        _outlier(lm.pair(k), float(values[k]), zk, c, rule, better)
-        for k, zk in zip(named[:limit].tolist(), named_z[:limit].tolist(), strict=True)
-    ]
-    pm.node_outliers = [
-        _outlier(lm.hosts[k], float(medians[k]), zk, nc, rule, better)
-        for k, zk in zip(node_idx[keep_nodes].tolist(), node_z[keep_nodes].tolist(), strict=True)
-    ]
-    worst = worst_links(values, better, top, c)
-    pm.worst = [
-        _outlier(lm.pair(k), float(values[k]), zk, c, rule, better)
-        for k, zk in zip(worst.tolist(), z_scores(values[worst], c).tolist(), strict=True)
-    ]
-    pm.distribution = distribution(values, c)
-    if n <= FULL:
+        on_node = np.isin(named.fi, named.nodes[named.keep_nodes])
+        on_node |= np.isin(named.fj, named.nodes[named.keep_nodes])
+        pm.node_links = int((named.keep & on_node).sum())
+        named.keep &= ~on_node
+    _name(pm, lm, values, named, top)
+    if lm.n <= FULL:
         pm.values = values
     elif rows.blocks is not None:
         names = where.names + (["no switch"] if where.unplaced.size else []) if where else None
@@ -293,9 +259,95 @@ def analyse(
             groups,
             names,
             rows.blocks,
-            fi[keep],
-            fj[keep],
-            node_idx[keep_nodes].tolist(),
-            better,
+            named_i=named.fi[named.keep],
+            named_j=named.fj[named.keep],
+            named_nodes=named.nodes[named.keep_nodes].tolist(),
+            better=better,
         )
     return pm
+
+
+def _confirm(
+    pm: PairMatrix,
+    lm: LinkMatrix,
+    values: np.ndarray,
+    named: _Named,
+    sweeps: list[np.ndarray] | None,
+) -> None:
+    """Keep named only the flagged links and nodes their retests confirmed (when the matrix
+    has retests, or sweeps to serve as retests); the others are "not reproduced"."""
+    retests, n = lm.retests, lm.n
+    if not len(retests) and sweeps is not None and len(sweeps) > 1:
+        # --repeat without retest rounds: each sweep's own value is a retest
+        needed = [named.links, *(node_links(n, k) for k in named.nodes.tolist())]
+        retests = sweep_retests(sweeps, np.unique(np.concatenate(needed)))
+    if not len(retests):
+        return
+    c, nc, rule, better = pm.centre, pm.node_centre, pm.rule, pm.better
+    pm.retested = True
+    links = confirm_links(named.links, retests, c, better, rule)
+    nodes = confirm_nodes(named.nodes, n, retests, nc, better, rule)
+    pm.confirmations = {lm.pair(k): v for k, v in links.items()}
+    pm.confirmations |= {lm.hosts[k]: v for k, v in nodes.items()}
+    named.keep = np.array([links[k].status == "confirmed" for k in named.links.tolist()], bool)
+    named.keep_nodes = np.array(
+        [nodes[k].status == "confirmed" for k in named.nodes.tolist()], bool
+    )
+    lost_links = zip(named.links[~named.keep].tolist(), named.z[~named.keep].tolist(), strict=True)
+    lost_nodes = zip(
+        named.nodes[~named.keep_nodes].tolist(),
+        named.node_z[~named.keep_nodes].tolist(),
+        strict=True,
+    )
+    pm.not_reproduced = [
+        _outlier(lm.pair(k), float(values[k]), zk, c, rule, better) for k, zk in lost_links
+    ] + [
+        _outlier(lm.hosts[k], float(pm.node_medians[k]), zk, nc, rule, better)
+        for k, zk in lost_nodes
+    ]
+
+
+def _by_switch(
+    pm: PairMatrix, topology: Topology, where: SwitchMembers, blocks: Blocks, named: _Named
+) -> None:
+    """Name a slow uplink or switch pair as one, not as its many slow links, and the named
+    nodes under a slow leaf switch as the switch."""
+    keep = named.keep
+    pm.switches = by_switch(pm.hosts, topology, where, blocks, named.fi[keep], named.fj[keep])
+    inside = pm.switches.explained(named.fi, named.fj) & keep
+    pm.explained = int(inside.sum())
+    named.keep = keep & ~inside
+    slow = pm.switches.slow_leaves()
+    leaf_of = {
+        int(x): s for s, mem in zip(where.names, where.members, strict=True) for x in mem.tolist()
+    }
+    on_slow = np.array([leaf_of.get(k) in slow for k in named.nodes.tolist()], bool)
+    pm.explained_nodes = [pm.hosts[k] for k in named.nodes[on_slow & named.keep_nodes].tolist()]
+    named.keep_nodes &= ~on_slow
+
+
+def _name(pm: PairMatrix, lm: LinkMatrix, values: np.ndarray, named: _Named, top: int) -> None:
+    """The named links and nodes (beyond FULL nodes the first ``top`` links), the ``top``
+    worst links whether flagged or not, and the links' distribution."""
+    c, nc, rule, better = pm.centre, pm.node_centre, pm.rule, pm.better
+    links, links_z = named.links[named.keep], named.z[named.keep]
+    pm.n_link_outliers = int(links.size)
+    limit = links.size if lm.n <= FULL else top
+    pm.link_outliers = [
+        _outlier(lm.pair(k), float(values[k]), zk, c, rule, better)
+        for k, zk in zip(links[:limit].tolist(), links_z[:limit].tolist(), strict=True)
+    ]
+    nodes = zip(
+        named.nodes[named.keep_nodes].tolist(),
+        named.node_z[named.keep_nodes].tolist(),
+        strict=True,
+    )
+    pm.node_outliers = [
+        _outlier(lm.hosts[k], float(pm.node_medians[k]), zk, nc, rule, better) for k, zk in nodes
+    ]
+    worst = worst_links(values, better, top, c)
+    pm.worst = [
+        _outlier(lm.pair(k), float(values[k]), zk, c, rule, better)
+        for k, zk in zip(worst.tolist(), z_scores(values[worst], c).tolist(), strict=True)
+    ]
+    pm.distribution = distribution(values, c)

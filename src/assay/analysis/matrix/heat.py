@@ -46,6 +46,7 @@ def heat_of(
     groups: list[np.ndarray],
     names: list[str] | None,
     blocks: Blocks,
+    *,
     named_i: np.ndarray,
     named_j: np.ndarray,
     named_nodes: list[int],

@@ -27,7 +27,7 @@ CHUNK = 1 << 20  # links folded at a time: bounded temporaries at any N
 
 
 @dataclass
-class Spread:
+class RepeatSpread:
     """How a link's repeated measurements (``--repeat`` sweeps) spread: the link whose
     max/min is widest, and the median of the repeated links' max/min (every link's up to 10⁶
     links, a systematic sample of them beyond)."""
@@ -74,7 +74,7 @@ class LinkMatrix:
     mpi: str
     values: np.ndarray  # condensed; a link measured several times: their median
     repetitions: tuple[int, int] = (1, 1)  # fewest, most measurements of a measured link
-    spread: Spread | None = None  # when a link was measured more than once
+    spread: RepeatSpread | None = None  # when a link was measured more than once
     concurrent: int = 1  # most pairs measured at the same time
     retests: Retests = field(default_factory=Retests.none)
     notes: list[str] = field(default_factory=list)  # what the reader must know (cut short, …)
@@ -119,7 +119,9 @@ def from_pairs(
     return values
 
 
-def fold_sweeps(sweeps: Sequence[np.ndarray]) -> tuple[np.ndarray, tuple[int, int], Spread | None]:
+def fold_sweeps(
+    sweeps: Sequence[np.ndarray],
+) -> tuple[np.ndarray, tuple[int, int], RepeatSpread | None]:
     """Several sweeps of one matrix (``--repeat``; NaN where a sweep did not measure a link)
     as one: each link the median of its measurements, so one disturbed sweep does not make a
     link an outlier; the fewest and most measurements of a measured link, and the spread.
@@ -158,5 +160,5 @@ def fold_sweeps(sweeps: Sequence[np.ndarray]) -> tuple[np.ndarray, tuple[int, in
                 widest, widest_ratio = start + k, float(ratio[k])
     spread = None
     if ratios:
-        spread = Spread(widest, widest_ratio, float(np.median(np.concatenate(ratios))))
+        spread = RepeatSpread(widest, widest_ratio, float(np.median(np.concatenate(ratios))))
     return out, ((fewest, most) if most else (0, 0)), spread

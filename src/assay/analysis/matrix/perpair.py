@@ -11,7 +11,7 @@ from collections import defaultdict
 
 from assay.analysis.derived.shared_memory import shared_links
 from assay.analysis.matrix.allpairs import METRICS, PairMatrix, analyse
-from assay.analysis.matrix.linkmatrix import LinkMatrix, Retests, Spread, from_pairs
+from assay.analysis.matrix.linkmatrix import LinkMatrix, RepeatSpread, Retests, from_pairs
 from assay.analysis.statistics.outliers import OutlierRule
 from assay.analysis.statistics.stats import Figure
 from assay.condensed import link_index
@@ -76,7 +76,7 @@ def link_matrices(figures: list[Figure]) -> list[LinkMatrix]:
         if spreads:
             (wa, wb), ratio = max(spreads.items(), key=lambda kv: kv[1])
             k = link_index(len(hosts), hosts.index(wa), hosts.index(wb))
-            spread = Spread(int(k), ratio, statistics.median(spreads.values()))
+            spread = RepeatSpread(int(k), ratio, statistics.median(spreads.values()))
         out.append(
             LinkMatrix(
                 hosts,

@@ -97,7 +97,7 @@ def _blocks_of(part: SlowPart, sw: Switches, index: dict[str, int]) -> list[tupl
 
 
 @dataclass
-class Placement:
+class SwitchMembers:
     """The run's hosts by leaf switch: the switches (in the topology's order) and their
     nodes, the hosts in no switch, and how many topology nodes are not in the run."""
 
@@ -111,7 +111,7 @@ class Placement:
         return [*self.members, *([self.unplaced] if self.unplaced.size else [])]
 
 
-def place(hosts: list[str], topo: Topology) -> Placement:
+def place(hosts: list[str], topo: Topology) -> SwitchMembers:
     """The run's hosts by leaf switch. A topology that names none of the run's hosts is the
     wrong one: a TopologyError says so, with a few names of each."""
     leaf_of = topo.leaf_of()
@@ -130,13 +130,13 @@ def place(hosts: list[str], topo: Topology) -> Placement:
             hint="give the topology of the cluster the run was on (scontrol show topology "
             "there), or none",
         )
-    return Placement(names, members, unplaced, len(set(leaf_of) - set(hosts)))
+    return SwitchMembers(names, members, unplaced, len(set(leaf_of) - set(hosts)))
 
 
 def by_switch(
     hosts: list[str],
     topo: Topology,
-    where: Placement,
+    where: SwitchMembers,
     blocks: Blocks,
     link_i: np.ndarray,
     link_j: np.ndarray,
@@ -216,4 +216,12 @@ def _slow_parts(sw: Switches, topo: Topology) -> list[SlowPart]:
     return parts
 
 
-__all__ = ["SLOW_SHARE", "Placement", "SlowPart", "Switches", "TopologyError", "by_switch", "place"]
+__all__ = [
+    "SLOW_SHARE",
+    "SlowPart",
+    "SwitchMembers",
+    "Switches",
+    "TopologyError",
+    "by_switch",
+    "place",
+]

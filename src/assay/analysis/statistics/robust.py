@@ -46,7 +46,7 @@ class InsufficientDataError(ValueError):
 
 
 @dataclass(frozen=True)
-class Line:
+class LineFit:
     a: float  # intercept, s
     b: float  # slope, s/B
     rel_residuals: np.ndarray  # (t - (a + b n)) / t, for every input point
@@ -61,7 +61,7 @@ def mad_scale(r: np.ndarray) -> float:
     return max(MAD_TO_SIGMA * float(np.median(np.abs(r))), SCALE_FLOOR)
 
 
-def huber_line(n: np.ndarray, t: np.ndarray, max_iter: int = 50) -> Line:
+def huber_line(n: np.ndarray, t: np.ndarray, max_iter: int = 50) -> LineFit:
     """Huber IRLS fit of ``t = a + b n`` on relative residuals ``r = (t - a - b n) / t``.
 
     Each iteration solves the weighted least-squares problem ``min Σ w_i (t_i - a - b n_i)^2``
@@ -99,7 +99,7 @@ def huber_line(n: np.ndarray, t: np.ndarray, max_iter: int = 50) -> Line:
         b = 0.0
         a = huber_level(t, max_iter)
     r = (t - (a + b * n)) / t
-    return Line(a=a, b=b, rel_residuals=r, scale=mad_scale(r))
+    return LineFit(a=a, b=b, rel_residuals=r, scale=mad_scale(r))
 
 
 def huber_level(t: np.ndarray, max_iter: int) -> float:

@@ -37,17 +37,17 @@ FORMULA: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class Spread:
+class RobustSpread:
     value: float  # a fraction: 0.12 is 12 %
     kind: SpreadKind
 
 
-def robust_spread(stats: Stats) -> Spread | None:
+def robust_spread(stats: Stats) -> RobustSpread | None:
     """The p99 spread of ``stats`` where it is defined (see the module docstring), else the
     range; None when neither can be read."""
     if stats.median and stats.p99 is not None and stats.n >= P99_MIN_N:
-        return Spread(abs(stats.p99 - stats.median) / abs(stats.median), "p99")
+        return RobustSpread(abs(stats.p99 - stats.median) / abs(stats.median), "p99")
     centre = stats.median or stats.mean
     if stats.min is None or stats.max is None or not centre:
         return None
-    return Spread(abs(stats.max - stats.min) / abs(centre), "range")
+    return RobustSpread(abs(stats.max - stats.min) / abs(centre), "range")

@@ -378,7 +378,7 @@ def comparison_chart(rows: list[Any], title: str, section: str = "s0-") -> Chart
         if ratio is None:
             continue
         params = ", ".join(f"{k}={v}" for k, v in r.params)
-        bars.append(draw.Verdict(f"{r.metric} {params}".strip(), ratio, r.verdict))
+        bars.append(draw.VerdictBar(f"{r.metric} {params}".strip(), ratio, r.verdict))
     return Chart("plot-compare", title, section, lambda: draw.comparison(bars, title))
 
 
