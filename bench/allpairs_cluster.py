@@ -7,7 +7,8 @@ time of the command, the Slurm steps the runner launched (slurmd's "launch task 
 lines, the step that tells each node's kernel apart included), the files and bytes the run left
 in the store, the jobs and whether the throttled link was named (confirmed) in every matrix.
 
-    python bench/allpairs_cluster.py --nodes 4 8 16 --repeat 3 [--mpi openmpi]
+    python bench/allpairs_cluster.py --nodes 16 32 64 --repeat 3 [--mpi openmpi] [--out runs.jsonl]
+    python bench/scale_model.py --fit runs.jsonl      # the model from the measured constants
 
 Run it as root on a quiet machine; the cluster is left down (as it is brought down first).
 """
@@ -22,10 +23,11 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from _common import ROOT, assay, scratch_home
-from scale_model import Measured, calibrate, model
+from scale_model import Measured, calibrate, measured_sweep, table
 
 from assay.parsers.allpairs_file import read_matrix_file
 
@@ -59,25 +61,28 @@ def one_run(home: Path, nodes: int, mpi: list[str]) -> dict:
     run = home / "runs" / rid.group(1)
     files = [p for p in run.rglob("*") if p.is_file()]
     jobs = [json.loads(line) for line in (run / "jobs.jsonl").read_text().splitlines()]
-    sweeps = []  # per sweep job: its wall, its rounds' (barrier to barrier), the median round
+    sweeps = []  # per sweep job: its wall, the model's point (bench/scale_model.py)
     for job in jobs:
         matrix = run / "jobs" / job["job_id"] / "allpairs.bin"
         if "-retest" in job["job_id"] or job["status"] != "ok" or not matrix.exists():
             continue  # (a failed job: its rc and reason are in the run, not a point)
-        rounds = [r.wall_s for r in read_matrix_file(matrix).rounds]
-        sweeps.append({"job": job["job_id"], "wall_s": job["wall_time"],
-                       "rounds_s": sum(rounds), "round_s": statistics.median(rounds)})  # fmt: skip
+        point = measured_sweep(nodes, job["wall_time"], str(matrix))
+        sweeps.append({"job": job["job_id"], "wall_s": job["wall_time"], "point": asdict(point),
+                       "rounds": len(read_matrix_file(matrix).rounds)})  # fmt: skip
     report = assay("report", rid.group(1), "-f", "md", home=home, check=False).stdout
-    bandwidth = [s for s in report.split("\n## ") if s.startswith("All-pairs bandwidth")]
+    sections = report.split("\n## ")
+    bandwidth = [s for s in sections if s.startswith("All-pairs bandwidth")]
     named = [s.count("OUTLIER LINK anode2–anode3") == 1 and s.count("OUTLIER") == 1
              for s in bandwidth]  # fmt: skip
-    latency_named = sum(s.count("OUTLIER") for s in report.split("\n## ")
-                        if s.startswith("All-pairs latency"))  # fmt: skip
+    flagged = [line for s in sections if s.startswith("All-pairs")
+               for line in re.findall(r"^OUTLIER .*$", s, re.M)]  # fmt: skip
     return {
         "nodes": nodes, "rc": proc.returncode, "wall_s": wall,
         "steps": len(steps_launched(STATE, logs)[0]), "jobs": len(jobs),
+        "job_status": {j["job_id"]: j["status"] for j in jobs},
         "files": len(files), "bytes": sum(p.stat().st_size for p in files),
-        "link_named": all(named) and bool(named), "latency_outliers": latency_named,
+        "link_named": all(named) and bool(named), "flagged": flagged,
+        "first_node_flagged": any(re.search(r"\banode1\b", line) for line in flagged),
         "sweeps": sweeps,
     }  # fmt: skip
 
@@ -87,6 +92,8 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, nargs="+", default=[4, 8, 16])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--mpi", action="append", default=[], help="only these MPIs (default: all)")
+    ap.add_argument("--out", type=Path, help="append each run as a JSON line here (the "
+                    "points bench/scale_model.py --fit refits its constants to)")  # fmt: skip
     args = ap.parse_args()
     home = scratch_home()
     (home / "config.toml").write_text(CONFIG)
@@ -94,7 +101,7 @@ def main() -> None:
     os.environ["SLURM_CONF"] = f"{STATE}/slurm.conf"
     most = max(args.nodes)
     testcluster(most, "down")
-    testcluster(most, "up")
+    testcluster(most, "up")  # (it raises the shared neighbour table for `most` nodes)
     testcluster(most, "throttle", "2", "3", "100mbit")
     mpi = ["--mpi", ",".join(args.mpi)] if args.mpi else []
     rows: list[dict] = []
@@ -104,33 +111,35 @@ def main() -> None:
                 row = one_run(home, n, mpi)
                 rows.append(row)
                 print(json.dumps({"round": k + 1, **row}), flush=True)
+                if args.out:
+                    with args.out.open("a", encoding="utf-8") as f:
+                        f.write(json.dumps({"round": k + 1, **row}) + "\n")
     finally:
         testcluster(most, "down")
-    print("\n| nodes | wall s, median (range) | Slurm steps | jobs | files | store KiB | "
-          "throttled link named, no other |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
-    for n in args.nodes:
+    print_table(args.nodes, rows)
+    for name in ("openmpi", "mpich"):  # the scale model refitted to each MPI's sweeps
+        points = [Measured(**sw["point"]) for r in rows for sw in r["sweeps"]
+                  if name in sw["job"]]  # fmt: skip
+        if points:
+            fitted = calibrate(points)
+            print(f"\n{name} sweeps, the scale model refitted: {fitted}\n")
+            print(table(c=fitted))
+
+
+def print_table(nodes: list[int], rows: list[dict]) -> None:
+    print("\n| nodes | whole `assay run`, median (range) | Slurm steps | jobs | files | store KiB "
+          "| throttled link named, no other | first node flagged |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for n in nodes:
         mine = [r for r in rows if r["nodes"] == n]
         walls = [r["wall_s"] for r in mine]
         print(
-            f"| {n} | {statistics.median(walls):.1f} ({min(walls):.1f}–{max(walls):.1f}) "
+            f"| {n} | {statistics.median(walls):.1f} s ({min(walls):.1f}–{max(walls):.1f}) "
             f"| {'/'.join(str(r['steps']) for r in mine)} | {mine[0]['jobs']} "
             f"| {mine[0]['files']} | {statistics.median(r['bytes'] for r in mine) / 1024:.0f} "
             f"| {sum(r['link_named'] for r in mine)} of {len(mine)} "
-            f"(latency outliers named: {sum(r['latency_outliers'] for r in mine)}) |"
+            f"| {sum(r['first_node_flagged'] for r in mine)} of {len(mine)} |"
         )
-    # The scale model refitted to the sweeps (launch = the job's wall less its rounds')
-    points = [Measured(r["nodes"], sw["wall_s"] - sw["rounds_s"], sw["round_s"])
-              for r in rows for sw in r["sweeps"] if "openmpi" in sw["job"]]  # fmt: skip
-    if points:
-        fitted = calibrate(points)
-        print(f"\nOpen MPI sweeps, the model refitted: {fitted}")
-        for n in (16, 1000, 10000):
-            m = model(n, 1, fitted)
-            print(
-                f"  {n} nodes: {m.wall_s / 60:.1f} min, {m.file_bytes / 1e6:.1f} MB, "
-                f"{m.launches} launch(es)"
-            )
 
 
 if __name__ == "__main__":

@@ -23,10 +23,14 @@ machine's (docs/benchmarks.md, bench/allpairs_report.py). :func:`calibrate` refi
 measured sweeps.
 
     python bench/scale_model.py            # the table for 4, 16, 1,000 and 10,000 nodes
+    python bench/scale_model.py --fit runs.jsonl [--mpi mpich]
+                                           # the same from constants fitted to measured sweeps
+                                           # (bench/allpairs_cluster.py --out runs.jsonl)
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import asdict, dataclass
 
@@ -100,12 +104,28 @@ def model(n: int, mpis: int = 1, c: Constants = Constants()) -> Sweep:
 @dataclass(frozen=True)
 class Measured:
     """One measured sweep: its nodes, its launch (the job's wall time less its rounds') and
-    the median wall time of a round (``allpairs.bin`` records each round's, barrier to
-    barrier)."""
+    the median time of a round, start to start (``allpairs.bin`` records where each round's
+    pairs start and how long they took; between two rounds lies rank 0's gathering and
+    writing), with the pair budget the sweep's pilot chose (the file's header; None: the
+    constants')."""
 
     nodes: int
     launch_s: float
     round_s: float
+    pair_budget_s: float | None = None
+
+
+def measured_sweep(nodes: int, job_wall_s: float, matrix: str) -> Measured:
+    """A sweep's point from its job's wall time and its ``allpairs.bin``."""
+    import statistics
+
+    from assay.parsers.allpairs_file import read_matrix_file
+
+    m = read_matrix_file(matrix)
+    starts = [r.t_start for r in m.rounds]
+    periods = [b - a for a, b in itertools.pairwise(starts)] or [m.rounds[0].wall_s]
+    inside = m.rounds[-1].t_start + m.rounds[-1].wall_s  # first barrier to the last round's end
+    return Measured(nodes, job_wall_s - inside, statistics.median(periods), m.pair_budget_s)
 
 
 def calibrate(points: list[Measured], c: Constants = Constants()) -> Constants:
@@ -117,7 +137,7 @@ def calibrate(points: list[Measured], c: Constants = Constants()) -> Constants:
 
     n = np.array([p.nodes for p in points], float)
     launch = np.array([p.launch_s for p in points])
-    extra = np.array([p.round_s for p in points]) - c.pair_budget_s
+    extra = np.array([p.round_s - (p.pair_budget_s or c.pair_budget_s) for p in points])
     if len(points) == 1:
         fitted = {"launch_s": launch[0], "launch_per_node_s": 0.0, "barrier_s": extra[0],
                   "barrier_per_doubling_s": 0.0}  # fmt: skip
@@ -148,5 +168,43 @@ def table(nodes: tuple[int, ...] = (4, 16, 1_000, 10_000), mpis: int = 1,
     return "\n".join(out)
 
 
+def fitted_from(paths: list[str], mpi: str) -> tuple[list[Measured], Constants]:
+    """The points of ``bench/allpairs_cluster.py --out`` files (one JSON object a run, each
+    sweep with its nodes, job wall time and ``point``), one MPI's, and the constants fitted to
+    them."""
+    import json
+
+    points = [
+        Measured(**sweep["point"])
+        for path in paths
+        for line in open(path, encoding="utf-8")  # noqa: SIM115 (a bench script)
+        if line.strip()
+        for sweep in json.loads(line)["sweeps"]
+        if mpi in sweep["job"]
+    ]
+    if not points:
+        raise SystemExit(f"no {mpi} sweep in {', '.join(paths)}")
+    return points, calibrate(points)
+
+
+def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="the all-pairs scale model (docs/cluster.md)")
+    ap.add_argument("--fit", nargs="+", metavar="RUNS.jsonl",
+                    help="refit to bench/allpairs_cluster.py --out files")  # fmt: skip
+    ap.add_argument("--mpi", default="openmpi", help="whose sweeps to fit (default openmpi)")
+    args = ap.parse_args()
+    c = Constants()
+    if args.fit:
+        points, c = fitted_from(args.fit, args.mpi)
+        print(f"{len(points)} {args.mpi} sweeps at {sorted({p.nodes for p in points})} nodes")
+        print("fitted: " + ", ".join(
+            f"{k} = {getattr(c, k):.4g}" for k in
+            ("launch_s", "launch_per_node_s", "barrier_s", "barrier_per_doubling_s")))  # fmt: skip
+        print(f"(pair budget {c.pair_budget_s} s: the probe's default, kept)\n")
+    print(table(c=c))
+
+
 if __name__ == "__main__":
-    print(table())
+    main()

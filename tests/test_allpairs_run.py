@@ -422,7 +422,7 @@ def test_the_scale_models_file_size_is_the_writers(tmp_path: Path) -> None:
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
-    from scale_model import Constants, Measured, calibrate, file_bytes, model
+    from scale_model import Constants, Measured, calibrate, file_bytes, measured_sweep, model
 
     lat, bw = _matrices()
     path = tmp_path / "allpairs.bin"
@@ -437,6 +437,13 @@ def test_the_scale_models_file_size_is_the_writers(tmp_path: Path) -> None:
     ]
     fitted = calibrate(points)
     assert model(1000, 1, fitted).wall_s == pytest.approx(model(1000, 1, truth).wall_s)
+    # a sweep's point from its job's wall time and its file (rounds 0.1 s apart, 11 of them),
+    # with the budget its pilot chose: a round's cost beyond it is the barriers' share
+    write_sweep(path, lat.hosts, lat.values, bw.values, pair_budget_s=0.05)
+    point = measured_sweep(N, 5.0, str(path))
+    assert (point.nodes, point.launch_s, point.round_s) == pytest.approx((N, 3.9, 0.1))
+    assert point.pair_budget_s == pytest.approx(0.05)
+    assert calibrate([point]).barrier_s == pytest.approx(0.05)
 
 
 def test_the_analysed_matrices_are_cached_beside_the_run(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ decides where a change goes before writing it.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -328,3 +329,141 @@ def test_no_probe_name_is_tested_by_the_machinery() -> None:
 def test_the_probe_name_check_can_fail() -> None:
     tree = ast.parse('if job.probe in ("p2p", "coll"):\n    pass\nif job.probe == "fio": pass')
     assert _names_in_comparisons(tree) & PROBE_NAMES == {"p2p", "coll", "fio"}
+
+
+# The scheduler backends, each ``assay.launch.<name>`` (a module or a folder), as the registry
+# names them: read from its LAUNCHERS table, without importing it.
+REGISTRY = "assay.launch.registry"
+
+
+def _backends() -> set[str]:
+    tree = ast.parse(MODULES[REGISTRY].read_text())
+    for node in ast.walk(tree):
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(target, ast.Name) and target.id == "LAUNCHERS":
+            assert isinstance(node.value, ast.Dict)
+            where = [v.value for v in node.value.values if isinstance(v, ast.Constant)]
+            return {".".join(w.split(":")[0].split(".")[:3]) for w in where}
+    pytest.fail(f"{REGISTRY}: no LAUNCHERS table")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, kinds) and node.body and isinstance(node.body[0], ast.Expr)
+    }
+
+
+def _backend_reaches(name: str, source: str, backends: set[str]) -> set[str]:
+    """The backends module ``name`` names from outside them: by an import, or by a string
+    constant naming one of their modules (the registry's lines excepted); docstrings are
+    words, not loads."""
+
+    def outside(module: str) -> str | None:
+        for b in backends:
+            if (module == b or module.startswith(b + ".")) and not (
+                name == b or name.startswith(b + ".")
+            ):
+                return b
+        return None
+
+    tree = ast.parse(source)
+    found = {b for m in _imports_of(name, tree) if (b := outside(m))}
+    if name != REGISTRY:
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if id(node) in docs:
+                    continue
+                for word in re.findall(r"assay(?:\.\w+)+", node.value):
+                    if b := outside(word):
+                        found.add(b)
+    return found
+
+
+def _imports_of(name: str, tree: ast.AST) -> set[str]:
+    package = name.rsplit(".", 1)[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def test_no_module_outside_a_backend_names_it() -> None:
+    """The core reaches a scheduler backend through the contract and the registry only."""
+    backends = _backends()
+    assert {"assay.launch.local", "assay.launch.slurm"} <= backends
+    reaching = [
+        f"{name}: {sorted(found)}"
+        for name, path in sorted(MODULES.items())
+        if (found := _backend_reaches(name, path.read_text(), backends))
+    ]
+    assert not reaching, "modules naming a backend past the contract:\n" + "\n".join(reaching)
+
+
+def test_the_backend_check_can_fail() -> None:
+    backends = {"assay.launch.slurm"}
+    imported = "from assay.launch.slurm.nodes import node_states\n"
+    named = 'import importlib\nmod = importlib.import_module("assay.launch.slurm.nodes")\n'
+    doc = '"""See ``assay.launch.slurm.nodes``."""\n'
+    assert _backend_reaches("assay.run.x", imported, backends) == backends
+    assert _backend_reaches("assay.run.x", named, backends) == backends
+    assert _backend_reaches("assay.run.x", doc, backends) == set()
+    assert _backend_reaches("assay.launch.slurm.launcher", imported, backends) == set()
+    assert _backend_reaches(REGISTRY, named, backends) == set()
+
+
+# The core holds no string naming a probe: the flow's machinery, the store, a run's fold and
+# the report's generic modules (the order, the formats, the one Table type) read what a probe
+# declares (its spread, its suite, its follow-ups), never a name. A report family's module
+# shows its probes' figures by name (that is its job), and so do the probes' own modules
+# outside the core (``figures/allpairs*``, ``analysis``). Only a whole string equal to a name
+# counts: a metric (``p2p.latency``) or a help line that mentions a probe is text, not a test.
+CORE = ("launch", "plan", "run", "cli", "store", "report", "figures")
+PROBES_OWN = {
+    "report": {"memory", "compute", "gpu", "rdma", "mpi", "nccl", "storage", "check",
+               "allpairs", "allpairs_large", "allpairs_notes"},
+    "figures": {"allpairs", "allpairs_cache", "allpairs_jobs"},
+}  # fmt: skip
+
+
+def _names_in_strings(tree: ast.AST) -> set[str]:
+    return {
+        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    } & PROBE_NAMES
+
+
+def _core_modules() -> list[Path]:
+    return [
+        p
+        for package in CORE
+        for p in sorted((SRC / package).rglob("*.py"))
+        if not (p.parent == SRC / package and p.stem in PROBES_OWN.get(package, set()))
+    ]
+
+
+def test_no_probe_name_in_a_string_of_the_core() -> None:
+    named = [
+        f"{p.relative_to(SRC)}: {sorted(hits)}"
+        for p in _core_modules()
+        if (hits := _names_in_strings(ast.parse(p.read_text())))
+    ]
+    assert not named, "probe names in the core (declare it on the probe):\n" + "\n".join(named)
+
+
+def test_the_string_check_can_fail_and_reads_the_core() -> None:
+    tree = ast.parse('resolve_suite("allpairs")\nKEYS = {"stream": 1, "p2p.latency": 2}')
+    assert _names_in_strings(tree) == {"allpairs", "stream"}
+    core = {p.relative_to(SRC).as_posix() for p in _core_modules()}
+    assert {"run/request.py", "run/runner.py", "report/build.py", "cli/run.py"} <= core
+    assert "report/memory.py" not in core and "figures/allpairs.py" not in core

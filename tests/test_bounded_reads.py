@@ -127,7 +127,7 @@ def test_no_module_opens_a_file_to_read_it_but_the_reader():
         "system/_context.py": "files of /proc and /sys (or a captured tree of them)",
         "store/owner.py": "/proc/<pid>/stat and the boot id",
         "drivers/fio/clients.py": "/proc/<pid>/stat and cmdline",
-        "launch/local/guard.py": "/proc/<pid>/stat, and the guard's own pipe",
+        "launch/guard.py": "/proc/<pid>/stat, and the guard's own pipe",
         "toolchain/build.py": "the probes' C sources in the package",
         "suite/loader.py": "the built-in suites in the package",
         "system/clock.py": "a table in the package",

@@ -134,8 +134,8 @@ def test_a_sweep_is_counted_before_its_points_are_made(tmp_path: Path) -> None:
 def test_a_toml_integer_over_4300_digits_is_bad_input(tmp_path: Path) -> None:
     """tomllib raises a plain ValueError (not TOMLDecodeError) for an integer int() refuses:
     a traceback from every TOML reader that caught only TOMLDecodeError."""
-    from assay.config import load_config
     from assay.plan.expand import parse_value
+    from assay.run.configfile import load_config
     from assay.suite.loader import load_suite
 
     big = "9" * 5000

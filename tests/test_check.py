@@ -41,7 +41,7 @@ from assay.errors import ConfigError
 from assay.launch.slurm.nodes import NodeState, parse_sinfo, shell_line
 from assay.model import JobResult, Sample, Stats
 from assay.references.loader import load_file
-from assay.run.checknodes import plan_actions
+from assay.run.check.nodes import plan_actions
 
 GB = 1e9
 TRIAD = ["memory.triad"]
@@ -567,8 +567,8 @@ def test_the_summary_line_shows_escapes_as_every_table_does(tmp_path: Path, caps
 def test_a_drain_names_only_nodes_the_check_ran_on(tmp_path: Path, monkeypatch) -> None:
     """issue 28: a node named in the data (a figure's host) but not in the check's allocation
     is never drained, even when Slurm lists it."""
-    from assay.cli.checkout import measured_nodes
     from assay.model import System
+    from assay.run.check.nodes import measured_nodes
     from assay.store import RunStore
 
     _, verdicts = _judged_five(180)

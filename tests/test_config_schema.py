@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from assay.analysis.statistics.outliers import outlier_rule
-from assay.config import load_config
 from assay.errors import ConfigError
 from assay.launch.slurm.options import options_from_config
+from assay.run.configfile import load_config
 from assay.system.peak import merged_overrides
 from conftest import run_cli
 
@@ -191,12 +191,11 @@ def test_the_schema_has_every_key_its_readers_take() -> None:
     character in ``--partition`` would reach the batch script)."""
     from dataclasses import fields
 
-    from assay.analysis.check.checklimits import CHECK_KEYS
-    from assay.analysis.statistics.outliers import RULE_KEYS
-    from assay.config.schema import CheckTable, OutliersTable, PeakTable, SlurmTable
+    from assay.analysis.check.checklimits import CHECK_KEYS, CheckTable
+    from assay.analysis.statistics.outliers import RULE_KEYS, OutliersTable
     from assay.launch.slurm.launcher import OWN_OPTIONS
-    from assay.launch.slurm.options import COMMAND_LINE_ONLY, OPTION_NAMES, SlurmOptions
-    from assay.system.peak import OVERRIDE_KEYS
+    from assay.launch.slurm.options import COMMAND_LINE_ONLY, OPTION_NAMES, SlurmOptions, SlurmTable
+    from assay.system.peak import OVERRIDE_KEYS, PeakTable
 
     slurm = {f.name for f in fields(SlurmOptions)}
     assert slurm - COMMAND_LINE_ONLY == set(SlurmTable.model_fields)

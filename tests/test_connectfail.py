@@ -3,7 +3,14 @@
 
 from __future__ import annotations
 
-from assay.launch.connectfail import connect_failures, describe, neighbour_overflows
+from assay.launch.connectfail import (
+    connect_failures,
+    describe,
+    kernel_clock,
+    neighbour_overflows,
+    overflowed,
+)
+from assay.system.fabric import Run
 
 # open-mpi/ompi issue #10734 (Open MPI 4.1.4, TCP over InfiniBand), as pasted there
 OMPI_4_1_4 = """--------------------------------------------------------------------------
@@ -57,3 +64,22 @@ def test_the_likely_cause_is_the_neighbour_table_when_the_kernel_says_so():
     limit = "neighbour table, hard limit (net.ipv4.neigh.default.gc_thresh3) is 1024"
     assert f"likely cause: {limit}" in describe(failures, [], [limit])
     assert "firewall or routing" in describe(failures, [], [])
+
+
+def test_an_overflow_while_a_job_ran_is_told_from_older_ones_and_named():
+    """At 32 namespace nodes on the kernel's default table (1,024 entries) Open MPI retried
+    through the overflow and finished: only dmesg's new lines tell that the table was full,
+    and the note names it with what the run needs."""
+    before = "[ 100.25] neighbour: arp_cache: neighbor table overflow!\n[ 7000.5] eth0: up\n"
+    mark = kernel_clock(before)
+    assert mark == 7000.5 and kernel_clock("no stamps here\n") == 0.0
+    assert neighbour_overflows(before, since=mark) == []
+    assert len(neighbour_overflows(before)) == 1  # (no mark: every line, as before)
+    now = before + DMESG.replace("8123.456789", "7001.000001")
+    [line] = neighbour_overflows(now, since=mark)
+    assert line.startswith("[ 7001.000001] neighbour: arp_cache")
+    text = overflowed([line], Run(32, shared_kernel=True))
+    assert "neighbour table overflowed while it ran (1 line(s) in dmesg: [ 7001.000001]" in text
+    assert "a 32-node run (its nodes sharing one kernel) needs 1,056 entries" in text
+    assert "sysctl -w net.ipv4.neigh.default.gc_thresh3=4096" in text
+    assert "a 32-node run needs 95 entries" in overflowed([line], Run(32))  # a table a node

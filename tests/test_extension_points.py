@@ -24,22 +24,71 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
 
-TOY_LAUNCHER = '''
-"""A toy batch launcher: the "allocation" is a detached shell here, its hosts two names."""
+TOY_SCHEDULER = '''
+"""A toy scheduler: its "allocation" is a detached shell here, its nodes toy1, toy2, ...; their
+states and reasons a JSON file ($TOY_NODES) that its node administration reads and writes."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shlex
 import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from assay.errors import LaunchError
+from assay.launch.admin import NodeAdmin, NodeState
 from assay.launch.contract import (
     Allocation, BatchLauncher, BatchState, Capabilities, LaunchOptions, Submission,
 )
+from assay.launch.parallel import Step, parallel_launcher
 from assay.launch.place import NodeOptions, place
+
+
+class ToyNodes(NodeAdmin):
+    scheduler = "Toy"
+
+    def _table(self) -> dict[str, list[str]]:
+        return json.loads(Path(os.environ["TOY_NODES"]).read_text())
+
+    def states(self, timeout=None):
+        return {n: NodeState(n, s, r) for n, (s, r) in self._table().items()}
+
+    def name_problem(self, name):
+        return None if re.fullmatch(r"[\\w.-]+", name) else f"{name!r} is not one node"
+
+    def drain_argv(self, node, reason):
+        if self.name_problem(node):
+            raise LaunchError(f"not updating {self.name_problem(node)}")
+        return ["toyctl", "drain", node, reason]
+
+    def resume_argv(self, node):
+        return ["toyctl", "resume", node]
+
+    def reserve_argv(self, name, nodes, user, minutes):
+        return ["toyctl", "reserve", name, ",".join(nodes)]
+
+    def unreserve_argv(self, name):
+        return ["toyctl", "unreserve", name]
+
+    def shell_line(self, argv):
+        return shlex.join(argv)
+
+    def update(self, argv):
+        table = self._table()
+        _, what, node, *reason = argv
+        table[node] = ["drained", reason[0]] if what == "drain" else ["idle", ""]
+        Path(os.environ["TOY_NODES"]).write_text(json.dumps(table))
+
+    def reserve(self, argv):
+        with open(os.environ["TOY_NODES"] + ".log", "a") as log:
+            log.write(shlex.join(argv) + "\\n")
+
+    def permission(self):
+        return None
 
 
 class ToyLauncher(BatchLauncher):
@@ -52,11 +101,15 @@ class ToyLauncher(BatchLauncher):
     def configured(cls, config: dict[str, Any], options: LaunchOptions) -> ToyLauncher:
         return cls(options.nodes or 2)
 
+    @classmethod
+    def node_admin(cls, partition=None) -> ToyNodes:
+        return ToyNodes(partition)
+
     def place(self, jobs, mpis):
         return place(jobs, NodeOptions(self.nodes))
 
     def step_argv(self, job, argv, hosts, mpi):
-        return argv
+        return parallel_launcher("toyrun").argv(Step("env", job.ranks, hosts=tuple(hosts)), argv)
 
     def submission(self, run_dir, run_id, jobs, env, python) -> Submission:
         hosts = ",".join(f"toy{i + 1}" for i in range(self.nodes))
@@ -77,13 +130,15 @@ class ToyLauncher(BatchLauncher):
 
     def poll(self, handle: str) -> BatchState:
         self._proc.poll()  # reap it once it ended
+        hosts = ",".join(f"toy{i + 1}" for i in range(self.nodes))
         exit_file = self._dir / "exit"
         if exit_file.exists() and exit_file.read_text().strip():
             code = int(exit_file.read_text())
-            return BatchState(handle, "COMPLETED" if code == 0 else "FAILED", final=True)
+            state = "COMPLETED" if code == 0 else "FAILED"
+            return BatchState(handle, state, nodelist=hosts, final=True)
         if self._proc.returncode is not None:
             return BatchState(handle, "FAILED", reason="the shell ended early", final=True)
-        return BatchState(handle, "RUNNING")
+        return BatchState(handle, "RUNNING", nodelist=hosts)
 
     def cancel(self, handle: str) -> None:
         try:
@@ -105,6 +160,21 @@ class ToyLauncher(BatchLauncher):
         return cls(int(data["nodes"]))
 '''
 
+TOY_RUN = '''
+"""A toy parallel launcher: the step's command with its hosts in TOY_HOST (the toy probe's)."""
+
+from __future__ import annotations
+
+from assay.launch.parallel import ParallelLauncher, Step
+
+
+class ToyRun(ParallelLauncher):
+    name = "toyrun"
+
+    def argv(self, step: Step, program: list[str]) -> list[str]:
+        return [step.program, f"TOY_HOST={','.join(step.hosts)}", *step.args, *program]
+'''
+
 TOY_PROBE = '''
 """A toy probe: one figure per node, from a one-line Python command."""
 
@@ -118,6 +188,7 @@ from assay.probes.base import JobDraft, Probe, ProbeParams, parse_jsonl
 
 class ToyParams(ProbeParams):
     value: float = 42.0
+    slow_on: str = ""  # the node where the figure is a tenth of ``value``
 
 
 class ToyProbe(Probe):
@@ -127,9 +198,10 @@ class ToyProbe(Probe):
     spread_kind = "per-node"
 
     def drafts(self, params, ctx, *, mpis, ranks):
-        line = json.dumps({"metric": "toy.value", "value": params.value, "params": {}})
-        return [JobDraft(argv=[sys.executable, "-c", f"print({line!r})"], params={},
-                         label="toy")]
+        code = (f"import json, os; slow = os.environ.get('TOY_HOST') == {params.slow_on!r}; "
+                f"print(json.dumps({{'metric': 'toy.value', 'params': {{}}, "
+                f"'value': {params.value} / (10 if slow else 1)}}))")
+        return [JobDraft(argv=[sys.executable, "-c", code], params={}, label="toy")]
 
     def parse(self, stdout, job, *, job_dir=None):
         return parse_jsonl(stdout, self.name, job.params)
@@ -160,13 +232,15 @@ def parse(text: str, source: str = "<text>") -> ParseResult:
 '''
 
 
+KINDS = ("a new probe", "a new scheduler", "a new parallel launcher", "a new import format")
+
+
 def _doc_counts() -> dict[str, int]:
     """The number of files each change touches, as the doc's table says ("(N files)")."""
     counts = {}
+    kinds = "|".join(KINDS)
     for line in DOC.read_text().splitlines():
-        m = re.match(
-            r"\|\s*(a new probe|a new launcher|a new import format)[^|]*\|.*\((\d+) files?\b", line
-        )
+        m = re.match(rf"\|\s*({kinds})[^|]*\|.*?\((\d+) files?\b", line)
         if m:
             counts[m.group(1)] = int(m.group(2))
     return counts
@@ -199,45 +273,51 @@ def _add_line(path: Path, after: str, line: str) -> None:
 
 
 def test_the_doc_counts_every_kind_of_change() -> None:
-    assert set(_doc_counts()) == {"a new probe", "a new launcher", "a new import format"}
+    assert set(_doc_counts()) == set(KINDS)
 
 
-@pytest.mark.slow
-def test_a_toy_launcher_probe_and_format_touch_the_files_the_doc_counts(tmp_path: Path) -> None:
-    counts = _doc_counts()
-    src = _copy_source(tmp_path)
-    pristine = tmp_path / "pristine"
-    shutil.copytree(src / "assay", pristine)
-    pkg = src / "assay"
+def _add_toys(pkg: Path, pristine: Path, counts: dict[str, int]) -> None:
+    """Each change as the doc's table says, counting the files it touches."""
+    seen: list[str] = []
 
-    # A new launcher: its folder, and its line in the registry.
-    (pkg / "launch" / "toy").mkdir()
-    (pkg / "launch" / "toy" / "__init__.py").write_text('"""The toy launcher."""\n')
-    (pkg / "launch" / "toy" / "launcher.py").write_text(TOY_LAUNCHER)
+    def touched(kind: str) -> None:
+        files = [f for f in _touched(pristine, pkg) if f not in seen]
+        assert len(files) == counts[kind], (kind, files)
+        seen.extend(files)
+
+    # A new scheduler: its module, and its line in the registry.
+    (pkg / "launch" / "toy.py").write_text(TOY_SCHEDULER)
     _add_line(pkg / "launch" / "registry.py", "LAUNCHERS: dict[str, str] = {\n",
-              '    "toy": "assay.launch.toy.launcher:ToyLauncher",\n')  # fmt: skip
-    launcher_files = _touched(pristine, pkg)
-    assert len(launcher_files) == counts["a new launcher"], launcher_files
-
+              '    "toy": "assay.launch.toy:ToyLauncher",\n')  # fmt: skip
+    touched("a new scheduler")
+    # A new parallel launcher (the toy scheduler's steps use it): its module and its line.
+    (pkg / "launch" / "parallel" / "toyrun.py").write_text(TOY_RUN)
+    _add_line(pkg / "launch" / "parallel" / "__init__.py", "PARALLEL: dict[str, str] = {\n",
+              '    "toyrun": "assay.launch.parallel.toyrun:ToyRun",\n')  # fmt: skip
+    touched("a new parallel launcher")
     # A new probe: its module (no native source: its command is Python's).
     (pkg / "probes" / "toy.py").write_text(TOY_PROBE)
-    probe_files = [f for f in _touched(pristine, pkg) if f not in launcher_files]
-    assert len(probe_files) == counts["a new probe"], probe_files
-
+    touched("a new probe")
     # A new import format: its parser, and its line in the formats table.
     (pkg / "parsers" / "toy.py").write_text(TOY_PARSER)
     _add_line(pkg / "parsers" / "__init__.py", 'FORMATS: dict[str, str] = {\n',
               '    "toy": "toy",\n')  # fmt: skip
-    format_files = [
-        f for f in _touched(pristine, pkg) if f not in launcher_files and f not in probe_files
-    ]
-    assert len(format_files) == counts["a new import format"], format_files
+    touched("a new import format")
 
-    # ... and they work: a two-node batch run of the toy probe on the toy launcher, its
+
+@pytest.mark.slow
+def test_toys_touch_the_files_the_doc_counts_and_run(tmp_path: Path) -> None:
+    src = _copy_source(tmp_path)
+    pristine = tmp_path / "pristine"
+    shutil.copytree(src / "assay", pristine)
+    _add_toys(src / "assay", pristine, _doc_counts())
+
+    # ... and they work: a two-node batch run of the toy probe on the toy scheduler, its
     # report, and an import of the toy format.
     home = tmp_path / "home"
     env = {**os.environ, "PYTHONPATH": str(src), "ASSAY_HOME": str(home), "COLUMNS": "200",
-           "ASSAY_CONFIG": str(tmp_path / "none.toml")}  # fmt: skip
+           "ASSAY_CONFIG": str(tmp_path / "none.toml"),
+           "TOY_NODES": str(tmp_path / "nodes.json")}  # fmt: skip
     suite = tmp_path / "toy.toml"
     suite.write_text('name = "toy"\n[[bench]]\nprobe = "toy"\nparams = { value = 7.5 }\n')
 
@@ -252,6 +332,7 @@ def test_a_toy_launcher_probe_and_format_touch_the_files_the_doc_counts(tmp_path
     jobs = [json.loads(x) for x in (run_dir / "jobs.jsonl").read_text().splitlines()]
     assert sorted(h for j in jobs for h in j["hosts"]) == ["toy1", "toy2"]
     assert {j["status"] for j in jobs} == {"ok"}
+    assert all(j["argv"][:2] == ["env", f"TOY_HOST={j['hosts'][0]}"] for j in jobs)
     samples = [json.loads(x) for x in (run_dir / "samples.jsonl").read_text().splitlines()]
     assert [s["value"] for s in samples] == [7.5, 7.5]
     info = json.loads((run_dir / "run.json").read_text())
@@ -264,3 +345,23 @@ def test_a_toy_launcher_probe_and_format_touch_the_files_the_doc_counts(tmp_path
     data.write_text("toy: 1.5\ntoy: 2.5\n")
     imported = assay("import", "--format", "auto", str(data))
     assert imported.returncode == 0, imported.stderr
+
+    # The toy scheduler serves `assay check --drain` and `--resume` through its node
+    # administration: toy3 slow is drained; measured again well, it is resumed.
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps({f"toy{i}": ["idle", ""] for i in (1, 2, 3)}))
+    check = tmp_path / "toy-check.toml"
+    body = '[check]\nbudget_s = 60\nmetrics = ["toy.value"]\n[[bench]]\nprobe = "toy"\n'
+    check.write_text(f'name = "toy-check"\n{body}params = {{ slow_on = "toy3" }}\n')
+    drained = assay("check", str(check), "--on", "toy", "--nodes", "3", "--drain", "--no-retest")
+    assert drained.returncode == 3, drained.stderr
+    state = json.loads(nodes.read_text())
+    assert state["toy3"][0] == "drained" and state["toy3"][1].startswith("assay: toy.value")
+    assert state["toy1"] == state["toy2"] == ["idle", ""]
+    check.write_text(f'name = "toy-check"\n{body}')
+    resumed = assay("check", str(check), "--on", "toy", "--nodes", "3", "--resume",
+                    "--no-retest")  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(nodes.read_text())["toy3"] == ["idle", ""]
+    reservations = (tmp_path / "nodes.json.log").read_text().splitlines()
+    assert [r.split()[1] for r in reservations] == ["reserve", "unreserve"], reservations

@@ -114,3 +114,18 @@ def test_doctor_warns_for_a_run_this_node_cannot_serve(assay_home: Path):
     )
     fine = run_cli("doctor", "--nodes", "2", home=assay_home)
     assert fine.returncode == 0 and "enough for 2 node(s)" in fine.stdout
+
+
+def test_doctor_counts_one_table_for_nodes_that_share_this_kernel(assay_home: Path):
+    """The namespace cluster's nodes are namespaces of one host: one neighbour table for all of
+    them (the issue's 32 nodes against the default 1,024), which the doctor on the host is told
+    with --one-kernel."""
+    have = collect_system().fabric["neigh_gc_thresh3"]
+    nodes = largest_run(BY_KEY["neigh_gc_thresh3"], have, shared_kernel=True) + 1
+    apart = run_cli("doctor", "--nodes", str(nodes), home=assay_home)
+    assert "WARN: neighbour table, hard limit" not in " ".join(apart.stdout.split())
+    proc = run_cli("doctor", "--nodes", str(nodes), "--one-kernel", home=assay_home)
+    text = " ".join(proc.stdout.split())
+    assert proc.returncode == 1, proc.stdout
+    assert "WARN: neighbour table, hard limit (net.ipv4.neigh.default.gc_thresh3)" in text
+    assert "the nodes sharing one kernel" in text

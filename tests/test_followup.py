@@ -1,4 +1,4 @@
-"""What an all-pairs sweep leaves to measure inside its allocation (run/followup.py): a resume
+"""What an all-pairs sweep leaves to measure (probes/_allpairs_followup.py): a resume
 without a lost node, measuring only the pairs never measured, and a retest of the flagged
 links and nodes. Matrices are written by the probe's own file writer and read back by its
 reader (the runner reads them so)."""
@@ -13,15 +13,18 @@ import pytest
 from assay.analysis.statistics.outliers import OutlierRule
 from assay.condensed import link_index, n_links
 from assay.parsers.allpairs_file import read_matrix_file, write_sweep
-from assay.run.followup import (
+from assay.probes._allpairs_followup import (
     RETESTS,
     Sweep,
     lost_ranks,
     plan_follow_up,
     resume,
 )
+from assay.probes.base import Ended
+from assay.run.followup import flagger
 
 HOSTS = [f"n{i}" for i in range(8)]
+RULE = flagger(OutlierRule())  # the default [outliers] rule, as the run hands it to the probe
 
 
 def _healthy(n: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -39,7 +42,7 @@ def _sweep(tmp_path: Path, lat, bw, **kw) -> Sweep:
 
 def test_a_healthy_complete_sweep_needs_nothing_more(tmp_path: Path) -> None:
     lat, bw = _healthy(8)
-    assert plan_follow_up(_sweep(tmp_path, lat, bw), [], OutlierRule()) is None
+    assert plan_follow_up(_sweep(tmp_path, lat, bw), [], RULE) is None
 
 
 def test_a_slow_link_is_retested_three_times_with_the_sweeps_iterations(tmp_path: Path) -> None:
@@ -47,13 +50,13 @@ def test_a_slow_link_is_retested_three_times_with_the_sweeps_iterations(tmp_path
     k = link_index(8, 2, 5)
     bw[k] = bw[k] / 10  # throttled
     sweep = _sweep(tmp_path, lat, bw)
-    follow = plan_follow_up(sweep, [], OutlierRule())
+    follow = plan_follow_up(sweep, [], RULE)
     assert follow is not None and follow.kind == "retest"
     assert follow.pairs.count((2, 5)) == RETESTS  # each retest a round of its own
     assert follow.hosts == HOSTS and follow.first_round == 8  # after the 7 sweep rounds
     assert follow.iterations == sweep.iterations
     # one retest per sweep: the next call plans nothing
-    assert plan_follow_up(sweep, [], OutlierRule()) is None
+    assert plan_follow_up(sweep, [], RULE) is None
 
 
 def test_a_slow_node_gets_a_few_of_its_links_retested(tmp_path: Path) -> None:
@@ -61,7 +64,7 @@ def test_a_slow_node_gets_a_few_of_its_links_retested(tmp_path: Path) -> None:
     for j in range(8):
         if j != 6:
             bw[link_index(8, min(6, j), max(6, j))] /= 3  # every link of n6: the node
-    follow = plan_follow_up(_sweep(tmp_path, lat, bw), [], OutlierRule())
+    follow = plan_follow_up(_sweep(tmp_path, lat, bw), [], RULE)
     assert follow is not None
     once = set(follow.pairs)
     assert all(6 in p for p in once) and 1 <= len(once) <= 7
@@ -72,7 +75,7 @@ def test_a_lost_node_resumes_the_pairs_never_measured_without_it(tmp_path: Path)
     sweep = _sweep(tmp_path, lat, bw, rounds=3, end=False)  # cut after 3 of 7 rounds
     measured = int(np.count_nonzero(~np.isnan(sweep.latency)))
     assert measured == 3 * 4
-    follow = plan_follow_up(sweep, ["n4"], OutlierRule())
+    follow = plan_follow_up(sweep, ["n4"], RULE)
     assert follow is not None and follow.kind == "resume"
     assert follow.hosts == [h for h in HOSTS if h != "n4"]
     # every pair left among the 7 nodes, by their ranks in the new job, none twice
@@ -117,7 +120,7 @@ def test_a_resume_fills_the_sweep_then_its_flagged_links_are_retested(tmp_path: 
     )
     others = [link_index(8, i, j) for i in range(7) for j in range(i + 1, 7)]
     assert not np.isnan(sweep.latency[others]).any()
-    retest = plan_follow_up(sweep, [], OutlierRule())
+    retest = plan_follow_up(sweep, [], RULE)
     assert retest is not None and retest.kind == "retest" and (1, 3) in retest.pairs
     assert "n7" not in retest.hosts
 
@@ -141,7 +144,79 @@ def test_refused_connects_resume_every_pair_they_took_on_every_node(tmp_path: Pa
     none left out as 'lost' (the issue's 32-node run lost every pair that way)."""
     lat, bw = _healthy(8)
     sweep = _sweep(tmp_path, lat, bw, rounds=3, end=False)
-    follow = plan_follow_up(sweep, [], OutlierRule(), refused=True)
+    follow = plan_follow_up(sweep, [], RULE, refused=True)
     assert follow is not None and follow.kind == "resume" and follow.hosts == HOSTS
     assert len(follow.pairs) == n_links(8) - 3 * 4
     assert "connects refused" in follow.why and sweep.lost == []
+
+
+def _ended(tmp_path: Path, job, status: str = "ok", hosts=HOSTS, samples=()) -> Ended:
+    from assay.model import JobResult
+
+    directory = tmp_path / job.job_id
+    result = JobResult(job.job_id, status, 0 if status == "ok" else 4, 1.0, list(job.argv))
+    return Ended(job, result, list(samples), list(hosts), directory)
+
+
+def test_the_probes_hook_resumes_without_the_lost_node_then_retests_once(tmp_path: Path) -> None:
+    """``AllPairsProbe.follow_up``, as a run calls it after each job: the chain so far is read
+    back from the jobs' files (the sweep cut short by n4, which its summary names), a resume on
+    the 7 nodes left, then a retest of the slow link, then nothing."""
+    from assay.model import Job, Sample
+    from assay.parsers.allpairs_file import MatrixWriter
+    from assay.probes.allpairs import AllPairsParams, AllPairsProbe, probe_argv
+    from assay.probes.base import FollowUpContext
+
+    lat, bw = _healthy(8)
+    bw[link_index(8, 1, 3)] /= 10
+    argv = ["{exe}", *probe_argv(AllPairsParams())]
+    sweep_job = Job(job_id="001-allpairs-openmpi", probe="allpairs", argv=argv,
+                    params={"mpi": "openmpi"}, ranks=8)  # fmt: skip
+    (tmp_path / sweep_job.job_id).mkdir()
+    write_sweep(tmp_path / sweep_job.job_id / "allpairs.bin", HOSTS, lat, bw, rounds=3, end=False)
+    summary = Sample.make("allpairs", "p2p.latency", 2e-6, {"summary": "matrix",
+                                                            "unresponsive": [4]})  # fmt: skip
+    notes: list[str] = []
+    ctx = FollowUpContext(flag=RULE, responsive=list, connects_refused=lambda e: False,
+                          note=notes.append)  # fmt: skip
+    probe = AllPairsProbe()
+    chain = [_ended(tmp_path, sweep_job, "failed", samples=[summary])]
+    [resumed] = probe.follow_up(chain, ctx)
+    left = [h for h in HOSTS if h != "n4"]
+    assert resumed.job_id == "001-allpairs-openmpi-resume1" and resumed.ranks == 7
+    assert resumed.params["hosts"] == left and resumed.params["lost_nodes"] == ["n4"]
+    assert resumed.params["kind"] == "resume" and resumed.params["sweep_job"] == sweep_job.job_id
+    assert notes and "n4 lost" in notes[0] and resumed.job_id in notes[0]
+    # the resume measured its pairs (the probe's file: its own hosts, its ranks)
+    pairs = [tuple(map(int, ln.split())) for ln in resumed.inputs["pairs.txt"].splitlines()]
+    a, b = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    where = np.array([HOSTS.index(h) for h in left])
+    k = link_index(8, where[a], where[b])
+    (tmp_path / resumed.job_id).mkdir()
+    with open(tmp_path / resumed.job_id / "allpairs.bin", "wb") as f:
+        w = MatrixWriter(f, left)
+        w.round(4, a, b, lat[k], bw[k], kind="resume", t_start=0.0, wall_s=0.1)
+        w.end()
+    chain.append(_ended(tmp_path, resumed, hosts=left))
+    [retest] = probe.follow_up(chain, ctx)
+    assert retest.job_id == "001-allpairs-openmpi-retest2" and retest.params["kind"] == "retest"
+    assert "n4" not in retest.params["hosts"] and retest.params["lost_nodes"] == ["n4"]
+    assert "1 3\n" in retest.inputs["pairs.txt"]  # n1-n3, ranks 1 and 3 of the 7 left
+    chain.append(_ended(tmp_path, retest, hosts=retest.params["hosts"]))
+    assert probe.follow_up(chain, ctx) == []  # one retest per sweep
+
+
+def test_a_job_that_ended_well_without_a_flagged_link_has_no_follow_up(tmp_path: Path) -> None:
+    from assay.model import Job
+    from assay.probes.allpairs import AllPairsProbe
+    from assay.probes.base import FollowUpContext
+
+    lat, bw = _healthy(8)
+    job = Job(job_id="001-allpairs", probe="allpairs", argv=["x"], params={}, ranks=8)
+    (tmp_path / job.job_id).mkdir()
+    write_sweep(tmp_path / job.job_id / "allpairs.bin", HOSTS, lat, bw)
+    ctx = FollowUpContext(flag=RULE, responsive=list, connects_refused=lambda e: False,
+                          note=print)  # fmt: skip
+    assert AllPairsProbe().follow_up([_ended(tmp_path, job)], ctx) == []
+    missing = Job(job_id="002-allpairs", probe="allpairs", argv=["x"], params={}, ranks=8)
+    assert AllPairsProbe().follow_up([_ended(tmp_path, missing, "failed")], ctx) == []

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from assay.errors import AssayError, LaunchError
-from assay.launch import Capabilities, check_jobs, mpi_argv, run_process
+from assay.launch import Capabilities, check_jobs, run_process
 from assay.launch.local.launcher import LocalLauncher
+from assay.launch.local.mpi import mpi_argv
 from assay.model import Job, MpiInfo
 
 
@@ -176,3 +177,34 @@ def test_a_launcher_refuses_a_spread_it_cannot_place():
     caps = Capabilities("toy", max_nodes=None, spreads=frozenset({"per-node"}))
     with pytest.raises(AssayError, match=r"toy launcher cannot place 1 \(clients\)"):
         check_jobs([job], caps)
+
+
+def test_parallel_launchers_write_each_rank_line() -> None:
+    """One module per launcher (``assay.launch.parallel``): both backends take their lines
+    from it, so a step's rank line reads the same whoever asks."""
+    from assay.errors import ConfigError
+    from assay.launch.parallel import Step, for_flavor, parallel_launcher
+
+    prog = ["/bin/x", "-a"]
+    hosts = ("n1", "n2")
+    step = Step("mpiexec", 4, ppn=2, hosts=hosts, threads=3, name="j1", plugin="pmi2")
+    assert parallel_launcher("mpiexec").argv(step, prog) == [
+        "mpiexec", "-n", "4", "-ppn", "2", "-hosts", "n1,n2", *prog,
+    ]  # fmt: skip
+    assert parallel_launcher("srun").argv(step, prog) == [
+        "srun", "--job-name=j1", "--nodes=2", "--nodelist=n1,n2", "--kill-on-bad-exit=1",
+        "--ntasks=4", "--ntasks-per-node=2", "--cpus-per-task=3", "--mpi=pmi2", *prog,
+    ]  # fmt: skip
+    flux = Step("flux", 4, ppn=2, hosts=hosts, threads=3, name="j1")
+    assert parallel_launcher("flux").argv(flux, prog) == [
+        "flux", "run", "--nodes=2", "--ntasks=4", "--tasks-per-node=2", "--cores-per-task=3",
+        "--job-name=j1", "--requires=host:n1,n2", *prog,
+    ]  # fmt: skip
+    assert for_flavor("odd").argv(Step("mpiexec", 2, bind="core"), prog) == [
+        "mpiexec", "-n", "2", *prog,
+    ]  # fmt: skip
+    ompi = for_flavor("openmpi").argv(Step("mpirun", 4, ppn=2, hosts=hosts, bind="none"), prog)
+    assert ompi[:9] == ["mpirun", "-np", "4", "--host", "n1:2,n2:2", "--map-by", "ppr:2:node",
+                        "--bind-to", "none"]  # fmt: skip
+    with pytest.raises(ConfigError, match="no parallel launcher"):
+        parallel_launcher("aprun")

@@ -42,7 +42,7 @@ def test_config_declares_an_mpi():
     mine = next(m for m in found if m.name == "my-ompi")
     assert mine.source == "config" and mine.flavor == "openmpi"
     assert mine.launcher_flags == ["--mca", "btl", "self,vader"]
-    with pytest.raises(ConfigError, match="lacks the key 'launcher'"):
+    with pytest.raises(ConfigError, match=r"\[\[mpi\]\] entry 1: the key 'launcher' is missing"):
         discover_mpis({"mpi": [{"name": "x", "mpicc": "y"}]})
 
 

@@ -1,5 +1,5 @@
 """The command line: ``assay doctor | run | collect | runs | report | compare | summary |
-references | history | label | import | check | plan-io`` (each command's module under
+references | history | label | import | check | config | plan-io`` (each command's module under
 ``assay.cli`` registers it; ``assay --help`` lists them).
 
 Exit codes: 0 success; 1 a run finished but some jobs failed; 2 bad input or environment
@@ -113,6 +113,7 @@ def runs_cmd(
 # --ref), references, summary; history with change points, label.
 from assay.cli.check import register as _register_check  # noqa: E402
 from assay.cli.compare import register as _register_compare  # noqa: E402
+from assay.cli.config import register as _register_config  # noqa: E402
 from assay.cli.history import register as _register_history  # noqa: E402
 from assay.cli.imports import register as _register_import  # noqa: E402
 from assay.cli.report import register as _register_report  # noqa: E402
@@ -126,6 +127,7 @@ _register_import(app)
 _register_compare(app)
 _register_history(app)
 _register_check(app)
+_register_config(app)
 
 
 def main() -> None:

@@ -5,9 +5,10 @@ Exit status: 0 every check passes, 1 warnings, 3 a failure (that stood after its
 2 bad input or environment (a baseline of another node type, a figure the baseline lacks, a
 level that cannot run here, no right to drain): then nothing is drained.
 
-The flow is in ``assay.cli.checkflow``; the judging in ``assay.analysis.check.checkrun`` and
-``assay.analysis.check.health``; the tables and files in ``assay.report.check``, ``junit`` and
-``openmetrics``; the Slurm node actions in ``assay.run.checknodes``.
+The flow is in ``assay.run.check`` (this command parses its options and prints); the judging
+in ``assay.analysis.check.checkrun`` and ``assay.analysis.check.health``; the tables and files in
+``assay.report.check``, ``junit`` and ``openmetrics`` (written by ``assay.cli.checkout``); the
+node actions in ``assay.run.check.nodes``, through the scheduler's node administration.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from assay.cli.batchopts import (
     Qos,
     SbatchArg,
     TimeLimit,
+    own_options,
 )
+from assay.cli.common import out
 from assay.errors import AssayError
 
 _OUT = "Outputs"
@@ -139,22 +142,24 @@ def check(
 
       assay check --level 2 --on slurm --nodes 16 --drain --junit check.xml
     """
-    from assay.cli.checkflow import CheckArgs, list_levels, run_check
+    from assay.cli.checkout import Shown, write_result
+    from assay.run.check.flow import CheckArgs, run_check
 
     if list_:
         list_levels()
         return
+    own = own_options(partition, account, qos, constraint, time_limit, sbatch_arg, max_wait)
     args = CheckArgs(
         suite=suite, level=level, on=on, baselines=list(baseline or []), drain=drain,
         resume=resume, dry_run=dry_run, node=node, retest=retest,
         fail_below=list(fail_below or []), warn_below=list(warn_below or []),
         sets=list(set_ or []), mpi=mpi, label=label, json=json_, junit=junit,
-        openmetrics=openmetrics, html=html, nodes=nodes, partition=partition, account=account,
-        qos=qos, constraint=constraint, time_limit=time_limit,
-        sbatch_args=list(sbatch_arg or []), max_wait=max_wait,
+        openmetrics=openmetrics, html=html, nodes=nodes, own=own,
     )  # fmt: skip
     try:
-        code = run_check(args)
+        result = run_check(args, Shown())
+        write_result(args, result)
+        code = result.code
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the run is closed, nothing was drained
         raise typer.Exit(130) from None
     except AssayError as exc:
@@ -163,6 +168,28 @@ def check(
         raise
     if code:
         raise typer.Exit(code)
+
+
+def list_levels() -> None:
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from assay.run.check.flow import levels
+
+    t = RichTable(title="assay check levels", title_justify="left")
+    for col in ("level", "suite", "budget", "runs on", "contents"):
+        t.add_column(col, overflow="fold")
+    for level, (name, spec, _) in sorted(levels().items()):
+        chk = spec.check  # type: ignore[attr-defined]
+        budget = f"{chk.budget_s / 60:g} min" if chk.budget_s >= 120 else f"{chk.budget_s:g} s"
+        where = (
+            "this node (no allocation)"
+            if chk.max_nodes == 1
+            else f"--on slurm, {chk.min_nodes}+ nodes"
+        )
+        t.add_row(str(level), name, budget, where, Text("\n".join(f"• {c}" for c in chk.contents)))
+    out.print(t)
+    out.print("Any suite can be checked instead: assay check SUITE (its figures judged alike).")
 
 
 def register(app: typer.Typer) -> None:

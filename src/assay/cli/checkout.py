@@ -1,56 +1,98 @@
-"""What ``assay check`` leaves behind: the verdicts on stdout (tables, or ``--json``), in
-``check.json`` beside the run, as JUnit, OpenMetrics and an HTML page; and the node actions."""
+"""What ``assay check`` shows and leaves behind: its messages and runs on the terminal (the
+orchestration's surface, :class:`Shown`), the verdicts on stdout (tables, or ``--json``), in
+``check.json`` beside the run, as JUnit, OpenMetrics and an HTML page."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from assay.analysis.check.health import Verdict, node_grades
-from assay.cli.common import console
+from assay.analysis.check.health import Verdict
+from assay.cli.common import console, open_index, open_store, print_summary
 from assay.errors import AssayError
 from assay.textutil import terminal
 
-
-def act(args, measure, verdicts: list[Verdict], run_id: str) -> list[dict[str, Any]]:
-    """Drain and resume as the verdicts say (``assay.run.checknodes``); the actions taken."""
-    if not (args.drain or args.resume):
-        return []
-    from assay.cli.checkutil import say
-    from assay.launch.slurm.nodes import NodeState, node_states
-    from assay.run.checknodes import carry_out, plan_actions
-
-    grades = node_grades(verdicts)
-    try:
-        partition = args.partition if args.on == "slurm" else None
-        states = node_states(partition, timeout=5.0 if args.dry_run else None)
-    except AssayError as exc:
-        if not args.dry_run:
-            raise
-        say(f"note: Slurm's node states are not known ({str(exc).splitlines()[0]})")
-        states = {n: NodeState(n, "unknown") for n in grades}
-    actions = plan_actions(grades, verdicts, states, run_id, drain=args.drain, resume=args.resume,
-                           measured=measured_nodes(run_id, measure.local))  # fmt: skip
-    return carry_out(actions, args.dry_run, say)
+if TYPE_CHECKING:
+    from assay.run.check.flow import CheckResult
+    from assay.run.execute import RunOutcome
+    from assay.run.request import PlannedRun
+    from assay.store import RunStore
 
 
-def measured_nodes(run_id: str, local: str) -> set[str]:
-    """The nodes a check ran on: its allocation's, as Slurm named them, or this node. Only
-    these may be drained or resumed (issue 28: a name in the data is not an allocation)."""
-    from assay.cli.common import open_store
+class Shown:
+    """The check's surface (``assay.run.check.surface``) on the terminal: its messages and
+    each run's progress on stderr."""
 
-    info = open_store().load(run_id, samples=False).info
-    hosts = (info.batch or {}).get("hosts") if info.batch else None
-    if isinstance(hosts, list) and all(isinstance(h, str) for h in hosts):
-        return set(hosts)
-    return {local}
+    def say(self, text: str, style: str | None = None) -> None:
+        console.print(Text(text, style=style or ""))
+
+    def store(self) -> RunStore:
+        return open_store()
+
+    def sync_index(self) -> None:
+        try:
+            open_index(open_store()).close()
+        except AssayError as exc:  # the results are in the run directory whatever the index says
+            console.print(Text(f"warning: {exc}", style="yellow"))
+
+    def run_here(self, planned: PlannedRun, label: str) -> RunOutcome:
+        from assay.cli.progress import run_progress
+        from assay.run.execute import execute
+
+        jobs = planned.jobs
+        writer = open_store().create(suite=planned.spec.name, suite_text=planned.text,
+                                     system=planned.system, argv=sys.argv, n_jobs=len(jobs),
+                                     label=label)  # fmt: skip
+        console.print(f"run {writer.info.run_id}: {label}, {len(jobs)} jobs")
+        started = time.monotonic()
+        with run_progress(console, len(jobs)) as shown:
+            outcome = execute(writer, jobs, planned.mpis, cores=planned.system.cores,
+                              step_argv=planned.launcher.step_argv, on_start=shown.on_start,
+                              on_end=shown.on_end, on_tick=shown.on_tick)  # fmt: skip
+        print_summary(outcome, time.monotonic() - started, writer.path)
+        return outcome
+
+    def run_batch(
+        self, planned: PlannedRun, label: str, on_start: Callable[[], None] | None
+    ) -> RunOutcome | None:
+        from assay.cli.batch import run_batch
+        from assay.launch import BatchLauncher
+
+        assert isinstance(planned.launcher, BatchLauncher)  # the flow asks only of a batch run
+        return run_batch(
+            console=console, store=open_store(), spec_name=planned.spec.name,
+            suite_text=planned.text, system=planned.system, mpis=planned.mpis,
+            jobs=planned.jobs, launcher=planned.launcher, label=label, on_start=on_start,
+        )  # fmt: skip
+
+
+def write_result(args, result: CheckResult) -> None:
+    """The check's outputs; then the error a node action met, or (a dry run) the lines a real
+    run would run, after the verdicts."""
+    write_outputs(args, result.suite, result.level, result.run_id, result.retest_id,
+                  result.verdicts, result.against, result.notes, result.actions, result.seconds,
+                  result.run_path)  # fmt: skip
+    if result.error is not None:
+        raise result.error
+    if args.dry_run:
+        for action in result.actions:
+            if action["command"]:
+                print(action["command"])
+
+
+def write_json(path: Path, data: dict) -> None:
+    from assay.store.rundir import write_atomic
+
+    write_atomic(path, json.dumps(data, indent=1, default=str) + "\n")
 
 
 def _atomic(path: Path, text: str) -> None:
@@ -89,7 +131,6 @@ def write_outputs(
     seconds: float,
     run_path: Path,
 ) -> None:
-    from assay.cli.checkutil import write_json
     from assay.report.check import check_document, summary_line, verdict_tables
     from assay.report.render import term_tables
 

@@ -89,10 +89,11 @@ def say_run_damage(*runs: LoadedRun) -> None:
 
 
 def discover():
+    from assay.run.configfile import load_config
     from assay.system import collect_system
     from assay.toolchain import discover_mpis
 
-    mpis = discover_mpis()
+    mpis = discover_mpis(load_config())  # the whole config checked: doctor names what is wrong
     return collect_system(mpis), mpis
 
 

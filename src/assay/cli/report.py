@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from assay.cli.common import open_store, say_run_damage, write_output
-from assay.config import load_config
 
 
 def report(
@@ -46,6 +45,7 @@ def report(
     # json streams one run's samples as stored; csv, or json of several runs, reads them all
     raw = fmt == "csv" or (fmt == "json" and len(refs) > 1)
     from assay.analysis.statistics.outliers import outlier_rule  # numpy: not for --help
+    from assay.run.configfile import load_config
 
     rule = outlier_rule(load_config())  # a config mistake first, before reading any run
     loaded = [store.load(ref, samples=raw) for ref in refs]

@@ -22,12 +22,21 @@ def doctor(
         ),
     ] = 0,
     ppn: Annotated[int, typer.Option(min=1, max=4096, help="Ranks per node of that run.")] = 1,
+    one_kernel: Annotated[
+        bool,
+        typer.Option(
+            "--one-kernel",
+            help="The N nodes share this kernel (network namespaces or containers of this "
+            "host): one neighbour table holds every node's peers.",
+        ),
+    ] = False,
 ) -> None:
     """What was found: CPUs, caches, NUMA, MPIs, compilers, tools, GPUs, the kernel limits a
     big run meets; and what is missing.
 
     With --nodes N, each limit an N-node run over TCP would exceed here is a WARN naming the
     setting and the value that would do (exit status 1). Example: assay doctor --nodes 64
+    (--one-kernel: the nodes are namespaces of this host, as scripts/testcluster's)
     """
     from assay.system import requirements_report
 
@@ -53,15 +62,15 @@ def doctor(
     out.print(r)
     for note in system.notes:
         out.print(f"note: {note}")
-    if nodes and _fabric_warnings(system, nodes, ppn):
+    if nodes and _fabric_warnings(system, nodes, ppn, one_kernel):
         raise typer.Exit(1)
 
 
-def _fabric_warnings(system: System, nodes: int, ppn: int) -> bool:
+def _fabric_warnings(system: System, nodes: int, ppn: int, one_kernel: bool) -> bool:
     """Print a WARN per limit a run of ``nodes`` × ``ppn`` would exceed; True when any."""
     from assay.system.fabric import Run, shortfalls
 
-    run = Run(nodes, ppn)
+    run = Run(nodes, ppn, shared_kernel=one_kernel)
     short = shortfalls(system.fabric, run)
     for s in short:
         out.print(f"WARN: {s.message(run)}", markup=False)

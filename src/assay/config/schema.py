@@ -1,15 +1,21 @@
-"""The schema of ``config.toml``: every section, key and type assay reads, in one place.
+"""The mechanism of ``config.toml``'s schema: how a table is declared, assembled and checked.
 
-``validate_config`` is the one gate: a file whose section or key is not here (``[outlier]``
-for ``[outliers]``, ``partitoin``), or whose value has the wrong type or range
-(``nodes = "abc"``, ``sbatch_args = "--exclusive"``, ``partition = ["a", "b"]``,
-``time = true``, ``heartbeat_timeout = -1`` or ``nan``), is refused with every problem named
-(section, key, value), never used half-read. Strings that reach a command line or a script
-may hold no control character (a newline in an sbatch argument would end a line of the batch
-script). What each value *means* (defaults, the MPI launch rules, Rpeak overrides, the outlier
-rule) stays with the code that uses it: ``assay.launch.slurm.options`` ([slurm]),
-``assay.toolchain.mpis`` ([[mpi]]), ``assay.system.peak`` ([peak]),
-``assay.analysis.statistics.outliers`` ([outliers]), ``assay.analysis.check.checklimits`` ([check]).
+Each table is declared by the module that owns it, beside the code that gives its values a
+meaning: ``[slurm]`` by the Slurm launcher (``assay.launch.slurm.options``), its ``fio_port``
+and ``fio_network`` by fio (keys a serving probe adds to every launcher's table), ``[[mpi]]`` by
+``assay.toolchain.mpis``, ``[peak]`` by ``assay.system.peak``, ``[outliers]`` by
+``assay.analysis.statistics.outliers``, ``[check]`` by ``assay.analysis.check.checklimits``. A
+declaration is a ``ConfigTable`` (keys, types, ranges, defaults, and help in
+``Field(description=...)``) named by a ``Section``; ``assemble`` makes one ``Schema`` of them,
+where every owner is visible (``assay.run.configfile``). This module names no table.
+
+``validate_config`` is the one gate for a whole file: a section or key not declared
+(``[outlier]`` for ``[outliers]``, ``partitoin``), or a value of the wrong type or range
+(``nodes = "abc"``, ``sbatch_args = "--exclusive"``, ``time = true``, ``heartbeat_timeout =
+-1`` or ``nan``), is refused with every problem named (section, key, value), never used
+half-read; ``validate_section`` checks one owner's table by the same rules and messages.
+Strings that reach a command line or a script may hold no control character (a newline in an
+sbatch argument would end a line of the batch script).
 
 Imported when a config is validated, not with ``assay.config``: ``assay --help`` must not pay
 for pydantic.
@@ -19,16 +25,23 @@ from __future__ import annotations
 
 import datetime
 import difflib
+import functools
 import ipaddress
 import re
-from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model
 from pydantic import ValidationError as _ValidationError
 
 from assay.errors import ConfigError
 from assay.textutil import control_character
+
+
+class DeclarationError(TypeError):
+    """A table declared wrongly (a default outside its own range, a table declared twice): a
+    mistake in assay's code, found when the declaration is made, never in a user's file."""
 
 
 def _plain(value: str) -> str:
@@ -114,128 +127,136 @@ Ratio = Annotated[float, AfterValidator(_ratio)]
 # OverflowError in time.sleep after the job was submitted. The bounds are far beyond any real
 # setting, never near one.
 DAY_S = 86400.0
-MAX_NODES = 200_000  # as assay.plan.bounds: above the largest machine
 Seconds = Annotated[float, AfterValidator(_positive), Field(le=366 * DAY_S)]
 
 
-class _Table(BaseModel):
+class ConfigTable(BaseModel):
+    """A table of config.toml as its owner declares it: each key a field with its type, its
+    range, its default and its help (``Field(description=...)``). A default outside its own
+    range is refused when the class is made (``DeclarationError``)."""
+
     # strict: TOML has types, and a string is never read as a number nor a number as a
     # string; finite: nan and inf are TOML floats, never a setting
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-
-class MpiLaunchTable(_Table):
-    """``[slurm.mpi.NAME]``: how one MPI starts inside an allocation."""
-
-    launcher: Literal["srun", "mpirun"] = "srun"
-    srun_mpi: Name = "pmi2"
-    args: list[Text] = []
-    env: dict[EnvName, Text] = {}
-
-
-class SlurmTable(_Table):
-    """``[slurm]``: defaults of a Slurm run (command-line options win)."""
-
-    # its upper bound is the launcher's (launch.slurm.options: one message for --nodes too)
-    nodes: Annotated[int, Field(ge=1)] = 2
-    partition: Name | None = None
-    account: Name | None = None
-    qos: Name | None = None
-    constraint: Name | None = None
-    time: SlurmTime | None = None
-    sbatch_args: list[Text] = []
-    max_wait: Seconds = 24 * 3600.0
-    heartbeat_timeout: Annotated[float, Field(ge=0, le=366 * DAY_S)] = 120.0  # 0: no watchdog
-    poll_s: Annotated[float, Field(ge=0.1, le=3600)] = 2.0  # squeue not hammered, nor forgotten
-    pairs_at_once: Annotated[int, Field(ge=0, le=MAX_NODES // 2)] = 0
-    intra_node: bool = False
-    fio_network: Network | None = None
-    fio_port: Annotated[int, Field(ge=1, le=65535)] = 8765
-    mpi: dict[Name, MpiLaunchTable] = {}
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        defaults = {
+            name: f.default
+            for name, f in cls.model_fields.items()
+            if not f.is_required() and f.default is not None and f.default_factory is None
+        }
+        try:
+            cls.model_validate(defaults)
+        except _ValidationError as exc:
+            wrong = [e for e in exc.errors() if e["type"] != "missing"]
+            if wrong:
+                where = ", ".join(
+                    f"{'.'.join(map(str, e['loc']))} = {e['input']!r} ({e['msg']})" for e in wrong
+                )
+                raise DeclarationError(
+                    f"{cls.__module__}.{cls.__qualname__}: a default outside its own range: {where}"
+                ) from None
 
 
-class MpiEntry(_Table):
-    """One ``[[mpi]]``: an MPI implementation discovery would not find."""
+@dataclass(frozen=True)
+class Section:
+    """One table of config.toml, declared by its owner: ``[name]``, or ``[[name]]`` (an array
+    of tables) when ``many``. The owner is the module that defines the table."""
 
-    name: Name
-    mpicc: Name
-    launcher: Name
-    launcher_flags: list[Text] = []
+    name: str
+    table: type[ConfigTable]
+    many: bool = False
 
-
-class PeakTable(_Table):
-    """``[peak]``: Rpeak overrides."""
-
-    uarch: Name | None = None
-    cores: Annotated[int, Field(ge=1, le=65536)] | None = None  # per node
-    clock_ghz: Annotated[float, Field(ge=0.01, le=100)] | None = None
-    clock_kind: Name | None = None
-    clock: Literal["base", "max"] | None = None
-    flops_per_cycle_dp: Annotated[float, Field(gt=0, le=4096)] | None = None  # per core
-    flops_per_cycle_sp: Annotated[float, Field(gt=0, le=4096)] | None = None
+    @property
+    def owner(self) -> str:
+        return self.table.__module__
 
 
-class OutliersTable(_Table):
-    """``[outliers]``: when a link or a node is called out."""
+@dataclass(frozen=True)
+class Schema:
+    """Every declared table of config.toml, assembled: what a whole file is checked against."""
 
-    threshold: Annotated[float, AfterValidator(_positive), Field(le=1000)] | None = None
-    link_factor: Factor | None = None
-    node_factor: Factor | None = None
-
-
-class CheckTable(_Table):
-    """``[check]``: what ``assay check`` judges against and how far below it a figure may be
-    (limits keyed by a metric, a family or ``default``)."""
-
-    baseline: Name | list[Name] | None = None  # one per node type
-    retest: bool = True
-    warn_below: dict[Name, Ratio] = {}
-    fail_below: dict[Name, Ratio] = {}
+    sections: dict[str, Section]
+    model: type[ConfigTable]
 
 
-class ConfigFile(_Table):
-    slurm: SlurmTable | None = None
-    mpi: list[MpiEntry] = []
-    peak: PeakTable | None = None
-    outliers: OutliersTable | None = None
-    check: CheckTable | None = None
+def _field(section: Section) -> tuple[Any, Any]:
+    return (list[section.table], []) if section.many else (section.table | None, None)
 
 
-SECTIONS: dict[str, type[_Table]] = {
-    "slurm": SlurmTable,
-    "peak": PeakTable,
-    "outliers": OutliersTable,
-    "check": CheckTable,
-}
+def assemble(sections: Iterable[Section]) -> Schema:
+    """One schema of the owners' declarations, in their order; a table declared twice is a
+    ``DeclarationError`` naming both owners."""
+    found: dict[str, Section] = {}
+    for section in sections:
+        if section.name in found:
+            raise DeclarationError(
+                f"[{section.name}] is declared twice: by {found[section.name].owner} and by "
+                f"{section.owner}"
+            )
+        found[section.name] = section
+    fields: Any = {name: _field(s) for name, s in found.items()}
+    return Schema(found, create_model("ConfigFile", __base__=ConfigTable, **fields))
 
 
-def validate_config(data: Mapping[str, Any], origin: str = "config") -> dict[str, Any]:
-    """``data`` (a parsed config.toml) checked against the schema: the keys it sets, with
+def with_parts(table: type[ConfigTable], parts: Iterable[type[ConfigTable]]) -> type[ConfigTable]:
+    """``table`` with the keys other owners add to it (a serving probe's keys in a launcher's
+    table): each key declared once, by its part; the result keeps ``table``'s owner."""
+    parts = tuple(parts)
+    if not parts:
+        return table
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        # the parts first in the bases: the table's own keys come first in its fields
+        table.__name__, __base__=(*parts, table), __module__=table.__module__,
+        __doc__=table.__doc__,
+    )  # fmt: skip
+
+
+def validate_config(
+    data: Mapping[str, Any], schema: Schema, origin: str = "config"
+) -> dict[str, Any]:
+    """``data`` (a parsed config.toml) checked against ``schema``: the keys it sets, with
     TOML times as text. Raises ConfigError naming every problem."""
     try:
-        model = ConfigFile.model_validate(dict(data))
+        model = schema.model.model_validate(dict(data))
     except _ValidationError as exc:
-        raise _config_error(exc, origin) from None
+        raise _config_error(exc, origin, schema.model) from None
     return model.model_dump(exclude_unset=True)
 
 
+@functools.cache
+def _alone(section: Section) -> type[ConfigTable]:
+    """A file of this one section: its table is checked as in a whole file."""
+    fields: Any = {section.name: _field(section)}
+    return create_model(f"Only_{section.name}", __base__=ConfigTable, **fields)
+
+
 def validate_section(
-    name: str,
+    section: Section,
     table: Any,
     origin: str = "config",
     *,
     options: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """One section's table checked (the keys it sets); ``options`` names the command-line
-    option of each key, for values given there rather than in the file."""
+) -> Any:
+    """One owner's table checked (the keys it sets; a list for ``[[name]]``); ``options``
+    names the command-line option of each key, for values given there rather than in the
+    file."""
     if table is None:
-        return {}
-    model = SECTIONS[name]
+        return [] if section.many else {}
+    model = _alone(section)
     try:
-        checked = model.model_validate(table)
+        checked = model.model_validate({section.name: table})
     except _ValidationError as exc:
-        raise _config_error(exc, origin, prefix=(name,), options=options) from None
-    return checked.model_dump(exclude_unset=True)
+        raise _config_error(exc, origin, model, options=options) from None
+    return checked.model_dump(exclude_unset=True)[section.name]
+
+
+def table_defaults(table: type[ConfigTable]) -> dict[str, Any]:
+    """The default of each key that has one (the declaration's, written once)."""
+    return {n: f.get_default(call_default_factory=True) for n, f in table.model_fields.items()
+            if not f.is_required()}  # fmt: skip
 
 
 # ------------------------------------------------------------------------------ messages
@@ -272,9 +293,9 @@ def _where(loc: tuple[Any, ...]) -> tuple[str, str]:
     return table, key
 
 
-def _known(loc: tuple[Any, ...]) -> list[str]:
+def _known(loc: tuple[Any, ...], root: type[ConfigTable]) -> list[str]:
     """The keys (or sections) the table holding ``loc``'s last key takes."""
-    model: Any = ConfigFile
+    model: Any = root
     for p in loc[:-1]:
         if isinstance(p, int) or model is None:
             continue
@@ -290,26 +311,29 @@ def _model_of(annotation: Any) -> Any:
         found = _model_of(arg)
         if found is not None:
             return found
-    return annotation if isinstance(annotation, type) and issubclass(annotation, _Table) else None
+    return (
+        annotation if isinstance(annotation, type) and issubclass(annotation, ConfigTable) else None
+    )
 
 
 def _config_error(
     exc: _ValidationError,
     origin: str,
+    root: type[ConfigTable],
     *,
-    prefix: tuple[str, ...] = (),
     options: Mapping[str, str] | None = None,
 ) -> ConfigError:
     lines: list[str] = []
     hints: list[str] = []
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function")))
-        head = loc[0] if loc else None
+        # a command-line option: the key is the one after the section's name
+        head = loc[1] if options and len(loc) > 1 else None
         option = options.get(head) if options and isinstance(head, str) else None
         kind = err["type"]
         if kind == "extra_forbidden":
-            full = prefix + loc
-            known = _known(full)
+            full = loc
+            known = _known(full, root)
             name = str(full[-1])
             close = difflib.get_close_matches(name, known, n=1)
             if len(full) == 1:
@@ -323,7 +347,7 @@ def _config_error(
             )
             continue
         if kind == "missing":
-            table, key = _where(prefix + loc)
+            table, key = _where(loc)
             lines.append(f"{origin}: {table}: the key {key!r} is missing")
             continue
         message = str(err["msg"]).removeprefix("Value error, ")
@@ -332,10 +356,10 @@ def _config_error(
         shown = repr(err.get("input"))
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
         if option:
-            rest = "".join(f"[{p}]" for p in loc[1:])
+            rest = "".join(f"[{p}]" for p in loc[2:])
             lines.append(f"{option}{rest} {shown}: {wanted}")
             continue
-        table, key = _where(prefix + loc)
+        table, key = _where(loc)
         lines.append(f"{origin}: {table} {key} = {shown}: {wanted}".replace(":  ", ": "))
     hint = "; ".join(h for h in dict.fromkeys(hints) if h) or None
     return ConfigError("\n".join(lines[:10]), hint=hint)

@@ -107,11 +107,11 @@ def _cache_matrices(run_dir: Path, folded: Folded) -> None:
     and one 10,000-node matrix at a time holds a few hundred MB."""
     # the matrices' analysis and the config: only for a run that has matrices
     from assay.analysis.statistics.outliers import outlier_rule
-    from assay.config import load_config
+    from assay.config import read_config
     from assay.figures.allpairs import file_matrices
 
     try:
-        rule = outlier_rule(load_config())
+        rule = outlier_rule(read_config())
     except AssayError:
         return  # the report says what is wrong with the config
     with contextlib.suppress(AssayError, OSError, ValueError, MemoryError):

@@ -17,13 +17,17 @@ nothing. The words, as the libraries print them (real lines, from their issue tr
 
       neighbour: arp_cache: neighbor table overflow!
 
-Pure: text in, what it says out. The runner reads the files and asks dmesg.
+Pure: text in, what it says out. The runner reads the files and asks dmesg (its mark before
+an all-pairs job, its new lines after: an overflow is named even when the MPI retried through
+it).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from assay.system.fabric import BY_KEY, Run, Shortfall
 
 # (library, pattern with groups peer and error)
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -43,6 +47,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 NEIGHBOUR_OVERFLOW = re.compile(r"neighbou?r table overflow", re.IGNORECASE)
+_STAMP = re.compile(r"\s*\[\s*(\d{1,10}\.\d{1,9})\]")  # dmesg's seconds since boot
 
 
 @dataclass(frozen=True)
@@ -62,9 +67,42 @@ def connect_failures(stderr: str) -> list[ConnectFailure]:
     return list(seen.values())
 
 
-def neighbour_overflows(dmesg: str) -> list[str]:
-    """The kernel's lines saying its neighbour table is full."""
-    return [line.strip() for line in dmesg.splitlines() if NEIGHBOUR_OVERFLOW.search(line)]
+def kernel_clock(dmesg: str) -> float:
+    """The stamp of dmesg's last stamped line (seconds since boot, ``[ 12327.550847]``), 0 when
+    none: a mark that tells the lines after it from the older ones."""
+    for line in reversed(dmesg.splitlines()):
+        m = _STAMP.match(line)
+        if m:
+            return float(m[1])
+    return 0.0
+
+
+def neighbour_overflows(dmesg: str, since: float | None = None) -> list[str]:
+    """The kernel's lines saying its neighbour table is full; with ``since`` (a
+    ``kernel_clock`` mark) only those stamped after it (and those without a stamp)."""
+    out = []
+    for line in dmesg.splitlines():
+        if not NEIGHBOUR_OVERFLOW.search(line):
+            continue
+        m = _STAMP.match(line)
+        if since is None or m is None or float(m[1]) > since:
+            out.append(line.strip())
+    return out
+
+
+def overflowed(overflows: list[str], run: Run) -> str:
+    """One sentence for the run's notes: the neighbour table overflowed while a job ran
+    (whether or not a connect failed: Open MPI retried and finished at 32 namespace nodes),
+    and what a run of this shape needs of it."""
+    need = BY_KEY["neigh_gc_thresh3"].need(run)
+    advice = Shortfall(BY_KEY["neigh_gc_thresh3"], 0, need).advice()
+    shared = " (its nodes sharing one kernel)" if run.shared_kernel else ""
+    return (
+        f"the kernel's neighbour table overflowed while it ran ({len(overflows)} line(s) in "
+        f"dmesg: {overflows[-1][:120]}): connects past it failed or waited for their peers to "
+        f"be resolved again, and links measured then may read slow; a {run.nodes}-node run"
+        f"{shared} needs {need:,} entries: {advice} (and gc_thresh2)"
+    )
 
 
 def describe(failures: list[ConnectFailure], overflows: list[str], limits: list[str]) -> str:

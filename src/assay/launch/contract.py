@@ -8,7 +8,10 @@ Every launcher
   launcher refuses what it cannot do, it never quietly does something else;
 - **places** a run's jobs on its nodes (:meth:`place`), reading each job's
   :class:`~assay.model.Spread` (which its probe declared), never a probe's name;
-- gives **the argv of one step** (:meth:`step_argv`): a job's argv put on its hosts.
+- gives **the argv of one step** (:meth:`step_argv`): a job's argv put on its hosts (the
+  ranks' line written by a parallel launcher, ``assay.launch.parallel``);
+- may administer its nodes (:meth:`Launcher.node_admin`, ``assay.launch.admin``: states,
+  drain, resume, reservations), which is what ``assay check --drain`` acts through.
 
 A **batch** launcher (the jobs run inside an allocation that assay follows from the front end)
 also
@@ -31,10 +34,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from assay.errors import AssayError, ConfigError
+from assay.launch.admin import NodeAdmin
 from assay.model import SPREAD_KINDS, Job, MpiInfo
+
+if TYPE_CHECKING:  # pydantic: only when a config is read
+    from assay.config.schema import Section
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,10 @@ class LaunchOptions:
     intra_node: bool = False
     own: dict[str, Any] = field(default_factory=dict)
     per_node: bool = False  # with all_pairs: the suite's per-node benches too
+    # the allocation on these nodes only (a check's retest), or inside a reservation of assay's
+    # own (the nodes a check drained, held to be re-measured): a batch backend's to honour
+    hosts: list[str] | None = None
+    reservation: str | None = None
 
 
 @dataclass
@@ -134,6 +145,11 @@ class Launcher(ABC):
         """The launcher with its settings: ``config`` is the user's whole config (it reads its
         own table), ``options`` what the command line asked. Bad values: ConfigError."""
 
+    @classmethod
+    def config_section(cls) -> Section | None:
+        """Its table of config.toml, declared with it (``[slurm]``); None: it takes none."""
+        return None
+
     def check(self, jobs: list[Job]) -> None:
         """Refuse, before anything runs, what this launcher cannot do (exit code 2)."""
         check_jobs(jobs, self.caps)
@@ -152,6 +168,12 @@ class Launcher(ABC):
         """One line for the start of a run: where its jobs go."""
         return f"{len(jobs)} jobs"
 
+    @classmethod
+    def node_admin(cls, partition: str | None = None) -> NodeAdmin | None:
+        """The scheduler's node administration (``assay check --drain``), for the nodes of
+        ``partition``; None: this backend administers no nodes."""
+        return None
+
 
 class BatchLauncher(Launcher):
     """A launcher whose jobs run inside an allocation submitted and followed from here."""
@@ -161,6 +183,10 @@ class BatchLauncher(Launcher):
     heartbeat_timeout: float = 120.0  # the runner cancels its allocation when assay is gone
     detach: bool = False
     nodes: int = 1
+    # the front end's environment the runner needs on the node, beside assay's own (the
+    # scheduler's configuration file: Slurm's SLURM_CONF)
+    carried_env: tuple[str, ...] = ()
+    partition: str | None = None  # the scheduler's set of nodes the allocation comes from
 
     @abstractmethod
     def submission(
@@ -198,13 +224,13 @@ class BatchLauncher(Launcher):
         """The launcher :meth:`to_plan` described."""
 
     def responsive(self, hosts: list[str]) -> list[str]:
-        """Inside the allocation: which of ``hosts`` still run a step (after a launch died:
-        the lost node is the one that does not answer). By default all of them."""
+        """Inside the allocation: which of ``hosts`` still run a step (a probe's follow-up
+        asks after a job failed: a node that does not answer is lost). By default all."""
         return list(hosts)
 
     def topology(self) -> str | None:
         """The cluster's switch tree as the scheduler tells it (Slurm: ``scontrol show
-        topology``), kept with the run as ``topology.txt`` for the all-pairs report's per-switch
+        topology``), kept with the run as ``topology.txt`` for the report's per-switch
         figures; None when there is none."""
         return None
 

@@ -14,7 +14,7 @@ records them with every sample (params ``hosts``). The published method decides:
   so the plan shows where it would run.
 - **on-node** (a Vdbench hd= host): on the node it names; the jobs of one group start together.
 - **clients** (multi-client fio): one job over every node: a server per node, the job their
-  client (``servers``: the launcher's port and network for them).
+  client (``servers``: their port and network, the probe's keys of the launcher's table).
 - **per-node** (STREAM, DGEMM, HPL, fio, ...): once per node, all nodes at the same time, so
   a slow node shows up beside its peers: one step over every node when the probe writes only
   its output (``shared_step``: STREAM, DGEMM, the latency ladder), else one step per node.
@@ -38,7 +38,8 @@ class NodeOptions:
 
     nodes: int
     intra_node: bool = False
-    servers: dict[str, Any] | None = None  # "clients": where servers listen (launcher's own)
+    # "clients": where each serving probe's servers listen, by probe (``launch.serving``)
+    servers: dict[str, dict[str, Any]] | None = None
 
 
 def _with(
@@ -93,7 +94,8 @@ def _one(job: Job, opts: NodeOptions) -> list[Job]:
         return [_with(job, "", [i], spread.group, placement="node")]
     if spread.kind == "clients":
         idx = list(range(n))
-        return [_with(job, "", idx, servers=opts.servers, placement="multi-client", nodes=n)]
+        servers = (opts.servers or {}).get(job.probe)
+        return [_with(job, "", idx, servers=servers, placement="multi-client", nodes=n)]
     if spread.kind == "all-nodes":
         ppn = job.ppn or 1
         idx = list(range(n))

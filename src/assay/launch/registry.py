@@ -1,22 +1,52 @@
 """Every launcher assay knows, by the name ``assay run --on NAME`` takes.
 
 Adding a launcher is a folder under ``assay/launch/`` implementing the contract
-(``assay.launch.contract``) and one line here. Launchers are imported only when chosen, so a
-launcher's folder may need what others do not (a scheduler's tools).
+(``assay.launch.contract``) and one line here. Launchers are imported when chosen, and when
+the config's schema is assembled (each declares its own table: ``config_sections``), so a
+launcher's module needs no scheduler's tools to be imported, only to run.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
+from assay.launch.admin import NodeAdmin
 from assay.launch.contract import BatchLauncher, Launcher, LaunchOptions
+
+if TYPE_CHECKING:
+    from assay.config.schema import Section
 
 LAUNCHERS: dict[str, str] = {
     "local": "assay.launch.local.launcher:LocalLauncher",
     "slurm": "assay.launch.slurm.launcher:SlurmLauncher",
 }
+
+
+# The backend of the jobs assay runs in its own process, on this node (``assay.run.execute``).
+HERE = "local"
+
+
+def here(cores: int | None = None) -> Launcher:
+    """This node's launcher; MPI ranks are bound to its ``cores`` (default: every CPU)."""
+    return launcher_class(HERE)(cores)  # type: ignore[call-arg]  # the local backend's
+
+
+# The scheduler whose node this is, for a check run on it (``assay check --on local --drain``:
+# Slurm's HealthCheckProgram runs it on each node).
+HOST_SCHEDULER = "slurm"
+
+
+def node_admin(name: str, partition: str | None = None) -> NodeAdmin:
+    """The node administration of the backend ``name`` (for ``partition``'s nodes); for a
+    backend that administers none (this node), the one of :data:`HOST_SCHEDULER`."""
+    admin = launcher_class(name).node_admin(partition)
+    if admin is None and name != HOST_SCHEDULER:
+        admin = launcher_class(HOST_SCHEDULER).node_admin(partition)
+    if admin is None:
+        raise ConfigError(f"the {name} launcher cannot drain or resume nodes")
+    return admin
 
 
 def launcher_class(name: str) -> type[Launcher]:
@@ -28,6 +58,12 @@ def launcher_class(name: str) -> type[Launcher]:
         )
     module, _, attr = where.partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def config_sections() -> list[Section]:
+    """Each launcher's table of config.toml, as it declares it (every launcher imported)."""
+    found = (launcher_class(n).config_section() for n in sorted(LAUNCHERS))
+    return [s for s in found if s is not None]
 
 
 def takers(option: str) -> list[str]:

@@ -37,7 +37,9 @@
  * docs/cluster.md) through a writer thread, so the measuring ranks never wait on the file
  * system and a crash keeps every round written; stdout carries two JSON Lines (jsonl.h): the
  * median link latency and bandwidth of the whole matrix with their spread, n = links measured.
- * Progress goes to stderr.
+ * Progress goes to stderr.  The coordinator never measures itself: rank 0 gathers, queues and
+ * says a round between the rounds (a barrier starts the next when it is done), and its writer
+ * thread writes only while rank 0 is not measuring.
  *
  * A partner that completes no message for --stall-factor x pair budget seconds (at least
  * STALL_FLOOR_S) is unresponsive: the rank that waited tells rank 0, which writes the pair as
@@ -94,7 +96,7 @@ typedef struct {
     long long lat_size, bw_size, window, pairs_at_once, first_round;
     long long lat_iters, bw_iters, lat_warmup, bw_warmup;
     long long hang_rank, hang_round, die_rank, die_round;
-    double budget, stall_factor, sweep_target;
+    double budget, stall_factor, sweep_target, coordinator_delay;
     int kind, yield;
     const char *pairs_file, *output;
 } options;
@@ -618,6 +620,18 @@ static void test_faults(int round_no)
     }
 }
 
+/* Test-only: rank 0's work between rounds takes --test-coordinator-delay seconds longer (a
+ * gather and a write at thousands of nodes, or a slow file system). */
+static void coordinator_busy(void)
+{
+    double s = opt.coordinator_delay;
+    if (s <= 0.0)
+        return;
+    struct timespec t = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    while (nanosleep(&t, &t) && errno == EINTR)
+        continue;
+}
+
 /* ---- rounds ------------------------------------------------------------------------- */
 
 typedef struct {
@@ -639,6 +653,8 @@ static measured run_round(const schedule *s, int r, int round_no, pair *p, int p
     p->lead = peer > rank;
     double lat_share = LAT_SHARE * opt.budget, bw_share = (1.0 - LAT_SHARE) * opt.budget;
     for (int g = 0; g < groups; g++) {
+        if (rank == 0) /* the writer thread waits while rank 0 measures (apf_hold) */
+            apf_hold(g == mine);
         if (g == mine) {
             test_faults(round_no);
             if (pilot_run)
@@ -660,6 +676,8 @@ static measured run_round(const schedule *s, int r, int round_no, pair *p, int p
         }
         barrier();
     }
+    if (rank == 0)
+        apf_hold(0);
     return out;
 }
 
@@ -983,6 +1001,7 @@ static void usage(void)
            "  --test-hang-rank R --test-hang-round K   (tests) rank R stops answering at\n"
            "                         its pair in round K or later\n"
            "  --test-die-rank R --test-die-round K     (tests) rank R kills itself there\n"
+           "  --test-coordinator-delay S  (tests) rank 0's work between rounds takes S s\n"
            "  --help                 this text\n"
            "\n"
            "Exit codes: 0 ok, 1 runtime error, 2 bad arguments (or < 2 ranks, or not one\n"
@@ -1045,6 +1064,8 @@ static int parse(int argc, char **argv)
         {"--test-hang-round", PROBE_INT, &opt.hang_round, .min = 1, .max = INT_MAX},
         {"--test-die-rank", PROBE_INT, &opt.die_rank, .min = 0, .max = INT_MAX},
         {"--test-die-round", PROBE_INT, &opt.die_round, .min = 1, .max = INT_MAX},
+        {"--test-coordinator-delay", PROBE_REAL, &opt.coordinator_delay, .rmin = 0.0,
+         .rmax = 60.0},
         PROBE_END,
     };
     int rc = probe_parse_options(argc, args, opts);
@@ -1073,30 +1094,37 @@ static int parse(int argc, char **argv)
 
 /* ---- main --------------------------------------------------------------------------- */
 
-/* Everything is measured, written and printed: MPI_Finalize has nothing left to lose. MPICH over
- * UCX's TCP transport hung in it at 8 and 16 nodes here, every time (under srun's pmi2 and
- * hydra alike), with the results already out: a rank that does not leave it within
- * FINALIZE_S exits by itself, as if it had, rather than hold the allocation to its timeout. */
+/* Everything is measured, written and printed (or the job refused, every rank knowing why):
+ * MPI_Finalize has nothing left to lose.  MPICH over UCX's TCP transport hung in it at 8 and 16
+ * nodes here, every time (under srun's pmi2 and hydra alike), with the results already out, and
+ * after a refused pilot at 64 nodes until the job's 126 s timeout: a rank that does not leave
+ * it within FINALIZE_S exits by itself with the status it would have had, rather than hold the
+ * allocation to its timeout.  Every exit after MPI_Init goes through here. */
 enum { FINALIZE_S = 10 };
+static volatile sig_atomic_t leave_status = PROBE_OK;
 
 static void finalize_stuck(int sig)
 {
     (void)sig;
-    static const char msg[] = "allpairs: MPI_Finalize did not return within 10 s after the "
-                              "results were written: leaving it (results complete)\n";
+    static const char msg[] = "allpairs: MPI_Finalize did not return within 10 s, everything "
+                              "written and said before it: leaving it\n";
     if (rank == 0) {
         ssize_t said = write(2, msg, sizeof msg - 1); /* async-signal-safe, unlike fprintf */
         (void)said;
     }
-    _exit(PROBE_OK);
+    _exit(leave_status);
 }
 
-static void finalize_or_leave(void)
+static int finalize_or_leave(int status)
 {
+    fflush(stdout);
+    fflush(stderr);
+    leave_status = status;
     signal(SIGALRM, finalize_stuck);
     alarm(FINALIZE_S);
     MPI_Finalize();
     alarm(0);
+    return status;
 }
 
 int main(int argc, char **argv)
@@ -1112,18 +1140,15 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     probe_init("allpairs");
     probe_set_quiet(rank != 0);
-    if (parse(argc, argv)) {
-        MPI_Finalize();
-        return PROBE_USAGE;
-    }
+    if (parse(argc, argv))
+        return finalize_or_leave(PROBE_USAGE);
     /* "Nodes" that share one kernel (namespaces, containers: the launcher found it and says
      * so) share its CPUs too: a busy-polling rank would starve the ranks measuring. */
     if (getenv("ASSAY_SHARED_KERNEL"))
         opt.yield = 1;
     if (nprocs < 2 || nprocs > MAX_NODES) {
         probe_error("needs 2 to %d MPI ranks (one per node), got %d", MAX_NODES, nprocs);
-        MPI_Finalize();
-        return PROBE_USAGE;
+        return finalize_or_leave(PROBE_USAGE);
     }
 
     int len = 0;
@@ -1143,10 +1168,8 @@ int main(int argc, char **argv)
     schedule s = {.n = nprocs, .ring = nprocs + nprocs % 2, .rounds = nprocs - 1 + nprocs % 2};
     long long planned = (long long)nprocs * (nprocs - 1) / 2;
     if (opt.pairs_file) {
-        if (share_pairs(&s)) {
-            MPI_Finalize();
-            return PROBE_USAGE;
-        }
+        if (share_pairs(&s))
+            return finalize_or_leave(PROBE_USAGE);
         planned = s.start[s.rounds];
     }
 
@@ -1189,19 +1212,18 @@ int main(int argc, char **argv)
             file_end(0);
             file_close();
         }
-        MPI_Finalize();
-        return PROBE_USAGE;
+        return finalize_or_leave(PROBE_USAGE);
     }
 
     barrier();
     now_.t0 = MPI_Wtime();
-    double last_said = probe_now(), round_end = 0.0;
+    double last_said = probe_now();
     for (int r = 0; r < s.rounds; r++) {
         int round_no = (int)opt.first_round + r;
         now_.round_no = round_no;
-        now_.round_start = round_end;
+        now_.round_start = r ? MPI_Wtime() - now_.t0 : 0.0; /* the pairs' window begins */
         measured m = run_round(&s, r, round_no, &p, 0);
-        round_end = MPI_Wtime() - now_.t0;
+        double round_end = MPI_Wtime() - now_.t0;
         result mine = {-1, 0, (float)m.lat, (float)m.bw};
         if (p.peer > rank)
             mine.partner = p.peer;
@@ -1209,16 +1231,25 @@ int main(int argc, char **argv)
         MPI_Igather(&mine, (int)sizeof mine, MPI_BYTE, results, (int)sizeof mine, MPI_BYTE, 0,
                     MPI_COMM_WORLD, &req);
         wait_quietly(&req);
-        if (rank != 0)
-            continue;
-        file_round(round_no, results, nprocs, now_.lat_iters, now_.bw_iters, now_.round_start,
-                   round_end - now_.round_start);
-        if (probe_now() - last_said > 1.0 || r + 1 == s.rounds) {
-            fprintf(stderr, "allpairs: round %d (%d of %d, %s): %d pairs, %.3f s; %.1f s so far\n",
-                    round_no, r + 1, s.rounds, KINDS[opt.kind], pairs_in(&s, r),
-                    round_end - now_.round_start, round_end);
-            last_said = probe_now();
+        if (rank == 0) {
+            file_round(round_no, results, nprocs, now_.lat_iters, now_.bw_iters,
+                       now_.round_start, round_end - now_.round_start);
+            if (r + 1 < s.rounds)
+                coordinator_busy();
+            if (probe_now() - last_said > 1.0 || r + 1 == s.rounds) {
+                fprintf(stderr,
+                        "allpairs: round %d (%d of %d, %s): %d pairs, %.3f s; %.1f s so far\n",
+                        round_no, r + 1, s.rounds, KINDS[opt.kind], pairs_in(&s, r),
+                        round_end - now_.round_start, round_end);
+                last_said = probe_now();
+            }
         }
+        /* The coordinator's work (the gather above, the round's block, the progress line) is
+         * done before any pair of the next round starts: otherwise rank 0's pairs start late,
+         * measured apart from the round's other pairs (on 64 nodes of one machine, against 62
+         * ranks waking from their naps: its node read 1.54x slower than the median). */
+        if (r + 1 < s.rounds)
+            barrier();
     }
     if (rank == 0) {
         file_end(0);
@@ -1231,6 +1262,5 @@ int main(int argc, char **argv)
     free(p.idx);
     free(statuses);
     free(results);
-    finalize_or_leave();
-    return PROBE_OK;
+    return finalize_or_leave(PROBE_OK);
 }

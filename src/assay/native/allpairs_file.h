@@ -11,7 +11,8 @@
  *   end     u32 "END!", u32 rounds, u32 pairs, u32 flags (bit 0: a rank stopped answering)
  *
  * The writer: apf_open, then apf_put (a copy is queued), then apf_close (everything reaches
- * the file: fflush after each batch, fsync every APF_FSYNC_S and at the end).  Each returns 0
+ * the file: fflush after each batch, fsync every APF_FSYNC_S and at the end); apf_hold keeps
+ * the thread from writing while the process measures.  Each returns 0
  * or an errno value, the first error the thread met included.  One writer per process.
  * Needs probe.h first (its clock).
  */
@@ -138,7 +139,7 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     apf_chunk *head, *tail;
-    int closing, error;
+    int closing, error, held;
     FILE *f;
 } apf_ = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -148,7 +149,7 @@ static inline void *apf_main_(void *arg)
     double synced = probe_now();
     pthread_mutex_lock(&apf_.mu);
     for (;;) {
-        while (!apf_.head && !apf_.closing)
+        while ((!apf_.head || apf_.held) && !apf_.closing)
             pthread_cond_wait(&apf_.cv, &apf_.mu);
         apf_chunk *list = apf_.head;
         apf_.head = apf_.tail = NULL;
@@ -206,6 +207,18 @@ static inline int apf_put(const unsigned char *data, size_t len)
     pthread_cond_signal(&apf_.cv);
     pthread_mutex_unlock(&apf_.mu);
     return err;
+}
+
+/* held 1: the thread starts no write until held 0 (rank 0 is measuring: on its node the
+ * write's CPU time and the file system's interrupts would sit in its timed windows); a write
+ * under way finishes.  apf_close writes whatever is held. */
+static inline void apf_hold(int held)
+{
+    pthread_mutex_lock(&apf_.mu);
+    apf_.held = held;
+    if (!held)
+        pthread_cond_signal(&apf_.cv);
+    pthread_mutex_unlock(&apf_.mu);
 }
 
 /* Everything queued reaches the file (and the disk) before this returns; 0 or an errno. */

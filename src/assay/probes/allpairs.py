@@ -34,7 +34,16 @@ from assay.condensed import link_index, n_links
 from assay.errors import ProbeError
 from assay.model import Build, Job, MpiInfo, Sample, Stats
 from assay.parsers.allpairs_file import COLUMN, MatrixFile, nan_array, node_stats, read_matrix_file
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
+from assay.probes._allpairs_followup import lost_nodes, plan_follow_up, sweep_so_far
+from assay.probes.base import (
+    Ended,
+    FollowUpContext,
+    JobDraft,
+    PlanContext,
+    Probe,
+    ProbeParams,
+    parse_jsonl,
+)
 
 DEFAULT_RANKS = 2  # one machine: two ranks; on a cluster the launcher gives one per node
 MATRIX_FILE = "allpairs.bin"
@@ -127,6 +136,7 @@ class AllPairsProbe(Probe):
     default_timeout = 3600.0
     # One rank on every node of the allocation: the probe runs the tournament's rounds itself.
     spread_kind = "all-pairs"
+    suite = "allpairs"  # what ``assay run SUITE --all-pairs`` runs when SUITE has no matrix
 
     def drafts(
         self, params: ProbeParams, ctx: PlanContext, *, mpis: list[MpiInfo], ranks: int | None
@@ -194,6 +204,30 @@ class AllPairsProbe(Probe):
             inputs={**job.inputs, PAIRS_FILE: "".join(f"{a} {b}\n" for a, b in pairs)},
             timeout=120.0 + 5.0 * estimate_seconds(nodes, params),
         )
+
+    def follow_up(self, chain: list[Ended], ctx: FollowUpContext) -> list[Job]:
+        """A resume after a lost node or refused connects, else a retest of what the user's
+        outlier rule flags, once (``assay.probes._allpairs_followup``); the jobs run on the
+        same allocation, each a job of its own naming its sweep (``sweep_job``)."""
+        sweep = sweep_so_far(chain, MATRIX_FILE)
+        gone = lost_nodes(chain[-1], ctx) if sweep is not None else None
+        if sweep is None or gone is None:
+            return []
+        lost, refused = gone
+        follow = plan_follow_up(sweep, lost, ctx.flag, refused=refused and not lost)
+        if follow is None:
+            return []
+        origin = chain[0].job
+        suffix = f"{follow.kind}{len(chain)}"  # resume1, retest2: the follow-ups numbered
+        nxt = self.pairs_job(origin, follow.pairs, follow.kind, follow.first_round,
+                             follow.iterations, suffix, sweep.fitted)  # fmt: skip
+        # a rank per host; the hosts of ranks on one machine (a local run) are one node
+        nxt.ranks, nxt.nodes = len(follow.hosts), len(set(follow.hosts))
+        nxt.params["hosts"] = list(follow.hosts)
+        if sweep.lost:
+            nxt.params["lost_nodes"] = list(sweep.lost)
+        ctx.note(f"{origin.job_id}: {follow.why} ({nxt.job_id})")
+        return [nxt]
 
     def expected_seconds(self, job: Job) -> float | None:
         """From the job's command line and its pairs file, as the probe will run it."""

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from assay.config.schema import ConfigTable
 from assay.errors import ProbeError
-from assay.model import Job, MpiInfo, Sample, Spread, SpreadKind, Stats, System
+from assay.model import Job, JobResult, MpiInfo, Sample, Spread, SpreadKind, Stats, System
 from assay.system.facts import PlanFacts
 
 
@@ -59,6 +62,43 @@ class JobDraft:
     skip_reason: str | None = None  # this cannot run here: record a skip, not a failure
 
 
+class ServerKeys(ConfigTable):
+    """The keys a probe's servers take in the table of every launcher that starts them (the
+    "clients" spread), declared by the probe (``assay.launch.serving``)."""
+
+    def servers(self) -> dict[str, Any]:
+        """Where the servers listen: ``{"port": int, "network": CIDR or None}``."""
+        raise NotImplementedError
+
+
+@dataclass
+class Ended:
+    """A job whose records are written: what its probe decides a follow-up on."""
+
+    job: Job
+    result: JobResult
+    samples: list[Sample]
+    hosts: list[str]  # where its ranks ran, in rank order (as far as the run knows)
+    job_dir: Path
+    # the kernel's clock (dmesg's stamps) when it started: its log lines after it are its own
+    since: float | None = None
+
+
+@dataclass
+class FollowUpContext:
+    """What a probe's :meth:`Probe.follow_up` may ask of the run that runs its jobs (the runner
+    inside an allocation, or this process): the run knows where jobs ran and the user's
+    outlier rule, the probe knows what its jobs measured and what to measure next."""
+
+    # the indices of ``values`` (links, or nodes' medians) the user's outlier rule calls out
+    flag: Callable[[np.ndarray, Literal["higher", "lower"]], np.ndarray]
+    # which of these hosts still answer (the launcher's; this node: all of them)
+    responsive: Callable[[list[str]], list[str]]
+    # whether the job's MPI could not connect (a note names the likely cause when it did)
+    connects_refused: Callable[[Ended], bool]
+    note: Callable[[str], None]  # kept with the run (run.json's notes)
+
+
 class Probe(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
@@ -72,6 +112,11 @@ class Probe(ABC):
     # Its jobs write nothing but stdout and stderr: per node, one step may run them all, in
     # one job directory (a launch per pass, not per node).
     stdout_only: ClassVar[bool] = False
+    # The keys its servers take in a serving launcher's table ("clients" spread), if any.
+    server_keys: ClassVar[type[ServerKeys] | None] = None
+    # The built-in suite that runs this probe on its own (``suite/builtin/<name>.toml``): what a
+    # run asking for the probe's spread runs when its suite has no bench of it (``--all-pairs``).
+    suite: ClassVar[str | None] = None
 
     def spread(self, job: Job) -> Spread:
         """How ``job`` spreads over the nodes of a cluster (read by the launcher)."""
@@ -93,15 +138,14 @@ class Probe(ABC):
         in node order), once the launcher started them."""
         raise ProbeError(f"{self.name}: no server for the clients spread")
 
-    def pairs_job(
-        self, job: Job, pairs: list[tuple[int, int]], kind: str, first_round: int,
-        iterations: tuple[int, int], suffix: str, fitted: dict[str, str] | None = None,
-    ) -> Job:  # fmt: skip
-        """The "all-pairs" spread: a job like ``job`` that measures only ``pairs`` (ranks of
-        the new job), as ``kind`` (retest, resume), its rounds numbered from ``first_round``,
-        with the sweep's (latency, bandwidth) iterations and the options its pilot chose
-        (``fitted``: option -> value) so the figures compare."""
-        raise ProbeError(f"{self.name}: measures no list of pairs")
+    def follow_up(self, chain: list[Ended], ctx: FollowUpContext) -> list[Job]:
+        """The jobs to run next, after a job's records are written: ``chain`` is the job the
+        plan gave, then the follow-ups this hook returned so far (each ended), the last one
+        just ended. The run calls it after every job, here and inside an allocation, and
+        runs what it returns, then calls it again; it stops when this returns nothing or the
+        run is stopping. A follow-up job may name its hosts (``params["hosts"]``, rank
+        order), among those the plan's job ran on. Most probes have none: []."""
+        return []
 
     def preflight(self, job: Job) -> None:
         """Check, just before the run starts, what planning may not look at (a target's files,

@@ -66,20 +66,21 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from assay.config.schema import Network
 from assay.drivers.fio.checks import Refused, check_spec
 from assay.drivers.fio.clients import SERVERS_ENV
 from assay.drivers.fio.spec import CURVE_DEFAULT, DriverSpec, JobGroup, estimate_seconds, items_of
 from assay.errors import SuiteError
-from assay.fio.hosts import ClientError, parse_hosts, read_hostfile
+from assay.fio.hosts import DEFAULT_PORT, ClientError, parse_hosts, read_hostfile
 from assay.fio.job import control_problem, job_file
 from assay.fio.safety import SUBDIR
 from assay.fio.workloads import CUSTOM_NUMBERS, NAMES, WORKLOADS, number_problem
 from assay.model import Job, MpiInfo, Sample, Spread
-from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
+from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, ServerKeys, parse_jsonl
 from assay.probes.external import size_value
 from assay.textutil import slugify
 
@@ -280,10 +281,27 @@ def make_draft(argv: list[str], params: dict[str, Any], label: str, timeout: flo
     return draft
 
 
+class FioServers(ServerKeys):
+    """fio's keys in the table of a launcher that starts its servers (``clients = "nodes"``:
+    ``fio --server`` on every node, this probe's driver their client)."""
+
+    fio_network: Network | None = Field(
+        None, description="the servers listen on the node's address in this network "
+        '("10.0.0.0/16"; default: the address its host name resolves to)',
+    )  # fmt: skip
+    fio_port: Annotated[int, Field(ge=1, le=65535)] = Field(
+        DEFAULT_PORT, description="the port the servers listen on"
+    )
+
+    def servers(self) -> dict[str, Any]:
+        return {"port": self.fio_port, "network": self.fio_network}
+
+
 class FioProbe(Probe):
     name = "fio"
     summary = "storage: six standard fio workloads, sweeps, Vdbench-style response curves"
     Params = FioParams
+    server_keys = FioServers
     # Until the planner takes a job's own timeout, a bound no storage run here comes near; the
     # driver keeps to the budget computed from its runs (deadline_s) and cleans up itself.
     default_timeout = 24 * 3600.0

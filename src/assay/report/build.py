@@ -21,8 +21,15 @@ from assay.model import JobResult, Sample
 from assay.report.allpairs import allpairs_tables, pernode_tables
 from assay.report.compute import compute_figures, compute_table
 from assay.report.distribution import latency_stats_tables
-from assay.report.gpu import gpu_tables
-from assay.report.memory import TABLE_METRICS, domain_tables, stream_table
+from assay.report.gpu import gpu_figures, gpu_tables
+from assay.report.memory import (
+    TABLE_METRICS,
+    domain_figures,
+    domain_tables,
+    stream_commands,
+    stream_figures,
+    stream_table,
+)
 from assay.report.mpi import (
     collective_tables,
     hockney_table,
@@ -35,16 +42,14 @@ from assay.report.storage import storage_figures, storage_tables
 from assay.report.system import system_table
 from assay.report.table import (
     Table,
-    commands_of,
     commands_of_jobs,
     count,
     spread_column,
 )
 from assay.store import LoadedRun
 from assay.units import format_value, metric_info
-from assay.vocab import COLL_METHOD, STREAM_KERNELS
+from assay.vocab import COLL_METHOD
 
-DOMAIN_METRICS = frozenset().union(*TABLE_METRICS.values())
 P2P_TABLE_METRICS = ("p2p.latency", "p2p.bandwidth", "p2p.bibw")
 
 
@@ -195,29 +200,17 @@ def build(
     tables = [system_table(run.system, hosts)]
     shown: set[int] = set()
 
-    stream_figs = [
-        f
-        for f in figures
-        if f.sample.probe == "stream"
-        and f.sample.metric in {f"memory.{k}" for k in STREAM_KERNELS}
-        and f.sample.params.get("scope", "node") == "node"
-    ]
+    stream_figs = stream_figures(figures)
     stream = stream_table(stream_figs)
     if stream:
-        stream.commands = [
-            c for c in commands_of(run.results, "stream") if not c.startswith("numactl ")
-        ]
+        stream.commands = stream_commands(run.results)
         # % of the DRAM bandwidth, or why not: once per distinct line (one per run otherwise)
         stream.notes += list(dict.fromkeys(derived.why_lines(stream_figs)))
         tables.append(stream)
         shown |= {id(f) for f in stream_figs}
     # The node-wide STREAM figures go in too: the domain summary quotes the node's Triad
     # ("Triad 260 GB/s (32–33 GB/s per CCX)"); they are already shown above.
-    domain_figs = [
-        f
-        for f in figures
-        if f.sample.probe in ("stream", "memlat") and f.sample.metric in DOMAIN_METRICS
-    ]
+    domain_figs = domain_figures(figures)
     for table in domain_tables(domain_figs, run.system, run.results, derived.domains):
         tables.append(table)
         shown |= {id(f) for f in domain_figs if f.sample.metric in TABLE_METRICS[table.key]}
@@ -285,7 +278,7 @@ def build(
     tables += rdma_tables(rdma_figs)
     shown |= {id(f) for f in rdma_figs}
 
-    gpu_figs = [f for f in figures if f.sample.probe in ("gpu_burn", "gpu_mem")]
+    gpu_figs = gpu_figures(figures)
     tables += gpu_tables(gpu_figs)
     shown |= {id(f) for f in gpu_figs}
     nccl_figs = nccl_figures(figures)

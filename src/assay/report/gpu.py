@@ -225,6 +225,11 @@ def memory_table(figures: list[Figure]) -> Table | None:
     )
 
 
+def gpu_figures(figures: Iterable[Figure]) -> list[Figure]:
+    """The figures the GPU tables show (gpu-burn's and the GPU memory probe's)."""
+    return [f for f in figures if f.sample.probe in ("gpu_burn", "gpu_mem")]
+
+
 def gpu_tables(figures: list[Figure]) -> list[Table]:
     """The GPU tables a run has figures for (none for a run without GPU jobs)."""
     return [t for t in (burn_table(figures), memory_table(figures)) if t is not None]

@@ -148,6 +148,36 @@ TABLE_METRICS: dict[str, set[str]] = {
 }
 
 
+DOMAIN_METRICS = frozenset().union(*TABLE_METRICS.values())
+
+
+def stream_figures(figures: Iterable[Figure]) -> list[Figure]:
+    """The node-wide STREAM figures of the STREAM table (a domain's are the domain table's)."""
+    kernels = {f"memory.{k}" for k in STREAM_KERNELS}
+    return [
+        f
+        for f in figures
+        if f.sample.probe == "stream"
+        and f.sample.metric in kernels
+        and f.sample.params.get("scope", "node") == "node"
+    ]
+
+
+def stream_commands(results: list[JobResult]) -> list[str]:
+    """The STREAM table's commands: one per launcher, without the per-domain ``numactl`` runs."""
+    return [c for c in commands_of(results, "stream") if not c.startswith("numactl ")]
+
+
+def domain_figures(figures: Iterable[Figure]) -> list[Figure]:
+    """What the domain and latency tables read: STREAM's figures (the node-wide ones too, as
+    the domain summary quotes the node's Triad) and the memory-latency ladder."""
+    return [
+        f
+        for f in figures
+        if f.sample.probe in ("stream", "memlat") and f.sample.metric in DOMAIN_METRICS
+    ]
+
+
 def node_figures(figures: Iterable[Figure]) -> list[Figure]:
     """The figures ``stream_table`` should show: everything but per-domain STREAM."""
     return [

@@ -22,9 +22,11 @@ from pathlib import Path
 from assay.errors import AssayError, StoreError
 from assay.figures.folded import cache_figures
 from assay.launch import run_process
-from assay.launch.local.launcher import LocalLauncher
+from assay.launch.registry import here
 from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
 from assay.probes import get_probe
+from assay.probes.base import Ended
+from assay.run import followup
 from assay.run.outputs import parse_each_node, read_output, read_stderr, stderr_tail
 from assay.store import RunWriter, safefile
 from assay.store.rundir import utc_now
@@ -168,7 +170,7 @@ def resolver(step_argv: StepArgv, mpis: list[MpiInfo], hosts: list[str] | None =
 
 def local_resolver(mpis: list[MpiInfo], cores: int | None) -> Resolve:
     """This node's commands (the local launcher's)."""
-    return resolver(LocalLauncher(cores).step_argv, mpis)
+    return resolver(here(cores).step_argv, mpis)
 
 
 def _concurrent(writer: RunWriter) -> dict[str, str]:
@@ -363,23 +365,37 @@ def execute(
     on_end: ResultHook | None = None,
     on_tick: TickHook | None = None,
 ) -> RunOutcome:
-    """Run ``jobs`` in order; the run ends "complete", "interrupted" or "failed" (disk full).
-    ``step_argv``: the launcher's (default: the local one's). The hooks report progress: a
-    job's start, a tick while it runs, its end."""
+    """Run ``jobs`` in order, each followed by what its probe's hook leaves to run
+    (``assay.run.followup``: a retest of what it flagged, say); the run ends "complete",
+    "interrupted" or "failed" (disk full). ``step_argv``: the launcher's (default: the local
+    one's). The hooks report progress: a job's start, a tick while it runs, its end (a
+    follow-up shows as the planned job it follows)."""
     outcome = RunOutcome(info=writer.info)
     cores = cores or os.cpu_count()
     resolve = resolver(step_argv, mpis) if step_argv else None
+    ctx = followup.context(writer.note)
     status = "complete"
     with stop_signals():
         in_flight: Job | None = None
+        position = (0, len(jobs))
+
+        def run_one(one: Job) -> Ended:
+            nonlocal in_flight
+            in_flight = one
+            result, samples = run_hooked(
+                writer, one, mpis, cores, outcome, position, on_start, on_end, on_tick, resolve
+            )  # fmt: skip
+            return Ended(one, result, samples, result.hosts, writer.job_dir(one))
+
+        def stopping() -> bool:
+            return writer.disk_full or outcome.results[-1].status == "interrupted"
+
         try:
             for i, job in enumerate(jobs, start=1):
-                in_flight = job
-                result, _ = run_hooked(
-                    writer, job, mpis, cores, outcome, (i, len(jobs)), on_start, on_end, on_tick,
-                    resolve,
-                )  # fmt: skip
-                if result.status == "interrupted":
+                position = (i, len(jobs))
+                # the job, then what its probe leaves to run (its follow-ups)
+                chain = followup.run_followed(job, run_one, ctx, stopping)
+                if any(e.result.status == "interrupted" for e in chain):
                     outcome.stop_signal = stop_received()
                     status = "interrupted"
                     break
@@ -403,7 +419,8 @@ def execute(
             with contextlib.suppress(StoreError), _STOP.deferred():
                 writer.finish("failed")
             raise
-        finish_run(writer, outcome, status, len(jobs) - len(outcome.results))
+        done = {r.job_id for r in outcome.results}
+        finish_run(writer, outcome, status, sum(j.job_id not in done for j in jobs))
     return outcome
 
 

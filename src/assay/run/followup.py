@@ -1,182 +1,144 @@
-"""What an all-pairs job leaves to measure inside the same allocation, as ClusterKit does:
+"""The follow-ups of any job, through its probe's hook (``Probe.follow_up``): after a job's
+records are written, its probe says what to run next (a resume after a lost node or refused
+connects, a retest of the links it flagged), and the run runs it, here
+(``run.execute``) or inside an allocation (``run.runner``), without knowing which probe it is.
 
-- **resume**: a sweep cut short by a lost node (it died, or its rank stopped answering: the
-  probe's exit code 4 names it) is continued without that node in a new launch, measuring only
-  the pairs never measured; the finished rounds are kept. The lost node is the one the probe
-  named, else each host the launcher finds not answering.
-- **retest** (confirm before naming): the links the outlier rule flags, and a few links of each
-  flagged node, are measured again ``RETESTS`` times in retest rounds, with the sweep's
-  iterations, so the report names only what was confirmed ("confirmed k of k").
-
-Pure planning here (:func:`plan_follow_up`, on the matrices read from the jobs' files); the
-runner asks the launcher who answers and runs the jobs.
+The run gives the hook what only the run knows (``FollowUpContext``): which hosts still
+answer (the launcher's), whether a job's MPI could not connect (``launch.connectfail``, with
+the likely cause noted), what the user's outlier rule (``[outliers]``) flags, and the notes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
 
-from assay.analysis.statistics.outliers import OutlierRule, outliers_of
-from assay.condensed import link_index, link_nodes, n_links
-from assay.parsers.allpairs_file import MatrixFile, node_stats
+from assay.analysis.statistics.outliers import OutlierRule, outlier_rule, outliers_of
+from assay.errors import AssayError
+from assay.inputfile import read_bounded
+from assay.launch.connectfail import (
+    connect_failures,
+    describe,
+    kernel_clock,
+    neighbour_overflows,
+    overflowed,
+)
+from assay.model import Job
+from assay.probes import get_probe
+from assay.probes.base import Ended, FollowUpContext
+from assay.run.configfile import load_config
+from assay.system._context import Context, run_command
+from assay.system.fabric import Run, fabric_limits, shortfalls
 
-RETESTS = 3  # each flagged link measured again this many times: "confirmed k of 3"
-NODE_LINKS = 3  # links of a flagged node retested: to its 3 best partners
-MAX_RETEST_LINKS = 512  # a fabric flagging more is broken beyond what retests tell
-MAX_RESUMES = 2  # a third loss in one sweep: the allocation itself is failing
-EXIT_UNRESPONSIVE = 4  # the probe's: a partner stopped answering (native/allpairs.c)
-
-
-@dataclass
-class Sweep:
-    """One all-pairs measurement and its follow-ups so far, by host name: the links measured
-    (latency and bandwidth, the sweep's layout), the nodes lost, the rounds used."""
-
-    hosts: list[str]
-    latency: np.ndarray
-    bandwidth: np.ndarray
-    iterations: tuple[int, int]
-    next_round: int
-    # what the sweep's pilot chose (the file's header): its follow-ups measure the same way
-    fitted: dict[str, str] = field(default_factory=dict)
-    lost: list[str] = field(default_factory=list)
-    resumes: int = 0
-    retested: bool = False
-
-    @classmethod
-    def of(cls, m: MatrixFile) -> Sweep:
-        last = m.rounds[-1] if m.rounds else None
-        iterations = (last.lat_iterations, last.bw_iterations) if last else (1, 1)
-        return cls(
-            list(m.hosts), m.latency.astype(np.float32, copy=True),
-            m.bandwidth.astype(np.float32, copy=True), iterations,
-            (last.number + 1) if last else 1,
-            {"--window": str(m.window), "--pair-budget": f"{m.pair_budget_s:.6g}"},
-        )  # fmt: skip
-
-    def add(self, m: MatrixFile) -> None:
-        """A resume's links (its hosts a subset of the sweep's) into the sweep's layout."""
-        index = {h: i for i, h in enumerate(self.hosts)}
-        n, k = m.n, n_links(m.n)
-        a, b = link_nodes(n, np.arange(k))
-        target = link_index(len(self.hosts), np.array([index[m.hosts[i]] for i in a.tolist()]),
-                            np.array([index[m.hosts[j]] for j in b.tolist()]))  # fmt: skip
-        for mine, theirs in (
-            (self.latency, m.latency),
-            (self.bandwidth, m.bandwidth),
-        ):
-            got = ~np.isnan(theirs)
-            mine[np.asarray(target)[got]] = theirs[got]
-        if m.rounds:
-            self.next_round = max(self.next_round, m.rounds[-1].number + 1)
+STDERR_LIMIT = 16 << 20  # bytes of a job's stderr read for the libraries' words
 
 
-@dataclass(frozen=True)
-class FollowUp:
-    """A job to run next: ``hosts`` (rank order), ``pairs`` by rank, and why."""
-
-    kind: Literal["resume", "retest"]
-    hosts: list[str]
-    pairs: list[tuple[int, int]]
-    first_round: int
-    iterations: tuple[int, int]
-    why: str
+def user_rule() -> OutlierRule:
+    """The outlier rule of the user's config (``[outliers]``), the default when it is bad:
+    a config error must not stop a run that is under way (the command checked it)."""
+    try:
+        return outlier_rule(load_config())
+    except AssayError:
+        return OutlierRule()
 
 
-def lost_ranks(summary_params: list[dict]) -> list[int]:
-    """The ranks the probe said stopped answering (its summary's ``unresponsive``)."""
-    out: set[int] = set()
-    for p in summary_params:
-        ranks = p.get("unresponsive")
-        if isinstance(ranks, list):
-            out |= {int(r) for r in ranks if isinstance(r, int)}
-    return sorted(out)
+def flagger(rule: OutlierRule) -> Callable[[np.ndarray, Literal["higher", "lower"]], np.ndarray]:
+    """The rule on links (or nodes' median links): the indices it calls out."""
+
+    def flag(values: np.ndarray, better: Literal["higher", "lower"]) -> np.ndarray:
+        return outliers_of(values, better, rule.threshold, min_factor=rule.link_factor)[1]
+
+    return flag
 
 
-def resume(sweep: Sweep, lost: list[str]) -> FollowUp | None:
-    """The pairs never measured, among the nodes still there, as a new job on those nodes."""
-    sweep.lost = sorted(set(sweep.lost) | set(lost))
-    alive = [h for h in sweep.hosts if h not in sweep.lost]
-    if len(alive) < 2 or sweep.resumes >= MAX_RESUMES:
-        return None
-    index = {h: i for i, h in enumerate(sweep.hosts)}
-    missing = np.flatnonzero(np.isnan(sweep.latency) | np.isnan(sweep.bandwidth))
-    a, b = link_nodes(len(sweep.hosts), missing)
-    rank = {index[h]: r for r, h in enumerate(alive)}
-    pairs = [(rank[i], rank[j]) for i, j in zip(a.tolist(), b.tolist(), strict=True)
-             if i in rank and j in rank]  # fmt: skip
-    if not pairs:
-        return None
-    sweep.resumes += 1
-    why = (f"{', '.join(sweep.lost)} lost: the {len(pairs)} pairs never measured, "
-           f"on the {len(alive)} nodes left")  # fmt: skip
-    if not sweep.lost:
-        why = f"connects refused: the {len(pairs)} pairs never measured, on every node"
-    return FollowUp("resume", alive, pairs, sweep.next_round, sweep.iterations, why)
+def connects_refused(note: Callable[[str], None]) -> Callable[[Ended], bool]:
+    """Whether an ended job's MPI could not connect (``assay.launch.connectfail``): noted with
+    the likely cause (the kernel's neighbour table, a fabric limit of this node) when it did."""
+
+    def refused(ended: Ended) -> bool:
+        try:
+            stderr = read_bounded(ended.job_dir / "stderr", STDERR_LIMIT, "stderr")
+        except (AssayError, OSError):
+            return False
+        failures = connect_failures(stderr.decode(errors="replace"))
+        if not failures:
+            return False
+        job = ended.job
+        run = Run(len(ended.hosts), shared_kernel=bool(job.params.get("shared_kernel")))
+        limits = [s.message(run) for s in shortfalls(fabric_limits(Context()) or {}, run)]
+        overflows = neighbour_overflows(run_command(["dmesg"]) or "", since=ended.since)
+        note(f"{job.job_id}: {describe(failures, overflows, limits)}")
+        return True
+
+    return refused
 
 
-def _flagged_links(values: np.ndarray, better: Literal["higher", "lower"], rule: OutlierRule,
-                   n: int) -> tuple[set[int], set[int]]:  # fmt: skip
-    """Condensed indices of the links the rule flags, and the nodes flagged by their median."""
-    links: set[int] = set()
-    if np.count_nonzero(~np.isnan(values)) >= 3:
-        _, idx, _ = outliers_of(values, better, rule.threshold, min_factor=rule.link_factor)
-        links = set(idx.tolist())
-    medians = node_stats(values, n).median
-    nodes: set[int] = set()
-    if np.count_nonzero(~np.isnan(medians)) >= 3:
-        _, idx, _ = outliers_of(medians, better, rule.threshold, min_factor=rule.link_factor)
-        nodes = set(idx.tolist())
-    return links, nodes
+def context(
+    note: Callable[[str], None], responsive: Callable[[list[str]], list[str]] | None = None
+) -> FollowUpContext:
+    """What the hook may ask of this run: ``responsive`` the launcher's (default: every host
+    answers, as this node does)."""
+    return FollowUpContext(
+        flag=flagger(user_rule()),
+        responsive=responsive or list,
+        connects_refused=connects_refused(note),
+        note=note,
+    )
 
 
-def retest(sweep: Sweep, rule: OutlierRule) -> FollowUp | None:
-    """The flagged links, and ``NODE_LINKS`` links of each flagged node (to its best partners:
-    a slow node shows on any link), each ``RETESTS`` times, on the sweep's nodes."""
-    if sweep.retested:
-        return None
-    sweep.retested = True
-    n = len(sweep.hosts)
-    links: set[int] = set()
-    nodes: set[int] = set()
-    for values, better in ((sweep.latency, "lower"), (sweep.bandwidth, "higher")):
-        got_links, got_nodes = _flagged_links(values, better, rule, n)  # type: ignore[arg-type]
-        links |= got_links
-        nodes |= got_nodes
-    lost = {i for i, h in enumerate(sweep.hosts) if h in sweep.lost}
-    for i in sorted(nodes - lost):
-        others = np.array([j for j in range(n) if j != i and j not in lost], np.int64)
-        if len(others) == 0:
-            continue
-        k = link_index(n, np.full(len(others), i), others)
-        best = others[np.argsort(-np.nan_to_num(sweep.bandwidth[k], nan=-1.0))[:NODE_LINKS]]
-        links |= set(np.asarray(link_index(n, np.full(len(best), i), best)).tolist())
-    if not links:
-        return None
-    chosen = sorted(links)[:MAX_RETEST_LINKS]
-    a, b = link_nodes(n, np.array(chosen, np.int64))
-    once = [(i, j) for i, j in zip(a.tolist(), b.tolist(), strict=True)
-            if i not in lost and j not in lost]  # fmt: skip
-    if not once:
-        return None
-    keep = [i for i, h in enumerate(sweep.hosts) if i not in lost]
-    rank = {i: r for r, i in enumerate(keep)}
-    pairs = [(rank[i], rank[j]) for _ in range(RETESTS) for i, j in once]
-    why = (f"{len(once)} flagged link(s) ({len(nodes)} flagged node(s) among them) measured "
-           f"{RETESTS} more times")  # fmt: skip
-    hosts = [sweep.hosts[i] for i in keep]
-    return FollowUp("retest", hosts, pairs, sweep.next_round, sweep.iterations, why)
+def run_followed(
+    job: Job,
+    run_one: Callable[[Job], Ended | None],
+    ctx: FollowUpContext,
+    stopped: Callable[[], bool],
+) -> list[Ended]:
+    """``job``, then what its probe's hook returns, until it returns nothing or the run is
+    stopping (``stopped``); ``run_one`` runs a job and says how it ended (None: not recorded).
+    A skipped job has no follow-up. The chain of jobs that ran, in order."""
+    run_one = _marked(run_one, ctx.note)
+    first = run_one(job)
+    if first is None:
+        return []
+    chain = [first]
+    if first.result.status == "skipped":
+        return chain
+    probe = get_probe(job.probe)
+    while not stopped():
+        more = probe.follow_up(chain, ctx)
+        if not more:
+            break
+        for nxt in more:
+            if stopped():
+                return chain
+            ended = run_one(nxt)
+            if ended is None:
+                return chain
+            chain.append(ended)
+    return chain
 
 
-def plan_follow_up(
-    sweep: Sweep, lost: list[str], rule: OutlierRule, *, refused: bool = False
-) -> FollowUp | None:
-    """The next job: a resume while pairs are missing and nodes were lost, or connects were
-    refused with every node still answering (the pairs they took, on every node), else a
-    retest of what the rule flags (once), else nothing."""
-    if lost or refused:
-        return resume(sweep, lost)
-    return retest(sweep, rule)
+def _marked(run_one: Callable[[Job], Ended | None], note: Callable[[str], None]):
+    """``run_one`` with the kernel's clock taken before each job (``Ended.since``: dmesg's
+    lines after it are the job's, not an earlier run's), and a note when the kernel's
+    neighbour table overflowed while a job over several hosts ran -- even when every connect
+    went through in the end (Open MPI retries), links measured then may read slow, and a node
+    inside a network namespace cannot read the table's limits beforehand."""
+
+    def run(job: Job) -> Ended | None:
+        since = kernel_clock(run_command(["dmesg"]) or "")
+        ended = run_one(job)
+        if ended is None:
+            return None
+        ended.since = since
+        if len(set(ended.hosts)) > 1:
+            overflows = neighbour_overflows(run_command(["dmesg"]) or "", since=since)
+            if overflows:
+                run = Run(
+                    len(set(ended.hosts)), shared_kernel=bool(job.params.get("shared_kernel"))
+                )
+                note(f"{job.job_id}: {overflowed(overflows, run)}")
+        return ended
+
+    return run

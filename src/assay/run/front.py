@@ -37,8 +37,9 @@ from assay.store import RunWriter, safefile
 from assay.store.rundir import read_jsonl, utc_now
 from assay.toolchain import build_probe
 
-# Environment the runner needs on the compute node, when the front end has it set.
-CARRIED_ENV = ("PYTHONPATH", "ASSAY_HOME", "ASSAY_CONFIG", "SLURM_CONF", "PATH")
+# Environment the runner needs on the compute node, when the front end has it set (and the
+# scheduler's own: ``BatchLauncher.carried_env``).
+CARRIED_ENV = ("PYTHONPATH", "ASSAY_HOME", "ASSAY_CONFIG", "PATH")
 PLAN = "plan.json"
 
 StateHook = Callable[[BatchState, float], None]
@@ -69,7 +70,7 @@ def prepare(
             if job.build and not job.skip_reason and job.build not in built:
                 build_probe(job.build, mpis)  # a compiler error stops us before submitting
                 built.add(job.build)
-    env = {k: os.environ[k] for k in CARRIED_ENV if os.environ.get(k)}
+    env = {k: os.environ[k] for k in (*CARRIED_ENV, *launcher.carried_env) if os.environ.get(k)}
     if "PYTHONPATH" in env:  # the batch script runs elsewhere: relative entries would break
         env["PYTHONPATH"] = os.pathsep.join(
             str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep) if p

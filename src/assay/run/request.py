@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.config import load_config
 from assay.errors import AssayError, SuiteError
 from assay.launch import Launcher, LaunchOptions, configured
 from assay.model import Job, MpiInfo, System
 from assay.plan import Overrides, plan
 from assay.probes import PlanContext
+from assay.run.configfile import load_config
 from assay.suite.schema import SuiteSpec
 from assay.system import collect_plan_facts
 
@@ -115,11 +115,11 @@ def _suite(request: RunRequest, per_node: bool) -> tuple[SuiteSpec, str, str, li
 def all_pairs_suite(
     spec: SuiteSpec, per_node: bool, pairs_at_once: int
 ) -> tuple[SuiteSpec, list[str]]:
-    """What an all-pairs run runs: the suite's all-pairs benches (the built-in ``allpairs``
-    suite's when it has none) and, with ``per_node``, its per-node benches; never its
-    collectives or two-node figures (``--nodes N`` runs of their own). Notes say what was left
-    out and why."""
-    from assay.probes import get_probe
+    """What an all-pairs run runs: the suite's all-pairs benches (when it has none, the
+    built-in suites of the probes of that spread: ``Probe.suite``) and, with ``per_node``, its
+    per-node benches; never its collectives or two-node figures (``--nodes N`` runs of their
+    own). Notes say what was left out and why."""
+    from assay.probes import PROBES, get_probe
     from assay.suite import resolve_suite
 
     def kind(bench) -> str:
@@ -130,8 +130,8 @@ def all_pairs_suite(
     left = sorted({b.probe for b in spec.bench if b not in kept})
     notes = []
     if not any(kind(b) == "all-pairs" for b in kept):
-        builtin, _, _ = resolve_suite("allpairs")
-        kept = [*builtin.bench, *kept]
+        own = [p.suite for p in PROBES.values() if p.spread_kind == "all-pairs" and p.suite]
+        kept = [*(b for name in own for b in resolve_suite(name)[0].bench), *kept]
     if left:
         notes.append(
             f"--all-pairs: the matrix{' and the per-node pass' if per_node else ''} only; "

@@ -6,9 +6,11 @@ launcher.
 Reads the plan the front end wrote (``<run>/<launcher>/plan.json``), asks the launcher for the
 allocation's hosts, maps each job's allocation indices to host names, and runs the jobs in
 order: one step per job (``Launcher.step_argv``), the jobs of one placement group (an
-all-pairs round, a per-node pass) at the same time. It writes only files under RUN_DIR: the
-job directories and the append-only ``jobs.jsonl`` / ``samples.jsonl`` (never SQLite, which is
-unsafe on shared file systems); the front end indexes them.
+all-pairs round, a per-node pass) at the same time, each followed by what its probe's hook
+leaves to run (``assay.run.followup``: a resume after a lost node, a retest). It writes only
+files under RUN_DIR: the job directories and the append-only ``jobs.jsonl`` /
+``samples.jsonl`` (never SQLite, which is unsafe on shared file systems); the front end
+indexes them.
 
 Watchdog: while the front end waits it touches ``heartbeat``. When that file goes stale for
 ``--heartbeat-timeout`` seconds (assay was killed, even with SIGKILL), the runner cancels its
@@ -25,27 +27,24 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from assay.analysis.statistics.outliers import OutlierRule, outlier_rule
-from assay.config import load_config
 from assay.errors import AssayError
-from assay.inputfile import read_bounded
 from assay.launch import BatchLauncher
-from assay.launch.connectfail import connect_failures, describe, neighbour_overflows
 from assay.launch.place import groups
 from assay.launch.transports import SHARED_KERNEL_ENV, network_only, shared_kernels
 from assay.model import Job, JobResult, MpiInfo, Placement, RunInfo, Sample
-from assay.parsers.allpairs_file import read_matrix_file
 from assay.probes import get_probe
+from assay.probes.base import Ended, FollowUpContext
+from assay.run import followup
 from assay.run.execute import run_job
-from assay.run.followup import Sweep, lost_ranks, plan_follow_up
 from assay.run.front import RUNNER_NOTES, batch_dir, read_plan
 from assay.store import RunWriter, safefile
 from assay.store.records import read_run_info
 from assay.store.rundir import read_jsonl
-from assay.system._context import Context, run_command
+from assay.system._context import Context
 from assay.system.fabric import Run, fabric_limits, shortfalls
 from assay.system.hostlist import compress_hostlist
 
@@ -122,90 +121,52 @@ def run_served(
         )  # fmt: skip
 
 
-def run_all_pairs(
-    writer: _Writer,
-    job: Job,
-    mpis: list[MpiInfo],
-    launcher: BatchLauncher,
-    hosts_of: list[str],
-    cores: int | None,
-    resolve,
-    rule: OutlierRule,
-) -> None:
-    """An all-pairs sweep, then what it leaves inside this allocation (``assay.run.followup``):
-    a resume without a lost node, a retest of what the rule flags."""
-    run_job(writer, job, mpis, cores, resolve=resolve)
-    probe = get_probe(job.probe)
-    current, n = job, 0
-    try:
-        sweep = Sweep.of(read_matrix_file(writer.job_dir(job) / probe_matrix_file(job)))
-    except (AssayError, OSError):
-        return  # no matrix to continue: the job's record says why
-    while not writer.stopped:
-        lost: list[str] = []
-        refused = False
-        result = writer.recorded.get(current.job_id)
-        if result is not None and result.status not in ("ok", "skipped"):
-            now = writer.hosts[current.job_id]
-            lost = [now[r] for r in lost_ranks(_summaries(writer, current)) if r < len(now)]
-            refused = _connects_refused(writer, current, len(now))
-            if refused or not lost:  # a refused connect loses no node; a dead launch: ask
-                asked = lost or now
-                answering = set(launcher.responsive(asked))
-                lost = [h for h in asked if h not in answering]
-            if not lost and not refused:
-                return  # not a lost node: nothing a resume would fix
-        follow = plan_follow_up(sweep, lost, rule, refused=refused and not lost)
-        if follow is None:
-            return
-        n += 1
-        nxt = probe.pairs_job(job, follow.pairs, follow.kind, follow.first_round,
-                              follow.iterations, f"{follow.kind}{n}", sweep.fitted)  # fmt: skip
-        nxt.ranks, nxt.nodes = len(follow.hosts), len(follow.hosts)
+def placed_follow_up(writer: _Writer, job: Job, hosts_of: list[str]) -> None:
+    """A follow-up job on the hosts it names (``params["hosts"]``, rank order), else on the
+    nodes its placement (the job it follows's) gives."""
+    if job.job_id in writer.hosts or job.skip_reason:
+        return
+    named = job.params.get("hosts")
+    if isinstance(named, list) and named:
         index = {h: i for i, h in enumerate(hosts_of)}
-        nxt.placement = Placement([index[h] for h in follow.hosts], "", None)
-        writer.hosts[nxt.job_id] = list(follow.hosts)
-        nxt.params["hosts"] = list(follow.hosts)
-        if sweep.lost:
-            nxt.params["lost_nodes"] = list(sweep.lost)
-        writer.note(f"{job.job_id}: {follow.why} ({nxt.job_id})")
-        run_job(writer, nxt, mpis, cores, resolve=resolve)
-        current = nxt
-        if follow.kind == "retest":
-            return
-        try:
-            sweep.add(read_matrix_file(writer.job_dir(nxt) / probe_matrix_file(nxt)))
-        except (AssayError, OSError):
-            return
+        job.placement = Placement([index[h] for h in named], "", None)
+    idx = job.placement.indices if job.placement else [0]
+    writer.hosts[job.job_id] = [hosts_of[i] for i in idx]
+    job.params["hosts"] = list(writer.hosts[job.job_id])
 
 
-def _connects_refused(writer: _Writer, job: Job, nodes: int) -> bool:
-    """Whether the job's MPI could not connect (``assay.launch.connectfail``): noted with the
-    likely cause (the kernel's neighbour table, a fabric limit of this node) when it did."""
-    try:
-        stderr = read_bounded(writer.job_dir(job) / "stderr", 16 << 20, "stderr").decode(
-            errors="replace"
-        )
-    except (AssayError, OSError):
-        return False
-    failures = connect_failures(stderr)
-    if not failures:
-        return False
-    run = Run(nodes, shared_kernel=bool(job.params.get("shared_kernel")))
-    limits = [s.message(run) for s in shortfalls(fabric_limits(Context()) or {}, run)]
-    dmesg = run_command(["dmesg"]) or ""
-    writer.note(f"{job.job_id}: {describe(failures, neighbour_overflows(dmesg), limits)}")
-    return True
+def ended(writer: _Writer, job: Job) -> Ended | None:
+    """How ``job`` ended, as its records say (None: it was not recorded)."""
+    result = writer.recorded.get(job.job_id)
+    if result is None:
+        return None
+    samples = writer.stored.get(job.job_id, [])
+    return Ended(job, result, samples, writer.hosts.get(job.job_id, []), writer.job_dir(job))
 
 
-def _summaries(writer: _Writer, job: Job) -> list[dict]:
-    """The params of the samples a job stored (its summary names the ranks that stopped)."""
-    return [s.params for s in writer.stored.get(job.job_id, [])]
+def run_groups(
+    writer: _Writer,
+    jobs: list[Job],
+    run_one: Callable[[Job], Ended | None],
+    ctx: FollowUpContext,
+) -> int:
+    """The jobs by placement group (a group's jobs at once), each followed by what its probe
+    leaves to run inside this allocation (``assay.run.followup``); 130 once a job was stopped."""
 
+    def followed(job: Job) -> None:
+        followup.run_followed(job, run_one, ctx, lambda: writer.stopped)
 
-def probe_matrix_file(job: Job) -> str:
-    """The matrix file an all-pairs job writes in its directory (its ``--output``)."""
-    return job.argv[job.argv.index("--output") + 1] if "--output" in job.argv else "allpairs.bin"
+    for group in groups(jobs):
+        if writer.stopped:  # like Ctrl-C locally: start nothing more
+            return 130
+        if len(group) == 1:
+            followed(group[0])
+            continue
+        with ThreadPoolExecutor(max_workers=len(group)) as pool:
+            futures = [pool.submit(followed, j) for j in group]
+            for f in futures:
+                f.result()
+    return 0
 
 
 def _watchdog(where: Path, launcher: BatchLauncher, handle: str | None, timeout: float,
@@ -261,15 +222,6 @@ def fabric_notes(writer: _Writer, jobs: list[Job], nodes: int, shared: list) -> 
         writer.note(text)
 
 
-def _rule() -> OutlierRule:
-    """The outlier rule of the user's config (``[outliers]``), the default when it is bad:
-    inside the allocation a config error must not stop the run (the front end checked it)."""
-    try:
-        return outlier_rule(load_config())
-    except AssayError:
-        return OutlierRule()
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="assay.run.runner")
     ap.add_argument("run_dir", type=Path)
@@ -320,32 +272,24 @@ def main(argv: list[str] | None = None) -> int:
             daemon=True,
         ).start()
     cores = allocation.cpus_per_node
-    rule = _rule()
+    # who still answers (a node lost mid-job) is the launcher's question
+    ctx = followup.context(writer.note, launcher.responsive)
+
+    def run_one(job: Job) -> Ended | None:
+        placed_follow_up(writer, job, allocation.hosts)
+        if job.spread.kind == "clients" and not job.skip_reason:
+            run_served(writer, job, mpis, launcher, cores, resolve, where)
+        else:
+            run_job(writer, job, mpis, cores, resolve=resolve)
+        return ended(writer, job)
+
     try:
-        for group in groups([j for j in jobs if j.job_id not in done]):
-            if writer.stopped:  # like Ctrl-C locally: start nothing more
-                return 130
-            first = group[0]
-            if len(group) == 1 and first.spread.kind == "clients" and not first.skip_reason:
-                run_served(writer, first, mpis, launcher, cores, resolve, where)
-                continue
-            if len(group) == 1 and first.spread.kind == "all-pairs" and not first.skip_reason:
-                run_all_pairs(writer, first, mpis, launcher, allocation.hosts, cores, resolve,
-                              rule)  # fmt: skip
-                continue
-            if len(group) == 1:
-                run_job(writer, first, mpis, cores, resolve=resolve)
-                continue
-            with ThreadPoolExecutor(max_workers=len(group)) as pool:
-                futures = [pool.submit(run_job, writer, j, mpis, cores, resolve) for j in group]
-                for f in futures:
-                    f.result()
+        return run_groups(writer, [j for j in jobs if j.job_id not in done], run_one, ctx)
     except KeyboardInterrupt:
         print("runner: stopped (SIGTERM/SIGINT); finished jobs are recorded", file=sys.stderr)
         return 130
     finally:
         stop.set()
-    return 0
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ A measured rate above Rpeak is impossible on the hardware as described: ``rpeak_
 it into "Rpeak too low: clock source ..." for the report, never a bare 106%.
 
 Overrides, in ``~/.config/assay/config.toml`` and/or as the ``overrides`` argument (which
-wins), any subset::
+wins), any subset; their table is declared here (``PeakTable``), and checked by it both ways::
 
     [peak]
     uarch = "zen2"              # use this table entry (for a CPU assay cannot identify)
@@ -41,13 +41,15 @@ wins), any subset::
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from assay.config import load_config
+from pydantic import Field
+
+from assay.config import read_config
+from assay.config.schema import ConfigTable, Name, Section, validate_section
 from assay.errors import AssayError, ConfigError
 from assay.model import System
 from assay.system.flopstable import (  # re-exported: callers and tests import them from here
@@ -75,16 +77,29 @@ __all__ = [
 PRECISIONS: tuple[Precision, ...] = ("dp", "sp")
 PRECISION_LABEL: dict[Precision, str] = {"dp": "DP", "sp": "SP"}
 
-OVERRIDE_KEYS = (
-    "uarch",
-    "cores",
-    "clock_ghz",
-    "clock_kind",
-    "clock",
-    "flops_per_cycle_dp",
-    "flops_per_cycle_sp",
-)
-CLOCK_CHOICES = ("base", "max")
+
+class PeakTable(ConfigTable):
+    """``[peak]``: Rpeak overrides."""
+
+    uarch: Name | None = Field(None, description="use this entry of flops_per_cycle.toml")
+    cores: Annotated[int, Field(ge=1, le=65536)] | None = Field(None, description="per node")
+    clock_ghz: Annotated[float, Field(ge=0.01, le=100)] | None = Field(
+        None, description="the clock outright (an all-core AVX-512 clock, say)"
+    )
+    clock_kind: Name | None = Field(None, description='a label for clock_ghz (default "user")')
+    clock: Literal["base", "max"] | None = Field(
+        None, description="which measured clock, when clock_ghz is not set (default base)"
+    )
+    flops_per_cycle_dp: Annotated[float, Field(gt=0, le=4096)] | None = Field(
+        None, description="per core"
+    )
+    flops_per_cycle_sp: Annotated[float, Field(gt=0, le=4096)] | None = Field(
+        None, description="per core"
+    )
+
+
+SECTION = Section("peak", PeakTable)
+OVERRIDE_KEYS = tuple(PeakTable.model_fields)
 # What assay.system.collectors.freq_base_hz notes when its "base" clock is really the current
 # clock of /proc/cpuinfo (no cpufreq, no "@ 2.60GHz" in the model name, common in VMs).
 CURRENT_CLOCK_NOTE = "freq_base_hz: the current clock"
@@ -149,50 +164,23 @@ class PeakResult:
 # --- overrides ----------------------------------------------------------------------------------
 
 
-def _positive_number(key: str, value: Any, origin: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ConfigError(f"{origin}: {key} must be a positive number, got {value!r}")
-    if not math.isfinite(value):
-        raise ConfigError(f"{origin}: {key} must be finite, got {value!r}")
-    return float(value)
-
-
 def validate_overrides(raw: Mapping[str, Any], origin: str = "[peak]") -> dict[str, Any]:
-    """Checked, normalised overrides: unknown keys and wrong types are errors, never ignored."""
-    unknown = sorted(set(raw) - set(OVERRIDE_KEYS))
-    if unknown:
-        raise ConfigError(
-            f"{origin}: unknown key(s) {', '.join(unknown)}",
-            hint=f"keys it takes: {', '.join(OVERRIDE_KEYS)}",
-        )
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key == "cores":
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{origin}: cores must be a positive integer, got {value!r}")
-            out[key] = value
-        elif key in ("clock_ghz", "flops_per_cycle_dp", "flops_per_cycle_sp"):
-            out[key] = _positive_number(key, value, origin)
-        elif key == "clock":
-            if value not in CLOCK_CHOICES:
-                raise ConfigError(
-                    f"{origin}: clock must be one of {', '.join(CLOCK_CHOICES)}, got {value!r}"
-                )
-            out[key] = value
-        elif key == "uarch":
-            table = load_table()
-            if value not in table:
-                raise ConfigError(
-                    f"{origin}: uarch {value!r} is not in {TABLE_FILE}",
-                    hint=f"known: {', '.join(sorted(table))}",
-                )
-            out[key] = value
-        else:  # clock_kind
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(f"{origin}: clock_kind must be a non-empty string")
-            out[key] = value.strip()
-    if "clock_kind" in out and "clock_ghz" not in out:
-        raise ConfigError(f"{origin}: clock_kind labels clock_ghz, which is not set")
+    """Checked overrides: the declaration's types and ranges (unknown keys and wrong types are
+    errors, never ignored), then what they mean together."""
+    out = validate_section(SECTION, raw, origin)
+    if "uarch" in out:
+        table = load_table()
+        if out["uarch"] not in table:
+            raise ConfigError(
+                f"{origin}: [peak] uarch {out['uarch']!r} is not in {TABLE_FILE}",
+                hint=f"known: {', '.join(sorted(table))}",
+            )
+    if "clock_kind" in out:
+        out["clock_kind"] = out["clock_kind"].strip()
+        if not out["clock_kind"]:
+            raise ConfigError(f"{origin}: [peak] clock_kind must be a non-empty string")
+        if "clock_ghz" not in out:
+            raise ConfigError(f"{origin}: [peak] clock_kind labels clock_ghz, which is not set")
     return out
 
 
@@ -200,10 +188,7 @@ def merged_overrides(
     config: Mapping[str, Any], overrides: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     """config.toml's [peak] table, then the caller's overrides on top."""
-    section = config.get("peak") or {}
-    if not isinstance(section, Mapping):
-        raise ConfigError("config.toml: [peak] must be a table")
-    merged = validate_overrides(section, "config.toml [peak]")
+    merged = validate_overrides(config.get("peak") or {}, "config.toml")
     merged.update(validate_overrides(overrides or {}, "peak overrides"))
     return merged
 
@@ -421,7 +406,7 @@ def rpeak(
     Raises ConfigError for a malformed override; an unknown input is not an error but a
     result whose value is None and whose ``reason`` says what to set.
     """
-    ov = merged_overrides(load_config() if config is None else config, overrides)
+    ov = merged_overrides(read_config() if config is None else config, overrides)
     cores = ov.get("cores", system.cores)
     clock = select_clock(system, ov)
     per_cycle = {p: flops_per_cycle(system, ov, p) for p in PRECISIONS}

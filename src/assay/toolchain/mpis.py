@@ -19,8 +19,8 @@ import os
 import re
 import shutil
 
-from assay.config import load_config
-from assay.errors import ConfigError, ToolchainError
+from assay.config import read_config
+from assay.errors import ToolchainError
 from assay.model import MpiInfo
 from assay.toolchain.commands import run_text
 
@@ -66,16 +66,17 @@ def _mpi_from(name: str, mpicc: str, launcher: str, source: str, flags: list[str
 
 def discover_mpis(config: dict | None = None) -> list[MpiInfo]:
     """Every MPI implementation found on this machine, each once."""
-    config = load_config() if config is None else config
+    from assay.config.schema import validate_section  # pydantic: only with [[mpi]] entries
+    from assay.toolchain.mpiconfig import SECTION
+
+    config = read_config() if config is None else config
     found: list[MpiInfo] = []
     seen_real: set[str] = set()
 
-    for entry in config.get("mpi", []):
-        try:
-            name, mpicc, launcher = entry["name"], entry["mpicc"], entry["launcher"]
-        except KeyError as exc:
-            raise ConfigError(f"config.toml: an [[mpi]] entry lacks the key {exc}") from None
-        flags = [str(f) for f in entry.get("launcher_flags", [])]
+    entries = validate_section(SECTION, config["mpi"], "config") if config.get("mpi") else []
+    for entry in entries:
+        name, mpicc, launcher = entry["name"], entry["mpicc"], entry["launcher"]
+        flags = list(entry.get("launcher_flags", []))
         found.append(_mpi_from(name, mpicc, launcher, "config", flags))
         seen_real.add(os.path.realpath(shutil.which(mpicc) or mpicc))
 

@@ -1,5 +1,5 @@
 """How far below its baseline a figure may be: the limits of ``assay check``'s grades, and its
-``[check]`` table in the config.
+``[check]`` table in the config (declared here: ``CheckTable``).
 
 **Limits** (defaults; ``[check.warn_below]`` / ``[check.fail_below]`` in the config, keyed by a
 metric, a family or ``default``, and ``--warn-below`` / ``--fail-below`` on the command line):
@@ -16,7 +16,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import Field
+
 from assay.analysis.statistics.outliers import THRESHOLD
+from assay.config.schema import ConfigTable, Name, Ratio, Section, table_defaults, validate_section
 from assay.errors import ConfigError
 
 
@@ -31,11 +34,24 @@ DEFAULT_LIMITS = {
     "storage": Limits(0.80, 0.50),
     "p2p": Limits(0.80, 0.50),
 }
-CHECK_KEYS = frozenset({"baseline", "retest", "warn_below", "fail_below"})  # of [check]
-LIMIT_HINT = (
-    'e.g. [check.fail_below] default = 0.9, "memory.triad" = 0.85, storage = 0.5 '
-    "(a ratio to the baseline: 0.9 is 10 % worse)"
-)
+
+
+class CheckTable(ConfigTable):
+    """``[check]``: what ``assay check`` judges against and how far below it a figure may be
+    (limits keyed by a metric, a family or ``default``)."""
+
+    baseline: Name | list[Name] | None = Field(
+        None, description="the reference set each node is held to (a list: one per node type; "
+        "default: the median of its peers)",
+    )  # fmt: skip
+    retest: bool = Field(True, description="re-measure each FAIL before it stands")
+    warn_below: dict[Name, Ratio] = Field({}, description="WARN below this ratio to the baseline")
+    fail_below: dict[Name, Ratio] = Field({}, description="FAIL below this ratio to the baseline")
+
+
+SECTION = Section("check", CheckTable)
+CHECK_KEYS = frozenset(CheckTable.model_fields)
+_DEFAULT = table_defaults(CheckTable)
 
 
 @dataclass(frozen=True)
@@ -46,7 +62,7 @@ class CheckRule:
     warn_below: Mapping[str, float] = field(default_factory=dict)
     fail_below: Mapping[str, float] = field(default_factory=dict)
     threshold: float = THRESHOLD
-    retest: bool = True
+    retest: bool = _DEFAULT["retest"]
     baselines: tuple[str, ...] = ()
 
     def limits(self, metric: str) -> Limits:
@@ -64,45 +80,17 @@ class CheckRule:
         return Limits(max(warn, fail), fail)  # a fail line above the warn line raises both
 
 
-def _limit_table(value: Any, where: str) -> dict[str, float]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{where} in the config must be a table", hint=LIMIT_HINT)
-    out = {}
-    for key, v in value.items():
-        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
-            raise ConfigError(
-                f"{where} {key} = {v!r}: expected a ratio above 0 and at most 1", hint=LIMIT_HINT
-            )
-        out[str(key)] = float(v)
-    return out
-
-
 def check_rule(config: Mapping[str, Any], threshold: float = THRESHOLD) -> CheckRule:
-    """The rule from the config's ``[check]`` table: ``baseline`` (a name or a list, one per
-    node type), ``retest`` (true), ``warn_below`` and ``fail_below`` tables."""
-    table = config.get("check") or {}
-    if not isinstance(table, Mapping):
-        raise ConfigError("[check] in the config must be a table", hint=LIMIT_HINT)
-    known = CHECK_KEYS
-    unknown = sorted(set(table) - known)
-    if unknown:
-        raise ConfigError(
-            f"[check] has unknown key(s): {', '.join(unknown)}",
-            hint=f"known: {', '.join(sorted(known))}",
-        )
-    baseline = table.get("baseline", ())
-    baselines = (baseline,) if isinstance(baseline, str) else tuple(baseline)
-    if not all(isinstance(b, str) and b for b in baselines):
-        raise ConfigError(f"[check] baseline = {baseline!r}: expected a name or a list of names")
-    retest = table.get("retest", True)
-    if not isinstance(retest, bool):
-        raise ConfigError(f"[check] retest = {retest!r}: expected true or false")
+    """The rule from the config's ``[check]`` table, checked by its declaration: ``baseline``
+    (a name or a list, one per node type), ``retest``, ``warn_below`` and ``fail_below``."""
+    table = {**_DEFAULT, **validate_section(SECTION, config.get("check"), "config")}
+    baseline = table["baseline"] or ()
     return CheckRule(
-        warn_below=_limit_table(table.get("warn_below", {}), "[check.warn_below]"),
-        fail_below=_limit_table(table.get("fail_below", {}), "[check.fail_below]"),
+        warn_below={str(k): float(v) for k, v in table["warn_below"].items()},
+        fail_below={str(k): float(v) for k, v in table["fail_below"].items()},
         threshold=threshold,
-        retest=retest,
-        baselines=baselines,
+        retest=table["retest"],
+        baselines=(baseline,) if isinstance(baseline, str) else tuple(baseline),
     )
 
 

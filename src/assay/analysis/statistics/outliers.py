@@ -36,12 +36,13 @@ import math
 import statistics
 from collections.abc import Collection, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import Field
 
 from assay.analysis.statistics.select import order_stats
-from assay.errors import ConfigError
+from assay.config.schema import ConfigTable, Factor, Positive, Section, validate_section
 
 THRESHOLD = 3.5
 LINK_MIN_FACTOR = 1.25  # a link (or a node's median link) at least 1.25x worse than the median
@@ -70,33 +71,29 @@ class OutlierRule:
     node_factor: float = NODE_MIN_FACTOR
 
 
-RULE_KEYS = {"threshold": "a positive number", "link_factor": "a factor of 1 or more",
-             "node_factor": "a factor of 1 or more"}  # fmt: skip
-RULE_HINT = (
-    "e.g. [outliers] threshold = 3.5, link_factor = 1.25 (a link 1.25x worse than the median), "
-    "node_factor = 1.1"
-)
+class OutliersTable(ConfigTable):
+    """``[outliers]``: when a link or a node is called out."""
+
+    threshold: Annotated[Positive, Field(le=1000)] = Field(
+        THRESHOLD, description="the robust z-score a value must pass"
+    )
+    link_factor: Factor = Field(
+        LINK_MIN_FACTOR, description="how many times worse than the median a link must be"
+    )
+    node_factor: Factor = Field(
+        NODE_MIN_FACTOR, description="how many times worse than the median a node must be"
+    )
+
+
+SECTION = Section("outliers", OutliersTable)
+RULE_KEYS = tuple(OutliersTable.model_fields)
 
 
 def outlier_rule(config: Mapping[str, Any]) -> OutlierRule:
-    """The rule from the config's ``[outliers]`` table (threshold, link_factor, node_factor);
-    the defaults for what it leaves out."""
-    table = config.get("outliers") or {}
-    if not isinstance(table, Mapping):
-        raise ConfigError("[outliers] in the config must be a table", hint=RULE_HINT)
-    unknown = sorted(set(table) - set(RULE_KEYS))
-    if unknown:
-        raise ConfigError(f"[outliers] has unknown key(s): {', '.join(unknown)}", hint=RULE_HINT)
-    values = {}
-    for key, value in table.items():
-        number = not isinstance(value, bool) and isinstance(value, int | float)
-        low = 0.0 if key == "threshold" else 1.0
-        if not number or not low <= value < math.inf or value == 0:
-            raise ConfigError(
-                f"[outliers] {key} = {value!r}: expected {RULE_KEYS[key]}", hint=RULE_HINT
-            )
-        values[key] = float(value)
-    return OutlierRule(**values)
+    """The rule from the config's ``[outliers]`` table (threshold, link_factor, node_factor),
+    checked by its declaration; the defaults for what it leaves out."""
+    values = validate_section(SECTION, config.get("outliers"), "config")
+    return OutlierRule(**{k: float(v) for k, v in values.items()})
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The local launcher: every job on this node, one after the other, in assay's own process
-(``assay.run.execute``), each under the guard (``process``); MPI jobs through the MPI's own
-``mpirun``/``mpiexec`` (``mpi``)."""
+(``assay.run.execute``), each under the guard (``assay.launch.process``); MPI jobs through the
+MPI's own ``mpirun``/``mpiexec`` (``mpi``, its line written by ``assay.launch.parallel``)."""
 
 from __future__ import annotations
 

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from assay.config.schema import Section
+from assay.errors import LaunchError
 from assay.launch.contract import (
     Allocation,
     BatchLauncher,
@@ -27,8 +29,10 @@ from assay.launch.contract import (
     Submission,
 )
 from assay.launch.place import NodeOptions, place
+from assay.launch.serving import settings
 from assay.launch.slurm import state as slurm
-from assay.launch.slurm.options import MpiLaunch, SlurmOptions, options_from_config
+from assay.launch.slurm.nodes import SlurmNodes
+from assay.launch.slurm.options import MpiLaunch, SlurmOptions, options_from_config, section
 from assay.launch.slurm.script import batch_script, sbatch_argv
 from assay.launch.slurm.servers import servers
 from assay.launch.slurm.steps import step_argv
@@ -42,10 +46,18 @@ OWN_OPTIONS = frozenset({"partition", "account", "qos", "constraint", "time", "s
 
 class SlurmLauncher(BatchLauncher):
     caps = Capabilities("slurm", max_nodes=None, batch=True, options=OWN_OPTIONS)
+    carried_env = ("SLURM_CONF",)
 
-    def __init__(self, opts: SlurmOptions, launch: dict[str, MpiLaunch] | None = None) -> None:
+    def __init__(
+        self,
+        opts: SlurmOptions,
+        launch: dict[str, MpiLaunch] | None = None,
+        servers: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.opts = opts
-        self.nodes = opts.nodes
+        # where each serving probe's servers listen (its keys of [slurm]: launch.serving)
+        self.servers = dict(servers or {})
+        self.nodes, self.partition = opts.nodes, opts.partition
         self.poll_s, self.max_wait = opts.poll_s, opts.max_wait
         self.heartbeat_timeout, self.detach = opts.heartbeat_timeout, opts.detach
         self.all_pairs, self.pairs_at_once = opts.all_pairs, opts.pairs_at_once
@@ -61,15 +73,24 @@ class SlurmLauncher(BatchLauncher):
             "pairs_at_once": options.pairs_at_once, "per_node": options.per_node or None,
             **options.own,
         }  # fmt: skip
-        return cls(options_from_config(config, **given))
+        where = [f"--reservation={options.reservation}"] if options.reservation else []
+        if options.hosts:
+            where.append(f"--nodelist={','.join(options.hosts)}")
+        if where:  # after the user's own sbatch arguments
+            given["sbatch_args"] = [*(given.get("sbatch_args") or []), *where]
+        opts = options_from_config(config, **given)  # checks [slurm] whole
+        return cls(opts, servers=settings(config.get("slurm")))
+
+    @classmethod
+    def config_section(cls) -> Section:
+        return section()
 
     def launch_for(self, mpi: MpiInfo) -> MpiLaunch:
         return self.launch.get(mpi.name) or self.opts.launch_for(mpi)
 
     def place(self, jobs: list[Job], mpis: list[MpiInfo]) -> list[Job]:
         o = self.opts
-        servers_at = {"port": o.fio_port, "network": o.fio_network}
-        placed = place(jobs, NodeOptions(o.nodes, o.intra_node, servers_at))
+        placed = place(jobs, NodeOptions(o.nodes, o.intra_node, self.servers))
         by_name = {m.name: m for m in mpis}
         for job in placed:  # an MPI's environment inside the allocation (UCX_TLS, say)
             mpi = by_name.get(job.mpi or "")
@@ -85,6 +106,10 @@ class SlurmLauncher(BatchLauncher):
 
     def describe(self, jobs: list[Job]) -> str:
         return f"{len(jobs)} jobs in one Slurm allocation ({self.opts.nodes} nodes)"
+
+    @classmethod
+    def node_admin(cls, partition: str | None = None) -> SlurmNodes:
+        return SlurmNodes(partition)
 
     # -------------------------------------------------------------- the front end's side
 
@@ -126,6 +151,7 @@ class SlurmLauncher(BatchLauncher):
         return {
             "options": opts,
             "launch": {m.name: dataclasses.asdict(self.launch_for(m)) for m in mpis},
+            "servers": self.servers,
         }
 
     @classmethod
@@ -141,7 +167,7 @@ class SlurmLauncher(BatchLauncher):
             )
             for name, v in data.get("launch", {}).items()
         }
-        return cls(opts, launch)
+        return cls(opts, launch, data.get("servers"))
 
     # -------------------------------------------------------------- inside the allocation
 
@@ -165,10 +191,11 @@ class SlurmLauncher(BatchLauncher):
     def serve(
         self, job: Job, hosts: list[str], work_dir: Path, server: list[str]
     ) -> Iterator[list[str]]:
-        conf = (job.placement.servers if job.placement else None) or {}
-        port = int(conf.get("port") or self.opts.fio_port)
+        conf = (job.placement.servers if job.placement else None) or self.servers.get(job.probe)
+        if not conf:
+            raise LaunchError(f"{job.job_id}: its probe declares no keys for its servers (port)")
         with servers(
             job.job_id, hosts, work_dir / f"servers-{job.job_id}", server,
-            port=port, network=conf.get("network") or self.opts.fio_network,
+            port=int(conf["port"]), network=conf.get("network"),
         ) as addresses:  # fmt: skip
             yield addresses

@@ -3,10 +3,7 @@
     scontrol update NodeName=N State=DRAIN Reason="assay: <check> <figure> vs <baseline> (run R)"
     scontrol update NodeName=N State=RESUME
 
-**Whose drain.** A node is assay's to resume only when its reason starts with ``assay:``, the
-prefix it drains with (LBNL NHC's rule, with its ``NHC:`` prefix): a node drained by a person
-or another tool ("DIMM replaced", "NHC: ...") is never resumed, and never re-drained over
-their reason either.
+**Whose drain**: ``assay.launch.admin`` (the ``assay:`` prefix of a reason).
 
 **Who may.** ``scontrol update`` of a node needs Slurm's operator rights: root, the
 ``SlurmUser``, or an ``AdminLevel`` of Operator or Administrator in the accounting database.
@@ -28,38 +25,12 @@ import re
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass
 
 from assay.errors import LaunchError
+from assay.launch.admin import NodeAdmin, NodeState
 from assay.launch.slurm.state import _run, _slurm_tool, slurm_words
 
-ASSAY_PREFIX = "assay:"
 SINFO_FORMAT = "%N|%T|%E"
-
-
-@dataclass(frozen=True)
-class NodeState:
-    name: str
-    state: str  # sinfo's long state: idle, allocated, mixed, drained, draining, down, ...
-    reason: str = ""
-
-    @property
-    def drained(self) -> bool:
-        """Drained or draining: no new job starts on it."""
-        return self.state.rstrip("*~#!%$@^-").startswith("drain")
-
-    @property
-    def idle_drained(self) -> bool:
-        """Drained and nothing running on it any more."""
-        return self.state.rstrip("*~#!%$@^-") == "drained"
-
-    @property
-    def by_assay(self) -> bool:
-        return self.drained and self.reason.startswith(ASSAY_PREFIX)
-
-    @property
-    def idle(self) -> bool:
-        return self.state.rstrip("*~#!%$@^-") == "idle"
 
 
 def parse_sinfo(text: str) -> dict[str, NodeState]:
@@ -208,3 +179,39 @@ def run_scontrol(argv: list[str]) -> None:
     proc = _run([_slurm_tool(argv[0]), *argv[1:]])
     if proc.returncode != 0:
         raise LaunchError(f"{shell_line(argv)}: {slurm_words(proc.stderr)}")
+
+
+class SlurmNodes(NodeAdmin):
+    """Slurm's node administration (``assay.launch.admin``): sinfo and scontrol."""
+
+    scheduler = "Slurm"
+
+    def states(self, timeout: float | None = None) -> dict[str, NodeState]:
+        return node_states(self.partition, timeout)
+
+    def name_problem(self, name: str) -> str | None:
+        return node_name_problem(name)
+
+    def drain_argv(self, node: str, reason: str) -> list[str]:
+        return drain_argv(node, reason)
+
+    def resume_argv(self, node: str) -> list[str]:
+        return resume_argv(node)
+
+    def reserve_argv(self, name: str, nodes: list[str], user: str, minutes: int) -> list[str]:
+        return reservation_argv(name, nodes, user, minutes)
+
+    def unreserve_argv(self, name: str) -> list[str]:
+        return delete_reservation_argv(name)
+
+    def shell_line(self, argv: list[str]) -> str:
+        return shell_line(argv)
+
+    def update(self, argv: list[str]) -> None:
+        update(argv)
+
+    def reserve(self, argv: list[str]) -> None:
+        run_scontrol(argv)
+
+    def permission(self) -> str | None:
+        return update_permission()

@@ -1,6 +1,7 @@
 """What a Slurm run asks for: the allocation, and how each MPI starts inside it.
 
-Defaults come from the ``[slurm]`` table of ``config.toml``; command-line options win::
+Defaults come from the ``[slurm]`` table of ``config.toml``, declared here (``SlurmTable``: its
+keys, types, ranges, defaults and help, written once); command-line options win::
 
     [slurm]
     partition = "batch"
@@ -10,9 +11,8 @@ Defaults come from the ``[slurm]`` table of ``config.toml``; command-line option
     max_wait = 3600           # seconds an allocation may stay pending before it is cancelled
     sbatch_args = ["--exclusive"]
     heartbeat_timeout = 120   # the allocation cancels itself when assay stops polling this long
-    fio_network = "10.0.0.0/16"  # multi-client fio: servers listen on the node's address in
-                              # it (default: the address the node's host name resolves to)
-    fio_port = 8765
+    fio_network = "10.0.0.0/16"  # fio's keys (``FioServers``): a serving probe adds its own
+    fio_port = 8765           # to every launcher's table (``assay.launch.serving``)
     pairs_at_once = 0         # --all-pairs: most pairs measured at once (0: a whole round)
 
     [slurm.mpi.mpich]         # how one MPI starts inside the allocation
@@ -27,18 +27,82 @@ By default MPICH-family MPIs start with ``srun --mpi=pmi2`` and OpenMPI with its
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import Field
+
+from assay.config.schema import (
+    DAY_S,
+    ConfigTable,
+    EnvName,
+    Name,
+    Seconds,
+    Section,
+    SlurmTime,
+    Text,
+    table_defaults,
+    validate_section,
+)
 from assay.errors import ConfigError
+from assay.launch.serving import launcher_table
 from assay.model import MpiInfo
 
 # Above the largest machine (Fugaku: 158,976 nodes). An all-pairs run is one job whatever the
 # node count (the probe runs the tournament), so its pairs are bounded by this alone; what a
 # plan places on the allocation is held to the plan's bound on jobs (``assay.launch.place``).
 MAX_NODES = 200_000
-DEFAULT_MAX_WAIT_S = 24 * 3600.0
-DEFAULT_HEARTBEAT_S = 120.0
+
+
+class MpiLaunchTable(ConfigTable):
+    """``[slurm.mpi.NAME]``: how one MPI starts inside an allocation."""
+
+    launcher: Literal["srun", "mpirun"] = Field(
+        "srun", description="srun (srun --mpi=PLUGIN) or mpirun (the MPI's own launcher)"
+    )
+    srun_mpi: Name = Field("pmi2", description="srun's --mpi plugin (pmix is refused)")
+    args: list[Text] = Field([], description="extra launcher arguments")
+    env: dict[EnvName, Text] = Field({}, description="the MPI's environment in the allocation")
+
+
+class SlurmTable(ConfigTable):
+    """``[slurm]``: defaults of a Slurm run (command-line options win)."""
+
+    # its upper bound is the launcher's (MAX_NODES below: one message for --nodes too)
+    nodes: Annotated[int, Field(ge=1)] = Field(2, description="nodes of the allocation")
+    partition: Name | None = Field(None, description="sbatch --partition")
+    account: Name | None = Field(None, description="sbatch --account")
+    qos: Name | None = Field(None, description="sbatch --qos")
+    constraint: Name | None = Field(None, description="sbatch --constraint")
+    time: SlurmTime | None = Field(None, description='sbatch --time ("HH:MM:SS", minutes)')
+    sbatch_args: list[Text] = Field([], description="more sbatch arguments")
+    max_wait: Seconds = Field(
+        24 * 3600.0, description="seconds pending before the allocation is cancelled"
+    )
+    heartbeat_timeout: Annotated[float, Field(ge=0, le=366 * DAY_S)] = Field(
+        120.0, description="the allocation cancels itself when assay stops polling this long "
+        "(0: no watchdog)",
+    )  # fmt: skip
+    poll_s: Annotated[float, Field(ge=0.1, le=3600)] = Field(
+        2.0, description="seconds between polls (squeue not hammered, nor forgotten)"
+    )
+    pairs_at_once: Annotated[int, Field(ge=0, le=MAX_NODES // 2)] = Field(
+        0, description="--all-pairs: most pairs measured at once (0: a whole round)"
+    )
+    intra_node: bool = Field(False, description="p2p also within a node")
+    mpi: dict[Name, MpiLaunchTable] = Field({}, description="a table per MPI: [slurm.mpi.NAME]")
+
+
+@functools.cache
+def section() -> Section:
+    """``[slurm]`` as the schema knows it: this launcher's keys and those of every probe it
+    starts servers for (``assay.launch.serving``)."""
+    return Section("slurm", launcher_table(SlurmTable))
+
+
+_DEFAULT = table_defaults(SlurmTable)
+_MPI_DEFAULT = table_defaults(MpiLaunchTable)
 
 
 @dataclass(frozen=True)
@@ -53,23 +117,24 @@ class MpiLaunch:
 
 @dataclass
 class SlurmOptions:
-    nodes: int = 2
+    """A Slurm run's settings: ``SlurmTable``'s keys (its defaults), then what only the command
+    line gives."""
+
+    nodes: int = _DEFAULT["nodes"]
     partition: str | None = None
     account: str | None = None
     qos: str | None = None
     constraint: str | None = None
     time: str | None = None
     sbatch_args: list[str] = field(default_factory=list)
-    max_wait: float = DEFAULT_MAX_WAIT_S
+    max_wait: float = _DEFAULT["max_wait"]
     detach: bool = False
     all_pairs: bool = False
-    pairs_at_once: int = 0  # all-pairs: most pairs measured at once; 0 = every pair of a round
+    pairs_at_once: int = _DEFAULT["pairs_at_once"]  # 0 = every pair of a round
     per_node: bool = False  # all-pairs: the suite's per-node benches too
-    intra_node: bool = False
-    poll_s: float = 2.0
-    heartbeat_timeout: float = DEFAULT_HEARTBEAT_S
-    fio_network: str | None = None
-    fio_port: int = 8765
+    intra_node: bool = _DEFAULT["intra_node"]
+    poll_s: float = _DEFAULT["poll_s"]
+    heartbeat_timeout: float = _DEFAULT["heartbeat_timeout"]
     mpi: dict[str, MpiLaunch] = field(default_factory=dict)
 
     def launch_for(self, mpi: MpiInfo) -> MpiLaunch:
@@ -81,7 +146,7 @@ class SlurmOptions:
 
 
 # Options of a run given on the command line only, never a [slurm] key of config.toml: every
-# other field is one (``assay.config.schema.SlurmTable``; a test holds the two to each other).
+# other field is one (``SlurmTable``; a test holds the two to each other).
 COMMAND_LINE_ONLY = frozenset({"detach", "all_pairs", "per_node"})
 
 # The command-line option of each [slurm] key, to name a bad value where it was given.
@@ -99,9 +164,10 @@ def _mpi_launch(name: str, table: dict[str, Any]) -> MpiLaunch:
             f"config [slurm.mpi.{name}] srun_mpi = 'pmix': refused, its steps can hang and "
             "leave the node unusable with this Slurm; use pmi2 or launcher = 'mpirun'"
         )
+    table = {**_MPI_DEFAULT, **table}
     return MpiLaunch(
-        launcher=table.get("launcher", "srun"),
-        srun_mpi=table.get("srun_mpi", "pmi2"),
+        launcher=table["launcher"],
+        srun_mpi=table["srun_mpi"],
         args=tuple(table.get("args", ())),
         env=tuple(table.get("env", {}).items()),
     )
@@ -109,20 +175,19 @@ def _mpi_launch(name: str, table: dict[str, Any]) -> MpiLaunch:
 
 def options_from_config(config: dict[str, Any], **given: Any) -> SlurmOptions:
     """The ``[slurm]`` table, overridden by every option given that is not None. Both are
-    checked by the config's schema (``assay.config.schema``): a value of the wrong type, or a
-    control character in one that reaches sbatch's command line or the batch script, is a
-    ConfigError naming the key or the option."""
-    from assay.config.schema import validate_section
-
-    table = validate_section("slurm", config.get("slurm"), "config")
+    checked by the table's declaration: a value of the wrong type, or a control character in
+    one that reaches sbatch's command line or the batch script, is a ConfigError naming the key
+    or the option. The keys a serving probe adds are its own (``launch.serving``)."""
+    table = validate_section(section(), config.get("slurm"), "config")
     given = {k: v for k, v in given.items() if v is not None and not (k == "sbatch_args" and not v)}
     validate_section(
-        "slurm",
+        section(),
         {k: v for k, v in given.items() if k in OPTION_NAMES},
         "command line",
         options=OPTION_NAMES,
     )
-    values: dict[str, Any] = {k: v for k, v in table.items() if k != "mpi"}
+    own = set(SlurmTable.model_fields) - {"mpi"}  # not the keys a serving probe adds
+    values: dict[str, Any] = {k: v for k, v in table.items() if k in own}
     values["mpi"] = {n: _mpi_launch(n, t) for n, t in (table.get("mpi") or {}).items()}
     values.update(given)
     opts = SlurmOptions(**values)

@@ -12,8 +12,9 @@ module runs it on each node and tells the job where the servers listen:
   ``{address}`` and ``{port}`` filled in -- listening on that address only, never on every
   interface -- until SIGTERM.
 * The test address is, by default, the address the node's host name resolves to on the node
-  (what MPI uses too); with ``fio_network = "CIDR"`` in ``[slurm]`` it is the node's
-  interface address inside that network (e.g. the storage or IPoIB network). A loopback
+  (what MPI uses too); with a network (fio's ``fio_network = "CIDR"`` in ``[slurm]``: the
+  probe's keys, ``assay.launch.serving``) it is the node's interface address inside that
+  network (e.g. the storage or IPoIB network). A loopback
   answer is refused: a server on 127.x could not be reached from the client node.
 * The runner waits until every node wrote its address and accepts connections, hands the
   addresses to the job (``Probe.served``), and when the job ends terminates the server step.
@@ -40,7 +41,6 @@ from pathlib import Path
 from assay.errors import LaunchError
 from assay.inputfile import read_tail
 
-DEFAULT_PORT = 8765  # fio's FIO_NET_PORT
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 
@@ -121,7 +121,7 @@ def servers(
     where: Path,
     server: list[str],
     *,
-    port: int = DEFAULT_PORT,
+    port: int,
     network: str | None = None,
     timeout: float = START_TIMEOUT_S,
 ) -> Iterator[list[str]]:

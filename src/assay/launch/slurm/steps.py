@@ -1,20 +1,14 @@
-"""The srun (or MPI launcher) command of one job step inside a Slurm allocation.
-
-srun steps name their nodes (``--nodelist``) and rank layout exactly, so the pairs of one
-all-pairs round can run side by side; ``--kill-on-bad-exit`` ends a step whose rank died.
-"""
+"""The command of one job step inside a Slurm allocation: srun steps (``assay.launch.parallel``
+writes the rank lines, srun's and each MPI's own launcher's)."""
 
 from __future__ import annotations
 
 import json
-import os
 
+from assay.launch.parallel import Step, for_flavor, parallel_launcher
+from assay.launch.parallel.srun import srun_head
 from assay.launch.slurm.options import MpiLaunch
 from assay.model import Job, MpiInfo, node_output
-
-
-def node_list(hosts: list[str]) -> str:
-    return ",".join(hosts)
 
 
 def step_argv(
@@ -31,10 +25,7 @@ def step_argv(
     if job.spread.kind == "server-client" and len(hosts) == 2:
         return pair_argv(job, argv, hosts)
     ppn = job.ppn or 1
-    srun = [
-        "srun", f"--job-name={job.job_id}", f"--nodes={len(hosts)}",
-        f"--nodelist={node_list(hosts)}", "--kill-on-bad-exit=1",
-    ]  # fmt: skip
+    srun = srun_head(job.job_id, hosts)
     if job.placement is not None and job.placement.each and job.spawn != "mpi":
         # once on each node, in one step; one node's failure leaves the others running, and
         # each node's output goes to its own file (%N: the node's name)
@@ -51,29 +42,29 @@ def step_argv(
         if cpus_per_node:
             step.append(f"--cpus-per-task={cpus_per_node}")
         return [*step, *argv]
-    ranks = str(job.ranks)
     # An all-pairs step after a lost node: the step before it may hold its CPUs until Slurm
     # gives up on that node (measured here: the resume waited 50 s for it). All-pairs steps run
     # one at a time, so sharing the CPUs with a dying step costs nothing.
     overlap = job.spread.kind == "all-pairs"
     if launch.launcher == "srun":
-        threaded = [f"--cpus-per-task={job.threads}"] if job.threads > 1 else []
-        return [
-            *srun, *(["--overlap"] if overlap else []), f"--ntasks={ranks}",
-            f"--ntasks-per-node={ppn}", *threaded, f"--mpi={launch.srun_mpi}", *launch.args, *argv,
-        ]  # fmt: skip
-    if mpi.flavor == "openmpi":
-        cmd = [
-            mpi.launcher, "-np", ranks, "--host", ",".join(f"{h}:{ppn}" for h in hosts),
-            "--map-by", f"ppr:{ppn}:node", "--bind-to", "none",
-        ]  # fmt: skip
-        if os.geteuid() == 0:
-            cmd.append("--allow-run-as-root")
-        if overlap:  # the srun that starts Open MPI's daemons
-            cmd += ["--mca", "plm_slurm_args", "--overlap"]
-    else:  # MPICH's hydra and its relatives
-        cmd = [mpi.launcher, "-n", ranks, "-ppn", str(ppn), "-hosts", node_list(hosts)]
-    return [*cmd, *launch.args, *mpi.launcher_flags, *argv]
+        ranks = Step(
+            "srun",
+            job.ranks,
+            ppn=ppn,
+            hosts=tuple(hosts),
+            threads=job.threads,
+            overlap=overlap,
+            name=job.job_id,
+            plugin=launch.srun_mpi,
+            args=launch.args,
+        )
+        return parallel_launcher("srun").argv(ranks, argv)
+    # The MPI's own launcher: Open MPI's mpirun, else Hydra's mpiexec (MPICH and its
+    # relatives); Open MPI with --bind-to none inside an allocation.
+    ranks = Step(mpi.launcher, job.ranks, ppn=ppn, hosts=tuple(hosts),
+                 bind="none" if mpi.flavor == "openmpi" else None, overlap=overlap,
+                 args=(*launch.args, *mpi.launcher_flags))  # fmt: skip
+    return for_flavor(mpi.flavor, default="mpiexec").argv(ranks, argv)
 
 
 def pair_argv(job: Job, argv: list[str], hosts: list[str]) -> list[str]:

@@ -1,5 +1,5 @@
 """The flow of ``assay check``: refuse what cannot work, measure, judge, re-measure each FAIL,
-write the outputs, then drain or resume.
+then drain or resume (the command writes the outputs, before an action's error stands).
 
 Everything that can be refused is refused before anything runs (exit 2): an unknown level, a
 level that cannot run here (level 1 is one node; levels 2 and 3 need an allocation of 2 nodes
@@ -22,12 +22,12 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from rich.table import Table as RichTable
-from rich.text import Text
-
-from assay.cli.common import discover, out
 from assay.errors import AssayError
+from assay.launch.admin import NodeAdmin
+from assay.launch.registry import LAUNCHERS, launcher_class, node_admin
+from assay.run.check.surface import Surface
 
 
 @dataclass
@@ -51,13 +51,7 @@ class CheckArgs:
     openmetrics: Path | None
     html: Path | None
     nodes: int | None
-    partition: str | None
-    account: str | None
-    qos: str | None
-    constraint: str | None
-    time_limit: str | None
-    sbatch_args: list[str]
-    max_wait: float | None
+    own: dict[str, Any]  # the backend's own options (``LaunchOptions.own``: --partition, ...)
 
 
 def levels() -> dict[int, tuple[str, object, str]]:
@@ -71,23 +65,6 @@ def levels() -> dict[int, tuple[str, object, str]]:
             if spec.check and spec.check.level:
                 out_[spec.check.level] = (name, spec, text)
     return out_
-
-
-def list_levels() -> None:
-    t = RichTable(title="assay check levels", title_justify="left")
-    for col in ("level", "suite", "budget", "runs on", "contents"):
-        t.add_column(col, overflow="fold")
-    for level, (name, spec, _) in sorted(levels().items()):
-        chk = spec.check  # type: ignore[attr-defined]
-        budget = f"{chk.budget_s / 60:g} min" if chk.budget_s >= 120 else f"{chk.budget_s:g} s"
-        where = (
-            "this node (no allocation)"
-            if chk.max_nodes == 1
-            else f"--on slurm, {chk.min_nodes}+ nodes"
-        )
-        t.add_row(str(level), name, budget, where, Text("\n".join(f"• {c}" for c in chk.contents)))
-    out.print(t)
-    out.print("Any suite can be checked instead: assay check SUITE (its figures judged alike).")
 
 
 def _suite(args: CheckArgs):
@@ -112,18 +89,20 @@ def _suite(args: CheckArgs):
 def _refuse_where(args: CheckArgs, spec, level: int | None) -> None:
     what = f"level {level}" if level else f"suite {spec.name}"
     chk = spec.check
-    if args.on not in ("local", "slurm"):
-        raise AssayError(f"--on {args.on}: expected local or slurm")
-    if args.on == "local" and args.nodes:
+    if args.on not in LAUNCHERS:
+        raise AssayError(f"--on {args.on}: expected {' or '.join(sorted(LAUNCHERS))}")
+    # an allocation's backend (Slurm) or this node's (local), as the registry has it
+    batch = launcher_class(args.on).caps.batch
+    if not batch and args.nodes:
         raise AssayError("--nodes needs --on slurm")
-    if chk is not None and chk.max_nodes == 1 and args.on == "slurm":
+    if chk is not None and chk.max_nodes == 1 and batch:
         raise AssayError(
-            f"{what} runs on the node itself, without an allocation: it cannot run --on slurm",
+            f"{what} runs on the node itself, without an allocation: it cannot run --on {args.on}",
             hint="wire it as Slurm's HealthCheckProgram (docs/check.md), or check an allocation "
             "with --level 2",
         )
     if chk is not None and chk.min_nodes > 1:
-        if args.on != "slurm":
+        if not batch:
             raise AssayError(
                 f"{what} measures the all-pairs matrix: it needs an allocation of "
                 f"{chk.min_nodes} nodes or more (--on slurm --nodes N); this is one node",
@@ -133,16 +112,14 @@ def _refuse_where(args: CheckArgs, spec, level: int | None) -> None:
             raise AssayError(f"{what} needs --nodes {chk.min_nodes} or more, not {args.nodes}")
     if args.dry_run and not (args.drain or args.resume):
         raise AssayError("--dry-run prints the scontrol lines of --drain or --resume: give one")
-    if args.dry_run and args.resume and args.on == "slurm":
+    if args.dry_run and args.resume and batch:
         raise AssayError(
-            "--resume --on slurm cannot be a dry run: a drained node is measured only by "
+            f"--resume --on {args.on} cannot be a dry run: a drained node is measured only by "
             "resuming it inside a reservation (docs/check.md)",
             hint="check the nodes assay drained for real, or dry-run --drain",
         )
     if (args.drain or args.resume) and not args.dry_run:
-        from assay.launch.slurm.nodes import update_permission
-
-        why = update_permission()
+        why = admin_of(args).permission()
         if why:
             flag = "--drain" if args.drain else "--resume"
             raise AssayError(
@@ -152,10 +129,17 @@ def _refuse_where(args: CheckArgs, spec, level: int | None) -> None:
             )
 
 
+def admin_of(args: CheckArgs) -> NodeAdmin:
+    """The node administration the check drains and resumes through: its backend's (the
+    partition given, on an allocation), or this node's scheduler's."""
+    batch = launcher_class(args.on).caps.batch
+    return node_admin(args.on, args.own.get("partition") if batch else None)
+
+
 def _rule(args: CheckArgs):
     from assay.analysis.check.checklimits import check_rule, limit_args
     from assay.analysis.statistics.outliers import outlier_rule
-    from assay.config import load_config
+    from assay.run.configfile import load_config
 
     config = load_config()
     orule = outlier_rule(config)
@@ -185,69 +169,105 @@ def _baselines(names: tuple[str, ...]):
 
 def _request(args: CheckArgs, origin: str):
     """The check's run as ``assay run`` would be asked for it."""
-    from assay.cli.batchopts import own_options
     from assay.launch import LaunchOptions
     from assay.run.request import RunRequest
 
-    own = own_options(args.partition, args.account, args.qos, args.constraint, args.time_limit,
-                      args.sbatch_args, args.max_wait)  # fmt: skip
     return RunRequest(
         suite=args.suite or origin, on=args.on, mpi=args.mpi, sets=list(args.sets),
-        label=args.label, launch=LaunchOptions(nodes=args.nodes, own=own),
+        label=args.label, launch=LaunchOptions(nodes=args.nodes, own=dict(args.own)),
     )  # fmt: skip
 
 
-def local_node(given: str | None, hostname: str | None, *, acting: bool = True) -> str:
-    """This node's Slurm name: ``--node``, else ``$SLURMD_NODENAME``, else the short host name;
-    one node's name, never a host list (``n[1-100]`` would drain 100 nodes; issue 28). A name
-    found rather than given is checked only when it is to be drained or resumed."""
-    from assay.launch.slurm.nodes import node_name_problem
-
+def local_node(
+    given: str | None, hostname: str | None, admin: NodeAdmin, *, acting: bool = True
+) -> str:
+    """This node's scheduler name: ``--node``, else ``$SLURMD_NODENAME``, else the short host
+    name; one node's name, never a host list (``n[1-100]`` would drain 100 nodes; issue 28). A
+    name found rather than given is checked only when it is to be drained or resumed."""
     env = os.environ.get("SLURMD_NODENAME")
     name = given or env or (hostname or "").split(".")[0]
     where = "--node" if given else "$SLURMD_NODENAME" if env else "the host name"
-    if (given or acting) and (problem := node_name_problem(name)):
+    if (given or acting) and (problem := admin.name_problem(name)):
         raise AssayError(f"{where}: {problem}", hint="give this node's own Slurm name")
     return name
 
 
-def run_check(args: CheckArgs) -> int:
-    """The whole check; the exit status (0, 1, 3). Bad input raises (exit 2)."""
-    from assay.analysis.check.health import CHECK_METRICS
+@dataclass
+class CheckResult:
+    """A check's end: what the command writes (the verdicts, the node actions), and the error
+    a node action met (raised once the verdicts are out)."""
+
+    suite: str
+    level: int | None
+    run_id: str
+    retest_id: str | None
+    verdicts: list
+    against: dict[str, str]
+    notes: list[str]
+    actions: list[dict]
+    seconds: float
+    run_path: Path
+    error: AssayError | None = None
+
+    @property
+    def code(self) -> int:
+        """0 every check passes, 1 warnings, 3 a failure."""
+        from assay.analysis.check.health import exit_code
+
+        return exit_code(self.verdicts)
+
+
+def _planned(args: CheckArgs, config, spec, origin: str, admin: NodeAdmin):
+    """The check's run planned as ``assay run`` plans it, and this node's name."""
     from assay.run.request import plan_run
+    from assay.system import collect_system
+    from assay.toolchain import discover_mpis
+
+    mpis = discover_mpis()
+    system = collect_system(mpis)
+    request = _request(args, origin)
+    planned = plan_run(request, system, mpis, config)
+    jobs = planned.jobs
+    if not [j for j in jobs if not j.skip_reason]:
+        why = "; ".join(sorted({f"{j.probe}: {j.skip_reason}" for j in jobs}))
+        raise AssayError(f"nothing of {spec.name} can run here ({why})")
+    local = local_node(args.node, system.hostname, admin, acting=args.drain or args.resume)
+    return request, planned, local
+
+
+def _peers_enough(m, refs) -> None:
+    """The peers' median needs 3 nodes: said before measuring, not after."""
+    from assay.analysis.check.checkrun import MIN_PEERS
+
+    if refs or m.nodes >= MIN_PEERS:
+        return
+    where = "this node alone" if not m.batch else f"{m.nodes} nodes"
+    raise AssayError(
+        f"no baseline, and {where} cannot be judged against peers: the median of "
+        f"fewer than {MIN_PEERS} nodes cannot say which one is slow",
+        hint="make a baseline from an accepted run (assay run check-1, then assay "
+        "references add --from latest NAME) and give it: --baseline NAME, or "
+        "[check] baseline in the config",
+    )
+
+
+def run_check(args: CheckArgs, surface: Surface) -> CheckResult:
+    """The whole check, up to its node actions. Bad input raises (exit 2)."""
+    from assay.analysis.check.health import CHECK_METRICS
+    from assay.run.check.measure import Measure
+    from assay.run.check.nodes import act
 
     config, orule, rule = _rule(args)
     spec, _, origin, level = _suite(args)
     _refuse_where(args, spec, level)
+    admin = admin_of(args)
     if args.node:  # before anything is measured
-        local_node(args.node, None)
+        local_node(args.node, None, admin)
     refs = _baselines(rule.baselines)
     metrics = list(spec.check.metrics) if spec.check and spec.check.metrics else list(CHECK_METRICS)
-    system, mpis = discover()
-    request = _request(args, origin)
-    planned = plan_run(request, system, mpis, config)
-    jobs = planned.jobs
-    runnable = [j for j in jobs if not j.skip_reason]
-    if not runnable:
-        why = "; ".join(sorted({f"{j.probe}: {j.skip_reason}" for j in jobs}))
-        raise AssayError(f"nothing of {spec.name} can run here ({why})")
-    local = local_node(args.node, system.hostname, acting=args.drain or args.resume)
-    from assay.cli.checkmeasure import Measure
-
-    m = Measure(args, request, planned, config, orule, local)
-    if not refs:  # the peers' median needs 3 nodes: say so before measuring, not after
-        from assay.analysis.check.checkrun import MIN_PEERS
-
-        count = m.nodes
-        if count < MIN_PEERS:
-            where = "this node alone" if not m.batch else f"{count} nodes"
-            raise AssayError(
-                f"no baseline, and {where} cannot be judged against peers: the median of "
-                f"fewer than {MIN_PEERS} nodes cannot say which one is slow",
-                hint="make a baseline from an accepted run (assay run check-1, then assay "
-                "references add --from latest NAME) and give it: --baseline NAME, or "
-                "[check] baseline in the config",
-            )
+    request, planned, local = _planned(args, config, spec, origin, admin)
+    m = Measure(args, request, planned, config, orule, local, surface, admin)
+    _peers_enough(m, refs)
     started = time.monotonic()
     first = m.measure(planned)
     judged = m.judge(first, refs, rule, metrics)
@@ -258,23 +278,11 @@ def run_check(args: CheckArgs) -> int:
     budget = spec.check.budget_s if spec.check else None
     if budget and seconds > budget:
         notes.append(f"the check took {seconds:.0f} s, over its {budget:g} s budget")
-    notes += [f"skipped: {j.job_id}: {j.skip_reason}" for j in jobs if j.skip_reason]
-    from assay.cli.checkout import act, write_outputs
-
-    def written(actions: list) -> None:
-        write_outputs(args, spec.name, level, first.run_id, retest_id, verdicts, judged.against,
-                      notes, actions, seconds, first.path)  # fmt: skip
-
+    notes += [f"skipped: {j.job_id}: {j.skip_reason}" for j in planned.jobs if j.skip_reason]
+    result = CheckResult(spec.name, level, first.run_id, retest_id, verdicts, judged.against,
+                         notes, [], seconds, first.path)  # fmt: skip
     try:
-        actions = act(args, m, verdicts, first.run_id)
+        result.actions = act(args, m, verdicts, first.run_id)
     except AssayError as exc:
-        written([{"error": str(exc)}])  # the verdicts are out before the error
-        raise
-    written(actions)
-    if args.dry_run:  # the scontrol lines a real run would run, after the verdicts
-        for action in actions:
-            if action["command"]:
-                print(action["command"])
-    from assay.analysis.check.health import exit_code
-
-    return exit_code(verdicts)
+        result.actions, result.error = [{"error": str(exc)}], exc  # the verdicts are out first
+    return result
