@@ -1,7 +1,7 @@
 """How often the all-pairs outlier rule names a healthy link, and how often it finds a slow one.
 
-Simulated, with assay's own ``assay.analysis.outliers.outliers`` (nothing measured here: the
-noise models are taken from measurements, see docs/cluster.md). For each cluster size N the
+Simulated, with assay's own ``assay.analysis.statistics.outliers.outliers`` (nothing measured here:
+the noise models are taken from measurements, see docs/cluster.md). For each cluster size N the
 N(N-1)/2 links are drawn healthy, ``value = 1 * exp(sigma * normal)`` (a fabric whose links
 repeat within sigma), and the rule is applied with and without the factor floor:
 
@@ -22,7 +22,7 @@ import itertools
 import random
 import statistics
 
-from assay.analysis.outliers import LINK_MIN_FACTOR, outliers
+from assay.analysis.statistics.outliers import LINK_MIN_FACTOR, outliers
 
 
 def links_of(n: int) -> list[tuple[int, int]]:

@@ -87,7 +87,7 @@ def compare(trees: dict[str, tuple[Path, Path]], label: str, *args: str, repeat:
 
 def change_point_times() -> None:
     sys.path.insert(0, str(ROOT / "src"))
-    from assay.analysis.changepoint import change_points
+    from assay.analysis.statistics.changepoint import change_points
 
     for n in (365, 1000, 2000, 5000):
         rng = np.random.default_rng(1)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from assay.analysis.linkmatrix import LinkMatrix, Retests
+from assay.analysis.matrix.linkmatrix import LinkMatrix, Retests
 from assay.condensed import link_index, n_links, node_links
 from assay.parsers.allpairs_file import MatrixWriter, tournament_round
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assay.analysis.stats import fold_samples
-from assay.analysis.verdict import identity
+from assay.analysis.compare.verdict import identity
+from assay.analysis.statistics.stats import fold_samples
 from assay.condensed import n_links, node_links
 from assay.model import Job, MpiInfo, System
 from assay.parsers.allpairs_file import (

@@ -15,10 +15,10 @@ import time
 import numpy as np
 import pytest
 
-from assay.analysis.allpairs import FULL, analyse
-from assay.analysis.confirm import Confirmation, confirm_links, confirm_nodes, sweep_retests
-from assay.analysis.linkmatrix import LinkMatrix, Retests, fold_sweeps
-from assay.analysis.matrixstats import (
+from assay.analysis.matrix.allpairs import FULL, analyse
+from assay.analysis.matrix.confirm import Confirmation, confirm_links, confirm_nodes, sweep_retests
+from assay.analysis.matrix.linkmatrix import LinkMatrix, Retests, fold_sweeps
+from assay.analysis.matrix.matrixstats import (
     distribution,
     even_groups,
     link_ranks,
@@ -26,7 +26,7 @@ from assay.analysis.matrixstats import (
     row_pass,
     worst_links,
 )
-from assay.analysis.outliers import (
+from assay.analysis.statistics.outliers import (
     LINK_MIN_FACTOR,
     OutlierRule,
     flagged,
@@ -36,7 +36,7 @@ from assay.analysis.outliers import (
     worse_factors,
     z_scores,
 )
-from assay.analysis.stats import nearest_rank
+from assay.analysis.statistics.stats import nearest_rank
 from assay.condensed import link_index, link_nodes, n_links, n_nodes, node_links
 from assay.report.allpairs import allpairs_tables
 from matrixgen import hosts_of, synthetic
@@ -172,7 +172,7 @@ def test_flagging_by_a_cut_first_is_flagging_every_z_score() -> None:
 def test_order_statistics_without_a_copy_are_the_partitions(monkeypatch) -> None:
     """Past 4·10⁶ float32 values the centre is taken by radix buckets (no copy): the same
     median, centre, MAD and ranks as the partition of a copy."""
-    import assay.analysis.outliers as mod
+    import assay.analysis.statistics.outliers as mod
 
     rng = np.random.default_rng(12)
     values = (rng.lognormal(0, 0.05, 4_500_001) * 1e10).astype(np.float32)

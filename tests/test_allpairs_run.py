@@ -450,9 +450,9 @@ def test_the_analysed_matrices_are_cached_beside_the_run(tmp_path: Path) -> None
     """Only the first report reads the links: the cache gives the same tables (here a matrix
     past 64 nodes, with retests and a topology), holds no link array, and is remade when a
     matrix file or the rule changes."""
-    from assay.analysis.allpairs import analyse
-    from assay.analysis.linkmatrix import Retests
-    from assay.analysis.outliers import OutlierRule
+    from assay.analysis.matrix.allpairs import analyse
+    from assay.analysis.matrix.linkmatrix import Retests
+    from assay.analysis.statistics.outliers import OutlierRule
     from assay.figures.allpairs_cache import cached, decode, encode, save
     from assay.report.allpairs import allpairs_tables
     from assay.system.topology import parse_topology_conf

@@ -146,6 +146,105 @@ def test_no_two_packages_import_each_other() -> None:
     assert not both, f"packages importing each other: {both}"
 
 
+# The rooms of ``analysis`` (the derive stage), by concern, in order: a room imports from its
+# own and earlier ranks only, and two rooms of one rank not from each other. Maths first, then
+# figures made of figures; compare and the all-pairs matrix both read those; check judges with
+# all of them. docs/architecture.md names the same rooms.
+ANALYSIS_ROOMS: dict[str, int] = {
+    "statistics": 0,
+    "derived": 1,
+    "compare": 2,
+    "matrix": 2,
+    "check": 3,
+}
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "analysis" else None
+
+
+def _against_the_rooms(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for a, deps in sorted(graph.items()):
+        for b in sorted(deps):
+            ra, rb = _room(a), _room(b)
+            if ra is None or rb is None or ra == rb:
+                continue
+            if ANALYSIS_ROOMS[rb] >= ANALYSIS_ROOMS[ra]:
+                bad.append(f"{a} ({ra}) imports {b} ({rb})")
+    return bad
+
+
+def test_every_analysis_module_is_in_a_room() -> None:
+    rooms = {p.name for p in (SRC / "analysis").iterdir() if (p / "__init__.py").exists()}
+    loose = [p.name for p in (SRC / "analysis").glob("*.py") if p.stem != "__init__"]
+    assert rooms == set(ANALYSIS_ROOMS), "give each room of analysis/ its rank here (and docs)"
+    assert not loose, f"modules of analysis/ outside a room: {loose}"
+
+
+def test_the_analysis_rooms_import_in_order() -> None:
+    bad = _against_the_rooms(GRAPH)
+    assert not bad, "imports against the analysis rooms' order:\n" + "\n".join(bad)
+
+
+def test_the_rooms_rule_can_fail() -> None:
+    back = {"assay.analysis.statistics.stats": {"assay.analysis.derived.derive"}}
+    side = {"assay.analysis.matrix.allpairs": {"assay.analysis.compare.verdict"}}
+    ok = {"assay.analysis.check.health": {"assay.analysis.statistics.outliers"}}
+    assert _against_the_rooms(back) and _against_the_rooms(side)
+    assert not _against_the_rooms(ok)
+
+
+# One meaning per type name: a class name is defined once in src/assay, so a name read in a
+# traceback, a docstring or a review says which thing it is. A name beginning with "_" is its
+# module's own (the check below holds that no other module imports it), so parsers may each
+# have their ``_Reader``. Two public classes may share a name only by an entry here, with why.
+SHARED_CLASS_NAMES: dict[str, str] = {}
+
+
+def _classes() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(name)
+    return found
+
+
+def _shared_names(classes: dict[str, list[str]]) -> list[str]:
+    return [
+        f"{cls}: {', '.join(sorted(where))}"
+        for cls, where in sorted(classes.items())
+        if len(where) > 1 and not cls.startswith("_") and cls not in SHARED_CLASS_NAMES
+    ]
+
+
+def test_each_class_name_is_defined_once() -> None:
+    shared = _shared_names(_classes())
+    assert not shared, "class names defined more than once (rename one):\n" + "\n".join(shared)
+    stale = [cls for cls in SHARED_CLASS_NAMES if len(_classes().get(cls, [])) < 2]
+    assert not stale, f"allowed as shared, but defined once or not at all: {stale}"
+
+
+def test_a_private_class_stays_in_its_module() -> None:
+    private = {cls for cls in _classes() if cls.startswith("_")}
+    imported = [
+        f"{name} imports {alias.name} from {node.module}"
+        for name, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.name in private
+    ]
+    assert not imported, "private classes imported by another module:\n" + "\n".join(imported)
+
+
+def test_the_class_name_check_can_fail() -> None:
+    classes = {"Spread": ["assay.model", "assay.x"], "_Reader": ["assay.a", "assay.b"]}
+    assert _shared_names(classes) == ["Spread: assay.model, assay.x"]
+
+
 def test_the_rule_can_fail() -> None:
     """The checker itself finds a backward import (so the tests above are not vacuous)."""
     assert _stage_of("assay.report.table") > _stage_of("assay.probes.base")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assay.analysis.changepoint import change_points
+from assay.analysis.statistics.changepoint import change_points
 from assay.model import JobResult, Sample, Stats, System
 from assay.store import RunStore
 from conftest import run_cli
@@ -190,7 +190,7 @@ LONG = """
 import resource, sys
 import numpy as np
 resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))  # no n x n matrix fits
-from assay.analysis.changepoint import change_points
+from assay.analysis.statistics.changepoint import change_points
 x = 100 + np.random.default_rng(1).standard_normal(10_000)
 x[6_000:] += 1.0
 print([c.index for c in change_points(x, "higher", permutations=99, alpha=0.05)])

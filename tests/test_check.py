@@ -13,9 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assay.analysis.allpairs import PairMatrix, analyse
-from assay.analysis.checklimits import CheckRule, Limits, check_rule, limit_args
-from assay.analysis.checkrun import (
+from assay.analysis.check.checklimits import CheckRule, Limits, check_rule, limit_args
+from assay.analysis.check.checkrun import (
     BaselineError,
     CheckInput,
     assign,
@@ -24,7 +23,7 @@ from assay.analysis.checkrun import (
     node_table,
     retest_of,
 )
-from assay.analysis.health import (
+from assay.analysis.check.health import (
     drain_reason,
     exit_code,
     grade,
@@ -33,10 +32,11 @@ from assay.analysis.health import (
     node_figures,
     with_retest,
 )
-from assay.analysis.healthlinks import link_verdicts
-from assay.analysis.linkmatrix import LinkMatrix, Retests, from_pairs
-from assay.analysis.nodetype import NodeFacts, inventory_checks, type_mismatch
-from assay.analysis.stats import Figure
+from assay.analysis.check.healthlinks import link_verdicts
+from assay.analysis.check.nodetype import NodeFacts, inventory_checks, type_mismatch
+from assay.analysis.matrix.allpairs import PairMatrix, analyse
+from assay.analysis.matrix.linkmatrix import LinkMatrix, Retests, from_pairs
+from assay.analysis.statistics.stats import Figure
 from assay.errors import ConfigError
 from assay.launch.slurm.nodes import NodeState, parse_sinfo, shell_line
 from assay.model import JobResult, Sample, Stats
@@ -453,7 +453,7 @@ def test_the_grid_puts_the_worst_node_and_check_first_and_folds_the_inventory() 
     expected = facts("ref")
     for host in ("n1", "n2"):
         node = facts(host, cores=190) if host == "n2" else facts(host, kernel="6.1.0-21")
-        from assay.analysis.health import fact_verdicts
+        from assay.analysis.check.health import fact_verdicts
 
         verdicts += fact_verdicts(host, inventory_checks(node, expected), "expected")
     grid = grid_table(verdicts)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from assay.analysis.verdict import Measured, compare_runs, failing
+from assay.analysis.compare.verdict import Measured, compare_runs, failing
 from assay.model import JobResult, Sample, Stats, System
 from assay.store import RunStore
 from conftest import run_cli

@@ -15,13 +15,13 @@ from typing import Annotated, Any
 import pytest
 from pydantic import Field
 
-from assay.analysis.checklimits import CheckRule, CheckTable
-from assay.analysis.outliers import OutlierRule, OutliersTable
+from assay.analysis.check.checklimits import CheckRule, CheckTable
+from assay.analysis.statistics.outliers import OutlierRule, OutliersTable
 from assay.config.describe import describe
 from assay.config.schema import (
+    ConfigTable,
     DeclarationError,
     Section,
-    Table,
     assemble,
     table_defaults,
     validate_config,
@@ -58,15 +58,15 @@ def test_the_mechanism_names_no_table() -> None:
 def test_a_default_outside_its_own_range_is_refused_when_declared() -> None:
     with pytest.raises(DeclarationError, match=r"Port: a default outside its own range: port"):
 
-        class Port(Table):
+        class Port(ConfigTable):
             port: Annotated[int, Field(ge=1, le=65535)] = 70000
 
     with pytest.raises(DeclarationError, match="retest = 'yes'"):
 
-        class Flag(Table):
+        class Flag(ConfigTable):
             retest: bool = "yes"  # type: ignore[assignment]
 
-    class Fine(Table):  # a required key has no default to check; None means "not set"
+    class Fine(ConfigTable):  # a required key has no default to check; None means "not set"
         name: str
         port: Annotated[int, Field(ge=1, le=65535)] = 8765
         network: str | None = None
@@ -75,7 +75,7 @@ def test_a_default_outside_its_own_range_is_refused_when_declared() -> None:
 
 
 def test_a_table_declared_twice_is_refused_naming_both_owners() -> None:
-    class Other(Table):
+    class Other(ConfigTable):
         nodes: int = 1
 
     with pytest.raises(DeclarationError, match=r"\[slurm\] is declared twice: by "
@@ -126,7 +126,7 @@ def test_defaults_are_written_once_where_the_table_is_declared() -> None:
     assert OutlierRule() == OutlierRule(**table_defaults(OutliersTable))
 
 
-class ToyTable(Table):
+class ToyTable(ConfigTable):
     """``[toy]``: a launcher of this test."""
 
     depth: Annotated[int, Field(ge=1, le=9)] = Field(3, description="how deep")

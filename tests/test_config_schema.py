@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.outliers import outlier_rule
+from assay.analysis.statistics.outliers import outlier_rule
 from assay.errors import ConfigError
 from assay.launch.slurm.options import options_from_config
 from assay.run.configfile import load_config
@@ -191,8 +191,8 @@ def test_the_schema_has_every_key_its_readers_take() -> None:
     character in ``--partition`` would reach the batch script)."""
     from dataclasses import fields
 
-    from assay.analysis.checklimits import CHECK_KEYS, CheckTable
-    from assay.analysis.outliers import RULE_KEYS, OutliersTable
+    from assay.analysis.check.checklimits import CHECK_KEYS, CheckTable
+    from assay.analysis.statistics.outliers import RULE_KEYS, OutliersTable
     from assay.launch.slurm.launcher import OWN_OPTIONS
     from assay.launch.slurm.options import COMMAND_LINE_ONLY, OPTION_NAMES, SlurmOptions, SlurmTable
     from assay.system.peak import OVERRIDE_KEYS, PeakTable

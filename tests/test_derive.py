@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from assay.analysis.derive import derive
-from assay.analysis.stats import fold_repetitions
-from assay.analysis.verdict import compare_runs, measured
+from assay.analysis.compare.verdict import compare_runs, measured
+from assay.analysis.derived.derive import derive
+from assay.analysis.statistics.stats import fold_repetitions
 from assay.model import Sample
 
 ALPHA, BETA = 1.5e-6, 12e9

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.derive import Derived, derive
-from assay.analysis.stats import Figure, fold_repetitions
+from assay.analysis.derived.derive import Derived, derive
+from assay.analysis.statistics.stats import Figure, fold_repetitions
 from assay.errors import SuiteError
 from assay.model import Job, System
 from assay.plan import plan

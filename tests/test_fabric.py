@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from assay.analysis.checklimits import CheckRule
-from assay.analysis.checkrun import input_of, judge
-from assay.analysis.nodetype import fabric_check, facts_of_figures
-from assay.analysis.stats import Figure
+from assay.analysis.check.checklimits import CheckRule
+from assay.analysis.check.checkrun import input_of, judge
+from assay.analysis.check.nodetype import fabric_check, facts_of_figures
+from assay.analysis.statistics.stats import Figure
 from assay.model import Sample
 from assay.system import collect_system
 from assay.system.fabric import BY_KEY, Run, largest_run, shortfalls

@@ -243,7 +243,7 @@ def test_two_loopback_clients_report_each_host_and_the_merged_total(
     assert not any(clients.listening(fio_hosts.parse_host(h)) for h in hosts)
     assert not (target / "assay-fio").exists()
 
-    from assay.analysis.stats import fold_repetitions
+    from assay.analysis.statistics.stats import fold_repetitions
     from assay.store.rundir import RunStore
 
     tables = storage_tables(fold_repetitions(RunStore(assay_home).load(None).samples))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.stats import fold_samples
+from assay.analysis.statistics.stats import fold_samples
 from assay.figures import folded
 from assay.figures.folded import CACHE_NAME, cache_figures, fold_file, folded_of
 from assay.model import JobResult, Sample, Stats, System

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assay.analysis.outliers import OutlierRule
+from assay.analysis.statistics.outliers import OutlierRule
 from assay.condensed import link_index, n_links
 from assay.parsers.allpairs_file import read_matrix_file, write_sweep
 from assay.probes._allpairs_followup import (

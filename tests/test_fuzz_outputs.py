@@ -78,9 +78,9 @@ def test_hostile_names_through_the_check_writers_and_csv(tmp_path: Path, capsys)
     import dataclasses
     from types import SimpleNamespace
 
-    from assay.analysis.checklimits import CheckRule
-    from assay.analysis.checkrun import CheckInput, judge
-    from assay.analysis.stats import Figure
+    from assay.analysis.check.checklimits import CheckRule
+    from assay.analysis.check.checkrun import CheckInput, judge
+    from assay.analysis.statistics.stats import Figure
     from assay.cli import checkout
     from assay.model import Sample
     from assay.report.junit import junit_xml

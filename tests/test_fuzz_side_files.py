@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.health import Verdict
+from assay.analysis.check.health import Verdict
 from assay.errors import AssayError
 from assay.references.loader import load_file
 from assay.report.check import check_document, read_verdicts

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.stats import fold_repetitions
+from assay.analysis.statistics.stats import fold_repetitions
 from assay.model import Build, Job, System
 from assay.probes import PlanContext, get_probe
 from assay.probes.cuda import COMPILE_CHECK_CAPS, cuda_build, gencode_flags, no_gpu_reason
@@ -253,7 +253,7 @@ def test_the_gpu_throughput_chart_draws_every_card_and_flags_the_faulty() -> Non
     """Bars per card and precision, from assay's probe output (its contract example, then the
     same card judged FAULTY) and from a real gpu_burn output of two RTX 4090s (wilicc/gpu-burn
     issue 96) imported."""
-    from assay.analysis.derive import derive
+    from assay.analysis.derived.derive import derive
     from assay.parsers.gpu_burn import parse
     from assay.report.plots import of_run
     from assay.report.plots.draw import to_svg

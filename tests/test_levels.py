@@ -1,11 +1,17 @@
-"""Memory levels from a measured latency ladder (assay.analysis.levels)."""
+"""Memory levels from a measured latency ladder (assay.analysis.derived.levels)."""
 
 from __future__ import annotations
 
 import pytest
 
-from assay.analysis.levels import LadderPoint, merge_close, read_levels, reading_notes, segment
-from assay.analysis.stats import Figure
+from assay.analysis.derived.levels import (
+    LadderPoint,
+    merge_close,
+    read_levels,
+    reading_notes,
+    segment,
+)
+from assay.analysis.statistics.stats import Figure
 from assay.model import Sample
 from assay.report.memory import latency_ladder_table
 

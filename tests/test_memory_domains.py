@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.domains import slow_domains, summarize_domains, summary_line
-from assay.analysis.stats import Figure, fold_repetitions
+from assay.analysis.derived.domains import slow_domains, summarize_domains, summary_line
+from assay.analysis.statistics.stats import Figure, fold_repetitions
 from assay.errors import SuiteError
 from assay.model import Sample, System
 from assay.plan import plan

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from assay.analysis.hockney import HockneyFit, fit_hockney, fit_hockney_bandwidth
-from assay.analysis.knee import find_knee
-from assay.analysis.protocol import find_protocol_switch
-from assay.analysis.queueing import littles_law_check, threads_needed
-from assay.analysis.robust import InsufficientDataError
+from assay.analysis.derived.hockney import HockneyFit, fit_hockney, fit_hockney_bandwidth
+from assay.analysis.derived.knee import find_knee
+from assay.analysis.derived.protocol import find_protocol_switch
+from assay.analysis.derived.queueing import littles_law_check, threads_needed
+from assay.analysis.statistics.robust import InsufficientDataError
 
 ALPHA = 1.5e-6  # s
 BETA = 12e9  # B/s

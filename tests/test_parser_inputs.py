@@ -284,8 +284,8 @@ def test_an_assay_json_size_the_report_cannot_use_is_refused(size) -> None:
 
 def test_a_stored_size_the_report_cannot_use_leaves_the_figure_out_of_the_curve() -> None:
     """A run stored before that check: the report goes on (the figure is not on a curve)."""
-    from assay.analysis.series import by_series_and_size
-    from assay.analysis.stats import Figure
+    from assay.analysis.derived.series import by_series_and_size
+    from assay.analysis.statistics.stats import Figure
     from assay.model import Sample
 
     good = Sample.make("p2p", "p2p.latency", 1e-6, {"size": 8})

@@ -87,9 +87,9 @@ CASES = {
     ),
     "comparison": lambda: draw.comparison(
         [
-            draw.Verdict("a", 1.1, "better"),
-            draw.Verdict(HOSTILE, 0.8, "worse"),
-            draw.Verdict("c", 1.0, "not significant"),
+            draw.VerdictBar("a", 1.1, "better"),
+            draw.VerdictBar(HOSTILE, 0.8, "worse"),
+            draw.VerdictBar("c", 1.0, "not significant"),
         ]
     ),
 }
@@ -152,8 +152,8 @@ def test_assay_help_does_not_import_matplotlib():
 
 
 def _figures(samples):
-    from assay.analysis.derive import derive
-    from assay.analysis.stats import fold_repetitions
+    from assay.analysis.derived.derive import derive
+    from assay.analysis.statistics.stats import fold_repetitions
 
     figures = fold_repetitions(samples)
     return figures, derive(figures)
@@ -222,7 +222,7 @@ def test_one_latency_line_per_mpi_with_the_iteration_band():
 
 
 def test_a_history_with_a_real_change_point_draws_it():
-    from assay.analysis.changepoint import change_points
+    from assay.analysis.statistics.changepoint import change_points
     from assay.report.plots import history_chart
 
     values = [10.0, 10.1, 9.9, 10.05, 9.95, 10.0, 8.0, 8.1, 7.9, 8.05, 7.95, 8.0]

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.refcompare import compare_reference
-from assay.analysis.significance import mann_whitney, welch
-from assay.analysis.verdict import (
+from assay.analysis.compare.refcompare import compare_reference
+from assay.analysis.compare.verdict import (
     Measured,
     compare_runs,
     failing,
     judge,
     measured,
 )
+from assay.analysis.statistics.significance import mann_whitney, welch
 from assay.model import JobResult, Sample, Stats, System
 from assay.references import Tolerance, load
 from assay.store import RunStore

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.verdict import compare_runs, measured
+from assay.analysis.compare.verdict import compare_runs, measured
 from assay.model import JobResult, RunInfo, Sample, Stats, System
 from assay.report import render
 from assay.report.build import build_tables

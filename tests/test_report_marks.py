@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.significance import welch
-from assay.analysis.significant_best import significant_best
-from assay.analysis.spread import robust_spread
-from assay.analysis.stats import fold_repetitions
+from assay.analysis.compare.significant_best import significant_best
+from assay.analysis.statistics.significance import welch
+from assay.analysis.statistics.spread import robust_spread
+from assay.analysis.statistics.stats import fold_repetitions
 from assay.model import RunInfo, Sample, Stats, System
 from assay.report import render
 from assay.report.build import build_tables

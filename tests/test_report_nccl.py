@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from assay.analysis.stats import fold_samples
+from assay.analysis.statistics.stats import fold_samples
 from assay.parsers import parse_text
 from assay.report.nccl import nccl_tables
 

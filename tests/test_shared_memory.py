@@ -1,6 +1,6 @@
-"""Shared memory is not a link (``assay.analysis.shared_memory``): an inter-node latency below
-0.8 µs is flagged and never shown as the link's figure — here in the two-node inter-node p2p
-tables, on real output: MPICH 4.0.2 between two ranks of one kernel (UCX took shared memory,
+"""Shared memory is not a link (``assay.analysis.derived.shared_memory``): an inter-node latency
+below 0.8 µs is flagged and never shown as the link's figure — here in the two-node inter-node
+p2p tables, on real output: MPICH 4.0.2 between two ranks of one kernel (UCX took shared memory,
 as it does between the test cluster's namespace nodes; tests/fixtures/p2p) beside Open MPI +
 UCX over InfiniBand between two real nodes at 1.00 µs (tests/fixtures/osu, Alaska). The
 all-pairs matrices' side is in tests/test_allpairs_run.py.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from assay.analysis.shared_memory import NETWORK_FLOOR_S, below_network_floor, shared_links
+from assay.analysis.derived.shared_memory import NETWORK_FLOOR_S, below_network_floor, shared_links
 from assay.model import JobResult, System
 from assay.parsers import osu
 from assay.probes.base import parse_jsonl

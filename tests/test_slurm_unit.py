@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.outliers import (
+from assay.analysis.matrix.perpair import matrices
+from assay.analysis.statistics.outliers import (
     LINK_MIN_FACTOR,
     OutlierRule,
     node_values,
@@ -25,8 +26,7 @@ from assay.analysis.outliers import (
     robust_z,
     worse_factor,
 )
-from assay.analysis.perpair import matrices
-from assay.analysis.stats import fold_samples
+from assay.analysis.statistics.stats import fold_samples
 from assay.errors import ConfigError, LaunchError, SuiteError
 from assay.launch.contract import LaunchOptions
 from assay.launch.slurm.launcher import SlurmLauncher
@@ -415,7 +415,7 @@ def test_matrix_takes_each_pairs_median_over_its_repetitions() -> None:
 
 
 def test_per_node_names_the_slow_node() -> None:
-    from assay.analysis.pernode import per_node
+    from assay.analysis.derived.pernode import per_node
 
     triad = {"n1": 20e9, "n2": 21e9, "n3": 19.5e9, "n4": 4e9, "n5": 20.5e9}
     samples = [

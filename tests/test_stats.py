@@ -1,4 +1,4 @@
-from assay.analysis.stats import fold_repetitions, nearest_rank, summarize
+from assay.analysis.statistics.stats import fold_repetitions, nearest_rank, summarize
 from assay.model import Sample
 
 

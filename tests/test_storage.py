@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.stats import fold_repetitions
+from assay.analysis.statistics.stats import fold_repetitions
 from assay.drivers.fio import checks
 from assay.drivers.fio.__main__ import main as driver_main
 from assay.drivers.fio.curve import curve_targets, queue_params
@@ -323,7 +323,7 @@ def _point(mode: str, iops: float, lat: float, pct: int | None = None, **extra) 
 
 
 def _points(samples: list[Sample]):
-    from assay.analysis.storage_points import points_of
+    from assay.analysis.derived.storage_points import points_of
 
     return points_of(fold_repetitions(samples))
 
@@ -347,7 +347,7 @@ def test_littles_law_flags_a_queue_not_kept_full_only_when_uncontrolled():
 
 
 def test_curve_targets_and_knee():
-    from assay.analysis.storage_points import curve_knee
+    from assay.analysis.derived.storage_points import curve_knee
 
     assert curve_targets(1000, [100, 10, 50, 10]) == [(10, 100), (50, 500), (100, 1000)]
     # M/M/1: W = s / (1 - rho); the knee is where the latency starts to climb

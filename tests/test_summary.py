@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.analysis.bestof import Source, best_of, one_line, workload_summary
-from assay.analysis.verdict import Measured
+from assay.analysis.compare.bestof import Source, best_of, one_line, workload_summary
+from assay.analysis.compare.verdict import Measured
 from assay.model import Sample
 from conftest import FAST_SETS, run_cli
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assay.analysis.allpairs import analyse
+from assay.analysis.matrix.allpairs import analyse
 from assay.report.allpairs import allpairs_tables
 from assay.system.hostlist import HostlistError, compress_hostlist, expand_hostlist
 from assay.system.topology import (

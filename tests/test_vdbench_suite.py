@@ -265,7 +265,7 @@ def test_seed_file_runs_for_real_as_a_suite(assay_home: Path, tmp_path: Path):
     assert jobfile.read_text().count("new_group=1") == 6
     assert list(target.iterdir()) == []
 
-    from assay.analysis.stats import fold_repetitions
+    from assay.analysis.statistics.stats import fold_repetitions
     from assay.report.storage import storage_tables
     from assay.store.rundir import RunStore
 

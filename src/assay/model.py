@@ -39,7 +39,7 @@ class Stats:
 
     def cv(self) -> float | None:
         """Coefficient of variation (stddev / mean). Reports do not show it: one stray iteration
-        dominates it (they show ``analysis.spread.robust_spread``)."""
+        dominates it (they show ``analysis.statistics.spread.robust_spread``)."""
         if self.stddev is None or not self.mean:
             return None
         return self.stddev / self.mean

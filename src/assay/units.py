@@ -87,7 +87,8 @@ METRICS: dict[str, MetricInfo] = {
     "compute.sgemm": MetricInfo("flop/s", "higher", "GFLOP/s", "SGEMM"),
     "compute.hpl": MetricInfo("flop/s", "higher", "GFLOP/s", "HPL Rmax"),
     "compute.rpeak": MetricInfo("flop/s", "higher", "GFLOP/s", "Rpeak"),
-    # Derived (assay.analysis.derive), never stored: what compare judges beside the measured.
+    # Derived (assay.analysis.derived.derive), never stored: what compare judges beside the
+    # measured.
     "compute.rpeak_fraction": MetricInfo("1", "higher", "%", "share of Rpeak"),
     "p2p.hockney.alpha": MetricInfo("s", "lower", "us", "Hockney α (zero-byte latency)"),
     "p2p.hockney.beta": MetricInfo("B/s", "higher", "MB/s", "Hockney β (asymptotic bandwidth)"),

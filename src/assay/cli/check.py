@@ -6,7 +6,7 @@ Exit status: 0 every check passes, 1 warnings, 3 a failure (that stood after its
 level that cannot run here, no right to drain): then nothing is drained.
 
 The flow is in ``assay.run.check`` (this command parses its options and prints); the judging
-in ``assay.analysis.checkrun`` and ``assay.analysis.health``; the tables and files in
+in ``assay.analysis.check.checkrun`` and ``assay.analysis.check.health``; the tables and files in
 ``assay.report.check``, ``junit`` and ``openmetrics`` (written by ``assay.cli.checkout``); the
 node actions in ``assay.run.check.nodes``, through the scheduler's node administration.
 """

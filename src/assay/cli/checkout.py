@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from assay.analysis.health import Verdict
+from assay.analysis.check.health import Verdict
 from assay.cli.common import console, open_index, open_store, print_summary
 from assay.errors import AssayError
 from assay.textutil import terminal

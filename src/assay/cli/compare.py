@@ -24,7 +24,7 @@ from assay.cli.common import say_run_damage
 from assay.errors import AssayError, NotFoundError
 
 if TYPE_CHECKING:  # imported when used: pydantic models would slow every 'assay --help'
-    from assay.analysis.verdict import Measured
+    from assay.analysis.compare.verdict import Measured
     from assay.references.model import Tolerance
     from assay.store import LoadedRun, RunStore
 
@@ -95,7 +95,7 @@ def parse_tolerances(specs: list[str] | None) -> dict[str, Tolerance]:
 def _measured(store: RunStore, ref: str | None) -> tuple[LoadedRun, list[Measured]]:
     """A run and its figures, read through its folded-figure cache (``assay.figures.folded``):
     a million stored samples are not read again for every comparison."""
-    from assay.analysis.verdict import measured_figures
+    from assay.analysis.compare.verdict import measured_figures
     from assay.figures.folded import folded_of
 
     run = store.load(ref, samples=False)
@@ -156,8 +156,8 @@ def compare(
 
       assay compare BASELINE --fail-below 0.95      (in CI, against the latest run)
     """
-    from assay.analysis.refcompare import compare_reference
-    from assay.analysis.verdict import compare_runs, failing
+    from assay.analysis.compare.refcompare import compare_reference
+    from assay.analysis.compare.verdict import compare_runs, failing
     from assay.references import load as load_reference
     from assay.report.reference import reference_comparison, run_comparison
 
@@ -262,7 +262,7 @@ def references(
 def _add(name: str, run_ref: str, force: bool) -> None:
     import re
 
-    from assay.analysis.verdict import identity
+    from assay.analysis.compare.verdict import identity
     from assay.references import user_dir
     from assay.references.fromrun import RunFigure, to_toml
     from assay.units import metric_info
@@ -330,9 +330,9 @@ def _write_reference(path: Path, text: str) -> None:
 
 def _node_of(run: LoadedRun) -> tuple[dict | None, str]:
     """The node type and inventory a baseline made from ``run`` records (assay check)."""
-    from assay.analysis.checkrun import node_table
-    from assay.analysis.health import node_figures
-    from assay.analysis.nodetype import facts_of_system
+    from assay.analysis.check.checkrun import node_table
+    from assay.analysis.check.health import node_figures
+    from assay.analysis.check.nodetype import facts_of_system
     from assay.figures.folded import folded_of
 
     folded = folded_of(run)
@@ -355,7 +355,7 @@ def summary(
     As the Charmed HPC page lists its results (metric, system, result, unit, note) and the
     Azure HB/HC pages open with "STREAM Triad ...; HPL ... Rpeak ... Rmax; RDMA ...; FIO ...; IOR".
     """
-    from assay.analysis.bestof import Source, best_of, one_line, workload_summary
+    from assay.analysis.compare.bestof import Source, best_of, one_line, workload_summary
     from assay.report.reference import summary as summary_sections
 
     store = run_store()

@@ -34,8 +34,8 @@ def history(
     Change points: E-divisive with a permutation test (p < 0.01), on the per-run median of each
     series (one metric, one parameter set, one host). Mark an upgrade with 'assay label'.
     """
-    from assay.analysis.changepoint import change_points
-    from assay.analysis.verdict import identity
+    from assay.analysis.compare.verdict import identity
+    from assay.analysis.statistics.changepoint import change_points
     from assay.plan import parse_value
     from assay.report.reference import history as history_sections
     from assay.units import format_value, metric_info, to_display
@@ -110,7 +110,7 @@ def history(
 
 
 def _series_overview(metric, series, better, min_change, unit):
-    from assay.analysis.changepoint import change_points
+    from assay.analysis.statistics.changepoint import change_points
     from assay.report.table import Table
 
     s = Table(

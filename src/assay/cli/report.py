@@ -44,7 +44,7 @@ def report(
     # term/md/html read each run's folded figures (assay.figures.folded: cached beside the run),
     # json streams one run's samples as stored; csv, or json of several runs, reads them all
     raw = fmt == "csv" or (fmt == "json" and len(refs) > 1)
-    from assay.analysis.outliers import outlier_rule  # numpy: not for --help
+    from assay.analysis.statistics.outliers import outlier_rule  # numpy: not for --help
     from assay.run.configfile import load_config
 
     rule = outlier_rule(load_config())  # a config mistake first, before reading any run

@@ -205,7 +205,7 @@ def plan_io(
     As the Azure NetApp Files notes explain: run with one thread to find the best latency,
     then threads = latency × desired I/O rate. Example: assay plan-io --latency 1.3ms --iops 5000
     """
-    from assay.analysis.queueing import threads_needed
+    from assay.analysis.derived.queueing import threads_needed
 
     seconds = _duration_s(latency)
     per_host = threads_needed(iops, seconds, hosts)

@@ -56,7 +56,7 @@ def _kind(annotation: Any) -> str:
         return f"list of {_kind(args[0])}"
     if origin is dict:
         return f"table of {_kind(args[1])}"
-    if isinstance(annotation, type) and issubclass(annotation, s.Table):
+    if isinstance(annotation, type) and issubclass(annotation, s.ConfigTable):
         return "table"
     return _KINDS.get(annotation, str(annotation))
 
@@ -85,20 +85,20 @@ def _default(field: FieldInfo) -> str:
     return "not set" if value is None else json.dumps(value)  # TOML's spelling: true, "srun"
 
 
-def _owner(table: type[s.Table], key: str) -> str:
+def _owner(table: type[s.ConfigTable], key: str) -> str:
     """The module of the class that declares ``key`` (a table may have parts: ``with_parts``)."""
     mine = (c for c in table.__mro__ if key in getattr(c, "__annotations__", {}))
     return next(mine, table).__module__
 
 
-def _tables(title: str, table: type[s.Table]) -> list[TableDoc]:
+def _tables(title: str, table: type[s.ConfigTable]) -> list[TableDoc]:
     keys, inner = [], []
     for name, field in table.model_fields.items():
         limits = ", ".join(_limits(field.annotation, field.metadata))
         keys.append(KeyDoc(name, _kind(field.annotation), limits, _default(field),
                            field.description or "", _owner(table, name)))  # fmt: skip
         for arg in get_args(field.annotation):  # a table of tables: [slurm.mpi.NAME]
-            if isinstance(arg, type) and issubclass(arg, s.Table):
+            if isinstance(arg, type) and issubclass(arg, s.ConfigTable):
                 inner += _tables(f"{title[:-1]}.{name}.NAME]", arg)
     help_text = _TITLE.sub("", " ".join((table.__doc__ or "").split()))
     return [TableDoc(title, table.__module__, help_text, keys), *inner]

@@ -4,10 +4,10 @@ Each table is declared by the module that owns it, beside the code that gives it
 meaning: ``[slurm]`` by the Slurm launcher (``assay.launch.slurm.options``), its ``fio_port``
 and ``fio_network`` by fio (keys a serving probe adds to every launcher's table), ``[[mpi]]`` by
 ``assay.toolchain.mpis``, ``[peak]`` by ``assay.system.peak``, ``[outliers]`` by
-``assay.analysis.outliers``, ``[check]`` by ``assay.analysis.checklimits``. A declaration is a
-``Table`` (keys, types, ranges, defaults, and help in ``Field(description=...)``) named by a
-``Section``; ``assemble`` makes one ``Schema`` of them, where every owner is visible
-(``assay.run.configfile``). This module names no table.
+``assay.analysis.statistics.outliers``, ``[check]`` by ``assay.analysis.check.checklimits``. A
+declaration is a ``ConfigTable`` (keys, types, ranges, defaults, and help in
+``Field(description=...)``) named by a ``Section``; ``assemble`` makes one ``Schema`` of them,
+where every owner is visible (``assay.run.configfile``). This module names no table.
 
 ``validate_config`` is the one gate for a whole file: a section or key not declared
 (``[outlier]`` for ``[outliers]``, ``partitoin``), or a value of the wrong type or range
@@ -130,7 +130,7 @@ DAY_S = 86400.0
 Seconds = Annotated[float, AfterValidator(_positive), Field(le=366 * DAY_S)]
 
 
-class Table(BaseModel):
+class ConfigTable(BaseModel):
     """A table of config.toml as its owner declares it: each key a field with its type, its
     range, its default and its help (``Field(description=...)``). A default outside its own
     range is refused when the class is made (``DeclarationError``)."""
@@ -166,7 +166,7 @@ class Section:
     of tables) when ``many``. The owner is the module that defines the table."""
 
     name: str
-    table: type[Table]
+    table: type[ConfigTable]
     many: bool = False
 
     @property
@@ -179,7 +179,7 @@ class Schema:
     """Every declared table of config.toml, assembled: what a whole file is checked against."""
 
     sections: dict[str, Section]
-    model: type[Table]
+    model: type[ConfigTable]
 
 
 def _field(section: Section) -> tuple[Any, Any]:
@@ -198,10 +198,10 @@ def assemble(sections: Iterable[Section]) -> Schema:
             )
         found[section.name] = section
     fields: Any = {name: _field(s) for name, s in found.items()}
-    return Schema(found, create_model("ConfigFile", __base__=Table, **fields))
+    return Schema(found, create_model("ConfigFile", __base__=ConfigTable, **fields))
 
 
-def with_parts(table: type[Table], parts: Iterable[type[Table]]) -> type[Table]:
+def with_parts(table: type[ConfigTable], parts: Iterable[type[ConfigTable]]) -> type[ConfigTable]:
     """``table`` with the keys other owners add to it (a serving probe's keys in a launcher's
     table): each key declared once, by its part; the result keeps ``table``'s owner."""
     parts = tuple(parts)
@@ -227,10 +227,10 @@ def validate_config(
 
 
 @functools.cache
-def _alone(section: Section) -> type[Table]:
+def _alone(section: Section) -> type[ConfigTable]:
     """A file of this one section: its table is checked as in a whole file."""
     fields: Any = {section.name: _field(section)}
-    return create_model(f"Only_{section.name}", __base__=Table, **fields)
+    return create_model(f"Only_{section.name}", __base__=ConfigTable, **fields)
 
 
 def validate_section(
@@ -253,7 +253,7 @@ def validate_section(
     return checked.model_dump(exclude_unset=True)[section.name]
 
 
-def table_defaults(table: type[Table]) -> dict[str, Any]:
+def table_defaults(table: type[ConfigTable]) -> dict[str, Any]:
     """The default of each key that has one (the declaration's, written once)."""
     return {n: f.get_default(call_default_factory=True) for n, f in table.model_fields.items()
             if not f.is_required()}  # fmt: skip
@@ -293,7 +293,7 @@ def _where(loc: tuple[Any, ...]) -> tuple[str, str]:
     return table, key
 
 
-def _known(loc: tuple[Any, ...], root: type[Table]) -> list[str]:
+def _known(loc: tuple[Any, ...], root: type[ConfigTable]) -> list[str]:
     """The keys (or sections) the table holding ``loc``'s last key takes."""
     model: Any = root
     for p in loc[:-1]:
@@ -311,13 +311,15 @@ def _model_of(annotation: Any) -> Any:
         found = _model_of(arg)
         if found is not None:
             return found
-    return annotation if isinstance(annotation, type) and issubclass(annotation, Table) else None
+    return (
+        annotation if isinstance(annotation, type) and issubclass(annotation, ConfigTable) else None
+    )
 
 
 def _config_error(
     exc: _ValidationError,
     origin: str,
-    root: type[Table],
+    root: type[ConfigTable],
     *,
     options: Mapping[str, str] | None = None,
 ) -> ConfigError:

@@ -1,6 +1,6 @@
 """A run's all-pairs matrices for its report: read from the probe's files in the job
 directories (``assay.parsers.allpairs_file``, the format's one reader), one metric at a time,
-each analysed (``assay.analysis.allpairs.analyse``) and dropped before the next is read, so a
+each analysed (``assay.analysis.matrix.allpairs.analyse``) and dropped before the next is read, so a
 10,000-node run's report holds one 200 MB link array at a time (two while a resume's file is
 merged into its sweep).
 
@@ -11,7 +11,7 @@ named with the pairs it was never measured in); the retest jobs' measurements (a
 rounds in any file) confirm or not what the sweep flags. Several sweeps of one MPI
 (``--repeat``) fold into one matrix, each link the median of its sweeps; the sweeps confirm
 when there is no retest. Links whose latency is below the network floor are shared memory, not
-links (``assay.analysis.shared_memory``), in both metrics. The run's switch tree, when it
+links (``assay.analysis.derived.shared_memory``), in both metrics. The run's switch tree, when it
 recorded one, is ``slurm/topology.txt`` (``scontrol show topology``) or
 ``slurm/topology.conf``.
 """
@@ -26,15 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
-from assay.analysis.allpairs import METRICS, PairMatrix, analyse
-from assay.analysis.linkmatrix import LinkMatrix, Lost, Retests, fold_sweeps
-from assay.analysis.outliers import OutlierRule
-from assay.analysis.shared_memory import NETWORK_FLOOR_S
-from assay.analysis.stats import Folded
+from assay.analysis.derived.shared_memory import NETWORK_FLOOR_S
+from assay.analysis.matrix.allpairs import METRICS, PairMatrix, analyse
+from assay.analysis.matrix.linkmatrix import LinkMatrix, Lost, Retests, fold_sweeps
+from assay.analysis.statistics.outliers import OutlierRule
+from assay.analysis.statistics.stats import Folded
 from assay.condensed import link_index, link_nodes
 from assay.errors import ProbeError, StoreError
 from assay.figures.allpairs_cache import cached, save
-from assay.figures.allpairs_jobs import MatrixJob, Sweep, matrix_jobs, sweeps_by_mpi
+from assay.figures.allpairs_jobs import MatrixJob, SweepJobs, matrix_jobs, sweeps_by_mpi
 from assay.inputfile import read_side
 from assay.parsers.allpairs_file import COLUMN, MatrixFile, read_matrix_file
 from assay.system.topology import (
@@ -144,7 +144,7 @@ class _Retests:
         return Retests(cat(self.links), cat(self.values), cat(self.rounds))
 
 
-def _sweep(run_dir: Path, s: Sweep, metric: str, mpi: str, retests: _Retests) -> LinkMatrix:
+def _sweep(run_dir: Path, s: SweepJobs, metric: str, mpi: str, retests: _Retests) -> LinkMatrix:
     """One sweep's matrix: its resumes' pairs fill its gaps, its retests gathered."""
     f = _read(run_dir, s.sweep, metric)
     n, values = f.n, f.column(metric)
@@ -177,7 +177,7 @@ def _sweep(run_dir: Path, s: Sweep, metric: str, mpi: str, retests: _Retests) ->
 
 
 def _one(
-    run_dir: Path, sweeps: list[Sweep], metric: str, mpi: str
+    run_dir: Path, sweeps: list[SweepJobs], metric: str, mpi: str
 ) -> tuple[LinkMatrix, list[np.ndarray] | None]:
     """The metric of one MPI's sweeps (with their follow-ups) as one matrix, and the sweeps it
     was folded from (None: one, or retests to confirm by)."""
@@ -235,7 +235,7 @@ WORKERS = 2  # matrices analysed at once (each holds its links: 200 MB at 10,000
 
 
 def _analysed(
-    run_dir: Path, by_mpi: dict[str, list[Sweep]], rule: OutlierRule, workers: int
+    run_dir: Path, by_mpi: dict[str, list[SweepJobs]], rule: OutlierRule, workers: int
 ) -> tuple[list[PairMatrix], list[str]]:
     """Each matrix (MPI × metric) read and analysed; with several, more than one worker and
     more than one usable core, in forked worker processes, that many at a time (from the
@@ -264,7 +264,7 @@ def _analysed(
 
 def _analyse_one(
     run_dir: Path,
-    sweeps: list[Sweep],
+    sweeps: list[SweepJobs],
     metric: str,
     mpi: str,
     rule: OutlierRule,
@@ -277,9 +277,9 @@ def _analyse_one(
         return None, [f"{metric} ({mpi}) not shown: {exc}"]
     said = []
     try:
-        pm = analyse(lm, rule, topology, sweeps=folded_from)
+        pm = analyse(lm, rule, topology=topology, sweeps=folded_from)
     except TopologyError as exc:
         said.append(f"No per-switch figures for {metric} ({mpi}): {exc}")
-        pm = analyse(lm, rule, None, sweeps=folded_from)
+        pm = analyse(lm, rule, sweeps=folded_from)
     pm.files = [rel for s in sweeps for rel in s.files]
     return pm, said

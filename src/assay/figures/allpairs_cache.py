@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from assay.analysis.allpairs import LostNode, PairMatrix
-from assay.analysis.confirm import Confirmation
-from assay.analysis.heat import Heat
-from assay.analysis.matrixstats import Blocks, Distribution
-from assay.analysis.outliers import Centre, Outlier, OutlierRule
-from assay.analysis.topology import SlowPart, Switches
+from assay.analysis.matrix.allpairs import LostNode, PairMatrix
+from assay.analysis.matrix.confirm import Confirmation
+from assay.analysis.matrix.heat import Heat
+from assay.analysis.matrix.matrixstats import Blocks, Distribution
+from assay.analysis.matrix.topology import SlowPart, Switches
+from assay.analysis.statistics.outliers import Centre, Outlier, OutlierRule
 from assay.store.cache import read_cache, stamp, write_cache
 
 CACHE_NAME = "allpairs.cache.json"

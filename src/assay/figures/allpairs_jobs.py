@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from assay.analysis.stats import Folded
+from assay.analysis.statistics.stats import Folded
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class MatrixJob:
 
 
 @dataclass
-class Sweep:
+class SweepJobs:
     """A sweep job and the follow-up jobs that continue it, in stored order."""
 
     sweep: MatrixJob
@@ -55,15 +55,15 @@ def matrix_jobs(folded: Folded) -> list[MatrixJob]:
     ]
 
 
-def sweeps_by_mpi(jobs: list[MatrixJob]) -> tuple[dict[str, list[Sweep]], list[str]]:
+def sweeps_by_mpi(jobs: list[MatrixJob]) -> tuple[dict[str, list[SweepJobs]], list[str]]:
     """Each MPI's sweeps with their follow-ups; and, in words, the follow-ups that continue no
     sweep of the run (left out)."""
-    out: dict[str, list[Sweep]] = {}
-    by_job: dict[str, Sweep] = {}
+    out: dict[str, list[SweepJobs]] = {}
+    by_job: dict[str, SweepJobs] = {}
     problems = []
     for j in jobs:
         if j.kind not in ("retest", "resume"):
-            sweep = Sweep(j)
+            sweep = SweepJobs(j)
             out.setdefault(j.mpi, []).append(sweep)
             if j.job:
                 by_job[j.job] = sweep

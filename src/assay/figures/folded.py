@@ -1,5 +1,5 @@
 """A run's figures for its report: from the cache beside its records, else folded from its
-stored sample lines in one pass (``assay.analysis.stats.Folder``) and cached.
+stored sample lines in one pass (``assay.analysis.statistics.stats.Folder``) and cached.
 
 A million stored samples fold in seconds without becoming a million objects; the cache (a few
 thousand figures) makes every later report of the run a fraction of a second. The run's end
@@ -19,7 +19,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TypeVar
 
-from assay.analysis.stats import Figure, Folded, Folder, fold_samples
+from assay.analysis.statistics.stats import Figure, Folded, Folder, fold_samples
 from assay.errors import AssayError
 from assay.store import LoadedRun
 from assay.store.cache import (
@@ -140,7 +140,7 @@ def _cache_matrices(run_dir: Path, folded: Folded) -> None:
     ``[outliers]``), one at a time in this process: the run's end may have threads (no fork),
     and one 10,000-node matrix at a time holds a few hundred MB."""
     # the matrices' analysis and the config: only for a run that has matrices
-    from assay.analysis.outliers import outlier_rule
+    from assay.analysis.statistics.outliers import outlier_rule
     from assay.config import read_config
     from assay.figures.allpairs import file_matrices
 

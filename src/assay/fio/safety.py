@@ -47,7 +47,7 @@ class TargetState:
 
 
 @dataclass(frozen=True)
-class Placement:
+class TargetFiles:
     """Where the test files go once the target is accepted."""
 
     workdir: str | None  # assay's directory for assay-fio-* files; None for a device/file
@@ -60,22 +60,22 @@ class Placement:
 # ------------------------------------------------------------------------------ pure checks
 
 
-def place(state: TargetState, *, destructive: bool) -> Placement:
+def place(state: TargetState, *, destructive: bool) -> TargetFiles:
     """Decide where the files go, or raise SafetyError saying why not and what would allow it.
 
     ``state`` is the target as observed; nothing is written here.
     """
     p = state.path
     if state.kind == "absent":
-        return Placement(workdir=p, filename=None, create=True, owned=True)
+        return TargetFiles(workdir=p, filename=None, create=True, owned=True)
     if state.kind == "assay-dir":
-        return Placement(workdir=p, filename=None, create=False, owned=True)
+        return TargetFiles(workdir=p, filename=None, create=False, owned=True)
     if state.kind == "dir":
         sub = state.sub or TargetState(str(Path(p) / SUBDIR), "absent")
         if sub.kind == "absent":
-            return Placement(workdir=sub.path, filename=None, create=True, owned=True)
+            return TargetFiles(workdir=sub.path, filename=None, create=True, owned=True)
         if sub.kind == "assay-dir":
-            return Placement(workdir=sub.path, filename=None, create=False, owned=True)
+            return TargetFiles(workdir=sub.path, filename=None, create=False, owned=True)
         raise SafetyError(
             f"target {sub.path} exists and is not assay's (no {MARKER} in it): not writing there",
             hint="remove it, or choose another target directory",
@@ -87,7 +87,7 @@ def place(state: TargetState, *, destructive: bool) -> Placement:
                 hint="give a directory on its file system, or pass destructive=true "
                 "(--destructive) if the device holds nothing you need",
             )
-        return Placement(
+        return TargetFiles(
             workdir=None,
             filename=p,
             create=False,
@@ -101,7 +101,7 @@ def place(state: TargetState, *, destructive: bool) -> Placement:
                 hint="give a directory (assay creates its own files in it), or pass "
                 "destructive=true (--destructive) to overwrite this file",
             )
-        return Placement(
+        return TargetFiles(
             workdir=None,
             filename=p,
             create=False,

@@ -15,7 +15,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from assay.fio.safety import MARKER, SUBDIR, Placement, TargetState
+from assay.fio.safety import MARKER, SUBDIR, TargetFiles, TargetState
 from assay.fio.workloads import FILE_PREFIX
 from assay.inputfile import read_bounded
 
@@ -80,14 +80,14 @@ def write_marker(workdir: str | Path, filled: dict[str, int] | None = None) -> N
     (Path(workdir) / MARKER).write_text(text + "\n")
 
 
-def prepare(placement: Placement) -> None:
+def prepare(placement: TargetFiles) -> None:
     """Create assay's directory with its marker."""
     if placement.workdir and placement.create:
         Path(placement.workdir).mkdir(parents=False, exist_ok=False)
         write_marker(placement.workdir)
 
 
-def cleanup(placement: Placement, extra_files: list[str] | None = None) -> list[str]:
+def cleanup(placement: TargetFiles, extra_files: list[str] | None = None) -> list[str]:
     """Remove what assay wrote: its files, and its directory when it created it. Never a
     device or a user's file. Returns what was removed."""
     removed: list[str] = []
@@ -141,7 +141,7 @@ def device_of(path: str) -> int:
     return p.stat().st_dev
 
 
-def not_writable(placement: Placement) -> str | None:
+def not_writable(placement: TargetFiles) -> str | None:
     """Why assay could not write where ``placement`` puts the files, or None.
 
     A directory assay will create needs an existing, writable parent (it is created alone,

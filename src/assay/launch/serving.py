@@ -13,17 +13,17 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-from assay.config.schema import Table, with_parts
+from assay.config.schema import ConfigTable, with_parts
 from assay.probes import PROBES
 
 
-def server_parts() -> dict[str, type[Table]]:
+def server_parts() -> dict[str, type[ConfigTable]]:
     """Each serving probe's keys, by the probe's name."""
     return {n: p.server_keys for n, p in PROBES.items() if p.server_keys is not None}
 
 
 @functools.cache
-def launcher_table(own: type[Table]) -> type[Table]:
+def launcher_table(own: type[ConfigTable]) -> type[ConfigTable]:
     """A launcher's table as the schema knows it: its own keys and every serving probe's."""
     return with_parts(own, server_parts().values())
 

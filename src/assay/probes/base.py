@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from assay.config.schema import Table
+from assay.config.schema import ConfigTable
 from assay.errors import ProbeError
 from assay.model import Job, JobResult, MpiInfo, Sample, Spread, SpreadKind, Stats, System
 from assay.system.facts import PlanFacts
@@ -62,7 +62,7 @@ class JobDraft:
     skip_reason: str | None = None  # this cannot run here: record a skip, not a failure
 
 
-class ServerKeys(Table):
+class ServerKeys(ConfigTable):
     """The keys a probe's servers take in the table of every launcher that starts them (the
     "clients" spread), declared by the probe (``assay.launch.serving``)."""
 

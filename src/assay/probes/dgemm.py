@@ -4,7 +4,7 @@ The native probe (``native/dgemm.c``) times C = A·B on n x n matrices, counts 2
 multiply and reports the best rate; it checks C before reporting anything. This side picks
 n, the BLAS and its threads, and records with each rate the node's Rpeak it is judged against
 (``assay.system.peak``; ``rpeak*`` params), or ``rpeak_note`` saying why there is none. The
-share of Rpeak is computed by the derive step (``assay.analysis.derive``).
+share of Rpeak is computed by the derive step (``assay.analysis.derived.derive``).
 
 The BLAS that ran is read by the probe itself (``native/blasinfo.h``: library, version, the
 kernels it chose); with OpenBLAS the plan may give it better kernels than its own pick
@@ -132,7 +132,7 @@ def rpeak_params(metric: str, info: dict[str, Any]) -> dict[str, Any]:
     """The plan-time Rpeak a rate is judged against, as the rate's params.
 
     parse() only records it; the share of Rpeak (and one Rpeak figure per precision) is
-    computed by the derive step (``assay.analysis.derive``), so reports and comparisons read
+    computed by the derive step (``assay.analysis.derived.derive``), so reports and comparisons read
     the same numbers. Without a peak, ``rpeak_note`` says why.
     """
     precision, _ = METRIC_PRECISION[metric]

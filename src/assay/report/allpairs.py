@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assay.analysis.allpairs import FULL, PairMatrix
-from assay.analysis.outliers import OutlierRule
-from assay.analysis.pernode import per_node
-from assay.analysis.stats import Figure
+from assay.analysis.derived.pernode import per_node
+from assay.analysis.matrix.allpairs import FULL, PairMatrix
+from assay.analysis.statistics.outliers import OutlierRule
+from assay.analysis.statistics.stats import Figure
 from assay.report.allpairs_large import large_tables, switch_tables
 from assay.report.allpairs_notes import (
     SHARED_CELL,
@@ -49,7 +49,7 @@ def matrix_table(m: PairMatrix) -> Table:
 
 
 def allpairs_tables(pair_matrices: list[PairMatrix], problems: Sequence[str] = ()) -> list[Table]:
-    """Each matrix (``assay.analysis.allpairs``) as tables: whole up to FULL nodes, else its
+    """Each matrix (``assay.analysis.matrix.allpairs``) as tables: whole up to FULL nodes, else its
     distribution, worst links and nodes; its switches when the topology is known. What could
     not be shown (``problems``) comes first, in words."""
     out = []

@@ -1,6 +1,6 @@
 """An all-pairs matrix too large to print (more than 64 nodes; 10,000 is 5·10⁷ links), as what
 can be read: the distribution of its links, the worst links, each node's median link worst
-first, and its switches when Slurm's topology is known (``assay.analysis.allpairs`` computed
+first, and its switches when Slurm's topology is known (``assay.analysis.matrix.allpairs`` computed
 them all; nothing here touches a link array)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 
-from assay.analysis.allpairs import FULL, PairMatrix
-from assay.analysis.outliers import worse_factor, z_scores
+from assay.analysis.matrix.allpairs import FULL, PairMatrix
+from assay.analysis.statistics.outliers import worse_factor, z_scores
 from assay.report.allpairs_notes import (
     finding_notes,
     fmt,

@@ -3,8 +3,8 @@ found (named links and nodes, retests, slow uplinks, links not measured)."""
 
 from __future__ import annotations
 
-from assay.analysis.allpairs import FULL, LostNode, PairMatrix
-from assay.analysis.shared_memory import NETWORK_FLOOR_S, WORDS
+from assay.analysis.derived.shared_memory import NETWORK_FLOOR_S, WORDS
+from assay.analysis.matrix.allpairs import FULL, LostNode, PairMatrix
 from assay.units import format_value, metric_info
 
 SHARED_CELL = "shm"  # a link of the whole table measured through shared memory

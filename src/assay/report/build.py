@@ -1,7 +1,7 @@
 """The order of a report's sections, and the tables no family claims.
 
 ``build`` takes a run's folded figures (``assay.figures.folded``), runs the derive step once
-(:func:`assay.analysis.derive.derive`) and hands each family its figures: system, memory,
+(:func:`assay.analysis.derived.derive.derive`) and hands each family its figures: system, memory,
 compute, MPI, storage, the Hockney model and latency distributions, RDMA, then every figure no
 family showed ("Other measurements") and the jobs that failed.
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from assay.analysis.allpairs import PairMatrix
-from assay.analysis.derive import Derived, derive, p2p_method
-from assay.analysis.outliers import OutlierRule
-from assay.analysis.perpair import matrices
-from assay.analysis.shared_memory import not_links
-from assay.analysis.stats import Figure, Folded, fold_samples
+from assay.analysis.derived.derive import Derived, derive, p2p_method
+from assay.analysis.derived.shared_memory import not_links
+from assay.analysis.matrix.allpairs import PairMatrix
+from assay.analysis.matrix.perpair import matrices
+from assay.analysis.statistics.outliers import OutlierRule
+from assay.analysis.statistics.stats import Figure, Folded, fold_samples
 from assay.model import JobResult, Sample
 from assay.report.allpairs import allpairs_tables, pernode_tables
 from assay.report.compute import compute_figures, compute_table
@@ -104,7 +104,7 @@ def _relabels(samples: list[Sample], runs: list[LoadedRun], first: str) -> list[
     two runs' figures apart: a series (MPI or import label) found in more than one run gets
     the run's label (or id) appended; other figures of runs after the ``first`` (its run id)
     get a ``run`` param."""
-    from assay.analysis.series import series_label
+    from assay.analysis.derived.series import series_label
 
     def name(run: LoadedRun) -> str:
         return run.info.label or run.info.run_id

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from assay.analysis.health import WORST_FIRST, Verdict, exit_code, worst, worst_first
+from assay.analysis.check.health import WORST_FIRST, Verdict, exit_code, worst, worst_first
 from assay.inputfile import read_side
 from assay.report.table import Table
 

@@ -1,9 +1,9 @@
 """The compute table: Rpeak with its derivation, DGEMM/SGEMM and HPL Rmax with their share.
 
 Every number here beyond the measured rates comes from the derive step
-(:mod:`assay.analysis.derive`): one Rpeak per precision, and each rate's share of the peak of
-the cores it used, flagged when above 100 %; the BLAS and the kernels each rate ran on, and why
-a rate is far below Rpeak (:mod:`assay.analysis.whylow`).
+(:mod:`assay.analysis.derived.derive`): one Rpeak per precision, and each rate's share of the peak
+of the cores it used, flagged when above 100 %; the BLAS and the kernels each rate ran on, and why
+a rate is far below Rpeak (:mod:`assay.analysis.derived.whylow`).
 
 Each method has its own rows: our DGEMM probe; HPL's Rmax per MPI ("HPL Rmax (OpenMPI 4.1.4)",
 the LU probe or a user's xhpl), its share of Rpeak being HPL's efficiency Rmax / Rpeak; HPL
@@ -15,8 +15,8 @@ row that ScaLAPACK's LU has no lookahead and read 0.81 of HPL's (``docs/benchmar
 
 from __future__ import annotations
 
-from assay.analysis.derive import Derived, per_process
-from assay.analysis.stats import Figure
+from assay.analysis.derived.derive import Derived, per_process
+from assay.analysis.statistics.stats import Figure
 from assay.model import Sample
 from assay.report.table import Table, count
 from assay.units import format_value

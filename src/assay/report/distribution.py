@@ -6,8 +6,8 @@ maximum, typical (median), average, standard deviation and percentiles of every 
 
 from __future__ import annotations
 
-from assay.analysis.series import by_series_and_size
-from assay.analysis.stats import Figure
+from assay.analysis.derived.series import by_series_and_size
+from assay.analysis.statistics.stats import Figure
 from assay.report.table import Table, slug_key
 from assay.units import format_value
 

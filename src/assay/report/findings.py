@@ -1,13 +1,13 @@
 """The derived findings a JSON report carries beside the samples: the BLAS and kernels each
 compute rate ran on, and why a figure is far below its physical peak (the same lines the term,
-Markdown and HTML reports print under their tables; :mod:`assay.analysis.whylow`)."""
+Markdown and HTML reports print under their tables; :mod:`assay.analysis.derived.whylow`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from assay.analysis.derive import derive
-from assay.analysis.whylow import rate_name
+from assay.analysis.derived.derive import derive
+from assay.analysis.derived.whylow import rate_name
 from assay.figures.folded import folded_of
 from assay.store import LoadedRun
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from assay.analysis.stats import Figure
+from assay.analysis.statistics.stats import Figure
 from assay.report.table import Table
 from assay.units import format_value, human_bytes
 

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Iterable
 
-from assay.analysis.health import Verdict, worst_first
+from assay.analysis.check.health import Verdict, worst_first
 from assay.report.check import margin_text
 from assay.textutil import xml_text
 

@@ -13,15 +13,15 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from assay.analysis.domains import (
+from assay.analysis.derived.domains import (
     StreamDomains,
     is_domain_sample,
     median_figure,
     stream_domains,
     summary_line,
 )
-from assay.analysis.levels import LadderPoint, read_levels, reading_notes
-from assay.analysis.stats import Figure
+from assay.analysis.derived.levels import LadderPoint, read_levels, reading_notes
+from assay.analysis.statistics.stats import Figure
 from assay.model import JobResult, System
 from assay.report.table import (
     Table,
@@ -216,7 +216,7 @@ def stream_domain_table(
     domains: StreamDomains | None, system: System | None = None
 ) -> Table | None:
     """One row per L3 domain and NUMA node: where, the four kernels, and a slow flag (derived
-    once: ``assay.analysis.domains.stream_domains``)."""
+    once: ``assay.analysis.derived.domains.stream_domains``)."""
     if domains is None:
         return None
     per, summaries, threshold = domains.kernels, domains.summaries, domains.threshold

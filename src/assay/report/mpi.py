@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 
-from assay.analysis.derive import Derived, is_pingpong_bandwidth
-from assay.analysis.series import by_series_and_size
-from assay.analysis.shared_memory import NETWORK_FLOOR_S, WORDS, SharedMemory
-from assay.analysis.stats import Figure
+from assay.analysis.derived.derive import Derived, is_pingpong_bandwidth
+from assay.analysis.derived.series import by_series_and_size
+from assay.analysis.derived.shared_memory import NETWORK_FLOOR_S, WORDS, SharedMemory
+from assay.analysis.statistics.stats import Figure
 from assay.model import JobResult
 from assay.report.table import Table, best_marks, commands_of_jobs, count, spread_span
 from assay.units import format_value, human_bytes
@@ -152,7 +152,7 @@ def collective_tables(figures: list[Figure], results: list[JobResult] | None = N
 def hockney_table(derived: Derived) -> Table | None:
     """The Hockney model t(n) = α + n/β fitted to each MPI's latency curve (and β also from
     its bandwidth curve), with n½ and the eager → rendezvous switch where the curve steps; the
-    fits are the derive step's (:mod:`assay.analysis.derive`)."""
+    fits are the derive step's (:mod:`assay.analysis.derived.derive`)."""
     rows = []
     for h in derived.hockney:
         row = [h.series]

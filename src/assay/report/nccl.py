@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.analysis.stats import Figure
+from assay.analysis.statistics.stats import Figure
 from assay.report.table import Table
 
 PREFIX = "gpu.nccl."

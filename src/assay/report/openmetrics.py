@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from assay.analysis.health import EXIT_CODE, Verdict, exit_code, node_grades
+from assay.analysis.check.health import EXIT_CODE, Verdict, exit_code, node_grades
 from assay.textutil import xml_text
 
 GRADE_VALUE = {"PASS": 0, "WARN": 1, "FAIL": 2}

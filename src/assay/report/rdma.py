@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter, defaultdict
 
-from assay.analysis.series import by_series_and_size, series_label
-from assay.analysis.stats import Figure
+from assay.analysis.derived.series import by_series_and_size, series_label
+from assay.analysis.statistics.stats import Figure
 from assay.report.distribution import latency_stats_tables
 from assay.report.table import Table, slug_key
 from assay.units import format_value

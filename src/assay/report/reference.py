@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from assay.analysis.bestof import Best
-from assay.analysis.changepoint import Change
-from assay.analysis.verdict import Comparison, Row
+from assay.analysis.compare.bestof import Best
+from assay.analysis.compare.verdict import Comparison, Row
+from assay.analysis.statistics.changepoint import Change
 from assay.references.model import ReferenceSet
 from assay.report.render import markdown_table, term_tables
 from assay.report.table import Table

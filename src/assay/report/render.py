@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from assay.analysis.outliers import OutlierRule
+from assay.analysis.statistics.outliers import OutlierRule
 from assay.errors import AssayError
 from assay.figures.allpairs import file_matrices
 from assay.figures.folded import folded_of, sample_lines

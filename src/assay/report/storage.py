@@ -28,8 +28,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from assay.analysis.stats import Figure
-from assay.analysis.storage_points import (
+from assay.analysis.derived.storage_points import (
     CurveKey,
     CurveKnee,
     Point,
@@ -38,6 +37,7 @@ from assay.analysis.storage_points import (
     points_of,
     storage_figures,
 )
+from assay.analysis.statistics.stats import Figure
 from assay.report.table import Table
 from assay.units import format_value, human_bytes
 from assay.vocab import ALL_CLIENTS

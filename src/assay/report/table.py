@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from assay.analysis.significant_best import row_best
-from assay.analysis.spread import FORMULA, Spread, robust_spread
-from assay.analysis.stats import Figure
+from assay.analysis.compare.significant_best import row_best
+from assay.analysis.statistics.spread import FORMULA, RobustSpread, robust_spread
+from assay.analysis.statistics.stats import Figure
 from assay.model import JobResult
 
 
@@ -33,9 +33,9 @@ def pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
-def spread_of(fig: Figure) -> Spread | None:
-    """How much a figure varied (:mod:`assay.analysis.spread`): across its repetitions when
-    repeated, else across the iterations its tool timed."""
+def spread_of(fig: Figure) -> RobustSpread | None:
+    """How much a figure varied (:mod:`assay.analysis.statistics.spread`): across its repetitions
+    when repeated, else across the iterations its tool timed."""
     stats = fig.spread or fig.sample.stats
     return robust_spread(stats) if stats else None
 
@@ -107,7 +107,7 @@ def count(fig: Figure) -> str:
 @dataclass
 class BestMarks:
     """Each row's best cell, where one is significantly best, and a note saying how it was
-    chosen (:mod:`assay.analysis.significant_best`)."""
+    chosen (:mod:`assay.analysis.compare.significant_best`)."""
 
     cells: set[tuple[int, int]]  # (row, index of the figure in the row)
     note: str | None  # None when no row has two figures to choose from

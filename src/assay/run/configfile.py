@@ -22,7 +22,8 @@ from assay.config.schema import Schema, Section, assemble, validate_config
 def sections() -> list[Section]:
     """Every declared table: the launchers' first, then those of the flow's own parts.
     Imported here, not with this module: a run without a config file assembles nothing."""
-    from assay.analysis import checklimits, outliers
+    from assay.analysis.check import checklimits
+    from assay.analysis.statistics import outliers
     from assay.launch.registry import config_sections
     from assay.system import peak
     from assay.toolchain import mpiconfig

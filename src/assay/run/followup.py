@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from assay.analysis.outliers import OutlierRule, outlier_rule, outliers_of
+from assay.analysis.statistics.outliers import OutlierRule, outlier_rule, outliers_of
 from assay.errors import AssayError
 from assay.inputfile import read_bounded
 from assay.launch.connectfail import (

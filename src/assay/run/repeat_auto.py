@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from assay.analysis.significance import mean_ci_halfwidth
-from assay.analysis.stats import group_key
+from assay.analysis.statistics.significance import mean_ci_halfwidth
+from assay.analysis.statistics.stats import group_key
 from assay.errors import StoreError
 from assay.model import Job, JobResult, MpiInfo, Sample
 from assay.run.execute import (

@@ -49,7 +49,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from assay.config import read_config
-from assay.config.schema import Name, Section, Table, validate_section
+from assay.config.schema import ConfigTable, Name, Section, validate_section
 from assay.errors import AssayError, ConfigError
 from assay.model import System
 from assay.system.flopstable import (  # re-exported: callers and tests import them from here
@@ -78,7 +78,7 @@ PRECISIONS: tuple[Precision, ...] = ("dp", "sp")
 PRECISION_LABEL: dict[Precision, str] = {"dp": "DP", "sp": "SP"}
 
 
-class PeakTable(Table):
+class PeakTable(ConfigTable):
     """``[peak]``: Rpeak overrides."""
 
     uarch: Name | None = Field(None, description="use this entry of flops_per_cycle.toml")

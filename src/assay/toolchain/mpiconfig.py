@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from assay.config.schema import Name, Section, Table, Text
+from assay.config.schema import ConfigTable, Name, Section, Text
 
 
-class MpiEntry(Table):
+class MpiEntry(ConfigTable):
     """One ``[[mpi]]``: an MPI implementation discovery would not find."""
 
     name: Name = Field(description="the name runs use for it (--mpi NAME)")

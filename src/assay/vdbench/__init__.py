@@ -29,8 +29,8 @@ a suite); nothing here runs anything or knows a later stage. Modules, in the ord
 from assay.vdbench.definitions import (
     ForLoop,
     HostDef,
-    Item,
     Param,
+    ParamElement,
     RunDef,
     StorageDef,
     TranslatedRun,
@@ -46,8 +46,8 @@ from assay.vdbench.translate import translate
 __all__ = [
     "ForLoop",
     "HostDef",
-    "Item",
     "Param",
+    "ParamElement",
     "RunDef",
     "StorageDef",
     "TranslatedRun",

@@ -26,7 +26,7 @@ class Where:
 
 
 @dataclass(frozen=True)
-class Item:
+class ParamElement:
     """One element of a parameter's value. Only unquoted elements of a parenthesised list
     can be ranges (Vdb_scan.parms_split splits at '-' only after a '(')."""
 
@@ -42,7 +42,7 @@ class Param:
     keyword: str  # as written, lower case (maybe abbreviated)
     name: str  # canonical keyword ("xfersize" for "xf")
     value: str  # value text as written
-    items: tuple[Item, ...]
+    items: tuple[ParamElement, ...]
     where: Where
 
     def __str__(self) -> str:

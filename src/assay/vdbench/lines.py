@@ -18,7 +18,7 @@ MAX_READS = 1000
 
 
 @dataclass(frozen=True)
-class Line:
+class SourceLine:
     text: str
     where: Where
 
@@ -35,7 +35,7 @@ def read_file(
     path: Path,
     shown: str,
     chain: tuple[Path, ...],
-    out: list[Line],
+    out: list[SourceLine],
     files: list[str],
     total: _Total | None = None,
 ) -> None:
@@ -74,7 +74,7 @@ def read_file(
         if line.startswith("include="):
             _include(line, path, where, chain, out, files, total)
             continue
-        out.append(Line(line, where))
+        out.append(SourceLine(line, where))
 
 
 def _include(

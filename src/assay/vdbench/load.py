@@ -29,7 +29,7 @@ from assay.vdbench.keywords import (
     WD_KEYS,
     loop_name,
 )
-from assay.vdbench.lines import Line, read_file
+from assay.vdbench.lines import SourceLine, read_file
 from assay.vdbench.syntax import (
     bad_value,
     name_list,
@@ -55,7 +55,7 @@ def load_vdbench(path: str | os.PathLike[str], lun_map: LunMap | None = None) ->
     p = Path(path)
     if not is_file(p):  # also a name too long to be one
         raise ParseError("Vdbench parameter file not found", source=str(path))
-    lines: list[Line] = []
+    lines: list[SourceLine] = []
     config = VdbenchConfig(path=str(path))
     read_file(p, str(path), (p.resolve(),), lines, config.files)
     _Builder(config, lun_map).run(param_statements(lines))

@@ -40,9 +40,9 @@ import re
 from collections.abc import Iterable, Iterator
 
 from assay.errors import ParseError
-from assay.vdbench.definitions import Item, Param, Seek, Where
+from assay.vdbench.definitions import Param, ParamElement, Seek, Where
 from assay.vdbench.keywords import TIME_KEYS, resolve_keyword
-from assay.vdbench.lines import Line, cut_comment
+from assay.vdbench.lines import SourceLine, cut_comment
 
 # ---------------------------------------------------------------------------- reading
 
@@ -55,7 +55,7 @@ MAX_VALUES = 200_000
 NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?")
 
 
-def param_statements(lines: list[Line]) -> Iterable[tuple[str, Where]]:
+def param_statements(lines: list[SourceLine]) -> Iterable[tuple[str, Where]]:
     """Parameters (``keyword=value`` text, place) in order; a trailing comma joins lines."""
     i = 0
     while i < len(lines):
@@ -124,7 +124,7 @@ def _split_params(text: str, starts: list[tuple[int, Where]]) -> Iterable[tuple[
         raise ParseError(why, source=w.file, line=w.line) from None
 
 
-def _split_items(value: str, where: Where) -> tuple[Item, ...]:
+def _split_items(value: str, where: Where) -> tuple[ParamElement, ...]:
     if not value.startswith("("):
         return (_item(value, listed=False),)
     if not value.endswith(")"):
@@ -133,10 +133,10 @@ def _split_items(value: str, where: Where) -> tuple[Item, ...]:
     return tuple(_item(piece, listed=True) for _, piece in pieces)
 
 
-def _item(text: str, *, listed: bool) -> Item:
+def _item(text: str, *, listed: bool) -> ParamElement:
     if '"' in text:
-        return Item(text.replace('"', ""), quoted=True, listed=listed)
-    return Item(text, listed=listed)
+        return ParamElement(text.replace('"', ""), quoted=True, listed=listed)
+    return ParamElement(text, listed=listed)
 
 
 def read_param(text: str, where: Where, table: Iterable[str], context: str) -> Param:
@@ -208,7 +208,7 @@ def _range_size(start: float, end: float, step: float) -> float:
     return (end - start) / step + 1 if end >= start else 1
 
 
-def _is_range(item: Item) -> bool:
+def _is_range(item: ParamElement) -> bool:
     return item.listed and not item.quoted and "-" in item.text[1:]
 
 

@@ -27,7 +27,7 @@ arrivals (``rate_process=poisson``: exponential inter-arrival times, Vdbench's d
 ``threads=``, ``iodepth × numjobs`` bounds the I/Os outstanding at any rate. With
 ``max_latency_ms`` the curve stops after the first point whose mean latency passes it. After the
 curve a ``curve-summary`` sample names the curve. The knee is a derived figure, found from the
-stored points by ``assay.analysis.storage_points.curve_knee``, and the curve is drawn by the
+stored points by ``assay.analysis.derived.storage_points.curve_knee``, and the curve is drawn by the
 report (``assay report --format html`` or ``--plots-dir``): the driver only measures.
 
 Every point's samples carry the point's totals over directions (``point_iops``,

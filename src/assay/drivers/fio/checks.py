@@ -21,7 +21,7 @@ from assay.drivers.fio.spec import DriverSpec, Item, all_jobs, items_of
 from assay.errors import AssayError
 from assay.fio.hosts import ClientError, Host, parse_hosts
 from assay.fio.job import FioJob, fio_names, job_file
-from assay.fio.safety import Placement, SafetyError, check_filename, human, place, space_problem
+from assay.fio.safety import SafetyError, TargetFiles, check_filename, human, place, space_problem
 from assay.fio.target import device_of, existing_files, free_bytes, not_writable, observe
 
 
@@ -38,7 +38,7 @@ class Refused(AssayError):
 class Checked:
     """A spec accepted on its target: where the files go, what runs, on which hosts."""
 
-    placement: Placement
+    placement: TargetFiles
     items: list[Item]
     hosts: list[Host]
     created: list[str]  # custom jobs' own files that assay creates (removed afterwards)
@@ -97,7 +97,7 @@ def check_spec(spec: DriverSpec, target: str) -> Checked:
 
 def space_problems(
     spec: DriverSpec,
-    placement: Placement,
+    placement: TargetFiles,
     items: list[Item],
     hosts: Sequence[Host] = (),
 ) -> list[str]:

@@ -2,7 +2,7 @@
 each point's Little's law will be judged against.
 
 Little's law and the knee themselves are derived figures, computed from the stored points by
-``assay.analysis.storage_points`` (the derive step), never here.
+``assay.analysis.derived.storage_points`` (the derive step), never here.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ def queue_params(
     expected: int | None = None,
 ) -> dict[str, Any]:
     """What Little's law is judged against, for the derive step
-    (:meth:`assay.analysis.storage_points.Point.littles_flag`): the I/Os the job keeps in flight
-    at most (``expected``: the concurrency of several jobs or hosts together, else ``job``'s),
-    whether the point was capped, and the engine."""
+    (:meth:`assay.analysis.derived.storage_points.Point.littles_flag`): the I/Os the job keeps in
+    flight at most (``expected``: the concurrency of several jobs or hosts together, else
+    ``job``'s), whether the point was capped, and the engine."""
     engine = ioengine or job.ioengine
     if expected is None:
         expected = outstanding(job, engine)

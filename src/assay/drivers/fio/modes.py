@@ -8,7 +8,7 @@ from typing import Any
 from assay.drivers.fio.cells import cells_of
 from assay.drivers.fio.curve import curve_targets
 from assay.drivers.fio.figures import PointFigures
-from assay.drivers.fio.runner import Driver, FioFailed, Measured, emit, say
+from assay.drivers.fio.runner import Driver, FioFailed, MeasuredPoint, emit, say
 from assay.drivers.fio.spec import Item
 from assay.fio.workloads import with_rate
 from assay.parsers.fio import ALL_CLIENTS
@@ -33,7 +33,7 @@ def run_curves(driver: Driver, items: list[Item]) -> None:
             say(str(exc))
 
 
-def job_shares(driver: Driver, item: Item, top: Measured) -> dict[str, float]:
+def job_shares(driver: Driver, item: Item, top: MeasuredPoint) -> dict[str, float]:
     """Each job's part of the item's IOPS in the uncontrolled run (package docstring, "Jobs
     run together")."""
     everywhere = ALL_CLIENTS if driver.hosts else None

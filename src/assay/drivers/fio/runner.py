@@ -75,7 +75,7 @@ def engine_available(fio: str, engine: str) -> bool:
 
 
 @dataclass
-class Measured:
+class MeasuredPoint:
     """One measured point: its total (the item's last cell) and every cell's figures."""
 
     total: PointFigures
@@ -207,7 +207,7 @@ class Driver:
         *,
         caps: Mapping[tuple[str, str | None], float] | None = None,
         maxes: Mapping[tuple[str, str | None], PointFigures] | None = None,
-    ) -> Measured:
+    ) -> MeasuredPoint:
         """One measured point: run, print every cell's samples, return their totals.
 
         ``caps``: a capped (curve) point, the IOPS each (job, host) was capped at; ``maxes``:
@@ -254,7 +254,7 @@ class Driver:
         total = figures[total_key]
         lat = f"{total.latency_s * 1e3:.3f} ms" if total.latency_s else "?"
         say(f"{label}: {total.iops:.0f} IOPS, mean latency {lat}")
-        return Measured(total, figures)
+        return MeasuredPoint(total, figures)
 
     def base_params(self, jobs: Sequence[FioJob]) -> dict[str, Any]:
         target = self.spec.target if self.spec.target is not None else SCRATCH

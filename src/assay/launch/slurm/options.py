@@ -35,12 +35,12 @@ from pydantic import Field
 
 from assay.config.schema import (
     DAY_S,
+    ConfigTable,
     EnvName,
     Name,
     Seconds,
     Section,
     SlurmTime,
-    Table,
     Text,
     table_defaults,
     validate_section,
@@ -55,7 +55,7 @@ from assay.model import MpiInfo
 MAX_NODES = 200_000
 
 
-class MpiLaunchTable(Table):
+class MpiLaunchTable(ConfigTable):
     """``[slurm.mpi.NAME]``: how one MPI starts inside an allocation."""
 
     launcher: Literal["srun", "mpirun"] = Field(
@@ -66,7 +66,7 @@ class MpiLaunchTable(Table):
     env: dict[EnvName, Text] = Field({}, description="the MPI's environment in the allocation")
 
 
-class SlurmTable(Table):
+class SlurmTable(ConfigTable):
     """``[slurm]``: defaults of a Slurm run (command-line options win)."""
 
     # its upper bound is the launcher's (MAX_NODES below: one message for --nodes too)

@@ -79,7 +79,7 @@ class Curve:
 
 
 @dataclass
-class Verdict:
+class VerdictBar:
     label: str
     ratio: float  # > 1: better
     verdict: str  # a key of VERDICT_COLOURS
@@ -415,7 +415,7 @@ def history(h: History, title: str, ylabel: str) -> Any:
     return _finish(fig, ax, title, "run", ylabel)
 
 
-def comparison(rows: Sequence[Verdict], title: str = "Against the reference") -> Any:
+def comparison(rows: Sequence[VerdictBar], title: str = "Against the reference") -> Any:
     """One bar per figure: the ratio (> 1 better, log scale), coloured by verdict, a line at 1."""
     fig, ax = _new((9.0, max(2.5, 0.2 * len(rows) + 1)))
     ys = list(range(len(rows)))

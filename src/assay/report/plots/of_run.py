@@ -13,13 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from assay.analysis.allpairs import PairMatrix
-from assay.analysis.derive import Derived, p2p_method
-from assay.analysis.domains import StreamDomains
-from assay.analysis.series import by_series_and_size
-from assay.analysis.shared_memory import not_links
-from assay.analysis.stats import Figure
-from assay.analysis.storage_points import CurveKey, CurveKnee, Point
+from assay.analysis.derived.derive import Derived, p2p_method
+from assay.analysis.derived.domains import StreamDomains
+from assay.analysis.derived.series import by_series_and_size
+from assay.analysis.derived.shared_memory import not_links
+from assay.analysis.derived.storage_points import CurveKey, CurveKnee, Point
+from assay.analysis.matrix.allpairs import PairMatrix
+from assay.analysis.statistics.stats import Figure
 from assay.report.allpairs import matrix_key
 from assay.report.gpu import burn_cards
 from assay.report.plots import draw
@@ -311,8 +311,8 @@ def gpu_charts(figures: list[Figure]) -> list[Chart]:
 def allpairs_charts(pair_matrices: list[PairMatrix]) -> list[Chart]:
     """One heatmap per all-pairs matrix (metric, MPI), in the matrix's display unit, its
     outlier links boxed: the same matrix as the table it sits after. Beyond 64 nodes, blocks of
-    links (``PairMatrix.heat``: each cell a median, ``assay.analysis.heat``), a cell holding a
-    named link boxed and one holding a named node marked."""
+    links (``PairMatrix.heat``: each cell a median, ``assay.analysis.matrix.heat``), a cell holding
+    a named link boxed and one holding a named node marked."""
     charts = []
     for m in pair_matrices:
         unit = metric_info(m.metric).display
@@ -378,7 +378,7 @@ def comparison_chart(rows: list[Any], title: str, section: str = "s0-") -> Chart
         if ratio is None:
             continue
         params = ", ".join(f"{k}={v}" for k, v in r.params)
-        bars.append(draw.Verdict(f"{r.metric} {params}".strip(), ratio, r.verdict))
+        bars.append(draw.VerdictBar(f"{r.metric} {params}".strip(), ratio, r.verdict))
     return Chart("plot-compare", title, section, lambda: draw.comparison(bars, title))
 
 
@@ -387,8 +387,8 @@ def history_chart(
     section: str,
 ) -> Chart:  # fmt: skip
     """One series of ``assay history``: its values run by run, each change point (an
-    :class:`assay.analysis.changepoint.Change`: ``index``, medians ``before``/``after``) marked
-    and each segment's median drawn flat."""
+    :class:`assay.analysis.statistics.changepoint.Change`: ``index``, medians ``before``/``after``)
+    marked and each segment's median drawn flat."""
     levels = [changes[0].before, *(c.after for c in changes)] if changes else []
     h = draw.History(runs, values, [c.index for c in changes], levels)
     return Chart(key, title, section, lambda: draw.history(h, title, unit))

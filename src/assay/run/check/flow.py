@@ -137,8 +137,8 @@ def admin_of(args: CheckArgs) -> NodeAdmin:
 
 
 def _rule(args: CheckArgs):
-    from assay.analysis.checklimits import check_rule, limit_args
-    from assay.analysis.outliers import outlier_rule
+    from assay.analysis.check.checklimits import check_rule, limit_args
+    from assay.analysis.statistics.outliers import outlier_rule
     from assay.run.configfile import load_config
 
     config = load_config()
@@ -212,7 +212,7 @@ class CheckResult:
     @property
     def code(self) -> int:
         """0 every check passes, 1 warnings, 3 a failure."""
-        from assay.analysis.health import exit_code
+        from assay.analysis.check.health import exit_code
 
         return exit_code(self.verdicts)
 
@@ -237,7 +237,7 @@ def _planned(args: CheckArgs, config, spec, origin: str, admin: NodeAdmin):
 
 def _peers_enough(m, refs) -> None:
     """The peers' median needs 3 nodes: said before measuring, not after."""
-    from assay.analysis.checkrun import MIN_PEERS
+    from assay.analysis.check.checkrun import MIN_PEERS
 
     if refs or m.nodes >= MIN_PEERS:
         return
@@ -253,7 +253,7 @@ def _peers_enough(m, refs) -> None:
 
 def run_check(args: CheckArgs, surface: Surface) -> CheckResult:
     """The whole check, up to its node actions. Bad input raises (exit 2)."""
-    from assay.analysis.health import CHECK_METRICS
+    from assay.analysis.check.health import CHECK_METRICS
     from assay.run.check.measure import Measure
     from assay.run.check.nodes import act
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.analysis.checkrun import CheckInput, Judged, input_of, judge, merged, retest_of
-from assay.analysis.health import Verdict, node_figures, with_retest
+from assay.analysis.check.checkrun import CheckInput, Judged, input_of, judge, merged, retest_of
+from assay.analysis.check.health import Verdict, node_figures, with_retest
 from assay.errors import AssayError
 from assay.launch import BatchLauncher
 from assay.launch.admin import NodeAdmin
@@ -108,7 +108,7 @@ class Measure:
         return plan_run(request, self.planned.system, self.planned.mpis, self.config)
 
     def load(self, run_id: str) -> MeasuredRun:
-        from assay.analysis.nodetype import facts_of_system
+        from assay.analysis.check.nodetype import facts_of_system
         from assay.figures.allpairs import file_matrices
         from assay.figures.folded import folded_of
 

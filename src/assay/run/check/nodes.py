@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.analysis.health import Grade, Verdict, drain_reason, node_grades
+from assay.analysis.check.health import Grade, Verdict, drain_reason, node_grades
 from assay.config import assay_home
 from assay.errors import AssayError
 from assay.launch.admin import NodeAdmin, NodeState
