@@ -85,6 +85,7 @@ static const char *const KINDS[] = {"sweep", "retest", "resume", NULL};
 #define DEFAULT_SWEEP_TARGET 300.0     /* seconds a default sweep may grow to on a slow fabric */
 #define DEFAULT_STALL_FACTOR 50.0
 #define STALL_FLOOR_S 2.0   /* a loaded node may not run a rank for a second: never less */
+#define COORDINATOR_GRACE_S 10.0 /* past stall_s, for rank 0 to end a stalled job itself */
 #define PILOT_FRACTION 0.1  /* a pilot step long enough to time: a tenth of the share */
 #define LARGE_THRESHOLD 8192 /* OSU's LARGE_MESSAGE_SIZE: above it, the large warm-up counts */
 #define ACK_BYTES 4          /* osu_bw's ack */
@@ -500,7 +501,10 @@ __attribute__((noreturn)) static void partner_silent(int partner, const char *ph
     int msg[3] = {now_.round_no, rank, partner};
     MPI_Request req;
     MPI_Isend(msg, 3, MPI_INT, 0, TAG_STALL, MPI_COMM_WORLD, &req);
-    double until = probe_now() + stall_s;
+    /* Rank 0 ends the job itself once told (it writes the file and the summary first); this
+     * rank's abort is only for a rank 0 that stopped. Given it too soon, it killed a busy rank
+     * 0 mid-line on a loaded node (a summary line cut in two on stdout). */
+    double until = probe_now() + stall_s + COORDINATOR_GRACE_S;
     const struct timespec nap = {0, 1000000};
     while (probe_now() < until) {
         int done;
@@ -508,7 +512,7 @@ __attribute__((noreturn)) static void partner_silent(int partner, const char *ph
         nanosleep(&nap, NULL);
     }
     fprintf(stderr, "allpairs: rank 0 did not end the job within %g s: ending it from rank %d\n",
-            stall_s, rank);
+            stall_s + COORDINATOR_GRACE_S, rank);
     MPI_Abort(MPI_COMM_WORLD, EXIT_UNRESPONSIVE);
     exit(EXIT_UNRESPONSIVE);
 }
