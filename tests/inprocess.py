@@ -19,6 +19,7 @@ import sys
 import threading
 import traceback
 import types
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -51,6 +52,22 @@ def _streams():
         sys.stdin, sys.stdout, sys.stderr, sys.argv, sys.modules["__main__"] = saved
 
 
+@contextmanager
+def _warnings(err: io.TextIOWrapper):
+    """Warnings printed on stderr under a fresh interpreter's filters, not kept by pytest: a
+    test that wants a clean stderr sees them as it would from a child."""
+    with warnings.catch_warnings():
+        warnings.resetwarnings()  # and, as the registries see filters change, "once" anew
+        for category in (ResourceWarning, ImportWarning, PendingDeprecationWarning,
+                         DeprecationWarning):  # fmt: skip
+            warnings.simplefilter("ignore", category)
+        warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+        warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: (
+            err.write(warnings.formatwarning(message, category, filename, lineno, line))
+        )
+        yield
+
+
 def _text(stream: io.TextIOWrapper) -> str:
     stream.flush()
     raw = stream.buffer.getvalue().decode("utf-8")
@@ -69,7 +86,7 @@ def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess | N
     import assay.cli
     from assay.cli import common
 
-    with _environ(env), _streams() as (out, err):
+    with _environ(env), _streams() as (out, err), _warnings(err):
         if not _consoles_fresh(int(env["COLUMNS"])):
             return None
         sys.argv = [str(Path(assay.cli.__file__).parent.parent / "__main__.py"), *args]
