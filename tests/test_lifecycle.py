@@ -186,7 +186,7 @@ def test_import_waits_for_a_busy_index(assay_home: Path):
     timer = threading.Timer(7.0, blocker.rollback)
     timer.start()
     try:
-        proc = run_cli("import", str(FIX_OSU_LATENCY), home=assay_home)
+        proc = run_cli("import", str(FIX_OSU_LATENCY), home=assay_home, process=True)
     finally:
         timer.join()
         blocker.close()

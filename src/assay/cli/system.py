@@ -11,7 +11,6 @@ from rich.text import Text
 from assay.cli.common import discover, out
 from assay.errors import AssayError
 from assay.model import System
-from assay.system.hostlist import compress_hostlist
 
 
 def doctor(
@@ -109,6 +108,10 @@ def _facts_table(system: System) -> Table:
 def fold_virtual(nics: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The interfaces, the virtual ones (veths of containers or namespaces, bridges, ifb)
     folded into one row per state: 64 veths are one line, not 64."""
+    # imported here: assay.system's package imports every collector, a third of the time
+    # 'assay report' or 'assay import' took to start
+    from assay.system.hostlist import compress_hostlist
+
     real = [n for n in nics if not n.get("virtual")]
     by_state: dict[str, list[str]] = {}
     for n in nics:
