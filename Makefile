@@ -37,7 +37,7 @@ test test-fast: export PYTHONDONTWRITEBYTECODE :=
 # `assay run` at random points (seeded: ASSAY_SOAK_SEED replays a failure).
 soak: deps
 	$(BIN)/python -m pytest -q -s -m soak
-	ASSAY_SOAK_KILLS=20 $(BIN)/python -m pytest -q -s tests/test_soak_kill.py
+	ASSAY_SOAK_KILLS=20 $(BIN)/python -m pytest -q -s tests/robustness/test_soak_kill.py
 
 deps: $(STAMP)
 	@scripts/install-system-deps

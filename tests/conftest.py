@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-import inprocess
+# Tests live in one folder per stage (tests/<stage>/); the helpers some test modules share with
+# others (test_report's tables_of, test_native_probes' compile_probe, ...) are imported by
+# module name from any of them, as the helpers beside this file are.
+for _stage in sorted(Path(__file__).parent.iterdir()):
+    if _stage.is_dir() and any(_stage.glob("test_*.py")) and str(_stage) not in sys.path:
+        sys.path.append(str(_stage))
+
+import inprocess  # noqa: E402
 
 # Small, fast settings for real runs in tests (the real probes, real MPIs, tiny sizes).
 FAST_SETS = [

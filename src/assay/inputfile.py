@@ -7,7 +7,7 @@ read of a file, the user's or the store's, goes through ``read_bounded`` (whole 
 ``open_regular`` (files read in parts, such as a run's records): the file is opened without
 blocking (a FIFO's ``open`` waits for a writer), checked to be a regular file before a byte is
 read, and read to at most a stated size; a larger file is refused naming the bound.
-``tests/test_bounded_reads.py`` checks that no other module opens a file to read it.
+``tests/store/test_bounded_reads.py`` checks that no other module opens a file to read it.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     # Plain click help: typer's rich help imports rich.markdown and markdown_it and takes
-    # 0.1 s to render; 'assay --help' must answer in under 0.3 s (tests/test_progress.py).
+    # 0.1 s to render; 'assay --help' must answer in under 0.3 s (tests/report/test_progress.py).
     rich_markup_mode=None,
     add_help_option=False,  # our own --help below: see _help
     context_settings={"max_content_width": 120},  # command summaries not cut at 80 columns

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 # differ by 3x or more in latency (L1 ~1 ns, L2 ~4 ns, L3 ~10-40 ns, DRAM ~80-130 ns),
 # while noise and the slow rise inside a level (TLB reach, prefetch) move a few per cent a step.
 # 1.6 and 2.5 were chosen on a clean ladder and on a noisy one measured on a shared 2-core VM
-# (tests/test_levels.py holds both): lower values split that VM's DRAM plateau in two.
+# (tests/derive/test_levels.py holds both): lower values split that VM's DRAM plateau in two.
 JUMP = 1.6
 # And a level never spans more than this from its fastest point, so that a transition spread
 # over several small steps (an L2 of 1 MiB shading into the L3) still cuts the ladder.

@@ -16,7 +16,7 @@ Hosts (``assay.fio.hosts``: their syntax and their job files) are started and st
   jump host), stopped through ssh too: SIGTERM, then SIGKILL, to every process whose command
   line holds the server's ``--daemonize=PIDFILE`` (the server and the workers it forked, which
   keep its command line). That needs password-less ssh, fio and pkill on the host; tested
-  against a real sshd in a network namespace (tests/test_fio_ssh.py);
+  against a real sshd in a network namespace (tests/storage/test_fio_ssh.py);
 * on Slurm (probe param ``clients = "nodes"``) the runner starts the servers itself, one srun
   step on the allocation's nodes (``assay.launch.slurm.servers``), and says so with
   ``ASSAY_FIO_SERVERS=launcher``: ``servers`` then only checks that they answer.
