@@ -94,7 +94,10 @@ def _stage_of(module: str) -> int:
     if top.startswith("cli"):  # cli.py and its command modules (cli_*.py)
         top = "cli"
     if top not in STAGE:
-        pytest.fail(f"{module}: give the top-level '{top}' a stage in tests/architecture/test_architecture.py")
+        pytest.fail(
+            f"{module}: give the top-level '{top}' a stage in "
+            "tests/architecture/test_architecture.py"
+        )
     return STAGE[top]
 
 

@@ -27,13 +27,13 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from test_native_probes import compile_probe
 
 from assay.errors import AssayError
 from assay.parsers.allpairs_file import read_matrix_file
 from conftest import run_cli
 from html_browser import Browser
 from nscluster import MPI_TABLES, node_count, steps_launched
-from test_native_probes import compile_probe
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTCLUSTER = ROOT / "scripts" / "testcluster"

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from test_report import tables_of
+
 from assay.model import RunInfo, Sample, System
 from assay.report import render
 from assay.store import LoadedRun
 from assay.system.dram import dimms_from_dmidecode, peak_of
-from test_report import tables_of
 
 GB = 1e9
 DERIVATION = "2 cores × 2.60 GHz (CURRENT clock, /proc/cpuinfo cpu MHz) × 16 DP FLOP/cycle"

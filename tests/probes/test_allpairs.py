@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_native_probes import MPIS, Built, Mpi, compile_probe
 
 from assay.analysis.compare.verdict import identity
 from assay.analysis.statistics.stats import fold_samples
@@ -37,7 +38,6 @@ from assay.parsers.allpairs_file import (
 from assay.probes.allpairs import AllPairsParams, AllPairsProbe, rounds_of, summary_lines
 from assay.probes.base import PlanContext
 from conftest import run_cli
-from test_native_probes import MPIS, Built, Mpi, compile_probe
 from tournament import rounds
 
 TIMEOUT = 90  # one probe run; a hang fails the test instead of the suite

@@ -1,8 +1,8 @@
 """The all-pairs matrix file (assay.parsers.allpairs_file): written and read back, cut short at
 every byte, damaged, and the condensed layout's index arithmetic against a square matrix.
 
-The file the real probe writes is read in tests/probes/test_allpairs.py; here the Python writer makes
-files of known content (the same format), so every value read can be checked.
+The file the real probe writes is read in tests/probes/test_allpairs.py; here the Python writer
+makes files of known content (the same format), so every value read can be checked.
 """
 
 from __future__ import annotations

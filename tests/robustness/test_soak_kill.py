@@ -15,9 +15,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from test_lifecycle import kill_all, processes_of, start, wait_until_gone
 
 from conftest import run_cli
-from test_lifecycle import kill_all, processes_of, start, wait_until_gone
 
 pytestmark = pytest.mark.slow
 KILLS = int(os.environ.get("ASSAY_SOAK_KILLS", "2"))

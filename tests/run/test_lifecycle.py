@@ -19,7 +19,9 @@ import pytest
 from conftest import run_cli
 
 pytestmark = pytest.mark.slow
-FIX_OSU_LATENCY = Path(__file__).parents[1] / "fixtures" / "osu" / "alaska_ompi4_ucx_osu_latency.out"
+FIX_OSU_LATENCY = (
+    Path(__file__).parents[1] / "fixtures" / "osu" / "alaska_ompi4_ucx_osu_latency.out"
+)
 
 
 def processes_of(home: Path) -> list[str]:

@@ -79,7 +79,9 @@ def test_local_servers_start_directly_and_remote_ones_through_ssh():
                       "fio --server=ip:node7,8765 --daemonize=/tmp/s.pid"]  # fmt: skip
     stop = clients.stop_argv(Host("node7"), "/tmp/s.pid")
     assert stop[:5] == ["ssh", "-o", "BatchMode=yes", "--", "node7"]
-    assert "pkill -TERM -f -- '[-]-daemonize=/tmp/s.pid'" in stop[5]  # run: tests/storage/test_fio_ssh.py
+    assert (
+        "pkill -TERM -f -- '[-]-daemonize=/tmp/s.pid'" in stop[5]
+    )  # run: tests/storage/test_fio_ssh.py
 
 
 def test_each_host_gets_its_own_files_and_one_client_runs_them_all():

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from test_dgemm import needs_openblas
 
 from assay.model import MpiInfo, System
 from assay.probes import PlanContext, get_probe
@@ -19,7 +20,6 @@ from assay.system.blas import OpenBlasFacts, read_openblas, try_core
 from assay.system.blaskernel import advise, below_isa, isa_level
 from assay.system.facts import PlanFacts
 from conftest import run_cli
-from test_dgemm import needs_openblas
 
 AVX512 = ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl"]
 AVX2 = ["sse4_2", "avx", "avx2", "fma"]

@@ -1,9 +1,9 @@
 """The derive stage: pure functions from stored samples to derived figures.
 
 One module per problem, each formula documented in the function that implements it, in five
-rooms by concern. A room imports only from rooms before it (``tests/architecture/test_architecture.py``
-holds the order): statistics ← derived ← compare, statistics ← derived ← matrix, and check
-after both.
+rooms by concern. A room imports only from rooms before it
+(``tests/architecture/test_architecture.py`` holds the order): statistics ← derived ←
+compare, statistics ← derived ← matrix, and check after both.
 
 - ``statistics``: the maths any figure may need — folding repetitions (``stats``), robust line
   fits (``robust``), significance tests, change points, the robust z-score outlier rule, how a

@@ -1,6 +1,6 @@
 """Slurm's host list syntax, expanded in pure Python: ``a[1-3,5],b[01-02]`` → a1 a2 a3 a5 b01
-b02, as ``scontrol show hostnames`` prints it (tests/derive/test_topology.py holds the two side by side
-on Slurm 22.05's own output).
+b02, as ``scontrol show hostnames`` prints it (tests/derive/test_topology.py holds the two
+side by side on Slurm 22.05's own output).
 
 The rules, as Slurm 22.05 applies them:
 

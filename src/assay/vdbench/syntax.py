@@ -48,8 +48,8 @@ from assay.vdbench.lines import SourceLine, cut_comment
 
 
 # Values of one list, ranges expanded: each value of a for-loop is a run, so a list is held to
-# the jobs of a plan (plan.bounds.MAX_JOBS, a later stage: tests/inputs/test_vdbench.py keeps the two
-# equal).
+# the jobs of a plan (plan.bounds.MAX_JOBS, a later stage: tests/inputs/test_vdbench.py keeps
+# the two equal).
 MAX_VALUES = 200_000
 # A Vdbench number as Vdbench writes it (Double.parseDouble of digits): ASCII only.
 NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?")
