@@ -3,7 +3,8 @@ parser must keep on whatever it is given: return only possible values, or raise 
 
 Used by tests/robustness/test_fuzz_parsers.py (a few hundred cases per parser in ``make
 test``) and by its soak test (``make soak``: 100,000 cases per parser). Each case is
-reproducible from its (seed, case number): ``python tests/mutate.py FORMAT SEED CASE`` prints the mutated text.
+reproducible from its (seed, case number): ``python tests/mutate.py FORMAT SEED CASE``
+prints the mutated text.
 """
 
 from __future__ import annotations
