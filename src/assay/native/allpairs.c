@@ -86,6 +86,7 @@ static const char *const KINDS[] = {"sweep", "retest", "resume", NULL};
 #define DEFAULT_STALL_FACTOR 50.0
 #define STALL_FLOOR_S 2.0   /* a loaded node may not run a rank for a second: never less */
 #define COORDINATOR_GRACE_S 10.0 /* past stall_s, for rank 0 to end a stalled job itself */
+#define ABORT_DRAIN_S 1 /* s for the launcher to read rank 0's output before MPI_Abort */
 #define PILOT_FRACTION 0.1  /* a pilot step long enough to time: a tenth of the share */
 #define LARGE_THRESHOLD 8192 /* OSU's LARGE_MESSAGE_SIZE: above it, the large warm-up counts */
 #define ACK_BYTES 4          /* osu_bw's ack */
@@ -486,6 +487,12 @@ static void job_stalled(int waited, int silent)
             opt.output, now_.round_no, EXIT_UNRESPONSIVE);
     summary(now_.sched, now_.planned, now_.lat_iters, now_.bw_iters, now_.concurrent, lost,
             n_lost);
+    /* MPI_Abort ends every process at once, and MPICH's proxy may not have read yet what this
+     * rank wrote to its stdout pipe: on a loaded node the summary came out cut mid-line. The
+     * job is ending anyway; a second lets the launcher take every line first. */
+    fflush(stdout);
+    fflush(stderr);
+    nanosleep(&(struct timespec){ABORT_DRAIN_S, 0}, NULL);
     MPI_Abort(MPI_COMM_WORLD, EXIT_UNRESPONSIVE);
     exit(EXIT_UNRESPONSIVE);
 }
