@@ -224,9 +224,15 @@ def test_two_loopback_clients_report_each_host_and_the_merged_total(
     entries = {e["hostname"]: e for e in doc["client_stats"] if e["jobname"] != ALL_CLIENTS}
     fios_sum = next(e for e in doc["client_stats"] if e["jobname"] == ALL_CLIENTS)
     # Our total is the sum of the hosts' rates (as Vdbench totals hosts); fio's own "All
-    # clients" divides the summed I/Os by one runtime, and the hosts' runtimes differ by a few
-    # milliseconds, so the two agree to a fraction of a percent, not to the last digit.
-    assert iops[ALL_CLIENTS]["value"] == pytest.approx(fios_sum["read"]["iops"], rel=5e-3)
+    # clients" divides the summed I/Os by one runtime. The hosts' runtimes differ (by a few
+    # milliseconds quiet, by more on a loaded machine: 0.85 % once), so the sum of rates lies
+    # between the summed I/Os over the longest runtime and over the shortest -- and is exact
+    # against the hosts' own rates.
+    ios = sum(e["read"]["total_ios"] for e in entries.values())
+    runtimes = [e["read"]["runtime"] / 1e3 for e in entries.values()]  # ms
+    assert ios / max(runtimes) * (1 - 1e-9) <= iops[ALL_CLIENTS]["value"]
+    assert iops[ALL_CLIENTS]["value"] <= ios / min(runtimes) * (1 + 1e-9)
+    assert ios == fios_sum["read"]["total_ios"]
     # the total's percentiles are those of the hosts' merged json+ bins
     total_lat = next(
         s for s in samples
