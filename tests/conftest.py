@@ -106,6 +106,27 @@ def multi_client_suite(tmp_path: Path, hosts: list[str]) -> tuple[Path, Path]:
     return suite, target
 
 
+# The tests that measure speed or time (a probe's figures, a budget, a timeout, a clock): they
+# need the machine to themselves, so `make test` runs them in one process, after the others ran
+# on every core. Whole stage folders, then single modules of the other folders.
+QUIET_STAGES = frozenset({"run", "probes", "storage", "system"})
+QUIET_MODULES = frozenset({
+    "report/test_progress", "report/test_summary", "robustness/test_soak_kill",
+    "robustness/test_bounds", "robustness/test_injection", "parsers/test_parser_patterns",
+    "parsers/test_parser_inputs", "derive/test_references", "derive/test_topology",
+    "derive/test_allpairs_matrix", "derive/test_memory_domains", "vocabulary/test_models",
+    "inputs/test_vdbench", "inputs/test_vdbench_suite", "launch/test_launch",
+    "architecture/test_extension_points",
+})  # fmt: skip
+NOT_QUIET = frozenset({"probes/test_gpu"})  # compiles with nvcc and reads fixtures: no clock
+
+
+def is_quiet(path: Path) -> bool:
+    """Whether the test module at ``path`` (under tests/) needs the machine to itself."""
+    stage, name = path.parent.name, f"{path.parent.name}/{path.stem}"
+    return name not in NOT_QUIET and (stage in QUIET_STAGES or name in QUIET_MODULES)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under xdist (``-n N --dist loadgroup``) each module's tests share one worker, so a module
     fixture (compiled probes, a real run, a browser) is made once, not once per worker; and the
@@ -114,3 +135,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         group = "cluster" if item.get_closest_marker("cluster") else item.module.__name__
         item.add_marker(pytest.mark.xdist_group(group))
+        if is_quiet(Path(str(item.fspath))):
+            item.add_marker(pytest.mark.quiet)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -37,15 +38,15 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     if find_nvcc() is None:
         pytest.fail("nvcc not found ($CUDA_HOME/bin, PATH, /usr/local/cuda/bin): install CUDA")
     cache = tmp_path_factory.mktemp("cuda-cache")
-    return {
-        "gpuburn": build_probe(
-            cuda_build("gpuburn.cu", list(COMPILE_CHECK_CAPS), ("-lcublas", "-ldl")), [], cache
-        ),
-        "gpumem": build_probe(cuda_build("gpumem.cu", list(COMPILE_CHECK_CAPS)), [], cache),
-        "ncclbench": build_probe(
-            cuda_build("ncclbench.cu", list(COMPILE_CHECK_CAPS), ("-lnccl",)), [], cache
-        ),
+    builds = {
+        "gpuburn": cuda_build("gpuburn.cu", list(COMPILE_CHECK_CAPS), ("-lcublas", "-ldl")),
+        "gpumem": cuda_build("gpumem.cu", list(COMPILE_CHECK_CAPS)),
+        "ncclbench": cuda_build("ncclbench.cu", list(COMPILE_CHECK_CAPS), ("-lnccl",)),
     }
+    # at once: one after another the three nvcc took 20 s here, at once 9 s (2 cores)
+    with ThreadPoolExecutor(len(builds)) as pool:
+        done = {name: pool.submit(build_probe, b, [], cache) for name, b in builds.items()}
+    return {name: future.result() for name, future in done.items()}
 
 
 def _run(exe: Path, *args: str) -> subprocess.CompletedProcess:

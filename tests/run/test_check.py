@@ -367,6 +367,26 @@ def test_drain_and_resume_plans_never_touch_another_reason() -> None:
     assert drain_reason(verdicts, "r1").startswith("assay: memory.triad 180.00 GB/s")
 
 
+def test_a_resume_short_of_idle_nodes_names_what_holds_the_others() -> None:
+    from assay.errors import AssayError
+    from assay.run.check.nodes import hold_drained
+
+    class Nodes:  # the one call hold_drained makes before it refuses
+        def states(self):
+            mixed = {f"n{i}": NodeState(f"n{i}", "mixed") for i in range(2, 8)}
+            return {"n1": NodeState("n1", "drained", "assay: slow (run r0)"), **mixed,
+                    "n9": NodeState("n9", "down*", "Not responding"),
+                    "n10": NodeState("n10", "idle")}  # fmt: skip
+
+    with pytest.raises(AssayError) as err:
+        hold_drained(Nodes(), 4, 10, print)
+    assert err.value.args[0] == (
+        "--resume needs 4 nodes: the 1 assay drained (n1) and 3 idle ones; 1 are idle "
+        "(6 mixed: n2, n3, n4, n5, ...; 1 down*: n9)"
+    )
+    assert "between 1 and 2" in err.value.hint
+
+
 def test_sinfo_lines_and_shell_quoting() -> None:
     text = ("anode1|idle|none\nanode2|drained|assay: memory.triad 1.1 GB/s vs 4 GB/s (run x)\n"
             "anode3|draining@|DIMM replaced\nanode3|draining@|DIMM replaced\n")  # fmt: skip

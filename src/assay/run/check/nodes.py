@@ -124,6 +124,19 @@ def natural(name: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
+def not_idle_words(states: Mapping[str, NodeState], names_shown: int = 4) -> str:
+    """`` (2 mixed: n1, n2; 1 down*: n7)``: the nodes that are not idle, by state, so the
+    refusal says what holds them (a few names per state: a big cluster's are thousands)."""
+    by_state: dict[str, list[str]] = {}
+    for name in sorted(states, key=natural):
+        by_state.setdefault(states[name].state, []).append(name)
+    parts = []
+    for state, names in sorted(by_state.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        shown = ", ".join(names[:names_shown]) + (", ..." if len(names) > names_shown else "")
+        parts.append(f"{len(names)} {state}: {shown}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 @dataclass
 class Hold:
     """Nodes assay drained, resumed inside a reservation of its own for one check."""
@@ -149,10 +162,11 @@ def hold_drained(
         return None
     idle = sorted((n for n, s in states.items() if s.idle), key=natural)
     if len(drained) > nodes or len(drained) + len(idle) < nodes:
+        others = {n: s for n, s in states.items() if not s.idle and n not in drained}
         raise AssayError(
             f"--resume needs {nodes} nodes: the {len(drained)} assay drained "
             f"({', '.join(drained)}) and {max(0, nodes - len(drained))} idle ones; "
-            f"{len(idle)} are idle",
+            f"{len(idle)} are idle{not_idle_words(others)}",
             hint=f"ask for --nodes between {len(drained)} and {len(drained) + len(idle)}",
         )
     members = drained + idle[: nodes - len(drained)]
