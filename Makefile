@@ -19,15 +19,21 @@ run: deps
 JOBS ?= auto
 XDIST := -n $(JOBS) --dist loadgroup
 
-# `make test` (what CI runs), in three parts, each run to its end (one CI run shows every
-# failure): the tests that read no clock on every core; then the `quiet` ones, which measure
-# speed or time (tests/conftest.py), in one process (two workers on 2 cores oversubscribed the
-# MPI tests, and three timing-sensitive tests failed that way in three whole runs); then the
-# namespace Slurm cluster's, alone.
+# `make test` (what CI runs), each part run to its end (one CI run shows every failure):
+# - the `quiet` tests, which measure speed or time (tests/conftest.py), in one process: two
+#   workers on 2 cores oversubscribed the MPI tests, and three timing-sensitive tests failed
+#   that way in three whole runs;
+# - beside them, at the lowest priority (nice 19: the kernel gives them a core only when the
+#   quiet ones leave it idle, which they mostly do), the tests that read no clock;
+# - then the namespace Slurm cluster's, alone.
+LIGHT_LOG := build/test-light.log
 test: deps
-	@rc=0; \
-	$(BIN)/python -m pytest -q $(XDIST) -m "not soak and not cluster and not quiet" || rc=1; \
+	@mkdir -p build; rc=0; \
+	nice -n 19 $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=/tmp/assay-light-tests \
+	  -m "not soak and not cluster and not quiet" >$(LIGHT_LOG) 2>&1 & light=$$!; \
 	$(BIN)/python -m pytest -q -m "quiet and not soak and not cluster" || rc=1; \
+	wait $$light || rc=1; \
+	echo "--- the tests that read no clock (run beside these, at nice 19):"; cat $(LIGHT_LOG); \
 	$(BIN)/python -m pytest -q -m "cluster and not soak" || rc=1; \
 	exit $$rc
 

@@ -126,7 +126,7 @@ class Build:
 
 
 # How a job's work spreads over a cluster's nodes: what its probe declares (``Spread``), and
-# where a launcher puts it (``Placement``). A launcher reads the spread, never the probe's name.
+# where a scheduler puts it (``Placement``). A scheduler reads the spread, never the probe's name.
 SpreadKind = Literal[
     "per-node", "pair", "all-nodes", "all-pairs", "server-client", "on-node", "clients"
 ]
@@ -158,7 +158,7 @@ class Spread:
 
 @dataclass
 class Placement:
-    """Where a launcher put a job: the allocation's node indices (host names are known only
+    """Where a scheduler put a job: the allocation's node indices (host names are known only
     once the allocation starts: the runner maps them), and the group whose jobs start together
     (an all-pairs round, a per-node pass). ``servers``: for "clients", the servers' port and
     network. ``each``: one step runs the job once on each of its nodes, each node's stdout and
@@ -210,7 +210,7 @@ class Job:
     # it is recorded as skipped with this reason, never launched, never a failure.
     skip_reason: str | None = None
     spread: Spread = field(default_factory=Spread)  # what its probe declared
-    placement: Placement | None = None  # set by a multi-node launcher
+    placement: Placement | None = None  # set by a multi-node scheduler
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -335,7 +335,7 @@ def test_the_probe_name_check_can_fail() -> None:
 
 
 # The scheduler backends, each ``assay.launch.<name>`` (a module or a folder), as the registry
-# names them: read from its LAUNCHERS table, without importing it.
+# names them: read from its SCHEDULERS table, without importing it.
 REGISTRY = "assay.launch.registry"
 
 
@@ -343,11 +343,11 @@ def _backends() -> set[str]:
     tree = ast.parse(MODULES[REGISTRY].read_text())
     for node in ast.walk(tree):
         target = node.target if isinstance(node, ast.AnnAssign) else None
-        if isinstance(target, ast.Name) and target.id == "LAUNCHERS":
+        if isinstance(target, ast.Name) and target.id == "SCHEDULERS":
             assert isinstance(node.value, ast.Dict)
             where = [v.value for v in node.value.values if isinstance(v, ast.Constant)]
             return {".".join(w.split(":")[0].split(".")[:3]) for w in where}
-    pytest.fail(f"{REGISTRY}: no LAUNCHERS table")
+    pytest.fail(f"{REGISTRY}: no SCHEDULERS table")
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -422,7 +422,7 @@ def test_the_backend_check_can_fail() -> None:
     assert _backend_reaches("assay.run.x", imported, backends) == backends
     assert _backend_reaches("assay.run.x", named, backends) == backends
     assert _backend_reaches("assay.run.x", doc, backends) == set()
-    assert _backend_reaches("assay.launch.slurm.launcher", imported, backends) == set()
+    assert _backend_reaches("assay.launch.slurm.scheduler", imported, backends) == set()
     assert _backend_reaches(REGISTRY, named, backends) == set()
 
 

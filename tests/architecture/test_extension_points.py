@@ -1,9 +1,9 @@
-"""Where a change goes, done once for real: a new launcher, a new probe and a new import format
+"""Where a change goes, done once for real: a new scheduler, a new probe and a new import format
 are added to a copy of the source tree exactly as docs/architecture.md's "Where does my change
 go?" table says, counting the files each one touches against the count the table gives, and
 the copy then runs them end to end (a batch run through the generic front end and runner).
 
-The toy launcher is a batch launcher whose "allocation" is a detached shell on this machine
+The toy scheduler is a batch scheduler whose "allocation" is a detached shell on this machine
 with two host names; the toy probe prints one figure per node; the toy format reads
 "toy: <value>" lines. None of them is in the product: they live in this test only.
 """
@@ -42,7 +42,7 @@ from typing import Any
 from assay.errors import LaunchError
 from assay.launch.admin import NodeAdmin, NodeState
 from assay.launch.contract import (
-    Allocation, BatchLauncher, BatchState, Capabilities, LaunchOptions, Submission,
+    Allocation, BatchScheduler, BatchState, Capabilities, LaunchOptions, Submission,
 )
 from assay.launch.parallel import Step, parallel_launcher
 from assay.launch.place import NodeOptions, place
@@ -91,7 +91,7 @@ class ToyNodes(NodeAdmin):
         return None
 
 
-class ToyLauncher(BatchLauncher):
+class ToyLauncher(BatchScheduler):
     caps = Capabilities("toy", max_nodes=None, batch=True)
 
     def __init__(self, nodes: int) -> None:
@@ -287,7 +287,7 @@ def _add_toys(pkg: Path, pristine: Path, counts: dict[str, int]) -> None:
 
     # A new scheduler: its module, and its line in the registry.
     (pkg / "launch" / "toy.py").write_text(TOY_SCHEDULER)
-    _add_line(pkg / "launch" / "registry.py", "LAUNCHERS: dict[str, str] = {\n",
+    _add_line(pkg / "launch" / "registry.py", "SCHEDULERS: dict[str, str] = {\n",
               '    "toy": "assay.launch.toy:ToyLauncher",\n')  # fmt: skip
     touched("a new scheduler")
     # A new parallel launcher (the toy scheduler's steps use it): its module and its line.

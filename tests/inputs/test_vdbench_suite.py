@@ -157,7 +157,7 @@ def test_on_slurm_each_vdbench_host_is_a_bench_on_its_node(seed, tmp_path: Path)
         (0, "vm1"),
         (1, "vm2"),
     ]
-    # each on its node, both in one group: a multi-node launcher starts them together
+    # each on its node, both in one group: a multi-node scheduler starts them together
     assert [(j.spread.kind, j.spread.node) for j in jobs] == [("on-node", 0), ("on-node", 1)]
     assert len({j.spread.group for j in jobs}) == 1
     # both share the target from their nodes at once: each keeps its own assay directory

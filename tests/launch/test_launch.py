@@ -10,8 +10,8 @@ import pytest
 
 from assay.errors import AssayError, LaunchError
 from assay.launch import Capabilities, check_jobs, run_process
-from assay.launch.local.launcher import LocalLauncher
 from assay.launch.local.mpi import mpi_argv
+from assay.launch.local.scheduler import LocalScheduler
 from assay.model import Job, MpiInfo
 
 
@@ -162,20 +162,20 @@ def test_the_guard_passes_exit_codes_and_signals_through(tmp_path: Path):
         run_process([str(tmp_path / "noexec")], **kw)
 
 
-def test_the_local_launcher_refuses_more_than_one_node():
+def test_the_local_scheduler_refuses_more_than_one_node():
     jobs = [Job(job_id="1", probe="p2p", argv=["x"], ranks=2, nodes=2)]
-    with pytest.raises(AssayError, match="local launcher runs on this node only"):
-        LocalLauncher().check(jobs)
+    with pytest.raises(AssayError, match="local scheduler runs on this node only"):
+        LocalScheduler().check(jobs)
     check_jobs(jobs, Capabilities("cluster", max_nodes=None))
-    LocalLauncher().check([Job(job_id="1", probe="p2p", argv=["x"], ranks=2)])
+    LocalScheduler().check([Job(job_id="1", probe="p2p", argv=["x"], ranks=2)])
 
 
-def test_a_launcher_refuses_a_spread_it_cannot_place():
+def test_a_scheduler_refuses_a_spread_it_cannot_place():
     from assay.model import Spread
 
     job = Job(job_id="1", probe="fio", argv=["x"], spread=Spread("clients"))
     caps = Capabilities("toy", max_nodes=None, spreads=frozenset({"per-node"}))
-    with pytest.raises(AssayError, match=r"toy launcher cannot place 1 \(clients\)"):
+    with pytest.raises(AssayError, match=r"toy scheduler cannot place 1 \(clients\)"):
         check_jobs([job], caps)
 
 

@@ -29,8 +29,8 @@ from assay.analysis.statistics.outliers import (
 from assay.analysis.statistics.stats import fold_samples
 from assay.errors import ConfigError, LaunchError, SuiteError
 from assay.launch.contract import LaunchOptions
-from assay.launch.slurm.launcher import SlurmLauncher
 from assay.launch.slurm.options import MpiLaunch, SlurmOptions, options_from_config
+from assay.launch.slurm.scheduler import SlurmScheduler
 from assay.launch.slurm.script import batch_script, sbatch_argv
 from assay.launch.slurm.servers import node_address, server_step_argv, servers
 from assay.launch.slurm.state import parse_show_job, settled, slurm_words
@@ -161,7 +161,7 @@ def spread(job: Job) -> Job:
 
 
 def place(jobs: list[Job], opts: SlurmOptions, mpis: list[MpiInfo]) -> list[Job]:
-    return SlurmLauncher(opts).place([spread(j) for j in jobs], mpis)
+    return SlurmScheduler(opts).place([spread(j) for j in jobs], mpis)
 
 
 def _p2p(mode: str, mpi: MpiInfo = MPICH) -> Job:
@@ -439,7 +439,7 @@ def test_finish_records_the_jobs_a_dead_allocation_did_not_reach(tmp_path: Path)
     jobs = [Job(job_id=f"00{i}-p2p", probe="p2p", argv=["x"]) for i in (1, 2)]
     writer.record(JobResult("001-p2p", "ok", 0, 1.0, ["x"], scheduler_state="COMPLETED"), [])
     state = BatchState("42", "NODE_FAIL", reason="NodeFail", exit_code="0:0", final=True)
-    (lost,) = finish(writer, jobs, state, SlurmLauncher(SlurmOptions()))
+    (lost,) = finish(writer, jobs, state, SlurmScheduler(SlurmOptions()))
     assert lost.job_id == "002-p2p" and lost.scheduler_state == "NODE_FAIL"
     assert "NODE_FAIL" in lost.reason and lost.status == "failed"
     loaded = RunStore(tmp_path).load()
@@ -456,7 +456,7 @@ def _fio_job(**params) -> Job:
 def test_place_multi_client_fio_one_job_on_every_node() -> None:
     """fio's keys of [slurm] (declared by fio, not by the launcher) reach its servers."""
     config = {"slurm": {"nodes": 3, "fio_network": "10.9.0.0/16", "fio_port": 9000}}
-    launcher = SlurmLauncher.configured(config, LaunchOptions())
+    launcher = SlurmScheduler.configured(config, LaunchOptions())
     per_node = Job(job_id="002-fio", probe="fio", argv=["x"])
     jobs = launcher.place([spread(j) for j in [_fio_job(), per_node]], [])
     assert jobs[0].placement.indices == [0, 1, 2] and jobs[0].nodes == 3

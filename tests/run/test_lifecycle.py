@@ -175,7 +175,7 @@ def test_concurrent_imports_all_succeed(assay_home: Path):
 def test_nodes_beyond_the_launcher_are_refused(assay_home: Path):
     proc = run_cli("run", "quick", "--only", "p2p", "--set", "nodes=2", home=assay_home)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "local launcher runs on this node only" in " ".join(proc.stderr.split())
+    assert "local scheduler runs on this node only" in " ".join(proc.stderr.split())
     assert not (assay_home / "runs").exists()  # refused before anything ran or was stored
 
 

@@ -1,4 +1,4 @@
-"""Each table of config.toml is declared by the module that owns it (issue 29): the launcher its
+"""Each table of config.toml is declared by the module that owns it (issue 29): the scheduler its
 table, a serving probe its keys in that table, the analysis its rules. ``assay.config.schema``
 holds only the mechanism; ``assay.run.configfile`` assembles the declarations; the help of
 ``assay config`` is read from them. A declaration is checked when it is made: a default outside
@@ -27,8 +27,8 @@ from assay.config.schema import (
     validate_config,
 )
 from assay.errors import ConfigError
-from assay.launch.contract import Capabilities, Launcher, LaunchOptions
-from assay.launch.registry import LAUNCHERS
+from assay.launch.contract import Capabilities, LaunchOptions, Scheduler
+from assay.launch.registry import SCHEDULERS
 from assay.launch.slurm.options import SlurmOptions, SlurmTable, section
 from assay.run.configfile import schema, sections
 from conftest import run_cli
@@ -102,9 +102,9 @@ def _code_names(path: Path) -> set[str]:
     return found
 
 
-def test_fio_declares_its_keys_and_the_launcher_does_not() -> None:
-    """fio's port and network are fio's declaration, composed into the table of every launcher
-    that starts servers; no launcher's module names them."""
+def test_fio_declares_its_keys_and_the_scheduler_does_not() -> None:
+    """fio's port and network are fio's declaration, composed into the table of every scheduler
+    that starts servers; no scheduler's module names them."""
     assert not {"fio_port", "fio_network"} & set(SlurmTable.model_fields)
     (slurm,) = [d for d in describe(schema()) if d.title == "[slurm]"]
     owners = {k.key: k.owner for k in slurm.keys}
@@ -127,12 +127,12 @@ def test_defaults_are_written_once_where_the_table_is_declared() -> None:
 
 
 class ToyTable(ConfigTable):
-    """``[toy]``: a launcher of this test."""
+    """``[toy]``: a scheduler of this test."""
 
     depth: Annotated[int, Field(ge=1, le=9)] = Field(3, description="how deep")
 
 
-class ToyLauncher(Launcher):
+class ToyLauncher(Scheduler):
     caps = Capabilities("toy", max_nodes=1)
 
     @classmethod
@@ -150,15 +150,15 @@ class ToyLauncher(Launcher):
         return argv
 
 
-def test_a_new_launcher_brings_its_table_by_declaring_it(monkeypatch) -> None:
-    monkeypatch.setitem(LAUNCHERS, "toy", "test_config_owners:ToyLauncher")
+def test_a_new_scheduler_brings_its_table_by_declaring_it(monkeypatch) -> None:
+    monkeypatch.setitem(SCHEDULERS, "toy", "test_config_owners:ToyLauncher")
     assembled = assemble(sections())
     assert assembled.sections["toy"].owner == __name__
     assert validate_config({"toy": {"depth": 4}}, assembled) == {"toy": {"depth": 4}}
     with pytest.raises(ConfigError, match=r"\[toy\] depth = 10: expected a value of at most 9"):
         validate_config({"toy": {"depth": 10}}, assembled)
     with pytest.raises(ConfigError, match=r"unknown section \[toy\]"):
-        validate_config({"toy": {"depth": 4}}, schema())  # the product's: no toy launcher
+        validate_config({"toy": {"depth": 4}}, schema())  # the product's: no toy scheduler
 
 
 def test_assay_config_shows_every_declared_key(tmp_path: Path) -> None:

@@ -193,8 +193,8 @@ def test_the_schema_has_every_key_its_readers_take() -> None:
 
     from assay.analysis.check.checklimits import CHECK_KEYS, CheckTable
     from assay.analysis.statistics.outliers import RULE_KEYS, OutliersTable
-    from assay.launch.slurm.launcher import OWN_OPTIONS
     from assay.launch.slurm.options import COMMAND_LINE_ONLY, OPTION_NAMES, SlurmOptions, SlurmTable
+    from assay.launch.slurm.scheduler import OWN_OPTIONS
     from assay.system.peak import OVERRIDE_KEYS, PeakTable
 
     slurm = {f.name for f in fields(SlurmOptions)}

@@ -1,4 +1,4 @@
-"""``assay run --on slurm`` (any batch launcher) and ``assay collect``: the command-line side
+"""``assay run --on slurm`` (any batch scheduler) and ``assay collect``: the command-line side
 of a run inside an allocation.
 
 Kept apart from ``assay.cli`` so the local path stays small; the CLI calls these functions and
@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from assay.errors import AssayError, LaunchError
-from assay.launch import BatchLauncher, BatchState
+from assay.launch import BatchScheduler, BatchState
 from assay.model import Job, JobResult
 from assay.run.execute import RunOutcome
 from assay.run.front import batch_job_of, finish, follow, prepare, read_plan, submit_run
@@ -57,7 +57,7 @@ def _shown_indices(indices: list[int]) -> str:
     return "[" + ", ".join(runs) + "]"
 
 
-def dry_run(jobs: list[Job], launcher: BatchLauncher, mpis) -> None:
+def dry_run(jobs: list[Job], scheduler: BatchScheduler, mpis) -> None:
     """Where each job goes, then the submitting command and the batch script."""
     for job in jobs:
         nodes = _shown_indices(job.placement.indices) if job.placement else "[]"
@@ -67,7 +67,7 @@ def dry_run(jobs: list[Job], launcher: BatchLauncher, mpis) -> None:
             + (f" [with {group}]" if group else "")
             + f": {shlex.join(job.argv)}"
         )
-    submission = prepare(Path("RUN_DIR"), "RUN_ID", jobs, mpis, launcher, build=False)
+    submission = prepare(Path("RUN_DIR"), "RUN_ID", jobs, mpis, scheduler, build=False)
     print(f"\n$ {shlex.join(submission.argv)}\n")
     print(submission.script, end="")
 
@@ -81,48 +81,48 @@ def run_batch(
     system,
     mpis,
     jobs: list[Job],
-    launcher: BatchLauncher,
+    scheduler: BatchScheduler,
     label: str,
     on_start: Callable[[], None] | None = None,
 ) -> RunOutcome | None:
     """Submit one allocation for the placed ``jobs``, follow it (unless detached). None:
     detached, nothing to wait for. ``on_start``: called once, when the allocation is seen
     running (``assay check --resume`` drains its held nodes again then)."""
-    launcher.require()
+    scheduler.require()
     writer = store.create(
         suite=spec_name, suite_text=suite_text, system=system, argv=sys.argv,
         n_jobs=len(jobs), label=label,
     )  # fmt: skip
-    name = launcher.caps.name
+    name = scheduler.caps.name
     try:
-        submission = prepare(writer.path, writer.info.run_id, jobs, mpis, launcher)
-        handle = submit_run(writer, submission, launcher)
+        submission = prepare(writer.path, writer.info.run_id, jobs, mpis, scheduler)
+        handle = submit_run(writer, submission, scheduler)
     except AssayError as exc:
         writer.info.batch = {"launcher": name, "state": "NOT_SUBMITTED", "reason": str(exc)}
         writer.finish("failed")
         raise
     console.print(
-        f"run {writer.info.run_id}: suite {spec_name}, {launcher.describe(jobs)} "
+        f"run {writer.info.run_id}: suite {spec_name}, {scheduler.describe(jobs)} "
         f"(job {handle}); script: {writer.path / name / 'batch.sh'}"
     )
-    if launcher.detach:
+    if scheduler.detach:
         # The allocation outlives this process: no later assay may take the run for dead.
         writer.release()
         console.print(f"detached: collect the results with: assay collect {writer.info.run_id}")
         return None
-    return collect_writer(console, writer, jobs, launcher, on_start)
+    return collect_writer(console, writer, jobs, scheduler, on_start)
 
 
 def collect_writer(
     console: Console,
     writer: RunWriter,
     jobs: list[Job],
-    launcher: BatchLauncher,
+    scheduler: BatchScheduler,
     on_start: Callable[[], None] | None = None,
 ) -> RunOutcome:
     """Follow the allocation with a live line, report each job as it lands, close the run."""
     _, handle = batch_job_of(writer.info)
-    who = launcher.caps.name.capitalize()
+    who = scheduler.caps.name.capitalize()
     with console.status(f"{who} job {handle}: asking {who}") as status:
         started: list[bool] = []
 
@@ -141,17 +141,17 @@ def collect_writer(
 
         try:
             state = follow(
-                writer, launcher, on_state=on_state,
+                writer, scheduler, on_state=on_state,
                 on_result=lambda r: _print_result(console, r),
             )  # fmt: skip
         except KeyboardInterrupt:
-            finish(writer, jobs, None, launcher)
+            finish(writer, jobs, None, scheduler)
             console.print(f"stopped: {who} job {handle} cancelled; finished jobs are kept")
             raise
         except LaunchError:
-            finish(writer, jobs, None, launcher)
+            finish(writer, jobs, None, scheduler)
             raise
-    missing = finish(writer, jobs, state, launcher)
+    missing = finish(writer, jobs, state, scheduler)
     batch = writer.info.batch
     line = f"{who} job {handle} ended {batch.get('state')}"
     if batch.get("reason"):
@@ -191,11 +191,11 @@ def collect(console: Console, store: RunStore, ref: str | None) -> RunOutcome:
         console.print(f"run {run_id} already collected ({info.status})")
         return _outcome(writer)
     try:
-        jobs, _, launcher = read_plan(path, name)
+        jobs, _, scheduler = read_plan(path, name)
     except AssayError:
         _print_recorded(console, path)
         raise
-    return collect_writer(console, writer, jobs, launcher)
+    return collect_writer(console, writer, jobs, scheduler)
 
 
 def _print_recorded(console: Console, path: Path) -> None:

@@ -1,6 +1,6 @@
-"""The options of a multi-node launcher's allocation (``--nodes``, ``--partition``, ...), shared
+"""The options of a multi-node scheduler's allocation (``--nodes``, ``--partition``, ...), shared
 by the commands that submit one (``assay run``, ``assay check``): one wording, one help panel,
-one dict of the launcher's own options (``LaunchOptions.own``)."""
+one dict of the scheduler's own options (``LaunchOptions.own``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-PANEL = "Multi-node launchers (--on slurm)"
+PANEL = "Multi-node schedulers (--on slurm)"
 
 Nodes = Annotated[int | None, typer.Option(help="Slurm: nodes to allocate.", rich_help_panel=PANEL)]
 Partition = Annotated[str | None, typer.Option(help="Slurm partition.", rich_help_panel=PANEL)]
@@ -41,7 +41,7 @@ def own_options(
     sbatch_args: list[str] | None,
     max_wait: float | None,
 ) -> dict[str, Any]:
-    """The options only some launchers take, by their name in ``LaunchOptions.own``."""
+    """The options only some schedulers take, by their name in ``LaunchOptions.own``."""
     return {
         "partition": partition, "account": account, "qos": qos, "constraint": constraint,
         "time": time_limit, "sbatch_args": list(sbatch_args or []), "max_wait": max_wait,

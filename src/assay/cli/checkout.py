@@ -56,7 +56,7 @@ class Shown:
         started = time.monotonic()
         with run_progress(console, len(jobs)) as shown:
             outcome = execute(writer, jobs, planned.mpis, cores=planned.system.cores,
-                              step_argv=planned.launcher.step_argv, on_start=shown.on_start,
+                              step_argv=planned.scheduler.step_argv, on_start=shown.on_start,
                               on_end=shown.on_end, on_tick=shown.on_tick)  # fmt: skip
         print_summary(outcome, time.monotonic() - started, writer.path)
         return outcome
@@ -65,13 +65,13 @@ class Shown:
         self, planned: PlannedRun, label: str, on_start: Callable[[], None] | None
     ) -> RunOutcome | None:
         from assay.cli.batch import run_batch
-        from assay.launch import BatchLauncher
+        from assay.launch import BatchScheduler
 
-        assert isinstance(planned.launcher, BatchLauncher)  # the flow asks only of a batch run
+        assert isinstance(planned.scheduler, BatchScheduler)  # the flow asks only of a batch run
         return run_batch(
             console=console, store=open_store(), spec_name=planned.spec.name,
             suite_text=planned.text, system=planned.system, mpis=planned.mpis,
-            jobs=planned.jobs, launcher=planned.launcher, label=label, on_start=on_start,
+            jobs=planned.jobs, scheduler=planned.scheduler, label=label, on_start=on_start,
         )  # fmt: skip
 
 

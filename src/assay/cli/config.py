@@ -13,7 +13,7 @@ from assay.config import config_path
 
 def config() -> None:
     """The tables of config.toml: each key's type, range, default and meaning, as the code
-    that reads it declares it (the launcher, a probe, the analysis); then whether your file
+    that reads it declares it (the scheduler, a probe, the analysis); then whether your file
     ($ASSAY_CONFIG, else ~/.config/assay/config.toml) holds to them (exit 2 when it does not).
     """
     from assay.config.describe import describe  # pydantic: not for --help

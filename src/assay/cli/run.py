@@ -1,5 +1,5 @@
 """``assay run`` and ``assay collect``: the options are collected into one validated request
-(``assay.run.request``), planned and placed by the chosen launcher, then run here or
+(``assay.run.request``), planned and placed by the chosen scheduler, then run here or
 submitted (``assay.cli.batch``)."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from assay.cli.common import console, discover, open_index, open_store, print_su
 from assay.errors import AssayError
 
 if TYPE_CHECKING:  # imported when used: 'assay --help' must not pay for them
-    from assay.launch import Launcher
+    from assay.launch import Scheduler
     from assay.model import Job
     from assay.run.request import PlannedRun, RunRequest
     from assay.store import RunStore
@@ -170,23 +170,23 @@ def run(
 
 
 def start_run(request: RunRequest) -> None:
-    """Plan the run, then run it here or submit it, as its launcher does."""
+    """Plan the run, then run it here or submit it, as its scheduler does."""
     from assay.cli.progress import interval_s
-    from assay.launch import BatchLauncher
+    from assay.launch import BatchScheduler
     from assay.run.request import plan_run, preflight_run
 
     system, mpis = discover()
     planned = plan_run(request, system, mpis)
     for note in planned.notes:
         console.print(Text(note, style="yellow"))
-    batch = isinstance(planned.launcher, BatchLauncher)
+    batch = isinstance(planned.scheduler, BatchScheduler)
     if request.dry_run:
         if batch:
             from assay.cli.batch import dry_run
 
-            dry_run(planned.jobs, planned.launcher, mpis)
+            dry_run(planned.jobs, planned.scheduler, mpis)
         else:
-            _print_dry_run(planned.jobs, planned.launcher, mpis)
+            _print_dry_run(planned.jobs, planned.scheduler, mpis)
         return
     preflight_run(planned)  # a bad target is refused here, exit 2, before a run exists
     interval_s()  # a bad ASSAY_PROGRESS_INTERVAL too
@@ -197,7 +197,7 @@ def start_run(request: RunRequest) -> None:
 
 
 def _run_here(planned: PlannedRun, request: RunRequest) -> None:
-    """The jobs one after the other in this process (a launcher that is not a batch one)."""
+    """The jobs one after the other in this process (a scheduler that is not a batch one)."""
     from assay.cli.progress import run_progress
     from assay.run.execute import execute
 
@@ -219,7 +219,7 @@ def _run_here(planned: PlannedRun, request: RunRequest) -> None:
             )
         )
     started = time.monotonic()
-    kw = {"cores": system.cores, "step_argv": planned.launcher.step_argv}
+    kw = {"cores": system.cores, "step_argv": planned.scheduler.step_argv}
     with run_progress(console, len(jobs)) as shown:  # live on a terminal, plain lines in a log
         hooks = {"on_start": shown.on_start, "on_end": shown.on_end, "on_tick": shown.on_tick}
         if request.auto:
@@ -257,7 +257,7 @@ def _run_batch(planned: PlannedRun, label: str) -> None:
         outcome = run_batch(
             console=console, store=store, spec_name=planned.spec.name,
             suite_text=planned.text, system=planned.system, mpis=planned.mpis,
-            jobs=planned.jobs, launcher=planned.launcher, label=label,
+            jobs=planned.jobs, scheduler=planned.scheduler, label=label,
         )  # fmt: skip
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the allocation is already cancelled
         raise typer.Exit(130) from None
@@ -292,8 +292,8 @@ def collect(
     _after_batch(store, outcome, started)
 
 
-def _print_dry_run(jobs: list[Job], launcher: Launcher, mpis) -> None:
-    """Each job's exact command, launcher and environment included, one line each and never
+def _print_dry_run(jobs: list[Job], scheduler: Scheduler, mpis) -> None:
+    """Each job's exact command, scheduler and environment included, one line each and never
     wrapped, so it can be pasted into a shell (in the job's directory: jobs/<job-id>/)."""
     import os
     import shlex
@@ -307,7 +307,7 @@ def _print_dry_run(jobs: list[Job], launcher: Launcher, mpis) -> None:
             continue
         exe = str(probe_path(job.build, mpis)) if job.build else None
         argv = [exe if a == "{exe}" and exe else a for a in job.argv]
-        argv = launcher.step_argv(job, argv, [], by_name.get(job.mpi or ""))
+        argv = scheduler.step_argv(job, argv, [], by_name.get(job.mpi or ""))
         env = [f"{k}={v}" for k, v in sorted(job.env.items())]
         built = "" if not exe or os.path.exists(exe) else "  # built by 'assay run'"
         print(f"# {job.job_id}")

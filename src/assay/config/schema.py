@@ -1,8 +1,8 @@
 """The mechanism of ``config.toml``'s schema: how a table is declared, assembled and checked.
 
 Each table is declared by the module that owns it, beside the code that gives its values a
-meaning: ``[slurm]`` by the Slurm launcher (``assay.launch.slurm.options``), its ``fio_port``
-and ``fio_network`` by fio (keys a serving probe adds to every launcher's table), ``[[mpi]]`` by
+meaning: ``[slurm]`` by the Slurm scheduler (``assay.launch.slurm.options``), its ``fio_port``
+and ``fio_network`` by fio (keys a serving probe adds to every scheduler's table), ``[[mpi]]`` by
 ``assay.toolchain.mpis``, ``[peak]`` by ``assay.system.peak``, ``[outliers]`` by
 ``assay.analysis.statistics.outliers``, ``[check]`` by ``assay.analysis.check.checklimits``. A
 declaration is a ``ConfigTable`` (keys, types, ranges, defaults, and help in
@@ -202,7 +202,7 @@ def assemble(sections: Iterable[Section]) -> Schema:
 
 
 def with_parts(table: type[ConfigTable], parts: Iterable[type[ConfigTable]]) -> type[ConfigTable]:
-    """``table`` with the keys other owners add to it (a serving probe's keys in a launcher's
+    """``table`` with the keys other owners add to it (a serving probe's keys in a scheduler's
     table): each key declared once, by its part; the result keeps ``table``'s owner."""
     parts = tuple(parts)
     if not parts:

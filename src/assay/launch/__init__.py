@@ -9,30 +9,30 @@ and nothing outside a backend's folder imports it.
 
 from assay.launch.contract import (
     Allocation,
-    BatchLauncher,
+    BatchScheduler,
     BatchState,
     Capabilities,
-    Launcher,
     LaunchOptions,
+    Scheduler,
     Submission,
     check_jobs,
 )
 from assay.launch.process import LaunchOutcome, run_process
-from assay.launch.registry import LAUNCHERS, batch_launcher, configured, launcher_class
+from assay.launch.registry import SCHEDULERS, batch_scheduler, configured, scheduler_class
 
 __all__ = [
-    "LAUNCHERS",
+    "SCHEDULERS",
     "Allocation",
-    "BatchLauncher",
+    "BatchScheduler",
     "BatchState",
     "Capabilities",
     "LaunchOptions",
     "LaunchOutcome",
-    "Launcher",
+    "Scheduler",
     "Submission",
-    "batch_launcher",
+    "batch_scheduler",
     "check_jobs",
     "configured",
-    "launcher_class",
     "run_process",
+    "scheduler_class",
 ]

@@ -52,7 +52,7 @@ class NodeState:
 
 
 class NodeAdmin(ABC):
-    """A scheduler's node administration (``Launcher.node_admin``), for the nodes of one
+    """A scheduler's node administration (``Scheduler.node_admin``), for the nodes of one
     partition (None: all of them)."""
 
     scheduler: ClassVar[str] = "the scheduler"  # its name in a message ("Slurm")

@@ -1,29 +1,29 @@
-"""The launcher contract: what every place jobs can run (this node, a Slurm allocation, ...)
+"""The scheduler contract: what every place jobs can run (this node, a Slurm allocation, ...)
 provides. One contract, several implementations, each a folder of ``assay.launch`` named in
-``assay.launch.registry``; nothing outside a launcher's folder names it.
+``assay.launch.registry``; nothing outside a scheduler's folder names it.
 
-Every launcher
+Every scheduler
 
 - says what it can do (:class:`Capabilities`), checked before a run starts (:meth:`check`): a
-  launcher refuses what it cannot do, it never quietly does something else;
+  scheduler refuses what it cannot do, it never quietly does something else;
 - **places** a run's jobs on its nodes (:meth:`place`), reading each job's
   :class:`~assay.model.Spread` (which its probe declared), never a probe's name;
 - gives **the argv of one step** (:meth:`step_argv`): a job's argv put on its hosts (the
   ranks' line written by a parallel launcher, ``assay.launch.parallel``);
-- may administer its nodes (:meth:`Launcher.node_admin`, ``assay.launch.admin``: states,
+- may administer its nodes (:meth:`Scheduler.node_admin`, ``assay.launch.admin``: states,
   drain, resume, reservations), which is what ``assay check --drain`` acts through.
 
-A **batch** launcher (the jobs run inside an allocation that assay follows from the front end)
+A **batch** scheduler (the jobs run inside an allocation that assay follows from the front end)
 also
 
-- builds the **submission** (:meth:`BatchLauncher.submission`: the submitting command and the
+- builds the **submission** (:meth:`BatchScheduler.submission`: the submitting command and the
   batch script, which runs ``python -m assay.run.runner RUN_DIR`` inside the allocation),
 - **submits** it, **polls** its state, **cancels** it,
 - says, inside the allocation, its own handle and the allocation's host names
-  (:meth:`BatchLauncher.allocation`), and serves the "clients" spread (a server per node).
+  (:meth:`BatchScheduler.allocation`), and serves the "clients" spread (a server per node).
 
 ``assay.run.front`` (submit, follow, close) and ``assay.run.runner`` (the jobs inside the
-allocation) drive any batch launcher; the local launcher's jobs run in assay's own process
+allocation) drive any batch scheduler; the local scheduler's jobs run in assay's own process
 (``assay.run.execute``).
 """
 
@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # pydantic: only when a config is read
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a launcher can do, checked before a run starts."""
+    """What a scheduler can do, checked before a run starts."""
 
     name: str
     max_nodes: int | None  # None: as many as the allocation holds
@@ -58,8 +58,8 @@ class Capabilities:
 
 @dataclass
 class LaunchOptions:
-    """What ``assay run`` asks of a launcher. ``nodes``: the allocation's size (``--nodes``);
-    ``own``: the options only some launchers take (``--partition``, ...), by name."""
+    """What ``assay run`` asks of a scheduler. ``nodes``: the allocation's size (``--nodes``);
+    ``own``: the options only some schedulers take (``--partition``, ...), by name."""
 
     nodes: int | None = None
     detach: bool = False
@@ -76,7 +76,7 @@ class LaunchOptions:
 
 @dataclass
 class Submission:
-    """What a batch launcher submits: the command (an argv, never a shell line) and the batch
+    """What a batch scheduler submits: the command (an argv, never a shell line) and the batch
     script it names, kept in the run directory."""
 
     argv: list[str]
@@ -98,7 +98,7 @@ class BatchState:
 
 @dataclass
 class Allocation:
-    """Inside an allocation: the launcher's handle for it, its hosts, the CPUs of a node."""
+    """Inside an allocation: the scheduler's handle for it, its hosts, the CPUs of a node."""
 
     handle: str | None
     hosts: list[str]
@@ -111,7 +111,7 @@ def check_jobs(jobs: list[Job], caps: Capabilities) -> None:
     if spreads:
         names = ", ".join(f"{j.job_id} ({j.spread.kind})" for j in spreads[:5])
         raise AssayError(
-            f"the {caps.name} launcher cannot place {names}",
+            f"the {caps.name} scheduler cannot place {names}",
             hint=f"it places: {', '.join(sorted(caps.spreads))}",
         )
     if caps.max_nodes is None:
@@ -122,13 +122,13 @@ def check_jobs(jobs: list[Job], caps: Capabilities) -> None:
     names = ", ".join(f"{j.job_id} (nodes={j.nodes})" for j in over[:5])
     more = f" and {len(over) - 5} more" if len(over) > 5 else ""
     raise AssayError(
-        f"the {caps.name} launcher runs on this node only (at most {caps.max_nodes} node), "
+        f"the {caps.name} scheduler runs on this node only (at most {caps.max_nodes} node), "
         f"but {len(over)} job(s) ask for more: {names}{more}",
         hint="drop --set nodes=..., or run on a cluster (--on slurm)",
     )
 
 
-class Launcher(ABC):
+class Scheduler(ABC):
     """Where jobs run. Built by the registry from the config and the run's options."""
 
     caps: ClassVar[Capabilities]
@@ -141,8 +141,8 @@ class Launcher(ABC):
 
     @classmethod
     @abstractmethod
-    def configured(cls, config: dict[str, Any], options: LaunchOptions) -> Launcher:
-        """The launcher with its settings: ``config`` is the user's whole config (it reads its
+    def configured(cls, config: dict[str, Any], options: LaunchOptions) -> Scheduler:
+        """The scheduler with its settings: ``config`` is the user's whole config (it reads its
         own table), ``options`` what the command line asked. Bad values: ConfigError."""
 
     @classmethod
@@ -151,7 +151,7 @@ class Launcher(ABC):
         return None
 
     def check(self, jobs: list[Job]) -> None:
-        """Refuse, before anything runs, what this launcher cannot do (exit code 2)."""
+        """Refuse, before anything runs, what this scheduler cannot do (exit code 2)."""
         check_jobs(jobs, self.caps)
 
     @abstractmethod
@@ -175,8 +175,8 @@ class Launcher(ABC):
         return None
 
 
-class BatchLauncher(Launcher):
-    """A launcher whose jobs run inside an allocation submitted and followed from here."""
+class BatchScheduler(Scheduler):
+    """A scheduler whose jobs run inside an allocation submitted and followed from here."""
 
     poll_s: float = 2.0  # between two polls of the allocation's state
     max_wait: float = 24 * 3600.0  # pending longer than this: cancelled
@@ -216,12 +216,12 @@ class BatchLauncher(Launcher):
 
     @abstractmethod
     def to_plan(self, mpis: list[MpiInfo]) -> dict[str, Any]:
-        """What the runner needs to rebuild this launcher inside the allocation (JSON)."""
+        """What the runner needs to rebuild this scheduler inside the allocation (JSON)."""
 
     @classmethod
     @abstractmethod
-    def from_plan(cls, data: dict[str, Any]) -> BatchLauncher:
-        """The launcher :meth:`to_plan` described."""
+    def from_plan(cls, data: dict[str, Any]) -> BatchScheduler:
+        """The scheduler :meth:`to_plan` described."""
 
     def responsive(self, hosts: list[str]) -> list[str]:
         """Inside the allocation: which of ``hosts`` still run a step (a probe's follow-up
@@ -237,7 +237,7 @@ class BatchLauncher(Launcher):
     def boot_ids(self, hosts: list[str]) -> dict[str, str]:
         """Inside the allocation: each host's kernel boot id (hosts with the same one are
         namespaces or containers of one machine: ``assay.launch.transports``). Empty when the
-        launcher cannot tell."""
+        scheduler cannot tell."""
         return {}
 
     def require(self) -> None:
@@ -250,5 +250,5 @@ class BatchLauncher(Launcher):
     ) -> Iterator[list[str]]:
         """The "clients" spread: ``server`` (the probe's, ``Probe.server_argv``) on each of
         ``hosts``; yields their connect strings and stops them when the job ends."""
-        raise ConfigError(f"the {self.caps.name} launcher cannot start servers on its nodes")
+        raise ConfigError(f"the {self.caps.name} scheduler cannot start servers on its nodes")
         yield []  # pragma: no cover

@@ -1,5 +1,5 @@
 """Where each planned job runs inside an allocation of N nodes, by the spread its probe
-declared (``assay.model.Spread``), for any launcher that allocates nodes.
+declared (``assay.model.Spread``), for any scheduler that allocates nodes.
 
 Pure: jobs in, jobs out. Host names are not known until the allocation starts, so a placement
 names allocation *indices* (``Job.placement.indices``); the runner maps them to host names and
@@ -14,7 +14,7 @@ records them with every sample (params ``hosts``). The published method decides:
   so the plan shows where it would run.
 - **on-node** (a Vdbench hd= host): on the node it names; the jobs of one group start together.
 - **clients** (multi-client fio): one job over every node: a server per node, the job their
-  client (``servers``: their port and network, the probe's keys of the launcher's table).
+  client (``servers``: their port and network, the probe's keys of the scheduler's table).
 - **per-node** (STREAM, DGEMM, HPL, fio, ...): once per node, all nodes at the same time, so
   a slow node shows up beside its peers: one step over every node when the probe writes only
   its output (``shared_step``: STREAM, DGEMM, the latency ladder), else one step per node.
@@ -117,7 +117,7 @@ def _one(job: Job, opts: NodeOptions) -> list[Job]:
 def place(jobs: list[Job], opts: NodeOptions) -> list[Job]:
     """Every job with its nodes; some become several (per node, per pair). The placed plan is
     held to the plan's bound on jobs, checked as it grows: each job adds at most one per node
-    (and the launcher's bound on nodes holds those), so a plan of per-node jobs over a huge
+    (and the scheduler's bound on nodes holds those), so a plan of per-node jobs over a huge
     allocation is refused by its count, never built first."""
     out: list[Job] = []
     for job in jobs:

@@ -1,9 +1,9 @@
-"""Every launcher assay knows, by the name ``assay run --on NAME`` takes.
+"""Every scheduler assay knows, by the name ``assay run --on NAME`` takes.
 
-Adding a launcher is a folder under ``assay/launch/`` implementing the contract
-(``assay.launch.contract``) and one line here. Launchers are imported when chosen, and when
+Adding a scheduler is a folder under ``assay/launch/`` implementing the contract
+(``assay.launch.contract``) and one line here. Schedulers are imported when chosen, and when
 the config's schema is assembled (each declares its own table: ``config_sections``), so a
-launcher's module needs no scheduler's tools to be imported, only to run.
+scheduler's module needs none of its tools to be imported, only to run.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
 from assay.launch.admin import NodeAdmin
-from assay.launch.contract import BatchLauncher, Launcher, LaunchOptions
+from assay.launch.contract import BatchScheduler, LaunchOptions, Scheduler
 
 if TYPE_CHECKING:
     from assay.config.schema import Section
 
-LAUNCHERS: dict[str, str] = {
-    "local": "assay.launch.local.launcher:LocalLauncher",
-    "slurm": "assay.launch.slurm.launcher:SlurmLauncher",
+SCHEDULERS: dict[str, str] = {
+    "local": "assay.launch.local.scheduler:LocalScheduler",
+    "slurm": "assay.launch.slurm.scheduler:SlurmScheduler",
 }
 
 
@@ -28,9 +28,9 @@ LAUNCHERS: dict[str, str] = {
 HERE = "local"
 
 
-def here(cores: int | None = None) -> Launcher:
-    """This node's launcher; MPI ranks are bound to its ``cores`` (default: every CPU)."""
-    return launcher_class(HERE)(cores)  # type: ignore[call-arg]  # the local backend's
+def here(cores: int | None = None) -> Scheduler:
+    """This node's scheduler; MPI ranks are bound to its ``cores`` (default: every CPU)."""
+    return scheduler_class(HERE)(cores)  # type: ignore[call-arg]  # the local backend's
 
 
 # The scheduler whose node this is, for a check run on it (``assay check --on local --drain``:
@@ -41,57 +41,57 @@ HOST_SCHEDULER = "slurm"
 def node_admin(name: str, partition: str | None = None) -> NodeAdmin:
     """The node administration of the backend ``name`` (for ``partition``'s nodes); for a
     backend that administers none (this node), the one of :data:`HOST_SCHEDULER`."""
-    admin = launcher_class(name).node_admin(partition)
+    admin = scheduler_class(name).node_admin(partition)
     if admin is None and name != HOST_SCHEDULER:
-        admin = launcher_class(HOST_SCHEDULER).node_admin(partition)
+        admin = scheduler_class(HOST_SCHEDULER).node_admin(partition)
     if admin is None:
-        raise ConfigError(f"the {name} launcher cannot drain or resume nodes")
+        raise ConfigError(f"the {name} scheduler cannot drain or resume nodes")
     return admin
 
 
-def launcher_class(name: str) -> type[Launcher]:
-    """The launcher registered as ``name``; an unknown name is a ConfigError listing them."""
-    where = LAUNCHERS.get(name)
+def scheduler_class(name: str) -> type[Scheduler]:
+    """The scheduler registered as ``name``; an unknown name is a ConfigError listing them."""
+    where = SCHEDULERS.get(name)
     if where is None:
         raise ConfigError(
-            f"--on {name}: no such launcher", hint=f"launchers: {', '.join(sorted(LAUNCHERS))}"
+            f"--on {name}: no such scheduler", hint=f"schedulers: {', '.join(sorted(SCHEDULERS))}"
         )
     module, _, attr = where.partition(":")
     return getattr(importlib.import_module(module), attr)
 
 
 def config_sections() -> list[Section]:
-    """Each launcher's table of config.toml, as it declares it (every launcher imported)."""
-    found = (launcher_class(n).config_section() for n in sorted(LAUNCHERS))
+    """Each scheduler's table of config.toml, as it declares it (every scheduler imported)."""
+    found = (scheduler_class(n).config_section() for n in sorted(SCHEDULERS))
     return [s for s in found if s is not None]
 
 
 def takers(option: str) -> list[str]:
-    """The launchers that take one of their own options (``partition``: ["slurm"])."""
-    return [n for n in sorted(LAUNCHERS) if option in launcher_class(n).caps.options]
+    """The schedulers that take one of their own options (``partition``: ["slurm"])."""
+    return [n for n in sorted(SCHEDULERS) if option in scheduler_class(n).caps.options]
 
 
-def configured(name: str, config: dict[str, Any], options: LaunchOptions) -> Launcher:
-    """The launcher ``name`` with the config's settings and the command line's options.
+def configured(name: str, config: dict[str, Any], options: LaunchOptions) -> Scheduler:
+    """The scheduler ``name`` with the config's settings and the command line's options.
 
-    Options a launcher does not take are refused here, naming the launchers that do, so
+    Options a scheduler does not take are refused here, naming the schedulers that do, so
     ``--partition`` without ``--on slurm`` never passes silently."""
-    cls = launcher_class(name)
+    cls = scheduler_class(name)
     foreign = sorted(k for k, v in options.own.items() if v and k not in cls.caps.options)
     if foreign:
         flags = ", ".join(f"--{k.replace('_', '-')}" for k in foreign)
         who = sorted({n for k in foreign for n in takers(k)})
         raise ConfigError(
-            f"{flags}: not an option of the {name} launcher",
+            f"{flags}: not an option of the {name} scheduler",
             hint=f"{flags} needs --on {' or --on '.join(who)}" if who else None,
         )
     multi = cls.caps.max_nodes != 1
     if not multi and (options.all_pairs or options.detach or options.nodes or options.per_node
                       or options.pairs_at_once is not None):  # fmt: skip
-        others = " or --on ".join(n for n in sorted(LAUNCHERS) if n != name)
+        others = " or --on ".join(n for n in sorted(SCHEDULERS) if n != name)
         raise ConfigError(
             f"--nodes, --all-pairs, --pairs-at-once, --per-node and --detach need --on {others} "
-            "(a multi-node launcher)"
+            "(a multi-node scheduler)"
         )
     if options.pairs_at_once is not None and not options.all_pairs:
         raise ConfigError("--pairs-at-once needs --all-pairs")
@@ -102,9 +102,9 @@ def configured(name: str, config: dict[str, Any], options: LaunchOptions) -> Lau
     return cls.configured(config, options)
 
 
-def batch_launcher(name: str, plan: dict[str, Any]) -> BatchLauncher:
-    """Inside an allocation: the batch launcher the run's plan names, as the front end set it."""
-    cls = launcher_class(name)
-    if not issubclass(cls, BatchLauncher):
-        raise ConfigError(f"the {name} launcher does not run jobs inside an allocation")
+def batch_scheduler(name: str, plan: dict[str, Any]) -> BatchScheduler:
+    """Inside an allocation: the batch scheduler the run's plan names, as the front end set it."""
+    cls = scheduler_class(name)
+    if not issubclass(cls, BatchScheduler):
+        raise ConfigError(f"the {name} scheduler does not run jobs inside an allocation")
     return cls.from_plan(plan)

@@ -1,9 +1,9 @@
-"""The keys a serving probe adds to the table of every launcher that starts its servers.
+"""The keys a serving probe adds to the table of every scheduler that starts its servers.
 
 A probe whose jobs spread as "clients" (a server on every node: ``Probe.server_argv``) declares
 what its servers take — fio: ``fio_port`` and ``fio_network`` (``Probe.server_keys``) — and a
-launcher that starts servers takes those keys in its own table (``[slurm] fio_port``), as fio's
-ioengines add their options to a job section. The launcher never names them: it hands each
+scheduler that starts servers takes those keys in its own table (``[slurm] fio_port``), as fio's
+ioengines add their options to a job section. The scheduler never names them: it hands each
 probe's servers what the probe's own declaration made of its table (``settings``).
 """
 
@@ -23,14 +23,14 @@ def server_parts() -> dict[str, type[ConfigTable]]:
 
 
 @functools.cache
-def launcher_table(own: type[ConfigTable]) -> type[ConfigTable]:
-    """A launcher's table as the schema knows it: its own keys and every serving probe's."""
+def scheduler_table(own: type[ConfigTable]) -> type[ConfigTable]:
+    """A scheduler's table as the schema knows it: its own keys and every serving probe's."""
     return with_parts(own, server_parts().values())
 
 
 def settings(table: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
     """Where each serving probe's servers listen (``{"port", "network"}``, by probe name),
-    from a launcher's table already checked against ``launcher_table``."""
+    from a scheduler's table already checked against ``scheduler_table``."""
     values = dict(table or {})
     out = {}
     for name, part in server_parts().items():

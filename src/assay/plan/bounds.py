@@ -6,7 +6,7 @@ that never answers. A planned job costs about 1 KB in memory and in the run's pl
 jobs of a dry run, one per node pair as all-pairs runs were planned before the matrix probe:
 147 MB resident), so 200,000 jobs stay well within a login node's memory. The plan is held to
 it as it is expanded (``plan.expand``) and as it is placed on an allocation
-(``launch.place``); the node count has its launcher's bound (``launch.slurm.options``).
+(``launch.place``); the node count has its scheduler's bound (``launch.slurm.options``).
 """
 
 from __future__ import annotations

@@ -188,6 +188,6 @@ def plan(suite: SuiteSpec, ctx: PlanContext, overrides: Overrides | None = None)
                         output_file=draft.output_file,
                         skip_reason=draft.skip_reason,
                     )
-                    job.spread = probe.spread(job)  # how a launcher spreads it over nodes
+                    job.spread = probe.spread(job)  # how a scheduler spreads it over nodes
                     jobs.append(job)
     return jobs

@@ -3,7 +3,7 @@
 - **resume**: a sweep cut short by a lost node (it died, or its rank stopped answering: the
   probe's exit code 4 names it) is continued without that node in a new launch, measuring only
   the pairs never measured; the finished rounds are kept. The lost node is the one the probe
-  named, else each host the launcher finds not answering.
+  named, else each host the scheduler finds not answering.
 - **retest** (confirm before naming): the links the outlier rule flags, and a few links of each
   flagged node, are measured again ``RETESTS`` times in retest rounds, with the sweep's
   iterations, so the report names only what was confirmed ("confirmed k of k").
@@ -210,7 +210,7 @@ def sweep_so_far(chain: list[Ended], matrix: str) -> Sweep | None:
 
 def lost_nodes(last: Ended, ctx: FollowUpContext) -> tuple[list[str], bool] | None:
     """What the last job's end leaves to resume: the nodes lost (the ranks the probe named,
-    else the hosts the launcher finds not answering) and whether connects were refused (no node
+    else the hosts the scheduler finds not answering) and whether connects were refused (no node
     lost: every pair they took is measured again); ([], False) after a job that ended well,
     None after a failure a resume would not fix."""
     if last.result.status in ("ok", "skipped"):

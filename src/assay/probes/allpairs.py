@@ -45,7 +45,7 @@ from assay.probes.base import (
     parse_jsonl,
 )
 
-DEFAULT_RANKS = 2  # one machine: two ranks; on a cluster the launcher gives one per node
+DEFAULT_RANKS = 2  # one machine: two ranks; on a cluster the scheduler gives one per node
 MATRIX_FILE = "allpairs.bin"
 PAIRS_FILE = "pairs.txt"
 PILOT_S = 1.0  # the pilot and the start, about

@@ -63,7 +63,7 @@ class JobDraft:
 
 
 class ServerKeys(ConfigTable):
-    """The keys a probe's servers take in the table of every launcher that starts them (the
+    """The keys a probe's servers take in the table of every scheduler that starts them (the
     "clients" spread), declared by the probe (``assay.launch.serving``)."""
 
     def servers(self) -> dict[str, Any]:
@@ -92,7 +92,7 @@ class FollowUpContext:
 
     # the indices of ``values`` (links, or nodes' medians) the user's outlier rule calls out
     flag: Callable[[np.ndarray, Literal["higher", "lower"]], np.ndarray]
-    # which of these hosts still answer (the launcher's; this node: all of them)
+    # which of these hosts still answer (the scheduler's; this node: all of them)
     responsive: Callable[[list[str]], list[str]]
     # whether the job's MPI could not connect (a note names the likely cause when it did)
     connects_refused: Callable[[Ended], bool]
@@ -106,20 +106,20 @@ class Probe(ABC):
     uses_mpi: ClassVar[bool] = False
     default_timeout: ClassVar[float] = 600.0
     # How one of its jobs spreads over a cluster's nodes (``assay.model.SPREAD_KINDS``): a
-    # launcher places jobs by this, never by a probe's name. Probes whose spread depends on
+    # scheduler places jobs by this, never by a probe's name. Probes whose spread depends on
     # the job's params override ``spread``.
     spread_kind: ClassVar[SpreadKind] = "per-node"
     # Its jobs write nothing but stdout and stderr: per node, one step may run them all, in
     # one job directory (a launch per pass, not per node).
     stdout_only: ClassVar[bool] = False
-    # The keys its servers take in a serving launcher's table ("clients" spread), if any.
+    # The keys its servers take in a serving scheduler's table ("clients" spread), if any.
     server_keys: ClassVar[type[ServerKeys] | None] = None
     # The built-in suite that runs this probe on its own (``suite/builtin/<name>.toml``): what a
     # run asking for the probe's spread runs when its suite has no bench of it (``--all-pairs``).
     suite: ClassVar[str | None] = None
 
     def spread(self, job: Job) -> Spread:
-        """How ``job`` spreads over the nodes of a cluster (read by the launcher)."""
+        """How ``job`` spreads over the nodes of a cluster (read by the scheduler)."""
         return Spread(self.spread_kind, shared_step=self.stdout_only)
 
     @abstractmethod
@@ -129,13 +129,13 @@ class Probe(ABC):
         """The jobs this probe needs for one point of a sweep."""
 
     def server_argv(self, job: Job) -> list[str]:
-        """The "clients" spread: the server a launcher runs on every node for ``job``, with
+        """The "clients" spread: the server a scheduler runs on every node for ``job``, with
         ``{family}`` (ip/ip6), ``{address}`` and ``{port}`` filled in on the node."""
         raise ProbeError(f"{self.name}: no server for the clients spread")
 
     def served(self, job: Job, addresses: list[str]) -> Job:
         """The "clients" spread: ``job`` told where its servers listen (``ADDR,PORT`` each,
-        in node order), once the launcher started them."""
+        in node order), once the scheduler started them."""
         raise ProbeError(f"{self.name}: no server for the clients spread")
 
     def follow_up(self, chain: list[Ended], ctx: FollowUpContext) -> list[Job]:

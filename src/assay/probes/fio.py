@@ -282,7 +282,7 @@ def make_draft(argv: list[str], params: dict[str, Any], label: str, timeout: flo
 
 
 class FioServers(ServerKeys):
-    """fio's keys in the table of a launcher that starts its servers (``clients = "nodes"``:
+    """fio's keys in the table of a scheduler that starts its servers (``clients = "nodes"``:
     ``fio --server`` on every node, this probe's driver their client)."""
 
     fio_network: Network | None = Field(
@@ -366,7 +366,7 @@ class FioProbe(Probe):
             job_params["client_count"] = len(hosts)
         if params.clients == "nodes":
             job_params["clients"] = "nodes"
-        if params.node_index is not None:  # placed on that node by a multi-node launcher
+        if params.node_index is not None:  # placed on that node by a multi-node scheduler
             if hosts or params.clients == "nodes":
                 raise SuiteError("fio: node_index places one client; it excludes hosts and clients")
             job_params["node_index"] = params.node_index

@@ -2,7 +2,7 @@
 checked against it.
 
 The tables are declared by their owners (``assay.config.schema`` is only the mechanism): each
-launcher's through the launcher registry (``Launcher.config_section``, with the keys serving
+scheduler's through the scheduler registry (``Scheduler.config_section``, with the keys serving
 probes add), and the tables of the flow's own parts named here. A new backend adds its table by
 declaring it with itself; a new part of the core that reads config.toml adds its section to
 ``sections``. The edges (``run``, the commands) load the config here, so an unknown section or a
@@ -20,7 +20,7 @@ from assay.config.schema import Schema, Section, assemble, validate_config
 
 
 def sections() -> list[Section]:
-    """Every declared table: the launchers' first, then those of the flow's own parts.
+    """Every declared table: the schedulers' first, then those of the flow's own parts.
     Imported here, not with this module: a run without a config file assembles nothing."""
     from assay.analysis.check import checklimits
     from assay.analysis.statistics import outliers
@@ -42,5 +42,5 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
     against every owner's table, or {} when there is none: ConfigError names every problem."""
     path = path or config_path()
     parsed = read_config(path)
-    # no file, nothing to check: the schema (every launcher and probe imported) not assembled
+    # no file, nothing to check: the schema (every scheduler and probe imported) not assembled
     return validate_config(parsed, schema(), origin=str(path)) if parsed else parsed

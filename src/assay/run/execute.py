@@ -154,7 +154,7 @@ Resolve = Callable[[Job, str | None], list[str]]
 
 
 def resolver(step_argv: StepArgv, mpis: list[MpiInfo], hosts: list[str] | None = None) -> Resolve:
-    """A job's command: ``{exe}`` replaced by the built probe, put on ``hosts`` by a launcher's
+    """A job's command: ``{exe}`` replaced by the built probe, put on ``hosts`` by a scheduler's
     ``step_argv``; an MPI job whose MPI is not here is an error naming it."""
     by_name = {m.name: m for m in mpis}
 
@@ -169,7 +169,7 @@ def resolver(step_argv: StepArgv, mpis: list[MpiInfo], hosts: list[str] | None =
 
 
 def local_resolver(mpis: list[MpiInfo], cores: int | None) -> Resolve:
-    """This node's commands (the local launcher's)."""
+    """This node's commands (the local scheduler's)."""
     return resolver(here(cores).step_argv, mpis)
 
 
@@ -211,7 +211,7 @@ def run_job(
 ) -> tuple[JobResult, list[Sample]]:
     """One job from build to stored samples. Never raises for a probe's own failure.
 
-    ``resolve`` gives the job's command (default: the local launcher's; the runner's put it on
+    ``resolve`` gives the job's command (default: the local scheduler's; the runner's put it on
     the allocation's hosts);
     ``on_tick(job, elapsed_s)`` is called about every ``TICK_S`` s while the job runs.
     """
@@ -367,7 +367,7 @@ def execute(
 ) -> RunOutcome:
     """Run ``jobs`` in order, each followed by what its probe's hook leaves to run
     (``assay.run.followup``: a retest of what it flagged, say); the run ends "complete",
-    "interrupted" or "failed" (disk full). ``step_argv``: the launcher's (default: the local
+    "interrupted" or "failed" (disk full). ``step_argv``: the scheduler's (default: the local
     one's). The hooks report progress: a job's start, a tick while it runs, its end (a
     follow-up shows as the planned job it follows)."""
     outcome = RunOutcome(info=writer.info)

@@ -4,7 +4,7 @@ connects, a retest of the links it flagged), and the run runs it, here
 (``run.execute``) or inside an allocation (``run.runner``), without knowing which probe it is.
 
 The run gives the hook what only the run knows (``FollowUpContext``): which hosts still
-answer (the launcher's), whether a job's MPI could not connect (``launch.connectfail``, with
+answer (the scheduler's), whether a job's MPI could not connect (``launch.connectfail``, with
 the likely cause noted), what the user's outlier rule (``[outliers]``) flags, and the notes.
 """
 
@@ -78,7 +78,7 @@ def connects_refused(note: Callable[[str], None]) -> Callable[[Ended], bool]:
 def context(
     note: Callable[[str], None], responsive: Callable[[list[str]], list[str]] | None = None
 ) -> FollowUpContext:
-    """What the hook may ask of this run: ``responsive`` the launcher's (default: every host
+    """What the hook may ask of this run: ``responsive`` the scheduler's (default: every host
     answers, as this node does)."""
     return FollowUpContext(
         flag=flagger(user_rule()),

@@ -1,18 +1,18 @@
-"""The front end of a batch run (any ``BatchLauncher``): prepare, submit one allocation,
+"""The front end of a batch run (any ``BatchScheduler``): prepare, submit one allocation,
 follow it, close the run.
 
     prepare()   build every probe here (the cache is on the shared file system), write the
-                plan and the batch script into the run directory (``<run>/<launcher>/``)
-    submit()    the launcher's submission; its handle goes into run.json at once, so a later
+                plan and the batch script into the run directory (``<run>/<scheduler>/``)
+    submit()    the scheduler's submission; its handle goes into run.json at once, so a later
                 assay can cancel it
-    follow()    poll the launcher gently, report each job as the runner records it, touch the
+    follow()    poll the scheduler gently, report each job as the runner records it, touch the
                 heartbeat the runner's watchdog checks, cancel on Ctrl-C / SIGTERM and when
                 the allocation stays pending past ``max_wait``
     finish()    every planned job that has no result gets one carrying the allocation's final
                 state; the run's status follows the allocation's
 
 Nothing here reads the samples: the runner wrote them, the index picks them up. Nothing here
-names a launcher: each one's own words (Slurm's states) come through the contract.
+names a scheduler: each one's own words (Slurm's states) come through the contract.
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ from typing import Any
 from assay.errors import AssayError, LaunchError
 from assay.figures.folded import cache_figures
 from assay.inputfile import read_side
-from assay.launch import BatchLauncher, BatchState, Submission, batch_launcher
+from assay.launch import BatchScheduler, BatchState, Submission, batch_scheduler
 from assay.model import Job, JobResult, MpiInfo, RunInfo
 from assay.store import RunWriter, safefile
 from assay.store.rundir import read_jsonl, utc_now
 from assay.toolchain import build_probe
 
 # Environment the runner needs on the compute node, when the front end has it set (and the
-# scheduler's own: ``BatchLauncher.carried_env``).
+# scheduler's own: ``BatchScheduler.carried_env``).
 CARRIED_ENV = ("PYTHONPATH", "ASSAY_HOME", "ASSAY_CONFIG", "PATH")
 PLAN = "plan.json"
 
@@ -49,9 +49,9 @@ ResultHook = Callable[[JobResult], None]
 RUNNER_NOTES = "notes.txt"  # the runner's notes, one a line, in the batch directory
 
 
-def batch_dir(run_dir: Path, launcher: str) -> Path:
+def batch_dir(run_dir: Path, scheduler: str) -> Path:
     """Where a batch run keeps its plan, script, heartbeat and runner files."""
-    return run_dir / launcher
+    return run_dir / scheduler
 
 
 def prepare(
@@ -59,7 +59,7 @@ def prepare(
     run_id: str,
     jobs: list[Job],
     mpis: list[MpiInfo],
-    launcher: BatchLauncher,
+    scheduler: BatchScheduler,
     *,
     build: bool = True,
 ) -> Submission:
@@ -70,25 +70,25 @@ def prepare(
             if job.build and not job.skip_reason and job.build not in built:
                 build_probe(job.build, mpis)  # a compiler error stops us before submitting
                 built.add(job.build)
-    env = {k: os.environ[k] for k in (*CARRIED_ENV, *launcher.carried_env) if os.environ.get(k)}
+    env = {k: os.environ[k] for k in (*CARRIED_ENV, *scheduler.carried_env) if os.environ.get(k)}
     if "PYTHONPATH" in env:  # the batch script runs elsewhere: relative entries would break
         env["PYTHONPATH"] = os.pathsep.join(
             str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep) if p
         )
-    submission = launcher.submission(run_dir, run_id, jobs, env, sys.executable)
+    submission = scheduler.submission(run_dir, run_id, jobs, env, sys.executable)
     if build:
-        where = batch_dir(run_dir, launcher.caps.name)
+        where = batch_dir(run_dir, scheduler.caps.name)
         where.mkdir(parents=True, exist_ok=True)
         plan = {
-            "launcher": launcher.caps.name,
+            "launcher": scheduler.caps.name,
             "jobs": [j.to_dict() for j in jobs],
             "mpis": [asdict(m) for m in mpis],
-            **launcher.to_plan(mpis),
+            **scheduler.to_plan(mpis),
         }
         safefile.write_atomic(where / PLAN, json.dumps(plan, indent=1) + "\n")
         safefile.write_atomic(where / "batch.sh", submission.script)
         (where / "heartbeat").touch()
-        if any(j.spread.kind == "all-pairs" for j in jobs) and (tree := launcher.topology()):
+        if any(j.spread.kind == "all-pairs" for j in jobs) and (tree := scheduler.topology()):
             safefile.write_atomic(where / "topology.txt", tree)  # per-switch figures in the report
     return submission
 
@@ -96,8 +96,8 @@ def prepare(
 PLAN_LIMIT = 1 << 30  # an all-pairs plan of thousands of nodes is tens of MB, never a GiB
 
 
-def read_plan(run_dir: Path, name: str) -> tuple[list[Job], list[MpiInfo], BatchLauncher]:
-    """The jobs, MPIs and launcher a batch run was submitted with (``prepare``); an
+def read_plan(run_dir: Path, name: str) -> tuple[list[Job], list[MpiInfo], BatchScheduler]:
+    """The jobs, MPIs and scheduler a batch run was submitted with (``prepare``); an
     AssayError saying what is wrong when the plan is missing or damaged."""
     plan_file = batch_dir(run_dir, name) / PLAN
     try:
@@ -106,7 +106,7 @@ def read_plan(run_dir: Path, name: str) -> tuple[list[Job], list[MpiInfo], Batch
         mpis = [MpiInfo(**m) for m in data["mpis"]]
         if not all(isinstance(j.job_id, str) and isinstance(j.argv, list) for j in jobs):
             raise ValueError("a job without its id or command")
-        launcher = batch_launcher(data.get("launcher", name), data)
+        scheduler = batch_scheduler(data.get("launcher", name), data)
     except FileNotFoundError:
         why = "it is missing"
     except OSError as exc:
@@ -114,7 +114,7 @@ def read_plan(run_dir: Path, name: str) -> tuple[list[Job], list[MpiInfo], Batch
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         why = f"it is damaged ({type(exc).__name__}: {exc})"
     else:
-        return jobs, mpis, launcher
+        return jobs, mpis, scheduler
     raise AssayError(
         f"run {run_dir.name}: {plan_file} cannot be read: {why}; without it the jobs the "
         "allocation was to run cannot be told from those it never reached",
@@ -123,13 +123,13 @@ def read_plan(run_dir: Path, name: str) -> tuple[list[Job], list[MpiInfo], Batch
     )
 
 
-def submit_run(writer: RunWriter, submission: Submission, launcher: BatchLauncher) -> str:
-    handle = launcher.submit(submission)
+def submit_run(writer: RunWriter, submission: Submission, scheduler: BatchScheduler) -> str:
+    handle = scheduler.submit(submission)
     writer.info.batch = {
-        "launcher": launcher.caps.name,
+        "launcher": scheduler.caps.name,
         "job_id": handle,
         "state": "PENDING",
-        "detached": launcher.detach,
+        "detached": scheduler.detach,
         "submitted": utc_now(),
     }
     writer.save_info()
@@ -142,14 +142,14 @@ class _Stop(Exception):
 
 def follow(
     writer: RunWriter,
-    launcher: BatchLauncher,
+    scheduler: BatchScheduler,
     *,
     on_state: StateHook | None = None,
     on_result: ResultHook | None = None,
 ) -> BatchState:
     """Wait for the allocation to end; cancel it if we are stopped or it never starts."""
     handle = str(writer.info.batch["job_id"])
-    beat = batch_dir(writer.path, launcher.caps.name) / "heartbeat"
+    beat = batch_dir(writer.path, scheduler.caps.name) / "heartbeat"
     seen = 0
     start = time.monotonic()
     old_term = signal.getsignal(signal.SIGTERM)
@@ -162,7 +162,7 @@ def follow(
     try:
         while True:
             beat.touch()
-            state = launcher.poll(handle)
+            state = scheduler.poll(handle)
             for n, data in enumerate(read_jsonl(writer.path / "jobs.jsonl")):
                 if n >= seen:
                     seen = n + 1
@@ -173,19 +173,19 @@ def follow(
                 on_state(state, elapsed)
             if state.final:
                 return state
-            if state.pending and elapsed > launcher.max_wait:
-                launcher.cancel(handle)
-                waited = f"did not start within --max-wait {launcher.max_wait:g} s"
+            if state.pending and elapsed > scheduler.max_wait:
+                scheduler.cancel(handle)
+                waited = f"did not start within --max-wait {scheduler.max_wait:g} s"
                 _note(writer, "CANCELLED", waited)
                 raise LaunchError(
-                    f"{launcher.caps.name} job {handle} did not start within "
-                    f"{launcher.max_wait:g} s (its reason: {state.reason or 'none given'}); "
+                    f"{scheduler.caps.name} job {handle} did not start within "
+                    f"{scheduler.max_wait:g} s (its reason: {state.reason or 'none given'}); "
                     "it was cancelled",
                     hint="raise --max-wait, or ask for fewer nodes / another partition",
                 )
-            time.sleep(launcher.poll_s)
+            time.sleep(scheduler.poll_s)
     except (KeyboardInterrupt, _Stop):
-        launcher.cancel(handle)
+        scheduler.cancel(handle)
         _note(writer, "CANCELLED", "stopped by the user (Ctrl-C or SIGTERM)")
         raise KeyboardInterrupt from None
     finally:
@@ -227,17 +227,17 @@ def _runner_hosts(where: Path) -> list[str] | None:
 
 
 def finish(
-    writer: RunWriter, jobs: list[Job], state: BatchState | None, launcher: BatchLauncher
+    writer: RunWriter, jobs: list[Job], state: BatchState | None, scheduler: BatchScheduler
 ) -> list[JobResult]:
     """Close the run: the allocation's final state into run.json, and a result for every job
     the allocation did not get to (so a lost node or a time limit shows, job by job)."""
     batch = dict(writer.info.batch)
-    where = batch_dir(writer.path, launcher.caps.name)
+    where = batch_dir(writer.path, scheduler.caps.name)
     if state is not None:
         batch["state"] = state.state if state.state != "UNKNOWN" else batch.get("state", "")
         batch["reason"] = state.reason or batch.get("reason", "")
         if state.nodelist:
-            batch["hosts"] = launcher.hostnames(state.nodelist)
+            batch["hosts"] = scheduler.hostnames(state.nodelist)
         batch["exit_code"] = state.exit_code
     final = batch.get("state", "UNKNOWN")
     recorded = {r["job_id"] for r in read_jsonl(writer.path / "jobs.jsonl")}
@@ -252,7 +252,7 @@ def finish(
     for job in jobs:
         if job.job_id in recorded:
             continue
-        why = f"{launcher.caps.name.capitalize()} job {batch.get('job_id')} ended {final}"
+        why = f"{scheduler.caps.name.capitalize()} job {batch.get('job_id')} ended {final}"
         if batch.get("reason"):
             why += f" ({batch['reason']})"
         result = JobResult(
@@ -279,11 +279,11 @@ def finish(
 
 
 def batch_job_of(info: RunInfo) -> tuple[str, str]:
-    """(launcher name, handle) of a batch run; an AssayError for a run that was not one."""
+    """(scheduler name, handle) of a batch run; an AssayError for a run that was not one."""
     job_id = info.batch.get("job_id")
     if not job_id:
         raise AssayError(
-            "this run was not submitted to a batch launcher",
-            hint="assay collect is for runs made with --on slurm (or another batch launcher)",
+            "this run was not submitted to a batch scheduler",
+            hint="assay collect is for runs made with --on slurm (or another batch scheduler)",
         )
     return str(info.batch.get("launcher") or "slurm"), str(job_id)

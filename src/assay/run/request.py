@@ -1,10 +1,10 @@
 """What ``assay run`` was asked, as one validated object, and the run it plans.
 
 The command line (``assay.cli.run``) only collects its options into a :class:`RunRequest`;
-everything it means is checked and acted on here, the same for every launcher:
+everything it means is checked and acted on here, the same for every scheduler:
 
-    suite (or a Vdbench file) -> plan (overrides) -> the launcher places the jobs -> the
-    launcher's checks (what it cannot do, exit 2) -> [dry run stops here] -> pre-flight
+    suite (or a Vdbench file) -> plan (overrides) -> the scheduler places the jobs -> the
+    scheduler's checks (what it cannot do, exit 2) -> [dry run stops here] -> pre-flight
     (targets, free space; exit 2 before a run exists)
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import AssayError, SuiteError
-from assay.launch import Launcher, LaunchOptions, configured
+from assay.launch import LaunchOptions, Scheduler, configured
 from assay.model import Job, MpiInfo, System
 from assay.plan import Overrides, plan
 from assay.probes import PlanContext
@@ -72,13 +72,13 @@ class RunRequest:
 
 @dataclass
 class PlannedRun:
-    """A run ready to start: its suite, its placed jobs and the launcher that runs them."""
+    """A run ready to start: its suite, its placed jobs and the scheduler that runs them."""
 
     spec: SuiteSpec
     text: str  # the suite as resolved, kept with the run
     origin: str  # where the suite came from (built-in, a file)
     jobs: list[Job]
-    launcher: Launcher
+    scheduler: Scheduler
     system: System
     mpis: list[MpiInfo]
     notes: list[str] = field(default_factory=list)  # what the user must know (Vdbench)
@@ -152,25 +152,25 @@ def plan_run(
     mpis: list[MpiInfo],
     config: dict[str, Any] | None = None,
 ) -> PlannedRun:
-    """The launcher (its options checked), the suite, its jobs planned and placed, and the
-    launcher's checks passed. Pre-flight is separate (:func:`preflight_run`): a dry run skips
+    """The scheduler (its options checked), the suite, its jobs planned and placed, and the
+    scheduler's checks passed. Pre-flight is separate (:func:`preflight_run`): a dry run skips
     it, as it looks at targets on disk."""
-    launcher = configured(request.on, load_config() if config is None else config, request.launch)
+    scheduler = configured(request.on, load_config() if config is None else config, request.launch)
     overrides = request.overrides()
-    multi_node = launcher.caps.max_nodes != 1
+    multi_node = scheduler.caps.max_nodes != 1
     spec, text, origin, notes = _suite(request, per_node=multi_node)
-    if launcher.all_pairs:
+    if scheduler.all_pairs:
         from assay.suite.writer import suite_toml
 
-        spec, more = all_pairs_suite(spec, launcher.per_node, launcher.pairs_at_once)
+        spec, more = all_pairs_suite(spec, scheduler.per_node, scheduler.pairs_at_once)
         notes += more
         text = suite_toml(spec, [f"assay run {origin} --all-pairs: the suite as it ran", *more])
     ctx = PlanContext(system=system, mpis=mpis, facts=collect_plan_facts())
-    jobs = launcher.place(plan(spec, ctx, overrides), mpis)
+    jobs = scheduler.place(plan(spec, ctx, overrides), mpis)
     if not jobs:
         raise SuiteError(f"nothing to run on {request.on}: the suite planned no job")
-    launcher.check(jobs)  # what the launcher cannot do is refused, exit 2
-    return PlannedRun(spec, text, origin, jobs, launcher, system, mpis, notes)
+    scheduler.check(jobs)  # what the scheduler cannot do is refused, exit 2
+    return PlannedRun(spec, text, origin, jobs, scheduler, system, mpis, notes)
 
 
 def preflight_run(run: PlannedRun) -> None:

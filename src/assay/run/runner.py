@@ -1,11 +1,11 @@
 """Runs a planned run inside its allocation (the batch script's only command), for any batch
-launcher.
+scheduler.
 
     python -m assay.run.runner RUN_DIR --launcher NAME [--heartbeat-timeout S]
 
-Reads the plan the front end wrote (``<run>/<launcher>/plan.json``), asks the launcher for the
+Reads the plan the front end wrote (``<run>/<scheduler>/plan.json``), asks the scheduler for the
 allocation's hosts, maps each job's allocation indices to host names, and runs the jobs in
-order: one step per job (``Launcher.step_argv``), the jobs of one placement group (an
+order: one step per job (``Scheduler.step_argv``), the jobs of one placement group (an
 all-pairs round, a per-node pass) at the same time, each followed by what its probe's hook
 leaves to run (``assay.run.followup``: a resume after a lost node, a retest). It writes only
 files under RUN_DIR: the job directories and the append-only ``jobs.jsonl`` /
@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from assay.errors import AssayError
-from assay.launch import BatchLauncher
+from assay.launch import BatchScheduler
 from assay.launch.place import groups
 from assay.launch.transports import SHARED_KERNEL_ENV, network_only, shared_kernels
 from assay.model import Job, JobResult, MpiInfo, Placement, RunInfo, Sample
@@ -65,7 +65,7 @@ class _Writer(RunWriter):
     ) -> None:
         super().__init__(path, info)
         self.hosts = hosts
-        self.who = who  # the launcher's name, for the reason of a stopped job
+        self.who = who  # the scheduler's name, for the reason of a stopped job
         self.notes = notes  # where this process's notes go (``note``)
         self.lock = threading.Lock()
         self.stopped = False  # a job was interrupted: the allocation is ending
@@ -100,17 +100,17 @@ def run_served(
     writer: _Writer,
     job: Job,
     mpis: list[MpiInfo],
-    launcher: BatchLauncher,
+    scheduler: BatchScheduler,
     cores: int | None,
     resolve,
     work_dir: Path,
 ) -> None:
-    """A "clients" job: a server on each of its nodes (the launcher's), the job as their
+    """A "clients" job: a server on each of its nodes (the scheduler's), the job as their
     client on the first node, the servers stopped when it ends."""
     hosts = writer.hosts[job.job_id]
     probe = get_probe(job.probe)
     try:
-        with launcher.serve(job, hosts, work_dir, probe.server_argv(job)) as addresses:
+        with scheduler.serve(job, hosts, work_dir, probe.server_argv(job)) as addresses:
             run_job(writer, probe.served(job, addresses), mpis, cores, resolve=resolve)
     except AssayError as exc:  # the servers did not come up: this job fails, the run goes on
         writer.save_job(job, list(job.argv))
@@ -169,7 +169,7 @@ def run_groups(
     return 0
 
 
-def _watchdog(where: Path, launcher: BatchLauncher, handle: str | None, timeout: float,
+def _watchdog(where: Path, scheduler: BatchScheduler, handle: str | None, timeout: float,
               stop: threading.Event) -> None:  # fmt: skip
     beat = where / "heartbeat"
     while not stop.wait(min(5.0, timeout / 4)):
@@ -181,7 +181,7 @@ def _watchdog(where: Path, launcher: BatchLauncher, handle: str | None, timeout:
             note = f"assay stopped polling {age:.0f} s ago (limit {timeout:g} s): cancelling\n"
             safefile.write_atomic(where / "watchdog.txt", note)
             if handle:
-                launcher.cancel(handle)
+                scheduler.cancel(handle)
             os._exit(3)  # the cancel ends the steps; this process must not start another
 
 
@@ -225,16 +225,20 @@ def fabric_notes(writer: _Writer, jobs: list[Job], nodes: int, shared: list) -> 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="assay.run.runner")
     ap.add_argument("run_dir", type=Path)
-    ap.add_argument("--launcher", required=True, help="the batch launcher's registry name")
+    ap.add_argument(
+        "--launcher",
+        required=True,
+        help="the batch scheduler's registry name (the old word: batch scripts carry it)",
+    )
     ap.add_argument("--heartbeat-timeout", type=float, default=0.0)
     args = ap.parse_args(argv)
     run_dir: Path = args.run_dir.resolve()
     # A cancel sends SIGTERM first: end the job in flight like Ctrl-C, keep what is recorded.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    jobs, mpis, launcher = read_plan(run_dir, args.launcher)
-    where = batch_dir(run_dir, launcher.caps.name)
+    jobs, mpis, scheduler = read_plan(run_dir, args.launcher)
+    where = batch_dir(run_dir, scheduler.caps.name)
     info = read_run_info(run_dir)  # the one reader of run.json (assay.store.records)
-    allocation = launcher.allocation()
+    allocation = scheduler.allocation()
     safefile.write_atomic(
         where / "runner.json",
         json.dumps({"hosts": allocation.hosts, "started": time.time(), "pid": os.getpid()}) + "\n",
@@ -250,10 +254,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         hosts[job.job_id] = [allocation.hosts[i] for i in idx]
         job.params["hosts"] = hosts[job.job_id]
-    writer = _Writer(run_dir, info, hosts, launcher.caps.name.capitalize(), where / RUNNER_NOTES)
+    writer = _Writer(run_dir, info, hosts, scheduler.caps.name.capitalize(), where / RUNNER_NOTES)
     mpi_by_name = {m.name: m for m in mpis}
     if len(allocation.hosts) > 1:
-        boots = launcher.boot_ids(allocation.hosts)
+        boots = scheduler.boot_ids(allocation.hosts)
         off_shared_memory(writer, jobs, mpi_by_name, boots)
         fabric_notes(writer, jobs, len(allocation.hosts), shared_kernels(boots))
 
@@ -262,23 +266,23 @@ def main(argv: list[str] | None = None) -> int:
         where_to = hosts[job.job_id]
         if job.spread.kind == "clients":
             where_to = where_to[:1]  # the client runs on the first node, the servers on all
-        return launcher.step_argv(job, argv, where_to, mpi_by_name.get(job.mpi or ""))
+        return scheduler.step_argv(job, argv, where_to, mpi_by_name.get(job.mpi or ""))
 
     stop = threading.Event()
     if args.heartbeat_timeout > 0:
         threading.Thread(
             target=_watchdog,
-            args=(where, launcher, allocation.handle, args.heartbeat_timeout, stop),
+            args=(where, scheduler, allocation.handle, args.heartbeat_timeout, stop),
             daemon=True,
         ).start()
     cores = allocation.cpus_per_node
-    # who still answers (a node lost mid-job) is the launcher's question
-    ctx = followup.context(writer.note, launcher.responsive)
+    # who still answers (a node lost mid-job) is the scheduler's question
+    ctx = followup.context(writer.note, scheduler.responsive)
 
     def run_one(job: Job) -> Ended | None:
         placed_follow_up(writer, job, allocation.hosts)
         if job.spread.kind == "clients" and not job.skip_reason:
-            run_served(writer, job, mpis, launcher, cores, resolve, where)
+            run_served(writer, job, mpis, scheduler, cores, resolve, where)
         else:
             run_job(writer, job, mpis, cores, resolve=resolve)
         return ended(writer, job)

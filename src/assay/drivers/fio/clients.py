@@ -50,7 +50,7 @@ from assay.parsers.fio import ALL_CLIENTS, merge_bins, percentiles_from_bins
 SSH = ("ssh", "-o", "BatchMode=yes")  # no password prompt: a missing key fails at once
 SSH_ENV = "ASSAY_SSH"
 # "launcher": the servers were started on the nodes by the launcher (the "clients" spread);
-# the driver only checks that they answer, and leaves stopping them to the launcher.
+# the driver only checks that they answer, and leaves stopping them to the scheduler.
 SERVERS_ENV = "ASSAY_FIO_SERVERS"
 START_TIMEOUT_S = 30.0  # for the --daemonize command (an ssh login included) to return
 LISTEN_TIMEOUT_S = 10.0  # for the server to accept connections once started
@@ -266,13 +266,13 @@ def servers(
     """Start a server on every host; stop them all afterwards, whatever happens (an exception,
     the driver's SIGTERM turned into one). A host that fails to start stops the others.
 
-    With ``ASSAY_FIO_SERVERS=launcher`` in the environment the launcher started the servers (on
+    With ``ASSAY_FIO_SERVERS=launcher`` in the environment the scheduler started the servers (on
     Slurm one srun step, ``assay.launch.slurm.servers``) and stops them: here they are only
     checked."""
     if os.environ.get(SERVERS_ENV) == "launcher":
         deaf = [str(h) for h in hosts if not listening(h, timeout=2.0)]
         if deaf:
-            raise ClientError(f"the launcher's fio servers do not answer: {', '.join(deaf)}")
+            raise ClientError(f"the scheduler's fio servers do not answer: {', '.join(deaf)}")
         yield []
         return
     started: list[Server] = []

@@ -1,1 +1,1 @@
-"""The Slurm launcher: one allocation per run, a batch script, srun steps, Slurm's states."""
+"""The Slurm scheduler: one allocation per run, a batch script, srun steps, Slurm's states."""

@@ -12,7 +12,7 @@ keys, types, ranges, defaults and help, written once); command-line options win:
     sbatch_args = ["--exclusive"]
     heartbeat_timeout = 120   # the allocation cancels itself when assay stops polling this long
     fio_network = "10.0.0.0/16"  # fio's keys (``FioServers``): a serving probe adds its own
-    fio_port = 8765           # to every launcher's table (``assay.launch.serving``)
+    fio_port = 8765           # to every scheduler's table (``assay.launch.serving``)
     pairs_at_once = 0         # --all-pairs: most pairs measured at once (0: a whole round)
 
     [slurm.mpi.mpich]         # how one MPI starts inside the allocation
@@ -46,7 +46,7 @@ from assay.config.schema import (
     validate_section,
 )
 from assay.errors import ConfigError
-from assay.launch.serving import launcher_table
+from assay.launch.serving import scheduler_table
 from assay.model import MpiInfo
 
 # Above the largest machine (Fugaku: 158,976 nodes). An all-pairs run is one job whatever the
@@ -69,7 +69,7 @@ class MpiLaunchTable(ConfigTable):
 class SlurmTable(ConfigTable):
     """``[slurm]``: defaults of a Slurm run (command-line options win)."""
 
-    # its upper bound is the launcher's (MAX_NODES below: one message for --nodes too)
+    # its upper bound is the scheduler's (MAX_NODES below: one message for --nodes too)
     nodes: Annotated[int, Field(ge=1)] = Field(2, description="nodes of the allocation")
     partition: Name | None = Field(None, description="sbatch --partition")
     account: Name | None = Field(None, description="sbatch --account")
@@ -96,9 +96,9 @@ class SlurmTable(ConfigTable):
 
 @functools.cache
 def section() -> Section:
-    """``[slurm]`` as the schema knows it: this launcher's keys and those of every probe it
+    """``[slurm]`` as the schema knows it: this scheduler's keys and those of every probe it
     starts servers for (``assay.launch.serving``)."""
-    return Section("slurm", launcher_table(SlurmTable))
+    return Section("slurm", scheduler_table(SlurmTable))
 
 
 _DEFAULT = table_defaults(SlurmTable)

@@ -26,7 +26,7 @@ from typing import Any
 
 from assay.errors import AssayError
 from assay.launch.admin import NodeAdmin
-from assay.launch.registry import LAUNCHERS, launcher_class, node_admin
+from assay.launch.registry import SCHEDULERS, node_admin, scheduler_class
 from assay.run.check.surface import Surface
 
 
@@ -89,10 +89,10 @@ def _suite(args: CheckArgs):
 def _refuse_where(args: CheckArgs, spec, level: int | None) -> None:
     what = f"level {level}" if level else f"suite {spec.name}"
     chk = spec.check
-    if args.on not in LAUNCHERS:
-        raise AssayError(f"--on {args.on}: expected {' or '.join(sorted(LAUNCHERS))}")
+    if args.on not in SCHEDULERS:
+        raise AssayError(f"--on {args.on}: expected {' or '.join(sorted(SCHEDULERS))}")
     # an allocation's backend (Slurm) or this node's (local), as the registry has it
-    batch = launcher_class(args.on).caps.batch
+    batch = scheduler_class(args.on).caps.batch
     if not batch and args.nodes:
         raise AssayError("--nodes needs --on slurm")
     if chk is not None and chk.max_nodes == 1 and batch:
@@ -132,7 +132,7 @@ def _refuse_where(args: CheckArgs, spec, level: int | None) -> None:
 def admin_of(args: CheckArgs) -> NodeAdmin:
     """The node administration the check drains and resumes through: its backend's (the
     partition given, on an allocation), or this node's scheduler's."""
-    batch = launcher_class(args.on).caps.batch
+    batch = scheduler_class(args.on).caps.batch
     return node_admin(args.on, args.own.get("partition") if batch else None)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from assay.analysis.check.checkrun import CheckInput, Judged, input_of, judge, merged, retest_of
 from assay.analysis.check.health import Verdict, node_figures, with_retest
 from assay.errors import AssayError
-from assay.launch import BatchLauncher
+from assay.launch import BatchScheduler
 from assay.launch.admin import NodeAdmin
 from assay.launch.registry import node_admin
 from assay.run.check.surface import Surface
@@ -43,12 +43,12 @@ class Measure:
 
     @property
     def batch(self) -> bool:
-        return isinstance(self.planned.launcher, BatchLauncher)
+        return isinstance(self.planned.scheduler, BatchScheduler)
 
     @property
     def nodes(self) -> int:
         """The nodes of the first run: the allocation's, or this one."""
-        return int(getattr(self.planned.launcher, "nodes", 1) or 1) if self.batch else 1
+        return int(getattr(self.planned.scheduler, "nodes", 1) or 1) if self.batch else 1
 
     # -- running ---------------------------------------------------------------------------
 
@@ -76,7 +76,7 @@ class Measure:
         if first and self.args.resume:
             spec = planned.spec
             minutes = math.ceil((spec.check.budget_s if spec.check else 3600) / 60) + 30
-            admin = node_admin(self.args.on, getattr(planned.launcher, "partition", None))
+            admin = node_admin(self.args.on, getattr(planned.scheduler, "partition", None))
             self.hold = hold_drained(admin, self.nodes, minutes, say)
             if self.hold is not None:
                 planned = self._replanned(reservation=self.hold.reservation)

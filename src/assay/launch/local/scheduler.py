@@ -1,4 +1,4 @@
-"""The local launcher: every job on this node, one after the other, in assay's own process
+"""The local scheduler: every job on this node, one after the other, in assay's own process
 (``assay.run.execute``), each under the guard (``assay.launch.process``); MPI jobs through the
 MPI's own ``mpirun``/``mpiexec`` (``mpi``, its line written by ``assay.launch.parallel``)."""
 
@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from assay.launch.contract import Capabilities, Launcher, LaunchOptions
+from assay.launch.contract import Capabilities, LaunchOptions, Scheduler
 from assay.launch.local.mpi import mpi_argv
 from assay.model import Job, MpiInfo
 
 
-class LocalLauncher(Launcher):
+class LocalScheduler(Scheduler):
     # One node: a job asking for two "nodes" is refused, never run as two ranks here and
     # stored as nodes=2.
     caps = Capabilities("local", max_nodes=1)
@@ -21,7 +21,7 @@ class LocalLauncher(Launcher):
         self.cores = cores or os.cpu_count()
 
     @classmethod
-    def configured(cls, config: dict[str, Any], options: LaunchOptions) -> LocalLauncher:
+    def configured(cls, config: dict[str, Any], options: LaunchOptions) -> LocalScheduler:
         return cls()
 
     def place(self, jobs: list[Job], mpis: list[MpiInfo]) -> list[Job]:

@@ -1,4 +1,4 @@
-"""The Slurm launcher: one allocation per run (``sbatch``), the jobs inside it as ``srun`` steps
+"""The Slurm scheduler: one allocation per run (``sbatch``), the jobs inside it as ``srun`` steps
 or through the MPI's own launcher, Slurm's view of the job (``scontrol``) followed from the
 front end.
 
@@ -22,7 +22,7 @@ from assay.config.schema import Section
 from assay.errors import LaunchError
 from assay.launch.contract import (
     Allocation,
-    BatchLauncher,
+    BatchScheduler,
     BatchState,
     Capabilities,
     LaunchOptions,
@@ -39,12 +39,12 @@ from assay.launch.slurm.steps import step_argv
 from assay.model import Job, MpiInfo
 from assay.system.topology import collect_topology
 
-# The options only this launcher takes (``assay run --partition ...``), by SlurmOptions name.
+# The options only this scheduler takes (``assay run --partition ...``), by SlurmOptions name.
 OWN_OPTIONS = frozenset({"partition", "account", "qos", "constraint", "time", "sbatch_args",
                          "max_wait"})  # fmt: skip
 
 
-class SlurmLauncher(BatchLauncher):
+class SlurmScheduler(BatchScheduler):
     caps = Capabilities("slurm", max_nodes=None, batch=True, options=OWN_OPTIONS)
     carried_env = ("SLURM_CONF",)
 
@@ -66,7 +66,7 @@ class SlurmLauncher(BatchLauncher):
         self.cpus_per_node: int | None = None  # known inside the allocation
 
     @classmethod
-    def configured(cls, config: dict[str, Any], options: LaunchOptions) -> SlurmLauncher:
+    def configured(cls, config: dict[str, Any], options: LaunchOptions) -> SlurmScheduler:
         given = {
             "nodes": options.nodes, "detach": options.detach or None,
             "all_pairs": options.all_pairs or None, "intra_node": options.intra_node or None,
@@ -155,7 +155,7 @@ class SlurmLauncher(BatchLauncher):
         }
 
     @classmethod
-    def from_plan(cls, data: dict[str, Any]) -> SlurmLauncher:
+    def from_plan(cls, data: dict[str, Any]) -> SlurmScheduler:
         names = {f.name for f in dataclasses.fields(SlurmOptions)} - {"mpi"}
         opts = SlurmOptions(**{k: v for k, v in data.get("options", {}).items() if k in names})
         launch = {
