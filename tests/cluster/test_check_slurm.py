@@ -114,6 +114,7 @@ def cluster():
         "ASSAY_CONFIG": str(config),
         "PYTHONPATH": os.pathsep.join(p for p in sys.path if p.endswith("src")),
     }
+    reset(env)
     yield {"home": base / "assay", "env": env, "dir": base}
     reset(env)
     if not was_up:
@@ -130,10 +131,15 @@ def each_test_leaves_the_cluster_as_it_found_it(cluster):
 
 
 def reset(env: dict) -> None:
-    """Lift every plant, resume every drained node and delete assay's reservations."""
+    """End every job, lift every plant, resume every drained node and delete assay's
+    reservations: at the start too, for a cluster found up (a run killed before its own
+    teardown leaves its jobs, drains and reservations)."""
+    subprocess.run(["scancel", "--user=root"], env={**os.environ, **env}, check=False,
+                   capture_output=True)  # fmt: skip
     tc("unthrottle")
     tc("unslow")
-    tc("healthcheck", "off")
+    if "HealthCheckProgram" in Path(env["SLURM_CONF"]).read_text():  # else no reconfigure
+        tc("healthcheck", "off")
     for node in drained_reasons(env, wait=20):  # slurmctld re-reads its config first
         scontrol(env, "update", f"NodeName={node}", "State=RESUME")
     shown = scontrol(env, "show", "reservation").stdout
@@ -158,7 +164,7 @@ def node_state(env: dict, node: str) -> tuple[str, str]:
     return state, reason
 
 
-def wait_idle(env: dict, nodes: list[str], within: float = 60) -> None:
+def wait_idle(env: dict, nodes: list[str], within: float = 120) -> None:
     """Until ``nodes`` are idle; else fail naming every node's state and slurmctld's last
     lines (in CI a level-2 check found none of anode1-3 idle just after the cluster came up)."""
     deadline = time.monotonic() + within
