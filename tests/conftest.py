@@ -107,8 +107,8 @@ def multi_client_suite(tmp_path: Path, hosts: list[str]) -> tuple[Path, Path]:
 
 
 # The tests that measure speed or time (a probe's figures, a budget, a timeout, a clock): they
-# need the machine to themselves, so `make test` runs them in one process, after the others ran
-# on every core. Whole stage folders, then single modules of the other folders.
+# need the machine to themselves, so `make test` runs them in one process, the others beside
+# them at nice 19 (the Makefile). Whole stage folders, then single modules of the other folders.
 QUIET_STAGES = frozenset({"run", "probes", "storage", "system"})
 QUIET_MODULES = frozenset({
     "report/test_progress", "report/test_summary", "robustness/test_soak_kill",

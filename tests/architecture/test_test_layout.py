@@ -1,7 +1,8 @@
-"""The test suite's own layout: `make test` runs the tests that are not ``quiet`` on every core
-first, so a module that reads a clock (a budget, a timeout, a rate) and is not marked quiet would
-run beside another worker's MPI ranks and fail now and then, as three did when the whole suite
-ran on two workers."""
+"""The test suite's own layout: `make test` runs the tests that are not ``quiet`` beside the
+quiet ones (at nice 19, and `make test-fast` on every core), so a module that reads a clock (a
+budget, a timeout, a rate) and is not marked quiet could be starved or run beside another
+worker's MPI ranks and fail now and then, as three did when the whole suite ran on two
+workers."""
 
 from __future__ import annotations
 
