@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.launch.admin import NodeState
 from conftest import run_cli
 from nscluster import node_count
 
@@ -115,8 +116,7 @@ def cluster():
         "PYTHONPATH": os.pathsep.join(p for p in sys.path if p.endswith("src")),
     }
     reset(env)
-    yield {"home": base / "assay", "env": env, "dir": base}
-    reset(env)
+    yield {"home": base / "assay", "env": env, "dir": base}  # each test resets after itself
     if not was_up:
         tc("down")
     shutil.rmtree(base, ignore_errors=True)
@@ -170,7 +170,7 @@ def wait_idle(env: dict, nodes: list[str], within: float = 120) -> None:
     deadline = time.monotonic() + within
     while True:
         states = {n: node_state(env, n)[0] for n in nodes}
-        if all(s.rstrip("*~#!%$@^-") == "idle" for s in states.values()):
+        if all(NodeState(n, s).idle for n, s in states.items()):
             return
         if time.monotonic() > deadline:
             log = Path(STATE_DIR, "log", "slurmctld.log").read_text(errors="replace")
