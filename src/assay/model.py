@@ -139,6 +139,9 @@ SPREAD_KINDS: tuple[str, ...] = (
     "on-node",  # on one given node (a Vdbench hd= host); a group's jobs start together
     "clients",  # a server on every node, the job as their client (multi-client fio)
 )
+# The spreads whose job goes on without a node it lost (the all-pairs sweep resumes over the
+# others: ``assay.run.followup``): a batch scheduler keeps their allocation when a node dies.
+GOES_ON_WITHOUT_A_NODE: frozenset[str] = frozenset({"all-pairs"})
 
 
 @dataclass(frozen=True)

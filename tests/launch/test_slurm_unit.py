@@ -184,7 +184,7 @@ def test_place_p2p_two_nodes_one_rank_each_and_labelled_intra_node() -> None:
 def test_place_all_pairs_one_job_over_every_node_and_per_node_jobs() -> None:
     """The all-pairs matrix is one job, one rank on every node (the probe runs the rounds);
     per-node benches once on each node, all together; collectives over every node."""
-    opts = SlurmOptions(nodes=5, all_pairs=True)
+    opts = SlurmOptions(nodes=5)
     matrix = Job(job_id="001-allpairs", probe="allpairs", argv=["{exe}"], spawn="mpi",
                  mpi="mpich", ranks=2)  # fmt: skip
     stream = Job(job_id="002-stream", probe="stream", argv=["{exe}"])
@@ -209,7 +209,7 @@ def test_all_pairs_steps_share_the_cpus_of_a_step_still_dying() -> None:
     for mpi, launch in ((MPICH, MpiLaunch("srun", "pmi2")), (OMPI, MpiLaunch("mpirun"))):
         matrix = Job(job_id="001-allpairs", probe="allpairs", argv=["{exe}"], spawn="mpi",
                      mpi=mpi.name, ranks=2)  # fmt: skip
-        (m,) = place([matrix], SlurmOptions(nodes=3, all_pairs=True), [mpi])
+        (m,) = place([matrix], SlurmOptions(nodes=3), [mpi])
         argv = step_argv(m, ["/c/allpairs"], hosts, mpi, launch)
         if mpi is MPICH:
             assert argv[0] == "srun" and "--overlap" in argv
@@ -255,12 +255,27 @@ def test_a_vdbench_host_runs_on_its_node_with_the_other_hosts_of_its_run() -> No
         place(jobs, SlurmOptions(nodes=1), [])
 
 
-def test_pairs_at_once_must_be_a_count() -> None:
-    with pytest.raises(ConfigError, match="pairs_at_once"):
-        options_from_config({"slurm": {"pairs_at_once": -1}}, nodes=2, all_pairs=True)
-    with pytest.raises(ConfigError, match="pairs_at_once"):
-        options_from_config({"slurm": {"pairs_at_once": "two"}}, nodes=2, all_pairs=True)
-    assert options_from_config({}, nodes=4, all_pairs=True, pairs_at_once=1).pairs_at_once == 1
+def test_all_pairs_options_are_the_runs_not_the_schedulers(tmp_path: Path) -> None:
+    """--all-pairs, --per-node and --pairs-at-once ask the run for the matrix, not Slurm: the
+    count is the probe's parameter (its range too), and only the all-pairs job keeps the
+    allocation through a lost node (sbatch --no-kill)."""
+    with pytest.raises(ConfigError, match="unknown key"):
+        options_from_config({"slurm": {"pairs_at_once": 1}}, nodes=2)
+    cases = [
+        (["--all-pairs", "--pairs-at-once", "-1"], "pairs_at_once: Input should be greater"),
+        (["--all-pairs", "--nodes", "1"], "--all-pairs needs --nodes 2 or more"),
+        (["--per-node"], "--per-node needs --all-pairs"),
+    ]
+    for args, said in cases:
+        proc = run_cli("run", "network", "--on", "slurm", "--nodes", "3", *args, "--dry-run",
+                       home=tmp_path / "a")  # fmt: skip
+        assert proc.returncode == 2 and said in " ".join(proc.stderr.split()), proc.stderr
+    for args, no_kill in ((["--all-pairs", "--pairs-at-once", "2"], True), ([], False)):
+        proc = run_cli("run", "network", "--on", "slurm", "--nodes", "3", *args, "--dry-run",
+                       home=tmp_path / "a")  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert ("--no-kill" in proc.stdout) is no_kill
+        assert ("--pairs-at-once 2 " in proc.stdout) is bool(args)
 
 
 def test_mpi_env_from_config_reaches_the_job() -> None:
@@ -356,8 +371,6 @@ def test_config_refuses_pmix_and_unknown_keys() -> None:
         options_from_config({"slurm": {"partitoin": "a"}})
     opts = options_from_config({"slurm": {"partition": "a", "nodes": 3}}, partition="b")
     assert (opts.partition, opts.nodes) == ("b", 3)
-    with pytest.raises(ConfigError, match="all-pairs"):
-        options_from_config({}, nodes=1, all_pairs=True)
 
 
 def _pair_sample(a: str, b: str, value: float, size: int = 65536) -> Sample:

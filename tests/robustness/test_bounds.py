@@ -12,7 +12,7 @@ import pytest
 
 from assay.errors import ConfigError, SuiteError
 from assay.launch.slurm.options import MAX_NODES, options_from_config
-from assay.model import System
+from assay.model import Job, System
 from assay.plan import Overrides, plan
 from assay.plan.bounds import MAX_REPEAT
 from assay.probes import PlanContext
@@ -30,11 +30,15 @@ def test_a_node_count_beyond_any_machine_is_refused() -> None:
 
 def test_all_pairs_is_one_job_whatever_the_node_count() -> None:
     """All-pairs makes no pair before it runs (the probe runs the tournament in one job), so
-    its bound is the node count's: over the largest allocation it answers at once."""
+    its bound is the node count's: over the largest allocation it is placed at once."""
+    from assay.launch.place import NodeOptions, place
+    from assay.model import Spread
+
     started = time.perf_counter()
-    assert options_from_config({}, nodes=MAX_NODES, all_pairs=True).nodes == MAX_NODES
-    with pytest.raises(ConfigError, match=r"--nodes 200001: at most 200000"):
-        options_from_config({}, nodes=MAX_NODES + 1, all_pairs=True)
+    matrix = Job(job_id="001-allpairs", probe="allpairs", argv=["{exe}"], spawn="mpi",
+                 mpi="mpich", ranks=2, spread=Spread("all-pairs"))  # fmt: skip
+    (placed,) = place([matrix], NodeOptions(MAX_NODES))
+    assert placed.ranks == MAX_NODES and len(placed.placement.indices) == MAX_NODES
     assert time.perf_counter() - started < 1
 
 

@@ -188,7 +188,7 @@ def test_bad_input_gets_a_message_not_a_traceback(assay_home: Path, tmp_path: Pa
     assert proc.returncode == 3 and "no runs yet" in proc.stderr
     proc = run_cli("run", "quick", "--mpi", "intel", home=assay_home)
     assert proc.returncode == 2 and "intel not found" in proc.stderr
-    proc = run_cli("run", "network", "--pairs-at-once", "1", home=assay_home)
+    proc = run_cli("run", "network", "--all-pairs", "--pairs-at-once", "1", home=assay_home)
     assert proc.returncode == 2 and "need --on slurm" in proc.stderr
     proc = run_cli("run", "network", "--on", "slurm", "--pairs-at-once", "1", home=assay_home)
     assert proc.returncode == 2 and "--pairs-at-once needs --all-pairs" in proc.stderr

@@ -164,7 +164,8 @@ def run(
         vdbench=None if vdbench is None else VdbenchRequest(
             vdbench, list(lun_map or []), target, elapsed, warmup, size
         ),
-        launch=LaunchOptions(nodes, detach, all_pairs, pairs_at_once, intra_node, own, per_node),
+        launch=LaunchOptions(nodes, detach, intra_node, own),
+        all_pairs=all_pairs, per_node=per_node, pairs_at_once=pairs_at_once,
     )  # fmt: skip
     start_run(request)
 

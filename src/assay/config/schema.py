@@ -30,7 +30,7 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model
 from pydantic import ValidationError as _ValidationError
@@ -138,6 +138,9 @@ class ConfigTable(BaseModel):
     # strict: TOML has types, and a string is never read as a number nor a number as a
     # string; finite: nan and inf are TOML floats, never a setting
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    # keys the table had and gave to another owner: each one's new place, told to a config
+    # that still has it (refused, as any unknown key, but with where it went)
+    MOVED: ClassVar[dict[str, str]] = {}
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -293,8 +296,8 @@ def _where(loc: tuple[Any, ...]) -> tuple[str, str]:
     return table, key
 
 
-def _known(loc: tuple[Any, ...], root: type[ConfigTable]) -> list[str]:
-    """The keys (or sections) the table holding ``loc``'s last key takes."""
+def _holder(loc: tuple[Any, ...], root: type[ConfigTable]) -> Any:
+    """The table (its model) holding ``loc``'s last key."""
     model: Any = root
     for p in loc[:-1]:
         if isinstance(p, int) or model is None:
@@ -303,6 +306,12 @@ def _known(loc: tuple[Any, ...], root: type[ConfigTable]) -> list[str]:
         if field is None:  # a name of the user's (an MPI's): its table's model is the value's
             continue
         model = _model_of(field.annotation)
+    return model
+
+
+def _known(loc: tuple[Any, ...], root: type[ConfigTable]) -> list[str]:
+    """The keys (or sections) the table holding ``loc``'s last key takes."""
+    model = _holder(loc, root)
     return sorted(model.model_fields) if hasattr(model, "model_fields") else []
 
 
@@ -341,6 +350,9 @@ def _config_error(
             else:
                 table, _ = _where(full)
                 lines.append(f"{origin}: unknown key {name!r} in {table}")
+                if moved := getattr(_holder(full, root), "MOVED", {}).get(name):
+                    hints.append(f"{name} is no longer a key of {table}: {moved}")
+                    continue
             hints.append(
                 (f"did you mean {close[0]!r}? " if close else "")
                 + (f"known: {', '.join(known)}" if known else "")

@@ -63,11 +63,8 @@ class LaunchOptions:
 
     nodes: int | None = None
     detach: bool = False
-    all_pairs: bool = False
-    pairs_at_once: int | None = None
     intra_node: bool = False
     own: dict[str, Any] = field(default_factory=dict)
-    per_node: bool = False  # with all_pairs: the suite's per-node benches too
     # the allocation on these nodes only (a check's retest), or inside a reservation of assay's
     # own (the nodes a check drained, held to be re-measured): a batch backend's to honour
     hosts: list[str] | None = None
@@ -132,12 +129,6 @@ class Scheduler(ABC):
     """Where jobs run. Built by the registry from the config and the run's options."""
 
     caps: ClassVar[Capabilities]
-    # An all-pairs run (``--all-pairs``): the matrix, measured by one job over every node
-    # (``pairs_at_once``: most pairs of a round at once, 0 = a whole round), and with
-    # ``per_node`` the suite's per-node benches too; the config may set them as defaults.
-    all_pairs: bool = False
-    pairs_at_once: int = 0
-    per_node: bool = False
 
     @classmethod
     @abstractmethod

@@ -85,21 +85,15 @@ def configured(name: str, config: dict[str, Any], options: LaunchOptions) -> Sch
             f"{flags}: not an option of the {name} scheduler",
             hint=f"{flags} needs --on {' or --on '.join(who)}" if who else None,
         )
-    multi = cls.caps.max_nodes != 1
-    if not multi and (options.all_pairs or options.detach or options.nodes or options.per_node
-                      or options.pairs_at_once is not None):  # fmt: skip
-        others = " or --on ".join(n for n in sorted(SCHEDULERS) if n != name)
-        raise ConfigError(
-            f"--nodes, --all-pairs, --pairs-at-once, --per-node and --detach need --on {others} "
-            "(a multi-node scheduler)"
-        )
-    if options.pairs_at_once is not None and not options.all_pairs:
-        raise ConfigError("--pairs-at-once needs --all-pairs")
-    if options.per_node and not options.all_pairs:
-        raise ConfigError(
-            "--per-node needs --all-pairs (without it a suite's per-node benches run)"
-        )
+    if cls.caps.max_nodes == 1 and (options.detach or options.nodes):
+        raise ConfigError(f"--nodes and --detach {needs_nodes(name)}")
     return cls.configured(config, options)
+
+
+def needs_nodes(name: str) -> str:
+    """What an option of many nodes says on the one-node scheduler ``name``."""
+    others = [n for n in sorted(SCHEDULERS) if scheduler_class(n).caps.max_nodes != 1]
+    return f"need --on {' or --on '.join(others)} (a multi-node scheduler), not --on {name}"
 
 
 def batch_scheduler(name: str, plan: dict[str, Any]) -> BatchScheduler:

@@ -63,7 +63,7 @@ class AllPairsParams(ProbeParams):
     # seconds the whole sweep may take when one window does not fit the pair budget (a slow
     # or busy fabric): the pilot grows the budget to fit, or else shrinks the window
     sweep_target: float = Field(default=300.0, ge=0.001, le=1e7)
-    pairs_at_once: int = Field(default=0, ge=0)  # 0: a whole round at once
+    pairs_at_once: int = Field(default=0, ge=0, le=100_000)  # 0: a whole round at once
     lat_iterations: int | None = Field(default=None, ge=1)  # None: the pilot sizes them
     bw_iterations: int | None = Field(default=None, ge=1)
     stall_factor: float = Field(default=50.0, ge=1.0)  # x pair budget, at least 2 s

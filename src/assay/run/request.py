@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.errors import AssayError, SuiteError
+from assay.errors import AssayError, ConfigError, SuiteError
 from assay.launch import LaunchOptions, Scheduler, configured
+from assay.launch.registry import needs_nodes
 from assay.model import Job, MpiInfo, System
 from assay.plan import Overrides, plan
 from assay.probes import PlanContext
@@ -50,6 +51,12 @@ class RunRequest:
     dry_run: bool = False
     vdbench: VdbenchRequest | None = None
     launch: LaunchOptions = field(default_factory=LaunchOptions)
+    # ``--all-pairs``: the suite's all-pairs benches (the matrix, one job over every node);
+    # ``per_node``: its per-node benches too; ``pairs_at_once``: most pairs of a round at once
+    # (0: a whole round; None: the suite's value)
+    all_pairs: bool = False
+    per_node: bool = False
+    pairs_at_once: int | None = None
 
     @property
     def auto(self) -> bool:
@@ -62,6 +69,9 @@ class RunRequest:
             raise AssayError(f"--repeat {r!r}: expected a count (1, 2, ...) or 'auto'")
         if self.vdbench is not None and self.suite != "quick":
             raise AssayError("give a suite or --vdbench FILE, not both")
+        if not self.all_pairs and (self.per_node or self.pairs_at_once is not None):
+            flag = "--per-node" if self.per_node else "--pairs-at-once"
+            raise AssayError(f"{flag} needs --all-pairs")
         return Overrides(
             only=[p.strip() for p in self.only.split(",")] if self.only else [],
             mpi=[m.strip() for m in self.mpi.split(",")] if self.mpi else None,
@@ -113,7 +123,7 @@ def _suite(request: RunRequest, per_node: bool) -> tuple[SuiteSpec, str, str, li
 
 
 def all_pairs_suite(
-    spec: SuiteSpec, per_node: bool, pairs_at_once: int
+    spec: SuiteSpec, per_node: bool, pairs_at_once: int | None
 ) -> tuple[SuiteSpec, list[str]]:
     """What an all-pairs run runs: the suite's all-pairs benches (when it has none, the
     built-in suites of the probes of that spread: ``Probe.suite``) and, with ``per_node``, its
@@ -139,7 +149,7 @@ def all_pairs_suite(
             "--nodes N of their own" + ("" if per_node else "; per-node benches: --per-node") + ")"
         )
     for bench in kept:
-        if kind(bench) == "all-pairs" and pairs_at_once:
+        if kind(bench) == "all-pairs" and pairs_at_once is not None:
             bench.params["pairs_at_once"] = pairs_at_once
             bench.sweep.pop("pairs_at_once", None)
     spec.bench = kept
@@ -158,17 +168,21 @@ def plan_run(
     scheduler = configured(request.on, load_config() if config is None else config, request.launch)
     overrides = request.overrides()
     multi_node = scheduler.caps.max_nodes != 1
+    if request.all_pairs and not multi_node:
+        raise ConfigError(f"--all-pairs, --pairs-at-once and --per-node {needs_nodes(request.on)}")
     spec, text, origin, notes = _suite(request, per_node=multi_node)
-    if scheduler.all_pairs:
+    if request.all_pairs:
         from assay.suite.writer import suite_toml
 
-        spec, more = all_pairs_suite(spec, scheduler.per_node, scheduler.pairs_at_once)
+        spec, more = all_pairs_suite(spec, request.per_node, request.pairs_at_once)
         notes += more
         text = suite_toml(spec, [f"assay run {origin} --all-pairs: the suite as it ran", *more])
     ctx = PlanContext(system=system, mpis=mpis, facts=collect_plan_facts())
     jobs = scheduler.place(plan(spec, ctx, overrides), mpis)
     if not jobs:
         raise SuiteError(f"nothing to run on {request.on}: the suite planned no job")
+    if request.all_pairs and any(j.spread.kind == "all-pairs" and j.nodes < 2 for j in jobs):
+        raise ConfigError("--all-pairs needs --nodes 2 or more")
     scheduler.check(jobs)  # what the scheduler cannot do is refused, exit 2
     return PlannedRun(spec, text, origin, jobs, scheduler, system, mpis, notes)
 

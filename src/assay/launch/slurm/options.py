@@ -13,7 +13,6 @@ keys, types, ranges, defaults and help, written once); command-line options win:
     heartbeat_timeout = 120   # the allocation cancels itself when assay stops polling this long
     fio_network = "10.0.0.0/16"  # fio's keys (``FioServers``): a serving probe adds its own
     fio_port = 8765           # to every scheduler's table (``assay.launch.serving``)
-    pairs_at_once = 0         # --all-pairs: most pairs measured at once (0: a whole round)
 
     [slurm.mpi.mpich]         # how one MPI starts inside the allocation
     launcher = "srun"         # "srun" (srun --mpi=PLUGIN) or "mpirun" (the MPI's own launcher)
@@ -29,7 +28,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -69,6 +68,10 @@ class MpiLaunchTable(ConfigTable):
 class SlurmTable(ConfigTable):
     """``[slurm]``: defaults of a Slurm run (command-line options win)."""
 
+    MOVED: ClassVar[dict[str, str]] = {
+        "pairs_at_once": "it is the all-pairs probe's: --all-pairs --pairs-at-once N, or "
+        "--set allpairs.pairs_at_once=N in a suite or check",
+    }
     # its upper bound is the scheduler's (MAX_NODES below: one message for --nodes too)
     nodes: Annotated[int, Field(ge=1)] = Field(2, description="nodes of the allocation")
     partition: Name | None = Field(None, description="sbatch --partition")
@@ -86,9 +89,6 @@ class SlurmTable(ConfigTable):
     )  # fmt: skip
     poll_s: Annotated[float, Field(ge=0.1, le=3600)] = Field(
         2.0, description="seconds between polls (squeue not hammered, nor forgotten)"
-    )
-    pairs_at_once: Annotated[int, Field(ge=0, le=MAX_NODES // 2)] = Field(
-        0, description="--all-pairs: most pairs measured at once (0: a whole round)"
     )
     intra_node: bool = Field(False, description="p2p also within a node")
     mpi: dict[Name, MpiLaunchTable] = Field({}, description="a table per MPI: [slurm.mpi.NAME]")
@@ -129,9 +129,9 @@ class SlurmOptions:
     sbatch_args: list[str] = field(default_factory=list)
     max_wait: float = _DEFAULT["max_wait"]
     detach: bool = False
-    all_pairs: bool = False
-    pairs_at_once: int = _DEFAULT["pairs_at_once"]  # 0 = every pair of a round
-    per_node: bool = False  # all-pairs: the suite's per-node benches too
+    # the allocation outlives a node it loses (sbatch --no-kill): set for the jobs that go on
+    # without one (the all-pairs sweep, ``assay.run.followup``), kept in the plan for the poll
+    no_kill: bool = False
     intra_node: bool = _DEFAULT["intra_node"]
     poll_s: float = _DEFAULT["poll_s"]
     heartbeat_timeout: float = _DEFAULT["heartbeat_timeout"]
@@ -145,15 +145,16 @@ class SlurmOptions:
         return MpiLaunch(launcher="srun", srun_mpi="pmi2")
 
 
-# Options of a run given on the command line only, never a [slurm] key of config.toml: every
-# other field is one (``SlurmTable``; a test holds the two to each other).
-COMMAND_LINE_ONLY = frozenset({"detach", "all_pairs", "per_node"})
+# A run's settings that are never a [slurm] key of config.toml (--detach, given on the command
+# line; no_kill, decided by the jobs): every other field is one (``SlurmTable``; a test holds
+# the two to each other).
+NOT_CONFIG_KEYS = frozenset({"detach", "no_kill"})
 
 # The command-line option of each [slurm] key, to name a bad value where it was given.
 OPTION_NAMES = {
     "nodes": "--nodes", "partition": "--partition", "account": "--account", "qos": "--qos",
     "constraint": "--constraint", "time": "--time", "sbatch_args": "--sbatch-arg",
-    "max_wait": "--max-wait", "pairs_at_once": "--pairs-at-once", "intra_node": "--intra-node",
+    "max_wait": "--max-wait", "intra_node": "--intra-node",
 }  # fmt: skip
 
 
@@ -196,6 +197,4 @@ def options_from_config(config: dict[str, Any], **given: Any) -> SlurmOptions:
         raise ConfigError(
             f"{nodes} {opts.nodes}: at most {MAX_NODES} nodes (more than any machine)"
         )
-    if opts.all_pairs and opts.nodes < 2:
-        raise ConfigError("--all-pairs needs --nodes 2 or more")
     return opts

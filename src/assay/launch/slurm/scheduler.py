@@ -36,7 +36,7 @@ from assay.launch.slurm.options import MpiLaunch, SlurmOptions, options_from_con
 from assay.launch.slurm.script import batch_script, sbatch_argv
 from assay.launch.slurm.servers import servers
 from assay.launch.slurm.steps import step_argv
-from assay.model import Job, MpiInfo
+from assay.model import GOES_ON_WITHOUT_A_NODE, Job, MpiInfo
 from assay.system.topology import collect_topology
 
 # The options only this scheduler takes (``assay run --partition ...``), by SlurmOptions name.
@@ -60,8 +60,6 @@ class SlurmScheduler(BatchScheduler):
         self.nodes, self.partition = opts.nodes, opts.partition
         self.poll_s, self.max_wait = opts.poll_s, opts.max_wait
         self.heartbeat_timeout, self.detach = opts.heartbeat_timeout, opts.detach
-        self.all_pairs, self.pairs_at_once = opts.all_pairs, opts.pairs_at_once
-        self.per_node = opts.per_node
         self.launch = dict(launch or {})  # per MPI name, as the front end resolved it
         self.cpus_per_node: int | None = None  # known inside the allocation
 
@@ -69,9 +67,7 @@ class SlurmScheduler(BatchScheduler):
     def configured(cls, config: dict[str, Any], options: LaunchOptions) -> SlurmScheduler:
         given = {
             "nodes": options.nodes, "detach": options.detach or None,
-            "all_pairs": options.all_pairs or None, "intra_node": options.intra_node or None,
-            "pairs_at_once": options.pairs_at_once, "per_node": options.per_node or None,
-            **options.own,
+            "intra_node": options.intra_node or None, **options.own,
         }  # fmt: skip
         where = [f"--reservation={options.reservation}"] if options.reservation else []
         if options.hosts:
@@ -120,6 +116,7 @@ class SlurmScheduler(BatchScheduler):
         self, run_dir: Path, run_id: str, jobs: list[Job], env: dict[str, str], python: str
     ) -> Submission:
         ppn = max((j.ppn or 1 for j in jobs), default=1)
+        self.opts.no_kill = any(j.spread.kind in GOES_ON_WITHOUT_A_NODE for j in jobs)
         argv = sbatch_argv(self.opts, run_dir, run_id, ppn)
         script = batch_script(
             run_dir=run_dir,
@@ -135,7 +132,7 @@ class SlurmScheduler(BatchScheduler):
 
     def poll(self, handle: str) -> BatchState:
         s = slurm.query(handle)
-        if self.opts.all_pairs:  # submitted --no-kill (``script.sbatch_argv``)
+        if self.opts.no_kill:  # submitted --no-kill (``script.sbatch_argv``)
             s = slurm.settled(s)
         return BatchState(handle, s.state, s.reason, s.nodes, s.exit_code, s.final,
                           pending=s.state == "PENDING")  # fmt: skip
@@ -157,7 +154,9 @@ class SlurmScheduler(BatchScheduler):
     @classmethod
     def from_plan(cls, data: dict[str, Any]) -> SlurmScheduler:
         names = {f.name for f in dataclasses.fields(SlurmOptions)} - {"mpi"}
-        opts = SlurmOptions(**{k: v for k, v in data.get("options", {}).items() if k in names})
+        given = data.get("options", {})
+        opts = SlurmOptions(**{k: v for k, v in given.items() if k in names})
+        opts.no_kill = opts.no_kill or bool(given.get("all_pairs"))  # a plan from before no_kill
         launch = {
             name: MpiLaunch(
                 launcher=v["launcher"],

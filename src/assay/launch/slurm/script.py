@@ -33,7 +33,7 @@ def sbatch_argv(opts: SlurmOptions, run_dir: Path, run_id: str, ppn: int = 1) ->
     ):
         if value:
             argv.append(f"{flag}={value}")
-    if opts.all_pairs:
+    if opts.no_kill:
         # A node lost mid-sweep must not end the allocation: the sweep goes on without it
         # (assay.run.followup), and the report names it.
         argv.append("--no-kill")
