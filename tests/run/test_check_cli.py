@@ -186,11 +186,14 @@ def test_a_baseline_of_another_type_or_missing_a_figure_is_refused(home: dict) -
             "[node]\ncpu_model = ", '[node]\ncpu_model = "Intel Xeon Gold 6338" # was '
         ),
     )
+    runs = home["home"] / "runs"
+    before = sorted(runs.iterdir())
     proc = check(home, "--baseline", "xeon", "--node", NODE, "--drain", "--dry-run", *SETS)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     said = proc.stderr.replace("\n", " ")
     assert f"no baseline for node {NODE}" in said and "xeon is for Intel Xeon Gold 6338" in said
     assert "scontrol" not in proc.stdout  # nothing drained, not even on paper
+    assert sorted(runs.iterdir()) == before  # this node's type is known: refused before measuring
 
     def without_triad(text: str) -> str:
         blocks = text.split("\n[[point]]\n")

@@ -4,9 +4,10 @@ then drain or resume (the command writes the outputs, before an action's error s
 Everything that can be refused is refused before anything runs (exit 2): an unknown level, a
 level that cannot run here (level 1 is one node; levels 2 and 3 need an allocation of 2 nodes
 or more), a baseline that does not exist, ``--drain``/``--resume`` without the right to update
-Slurm's nodes, a suite none of whose jobs can run here (every job skipped: no GPU). A baseline
-of another node type, or one missing a figure the check judges, is known only once the nodes
-have reported: the check then stops before any verdict or node action (exit 2).
+Slurm's nodes, a suite none of whose jobs can run here (every job skipped: no GPU), and on this
+node (``--on local``) a baseline of another node type. On an allocation the nodes' types, and
+anywhere a baseline missing a figure the check judges, are known only once the nodes have
+reported: the check then stops before any verdict or node action (exit 2).
 
 **Retest.** A FAIL stands only when it fails again: locally (level 1) the failing probes are run
 once more on this node, as a second run; on Slurm in a second small allocation of the failing
@@ -251,6 +252,18 @@ def _peers_enough(m, refs) -> None:
     )
 
 
+def _type_fits(m, planned, refs) -> None:
+    """On this node its type is known before anything runs: a baseline of another type is
+    refused now, not after the level's minutes of measuring."""
+    if m.batch or not refs:
+        return
+    from assay.analysis.check.checkrun import assign
+    from assay.analysis.check.nodetype import facts_of_system
+
+    facts = dataclasses.replace(facts_of_system(planned.system), host=m.local)
+    assign([m.local], {m.local: facts}, refs)
+
+
 def run_check(args: CheckArgs, surface: Surface) -> CheckResult:
     """The whole check, up to its node actions. Bad input raises (exit 2)."""
     from assay.analysis.check.health import CHECK_METRICS
@@ -268,6 +281,7 @@ def run_check(args: CheckArgs, surface: Surface) -> CheckResult:
     request, planned, local = _planned(args, config, spec, origin, admin)
     m = Measure(args, request, planned, config, orule, local, surface, admin)
     _peers_enough(m, refs)
+    _type_fits(m, planned, refs)
     started = time.monotonic()
     first = m.measure(planned)
     judged = m.judge(first, refs, rule, metrics)
