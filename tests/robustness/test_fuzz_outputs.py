@@ -81,7 +81,7 @@ def test_hostile_names_through_the_check_writers_and_csv(tmp_path: Path, capsys)
     from assay.analysis.check.checklimits import CheckRule
     from assay.analysis.check.checkrun import CheckInput, judge
     from assay.analysis.statistics.stats import Figure
-    from assay.cli import checkout
+    from assay.cli import checkshow
     from assay.model import Sample
     from assay.report.junit import junit_xml
     from assay.report.openmetrics import openmetrics_text
@@ -108,6 +108,6 @@ def test_hostile_names_through_the_check_writers_and_csv(tmp_path: Path, capsys)
         for text in (*names.values(), suite):
             assert not csv_text(text).startswith(("=", "+", "-", "@", "\t", "\r"))
         args = SimpleNamespace(json=False, junit=None, openmetrics=None, html=None)
-        checkout.write_outputs(args, suite, 1, run_id, None, vs, {}, [], [], 1.0, run)
+        checkshow.write_outputs(args, suite, 1, run_id, None, vs, {}, [], [], 1.0, run)
         out = capsys.readouterr().out
         assert not any(c in out for c in "\x00\x01\x07\x1b\x7f\x9b\u202e\udcff\ud800\r"), out

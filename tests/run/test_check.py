@@ -556,28 +556,28 @@ def test_junit_and_openmetrics_files_of_a_non_utf8_name_are_written_whole(
     """The files are written through a temporary name: none is left when writing fails."""
     from types import SimpleNamespace
 
-    from assay.cli import checkout
+    from assay.cli import checkshow
 
     args = SimpleNamespace(json=True, junit=tmp_path / "j.xml", openmetrics=tmp_path / "m.prom",
                            html=None)  # fmt: skip
     run = tmp_path / "run"
     run.mkdir()
-    checkout.write_outputs(args, "s", 1, "r1", None, _hostile_verdicts(), {}, [], [], 1.0, run)
+    checkshow.write_outputs(args, "s", 1, "r1", None, _hostile_verdicts(), {}, [], [], 1.0, run)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["j.xml", "m.prom", "run"]
     with pytest.raises(UnicodeEncodeError):
-        checkout._atomic(tmp_path / "x.txt", "a\udcff")
+        checkshow._atomic(tmp_path / "x.txt", "a\udcff")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["j.xml", "m.prom", "run"]
 
 
 def test_the_summary_line_shows_escapes_as_every_table_does(tmp_path: Path, capsys):
     from types import SimpleNamespace
 
-    from assay.cli import checkout
+    from assay.cli import checkshow
 
     args = SimpleNamespace(json=False, junit=None, openmetrics=None, html=None)
     run = tmp_path / "run"
     run.mkdir()
-    checkout.write_outputs(args, "s", 1, "r1", None, _hostile_verdicts(), {}, ["x\x1b]0;t\x07"],
+    checkshow.write_outputs(args, "s", 1, "r1", None, _hostile_verdicts(), {}, ["x\x1b]0;t\x07"],
                            [], 1.0, run)  # fmt: skip
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\udcff" not in out

@@ -7,7 +7,7 @@ level that cannot run here, no right to drain): then nothing is drained.
 
 The flow is in ``assay.run.check`` (this command parses its options and prints); the judging
 in ``assay.analysis.check.checkrun`` and ``assay.analysis.check.health``; the tables and files in
-``assay.report.check``, ``junit`` and ``openmetrics`` (written by ``assay.cli.checkout``); the
+``assay.report.check``, ``junit`` and ``openmetrics`` (written by ``assay.cli.checkshow``); the
 node actions in ``assay.run.check.nodes``, through the scheduler's node administration.
 """
 
@@ -142,7 +142,7 @@ def check(
 
       assay check --level 2 --on slurm --nodes 16 --drain --junit check.xml
     """
-    from assay.cli.checkout import Shown, write_result
+    from assay.cli.checkshow import Shown, write_result
     from assay.run.check.flow import CheckArgs, run_check
 
     if list_:
