@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,31 @@ def test_cli_takes_auto_or_a_count(assay_home: Path):
     dry = run_cli("run", "quick", "--only", "stream", "--repeat", "auto", "--dry-run",
                   home=assay_home, check=True)  # fmt: skip
     assert "stream" in dry.stdout and "-r2" not in dry.stdout  # repeated as it runs, not planned
+
+
+@pytest.mark.slow
+def test_the_last_repetition_is_followed_as_any_job_is(
+    assay_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """--repeat auto runs a job's follow-ups too, once, after its last repetition: an all-pairs
+    sweep under a rule that calls out every link worse than the median is retested."""
+    if not shutil.which("mpirun.openmpi"):
+        pytest.skip("mpirun.openmpi not found: apt-get install openmpi-bin libopenmpi-dev")
+    config = tmp_path / "config.toml"
+    config.write_text("[outliers]\nthreshold = 1e-6\nlink_factor = 1.0\n")
+    monkeypatch.setenv("ASSAY_CONFIG", str(config))
+    spec = SuiteSpec.model_validate({"name": "ap", "bench": [{
+        "probe": "allpairs", "ranks": 4, "mpi": "openmpi", "params": {
+            "lat_iterations": 20, "bw_iterations": 2, "bw_size": 16384, "window": 8,
+            "yield_when_idle": True}}]})  # fmt: skip
+    mpis = discover_mpis()
+    jobs = plan(spec, PlanContext(system=System(cores=2, threads=2), mpis=mpis), Overrides())
+    writer = RunStore(assay_home).create(suite="ap", suite_text="", system=System(), argv=[])
+    outcome, (auto,) = execute_auto(writer, jobs, mpis, target=1e-9, max_reps=2, budget_s=120)
+    sweep = jobs[0].job_id
+    ids = [r.job_id for r in outcome.results]
+    assert ids == [f"{sweep}-r1", f"{sweep}-r2", f"{sweep}-r2-retest1"], ids
+    assert auto.repetitions == 2 and auto.reason == "2 repetitions"
+    retest = [s for s in outcome.samples if s.job_id == f"{sweep}-r2-retest1"]
+    assert retest and all(s.params["sweep_job"] == f"{sweep}-r2" for s in retest)
+    assert all(s.params["repetition"] == 2 for s in retest)

@@ -7,7 +7,9 @@ confidence interval of the mean over repetitions, t_{0.975, n−1}·s/√n, is w
 (±2%) of that mean — the strictest reading of "its headline figure", and the figure that held it
 back is reported. It also stops at ``MAX_REPS``, when the next repetition would pass the job's
 time budget (``BUDGET_S``, counted from its first start), or when a repetition does not succeed.
-Every repetition is stored as it finishes, exactly as in a fixed-count run.
+Every repetition is stored as it finishes, exactly as in a fixed-count run. After the last
+repetition its probe's follow-ups run once, as after any job (``assay.run.followup``: the
+all-pairs retest of the links the last repetition flagged, ``…-rK-retest1``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from assay.analysis.statistics.significance import mean_ci_halfwidth
 from assay.analysis.statistics.stats import group_key
 from assay.errors import StoreError
 from assay.model import Job, JobResult, MpiInfo, Sample
+from assay.probes.base import Ended
+from assay.run import followup
 from assay.run.execute import (
     RunOutcome,
     StepArgv,
@@ -98,43 +102,32 @@ def _execute_auto(
     min_reps: int = MIN_REPS,
     max_reps: int = MAX_REPS,
 ) -> tuple[RunOutcome, list[AutoResult]]:
-    """Run each job until its figures are within ``target`` (see the module docstring)."""
+    """Run each job until its figures are within ``target`` (see the module docstring), then
+    what its probe leaves to run after the last repetition (``assay.run.followup``: the
+    all-pairs retest of the links it flagged), once."""
     outcome = RunOutcome(info=writer.info)
     cores = cores or os.cpu_count()
     resolve = resolver(step_argv, mpis) if step_argv else None
     report: list[AutoResult] = []
+    ctx = followup.context(writer.note)
+    rule = _Rule(target, budget_s, min_reps, max_reps)
     status = "complete"
     try:
         for i, job in enumerate(jobs, start=1):
-            reps: list[list[Sample]] = []
-            started = time.monotonic()
-            reason, width, limiting, converged = "", None, "", False
-            while True:
-                k = len(reps) + 1
-                rep = dataclasses.replace(
-                    job, job_id=f"{job.job_id}-r{k}", params={**job.params, "repetition": k},
-                    repetition=k,
-                )  # fmt: skip
-                result, samples = run_hooked(
-                    writer, rep, mpis, cores, outcome, (i, len(jobs)), on_start, on_end, on_tick,
-                    resolve,
-                )  # fmt: skip
-                if result.status != "ok":
-                    reason = f"repetition {k} {result.status}"
-                    break
-                reps.append(samples)
-                width, limiting = widest_interval(reps)
-                if k >= min_reps and width is not None and width <= target:
-                    converged, reason = True, f"within ±{target:.0%}"
-                    break
-                if k >= max_reps:
-                    reason = f"{max_reps} repetitions"
-                    break
-                elapsed = time.monotonic() - started
-                if elapsed + elapsed / k > budget_s:  # the next one would not fit
-                    reason = f"time budget {budget_s:g} s"
-                    break
-            report.append(AutoResult(job.job_id, len(reps), converged, width, limiting, reason))
+
+            def run_one(one: Job, planned: Job = job, position: tuple = (i, len(jobs))) -> Ended:
+                def hooked(j: Job) -> tuple[JobResult, list[Sample]]:
+                    return run_hooked(writer, j, mpis, cores, outcome, position, on_start, on_end,
+                                      on_tick, resolve)  # fmt: skip
+
+                if one is planned:  # its repetitions; the chain follows the last one
+                    one, result, samples, auto = _repetitions(one, rule, hooked)
+                    report.append(auto)
+                else:  # a follow-up: once
+                    result, samples = hooked(one)
+                return Ended(one, result, samples, result.hosts, writer.job_dir(one))
+
+            followup.run_followed(job, run_one, ctx, lambda: _stopping(writer, outcome))
             if outcome.results[-1].status == "interrupted":
                 status = "interrupted"
                 outcome.stop_signal = stop_received()
@@ -148,3 +141,51 @@ def _execute_auto(
         raise
     finish_run(writer, outcome, status)  # a stopped run names the job cut short
     return outcome, report
+
+
+@dataclass(frozen=True)
+class _Rule:
+    target: float
+    budget_s: float
+    min_reps: int
+    max_reps: int
+
+
+def _stopping(writer: RunWriter, outcome: RunOutcome) -> bool:
+    return writer.disk_full or outcome.results[-1].status == "interrupted"
+
+
+def _repetitions(
+    job: Job,
+    rule: _Rule,
+    run: Callable[[Job], tuple[JobResult, list[Sample]]],
+) -> tuple[Job, JobResult, list[Sample], AutoResult]:
+    """``job`` as repetition 1, 2, ... until ``rule`` stops it: the last repetition run (its
+    result and samples), and why it stopped."""
+    reps: list[list[Sample]] = []
+    started = time.monotonic()
+    reason, width, limiting, converged = "", None, "", False
+    while True:
+        k = len(reps) + 1
+        rep = dataclasses.replace(
+            job, job_id=f"{job.job_id}-r{k}", params={**job.params, "repetition": k},
+            repetition=k,
+        )  # fmt: skip
+        result, samples = run(rep)
+        if result.status != "ok":
+            reason = f"repetition {k} {result.status}"
+            break
+        reps.append(samples)
+        width, limiting = widest_interval(reps)
+        if k >= rule.min_reps and width is not None and width <= rule.target:
+            converged, reason = True, f"within ±{rule.target:.0%}"
+            break
+        if k >= rule.max_reps:
+            reason = f"{rule.max_reps} repetitions"
+            break
+        elapsed = time.monotonic() - started
+        if elapsed + elapsed / k > rule.budget_s:  # the next one would not fit
+            reason = f"time budget {rule.budget_s:g} s"
+            break
+    return rep, result, samples, AutoResult(job.job_id, len(reps), converged, width, limiting,
+                                            reason)  # fmt: skip
