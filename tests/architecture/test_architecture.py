@@ -264,6 +264,37 @@ def test_no_module_over_500_lines_outside_parsers() -> None:
     assert not long, "modules over ~500 lines:\n" + "\n".join(long)
 
 
+# A function fits a screen or two: a parser's at most 80 lines (the scan and the samples it
+# builds apart, the tables as data: issue 29), any other at most 120, the CLI's commands aside
+# (their options are typer declarations, one parameter each).
+PARSER_LINES, OTHER_LINES = 80, 120
+
+
+def _long_functions(path: Path, text: str) -> list[str]:
+    limit = PARSER_LINES if "parsers" in path.parts else OTHER_LINES
+    if "cli" in path.parts:
+        return []
+    return [
+        f"{path}:{node.lineno} {node.name}: {n} lines (at most {limit})"
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and (n := node.end_lineno - node.lineno + 1) > limit
+    ]
+
+
+def test_every_function_fits_its_limit() -> None:
+    long = [
+        f for p in SRC.rglob("*.py") for f in _long_functions(p.relative_to(SRC), p.read_text())
+    ]
+    assert not long, "functions too long:\n" + "\n".join(long)
+
+
+def test_the_function_length_check_can_fail() -> None:
+    body = "def parse(text):\n" + "    x = 1\n" * 80
+    assert _long_functions(Path("parsers/x.py"), body)
+    assert not _long_functions(Path("report/x.py"), body)
+
+
 # The package root holds the ground floor (stage 0) and the entry points, nothing that belongs
 # in a stage's folder: at most 8 modules besides the package's own __init__.
 ENTRY_POINTS = {"__init__", "__main__"}
