@@ -565,7 +565,13 @@ def test_a_node_dying_mid_run_loses_only_its_jobs(cluster, tmp_path: Path) -> No
     assert any(w in said for w in ("anode2", "NODE_FAIL", "stopped by Slurm")), said
     assert "Ctrl-C" not in said  # Slurm stopped it, not a user
     info = json.loads((run_dir(cluster, rid) / "run.json").read_text())
-    assert info["batch"]["state"] == "NODE_FAIL" and info["status"] == "failed"
+    # Slurm declares anode2 dead after SlurmdTimeout (10 s here): NODE_FAIL, the run failed. A
+    # runner through its last jobs before that (each step failing on the dead node) ends the
+    # allocation COMPLETED first (CI saw it once): the run then ran to its end, its failed jobs
+    # say why (above) and the command exits 1, as a local run whose jobs failed does.
+    state = info["batch"]["state"]
+    assert state in ("NODE_FAIL", "COMPLETED"), info["batch"]
+    assert info["status"] == ("failed" if state == "NODE_FAIL" else "complete"), info
     # The third job never ran on the dead allocation: it carries Slurm's final state, or, when
     # the runner reached it before slurmctld declared the node dead, Slurm's refusal of its step.
     third = results[2]
