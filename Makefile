@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast soak deps lint bench clean
+.PHONY: run test test-quick test-fast soak deps lint bench clean
 
 run: deps
 	$(BIN)/assay run quick
@@ -26,16 +26,26 @@ XDIST := -n $(JOBS) --dist loadgroup
 # - beside them, at the lowest priority (nice 19: the kernel gives them a core only when the
 #   quiet ones leave it idle, which they mostly do), the tests that read no clock;
 # - then the namespace Slurm cluster's, alone.
+# $(call quiet_and_others,MARKS): the first two parts for the tests MARKS selects; sets rc.
 LIGHT_LOG := build/test-light.log
+define quiet_and_others
+mkdir -p build; rc=0; \
+nice -n 19 $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=/tmp/assay-light-tests \
+  -m "$(1) and not quiet" >$(LIGHT_LOG) 2>&1 & light=$$!; \
+$(BIN)/python -m pytest -q -m "$(1) and quiet" || rc=1; \
+wait $$light || rc=1; \
+echo "--- the tests that read no clock (run beside these, at nice 19):"; cat $(LIGHT_LOG)
+endef
+
 test: deps
-	@mkdir -p build; rc=0; \
-	nice -n 19 $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=/tmp/assay-light-tests \
-	  -m "not soak and not cluster and not quiet" >$(LIGHT_LOG) 2>&1 & light=$$!; \
-	$(BIN)/python -m pytest -q -m "quiet and not soak and not cluster" || rc=1; \
-	wait $$light || rc=1; \
-	echo "--- the tests that read no clock (run beside these, at nice 19):"; cat $(LIGHT_LOG); \
+	@$(call quiet_and_others,not soak and not cluster); \
 	$(BIN)/python -m pytest -q -m "cluster and not soak" || rc=1; \
 	exit $$rc
+
+# The quick loop: make test's layout without the cluster and the tests marked `slow` (whole
+# runs of a suite, a check or an MPI sweep; ~8 % of the tests, ~3/4 of the quiet ones' time).
+test-quick: deps
+	@$(call quiet_and_others,not soak and not cluster and not slow); exit $$rc
 
 # The fast loop: everything but the namespace Slurm cluster (and soak).
 test-fast: deps
@@ -44,8 +54,8 @@ test-fast: deps
 # Bytecode for the hundreds of 'python -m assay' the tests start, kept in build/ (not in the
 # tree), even where the environment says not to write it: compiling assay's modules again
 # in every process was a third of each command's start.
-test test-fast: export PYTHONPYCACHEPREFIX := $(CURDIR)/build/pycache
-test test-fast: export PYTHONDONTWRITEBYTECODE :=
+test test-quick test-fast: export PYTHONPYCACHEPREFIX := $(CURDIR)/build/pycache
+test test-quick test-fast: export PYTHONDONTWRITEBYTECODE :=
 
 # Long fault-injection runs, not part of `make test` (which runs small versions of them):
 # 100,000 mutated outputs per parser (every test marked `soak`), then 20 SIGKILLs of
