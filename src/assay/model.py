@@ -48,6 +48,24 @@ class Stats:
 _STATS_FIELDS = frozenset(f.name for f in dataclasses.fields(Stats))
 
 
+# Params a stored point may still carry under an older name, each (metric prefix, old key, new
+# key, the old key's values that move): NCCL's "in-place"/"out-of-place" was ``placement``, the
+# word for a figure's node layout, before it was ``buffers``. Runs, exports, the index and
+# reference sets written before are read under today's names (``current_params``).
+RENAMED_PARAMS: tuple[tuple[str, str, str, frozenset[str]], ...] = (
+    ("gpu.nccl.", "placement", "buffers", frozenset({"in-place", "out-of-place"})),
+)
+
+
+def current_params(metric: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` of a point of ``metric`` under today's names (``RENAMED_PARAMS``), in their
+    order; the same dict when nothing was renamed."""
+    for prefix, old, new, values in RENAMED_PARAMS:
+        if metric.startswith(prefix) and params.get(old) in values and new not in params:
+            params = {(new if k == old else k): v for k, v in params.items()}
+    return params
+
+
 @dataclass
 class Sample:
     """One measured point, in canonical SI units."""
@@ -108,7 +126,7 @@ class Sample:
             value=float(data["value"]),
             unit=data["unit"],
             better=data["better"],
-            params=dict(data.get("params") or {}),
+            params=current_params(data["metric"], dict(data.get("params") or {})),
             stats=Stats.from_dict(stats) if stats else None,
             run_id=data.get("run_id", ""),
             job_id=data.get("job_id", ""),

@@ -628,7 +628,7 @@ def test_perftest_latency_in_cycles_is_refused() -> None:
 def test_nccl_current_format_busbw_algbw_time() -> None:
     result = run("nccl", "ztan-NCCL-test-result")
     s = result.samples
-    oop = one(s, "gpu.nccl.all_reduce.busbw", size=8589934592, placement="out-of-place")
+    oop = one(s, "gpu.nccl.all_reduce.busbw", size=8589934592, buffers="out-of-place")
     assert oop.value == pytest.approx(338.82e9)
     assert (oop.unit, oop.better) == ("B/s", "higher")
     assert oop.params == {
@@ -640,18 +640,18 @@ def test_nccl_current_format_busbw_algbw_time() -> None:
         "redop": "sum",
         "root": -1,
         "ranks": 16,
-        "placement": "out-of-place",
+        "buffers": "out-of-place",
     }
-    ip = one(s, "gpu.nccl.all_reduce.busbw", size=8589934592, placement="in-place")
+    ip = one(s, "gpu.nccl.all_reduce.busbw", size=8589934592, buffers="in-place")
     assert ip.value == pytest.approx(337.35e9)
-    algbw = one(s, "gpu.nccl.all_reduce.algbw", size=8589934592, placement="out-of-place")
+    algbw = one(s, "gpu.nccl.all_reduce.algbw", size=8589934592, buffers="out-of-place")
     assert algbw.value == pytest.approx(180.71e9)
-    time = one(s, "gpu.nccl.all_reduce.time", size=8589934592, placement="out-of-place")
+    time = one(s, "gpu.nccl.all_reduce.time", size=8589934592, buffers="out-of-place")
     assert time.value == pytest.approx(47535e-6)
     assert (time.unit, time.better) == ("s", "lower")
     # 0.00 GB/s at 8 bytes is print resolution, not a result; the time is kept
     assert not [x for x in s if x.params.get("size") == 8 and x.metric.endswith("bw")]
-    assert one(s, "gpu.nccl.all_reduce.time", size=8, placement="in-place").value == pytest.approx(
+    assert one(s, "gpu.nccl.all_reduce.time", size=8, buffers="in-place").value == pytest.approx(
         123.5e-6
     )
     assert result.meta["avg_bus_bandwidth"] == [pytest.approx(70.742e9)]
@@ -665,10 +665,10 @@ def test_nccl_current_format_busbw_algbw_time() -> None:
 def test_nccl_old_format_with_error_column() -> None:
     result = run("nccl", "job02.sh.7194279.nccl")
     assert result.complete
-    s = one(result.samples, "gpu.nccl.all_reduce.busbw", size=33554432, placement="out-of-place")
+    s = one(result.samples, "gpu.nccl.all_reduce.busbw", size=33554432, buffers="out-of-place")
     assert s.value == pytest.approx(33.34e9)
     assert "root" not in s.params and s.params["redop"] == "sum" and s.params["ranks"] == 16
-    t = one(result.samples, "gpu.nccl.all_reduce.time", size=33554432, placement="in-place")
+    t = one(result.samples, "gpu.nccl.all_reduce.time", size=33554432, buffers="in-place")
     assert t.value == pytest.approx(1885.6e-6)
 
 
@@ -680,7 +680,7 @@ def test_nccl_test_name_from_the_file_name() -> None:
 def test_nccl_debug_line_inside_the_table_is_skipped() -> None:
     result = run("nccl", "azureml_gpu_perf_readme_k80_stdout.log")
     assert len({x.params["size"] for x in result.samples if "size" in x.params}) == 7
-    t = one(result.samples, "gpu.nccl.all_reduce.time", size=2147483648, placement="in-place")
+    t = one(result.samples, "gpu.nccl.all_reduce.time", size=2147483648, buffers="in-place")
     assert t.value == pytest.approx(1258876e-6)
     assert any("NCCL debug" in w for w in result.warnings)
 
@@ -688,7 +688,7 @@ def test_nccl_debug_line_inside_the_table_is_skipped() -> None:
 def test_nccl_unchecked_results_are_kept_with_a_warning() -> None:
     result = run("nccl", "rccl_pr2075_gfx1151_alltoall_na_excerpt.txt")
     assert result.meta["tests"] == [{"test": "alltoall_perf", "from": "header"}]
-    s = one(result.samples, "gpu.nccl.alltoall.busbw", size=134217728, placement="in-place")
+    s = one(result.samples, "gpu.nccl.alltoall.busbw", size=134217728, buffers="in-place")
     assert s.value == pytest.approx(6.34e9)
     assert any("N/A" in w for w in result.warnings)
 
@@ -704,9 +704,9 @@ def test_nccl_wrong_results_are_left_out() -> None:
     assert not [
         x
         for x in result.samples
-        if x.params.get("size") == size and "out-of" in x.params["placement"]
+        if x.params.get("size") == size and "out-of" in x.params["buffers"]
     ]
-    in_place = one(result.samples, "gpu.nccl.all_reduce.busbw", size=size, placement="in-place")
+    in_place = one(result.samples, "gpu.nccl.all_reduce.busbw", size=size, buffers="in-place")
     assert in_place.value == pytest.approx(9.49e9)
     assert any(w.startswith(f"ar.log:{lineno}:") and "3 wrong" in w for w in result.warnings)
 

@@ -416,3 +416,30 @@ def test_a_point_holding_a_number_that_is_not_finite_is_never_written(tmp_path: 
     run = store.load()
     assert [s.params["rpeak"] for s in run.samples] == [2e12] and not run.damage
     assert run.results[0].n_samples == 1 and "2 points holding a number" in run.results[0].reason
+
+
+def test_a_renamed_param_is_read_under_its_new_name_wherever_it_was_kept(tmp_path: Path):
+    """NCCL's in-place/out-of-place was ``placement`` (the word for a node layout) before it
+    was ``buffers``: a run written before reads under the new name, in the run, the index and
+    its history, and nothing else is renamed (a node layout, an NCCL value not of the two)."""
+    store = RunStore(tmp_path)
+    w = _make_run(store)
+    old = [
+        ("gpu.nccl.all_reduce.busbw", {"size": 8, "placement": "in-place"}),
+        ("gpu.nccl.all_reduce.busbw", {"size": 16, "placement": "elsewhere"}),
+        ("p2p.latency", {"size": 2, "placement": "inter-node"}),
+    ]
+    with open(w.path / "samples.jsonl", "a") as f:
+        for metric, params in old:
+            line = {"probe": "nccl", "metric": metric, "value": 1e9, "unit": "B/s",
+                    "better": "higher", "params": params, "job_id": "j1"}  # fmt: skip
+            f.write(json.dumps(line) + "\n")
+    w.finish("complete")
+    read = {(s.metric, s.params["size"]): s.params for s in store.load().samples}
+    assert read[("gpu.nccl.all_reduce.busbw", 8)] == {"size": 8, "buffers": "in-place"}
+    assert read[("gpu.nccl.all_reduce.busbw", 16)] == {"size": 16, "placement": "elsewhere"}
+    assert read[("p2p.latency", 2)] == {"size": 2, "placement": "inter-node"}
+    index = Index(tmp_path / "assay.db")
+    index.sync(store)
+    (hit,) = index.history("gpu.nccl.all_reduce.busbw", {"buffers": "in-place"})
+    assert hit["params"] == {"size": 8, "buffers": "in-place"}

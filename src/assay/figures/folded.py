@@ -40,8 +40,9 @@ _T = TypeVar("_T")
 CACHE_NAME = "figures.cache.json"
 # Bump when the fold or a figure's stored form changes: a cache of another version is remade.
 # 2: the cache names its source by content digest, carries a checksum and the damaged lines,
-# and the all-pairs matrix files the samples name (Folded.matrices).
-CACHE_VERSION = 2
+# and the all-pairs matrix files the samples name (Folded.matrices). 3: folded from params under
+# today's names (``model.current_params``: NCCL's ``buffers``).
+CACHE_VERSION = 3
 
 
 def folded_of(run: LoadedRun) -> Folded:

@@ -240,7 +240,7 @@ int main(int argc, char **argv)
                 jl_param_str("redop",
                              op == "all_reduce" || op == "reduce_scatter" ? "sum" : "none");
                 jl_param_long("root", op == "broadcast" ? 0 : -1);
-                jl_param_str("placement", "out-of-place");
+                jl_param_str("buffers", "out-of-place");
                 jl_param_long("ranks", n);
                 jl_param_long("iters", o.iters);
                 jl_param_long("nccl_version", version);

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.errors import ParseError
-from assay.model import Sample, Stats
+from assay.model import Sample, Stats, current_params
 from assay.parsers.base import ParseResult
 from assay.parsers.jsonshape import json_object, json_scalar, json_text
 from assay.parsers.numbers import checked, json_int, json_number, load_json
@@ -107,7 +107,7 @@ def _sample(row: Any, what: str, source: str) -> Sample:
         value=value,
         unit=row["unit"],
         better=row["better"],
-        params=dict(params),
+        params=current_params(row["metric"], dict(params)),  # an export of an older assay
         stats=stats,
         run_id=row.get("run_id") or "",
         job_id=row.get("job_id") or "",

@@ -1,7 +1,7 @@
 """nccl-tests (and rccl-tests) text output: all_reduce_perf, all_gather_perf, alltoall_perf...
 
-The table has one row per message size and one group of columns per placement, titled by the
-line above the header (``out-of-place ... in-place``). Three header layouts are read, driven by
+The table has one row per message size and one group of columns per buffer layout, titled by
+the line above the header (``out-of-place ... in-place``). Three header layouts are read, driven by
 the header itself:
 
 * nccl-tests 2.x up to about 2.10: ``size count type redop time algbw busbw error ...``
@@ -11,12 +11,12 @@ the header itself:
 * current: ``size count type redop root time algbw busbw #wrong time algbw busbw #wrong``,
   possibly followed by ``#iters`` or a timestamp, and ``cputime`` instead of ``time`` with -C.
 
-Samples, one set per row and placement: ``gpu.nccl.<op>.busbw`` and ``gpu.nccl.<op>.algbw``
+Samples, one set per row and buffer layout: ``gpu.nccl.<op>.busbw`` and ``gpu.nccl.<op>.algbw``
 (GB/s printed, 1e9 B/s; see nccl-tests doc/PERFORMANCE.md) and ``gpu.nccl.<op>.time`` (us
 printed, seconds). A bandwidth printed as 0.00 (below the 0.01 GB/s print resolution, at small
 sizes) is not a measured zero and is not kept; the time of that row is. The footer
 ``# Avg bus bandwidth : X`` is kept as ``gpu.nccl.<op>.avg.busbw`` (no size: nccl-tests'
-mean of the busbw column over every row and placement).
+mean of the busbw column over every row and buffer layout).
 
 A file may hold several tests (a job script running all_reduce_perf then all_gather_perf...)
 and several runs of one test: each table is its own series; when one collective appears in
@@ -33,12 +33,12 @@ When that still leaves two candidates (all_gather and alltoall both have (n-1)/n
 reduction) ParseError asks for the test name.
 
 params: ``tool="nccl"``, ``benchmark`` ("all_reduce_perf"), ``size`` (bytes), ``count``,
-``type``, ``redop``, ``root`` (when printed), ``placement`` ("out-of-place"/"in-place"),
+``type``, ``redop``, ``root`` (when printed), ``buffers`` ("out-of-place"/"in-place"),
 ``ranks`` (number of ``# Rank`` lines, when printed), ``version`` (nccl-tests version line),
 ``run`` (see above).
 
 Correctness: a row whose ``#wrong`` is above 0 produced wrong data; its samples of that
-placement are left out and a warning names the line. A table whose footer says ``# Out of
+buffer layout are left out and a warning names the line. A table whose footer says ``# Out of
 bounds values : N FAILED`` (N > 0; nccl-tests then exits with an error) is left out whole, with
 a warning; a file where every table failed is refused. ``N/A`` in ``#wrong`` (checking disabled
 with ``-c 0``) keeps the sample and adds one warning. Repeated 0-byte rows (sizes below one
@@ -89,12 +89,12 @@ _AVG_BUSBW = re.compile(r"^\s*#\s*Avg bus bandwidth\s*:\s*(?P<bw>\S+)")
 _OOB = re.compile(r"^\s*#\s*Out of bounds values\s*:\s*(?P<n>\d+)\s+(?P<verdict>OK|FAILED)")
 _DEBUG = re.compile(r"^\s*\S+:\d+:\d+\s+\[\d+\]\s+NCCL\s+(?P<level>INFO|WARN|TRACE)\b")
 _TIME_COLUMNS = ("time", "cputime")
-_PLACEMENTS = re.compile(r"out-of-place|in-place")
+_BUFFERS = re.compile(r"out-of-place|in-place")
 
 
 @dataclass
 class _Group:
-    placement: str
+    buffers: str  # "out-of-place" or "in-place"
     index: dict[str, int]  # column name -> token index
 
 
@@ -128,16 +128,16 @@ def _op_from_name(name: str) -> str | None:
     return None
 
 
-def _groups(columns: list[str], placements: list[str], *, source: str, line: int) -> list[_Group]:
+def _groups(columns: list[str], layouts: list[str], *, source: str, line: int) -> list[_Group]:
     starts = [i for i, c in enumerate(columns) if c in _TIME_COLUMNS]
     if not starts:
         raise ParseError("nccl-tests header without a time column", source=source, line=line)
-    if not placements:
-        placements = ["out-of-place", "in-place"][: len(starts)]
-    if len(placements) != len(starts):
+    if not layouts:
+        layouts = ["out-of-place", "in-place"][: len(starts)]
+    if len(layouts) != len(starts):
         raise ParseError(
             f"nccl-tests header has {len(starts)} column groups but the title names "
-            f"{len(placements)} placements",
+            f"{len(layouts)} buffer layouts",
             source=source,
             line=line,
         )
@@ -149,11 +149,11 @@ def _groups(columns: list[str], placements: list[str], *, source: str, line: int
         for need in ("algbw", "busbw"):
             if need not in index:
                 raise ParseError(
-                    f"nccl-tests column group {placements[n]} lacks {need}",
+                    f"nccl-tests column group {layouts[n]} lacks {need}",
                     source=source,
                     line=line,
                 )
-        groups.append(_Group(placements[n], index))
+        groups.append(_Group(layouts[n], index))
     return groups
 
 
@@ -248,7 +248,7 @@ class _Reader:
     max_bytes: int | None = None
     nthread: dict[str, int] = field(default_factory=dict)
     ranks: int = 0
-    placements: list[str] = field(default_factory=list)
+    layouts: list[str] = field(default_factory=list)
     debug_lines: int = 0
     truncated_row: bool = False
 
@@ -294,8 +294,8 @@ class _Reader:
             self.ranks += 1
         elif columns := _header_columns(stripped):
             self._header(lineno, columns)
-        elif stripped.startswith("#") and _PLACEMENTS.search(stripped):
-            self.placements = _PLACEMENTS.findall(stripped)  # the title of the next header
+        elif stripped.startswith("#") and _BUFFERS.search(stripped):
+            self.layouts = _BUFFERS.findall(stripped)  # the title of the next header
         else:
             return False
         return True
@@ -322,12 +322,12 @@ class _Reader:
             op=op,
             op_from=op_from,
             columns=columns,
-            groups=_groups(columns, self.placements, source=self.source, line=lineno),
+            groups=_groups(columns, self.layouts, source=self.source, line=lineno),
             max_bytes=self.max_bytes,
             ranks=self.ranks or None,
         )
         self.tables.append(self.table)
-        self.pending_op, self.placements, self.ranks = None, [], 0
+        self.pending_op, self.layouts, self.ranks = None, [], 0
 
     def _footer(self, lineno: int, raw: str) -> bool:
         t = self.table
@@ -434,11 +434,11 @@ def _table_samples(
                     unchecked = True
                 elif parse_int(wrong, source=source, line=lineno, what="#wrong") > 0:
                     warnings.append(
-                        f"{source}:{lineno}: {g.placement} result at {base.get('size')} bytes "
+                        f"{source}:{lineno}: {g.buffers} result at {base.get('size')} bytes "
                         f"left out: nccl-tests counted {wrong} wrong elements"
                     )
                     continue
-            params = {**base, "placement": g.placement}
+            params = {**base, "buffers": g.buffers}
             time_us = parse_time(tokens[g.index["time"]], source=source, line=lineno)
             algbw = parse_rate(tokens[g.index["algbw"]], source=source, line=lineno)
             busbw = parse_rate(tokens[g.index["busbw"]], source=source, line=lineno)

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from assay.config import config_path
 from assay.errors import AssayError, NotFoundError
 from assay.inputfile import MAX_TEXT_BYTES, exists, load_toml, read_bounded
-from assay.model import Stats
+from assay.model import Stats, current_params
 from assay.references.model import ReferenceSet, RefPoint, Tolerance
 from assay.references.schema import STAT_COLUMNS, PointSpec, SetSpec, TableSpec, row_params
 from assay.units import from_display, metric_info, to_display
@@ -160,7 +160,8 @@ def _point(p: PointSpec, line: int | None, where: str) -> RefPoint:
         else f"under {_num(p.high)} {p.unit}"
     )
     return RefPoint(
-        metric=p.metric, params=dict(p.params), value=value, unit=p.unit, published=shown,
+        metric=p.metric, params=current_params(p.metric, dict(p.params)), value=value,
+        unit=p.unit, published=shown,
         probe=p.probe, system=p.system,
         approx=p.approx, low=low, high=high, stat=p.stat, pick=p.pick, stats=stats,
         label=p.label, section=p.section, method=p.method, note=_join(p.note, dropped),
@@ -195,7 +196,7 @@ def _table_points(t: TableSpec, path: Path, where: Locator, index: int) -> list[
         out.append(
             RefPoint(
                 metric=t.metric,
-                params={**t.params, **row_params(t, row)},
+                params=current_params(t.metric, {**t.params, **row_params(t, row)}),
                 value=value,
                 unit=t.unit,
                 published=f"{_num(shown)} {t.unit}",

@@ -2,9 +2,9 @@
 size, out-of-place then in-place time, algbw and busbw, and the test's "# Avg bus bandwidth".
 
 The figures are ``gpu.nccl.<op>.time`` (s), ``.algbw`` and ``.busbw`` (B/s), with ``size`` and
-``placement`` params (assay's NCCL probe and imported nccl-tests alike), and
+``buffers`` params (assay's NCCL probe and imported nccl-tests alike), and
 ``gpu.nccl.<op>.avg.busbw``, the footer nccl-tests prints. A test is what the params other
-than the row's own (size, count, placement) say: the file, the run, the type, the rank.
+than the row's own (size, count, buffers) say: the file, the run, the type, the rank.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from assay.analysis.statistics.stats import Figure
 from assay.report.table import Table
 
 PREFIX = "gpu.nccl."
-PLACEMENTS = ("out-of-place", "in-place")
-ROW_PARAMS = ("size", "count", "placement")
+LAYOUTS = ("out-of-place", "in-place")
+ROW_PARAMS = ("size", "count", "buffers")
 COLUMNS = (("time", "time (us)", 1e6, 2), ("algbw", "algbw (GB/s)", 1e-9, 2),
            ("busbw", "busbw (GB/s)", 1e-9, 2))  # fmt: skip
 TITLE_PARAMS = ("mpi_label", "run", "rank", "host", "type", "redop", "root", "ranks")
@@ -60,15 +60,15 @@ def _table(op: str, params: dict[str, Any], figs: list[Figure]) -> Table:
         if what == "avg.busbw":
             average = f
             continue
-        by[(f.sample.params.get("size"), str(f.sample.params.get("placement")), what)] = f
+        by[(f.sample.params.get("size"), str(f.sample.params.get("buffers")), what)] = f
     sizes = sorted({size for size, _, _ in by if isinstance(size, int | float)})
-    placements = [p for p in PLACEMENTS if any(k[1] == p for k in by)]
-    columns = ["size (B)"] + [f"{p} {name}" for p in placements for _, name, _, _ in COLUMNS]
+    layouts = [p for p in LAYOUTS if any(k[1] == p for k in by)]
+    columns = ["size (B)"] + [f"{p} {name}" for p in layouts for _, name, _, _ in COLUMNS]
     rows = [
         [str(int(size))]
         + [
             _cell(by.get((size, p, what)), scale, d)
-            for p in placements
+            for p in layouts
             for what, _, scale, d in COLUMNS
         ]
         for size in sizes

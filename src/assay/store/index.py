@@ -29,12 +29,14 @@ from typing import Any
 
 from assay.errors import StoreError
 from assay.inputfile import read_side
+from assay.model import current_params
 from assay.store import safefile
 from assay.store.records import JOBS, SAMPLES, Damage, read_records, read_run_info
 from assay.store.rundir import RunStore
 
-# Bump on any change to the tables below: an index of another version is rebuilt.
-SCHEMA_VERSION = 2
+# Bump on any change to the tables below, or to what their rows hold: an index of another
+# version is rebuilt. 3: params under today's names (``model.current_params``).
+SCHEMA_VERSION = 3
 TABLES = {
     "runs": (
         "run_id TEXT PRIMARY KEY, created TEXT, suite TEXT, status TEXT, label TEXT, "
@@ -335,7 +337,7 @@ class Index:
                     _db_text(d["unit"]),
                     _db_text(d["better"]),
                     d["value"],
-                    json.dumps(d.get("params") or {}, sort_keys=True),
+                    json.dumps(current_params(d["metric"], d.get("params") or {}), sort_keys=True),
                     json.dumps(stats) if stats else None,
                 )
             )
