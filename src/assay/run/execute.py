@@ -354,6 +354,12 @@ def run_hooked(
     return result, samples
 
 
+def stopping(writer: RunWriter, outcome: RunOutcome) -> Callable[[], bool]:
+    """Whether the run is stopping, asked between a job and its follow-ups: the disk is full,
+    or the last job was cut short (Ctrl-C, SIGTERM)."""
+    return lambda: writer.disk_full or outcome.results[-1].status == "interrupted"
+
+
 def execute(
     writer: RunWriter,
     jobs: list[Job],
@@ -387,14 +393,11 @@ def execute(
             )  # fmt: skip
             return Ended(one, result, samples, result.hosts, writer.job_dir(one))
 
-        def stopping() -> bool:
-            return writer.disk_full or outcome.results[-1].status == "interrupted"
-
         try:
             for i, job in enumerate(jobs, start=1):
                 position = (i, len(jobs))
                 # the job, then what its probe leaves to run (its follow-ups)
-                chain = followup.run_followed(job, run_one, ctx, stopping)
+                chain = followup.run_followed(job, run_one, ctx, stopping(writer, outcome))
                 if any(e.result.status == "interrupted" for e in chain):
                     outcome.stop_signal = stop_received()
                     status = "interrupted"

@@ -36,6 +36,7 @@ from assay.run.execute import (
     run_hooked,
     stop_received,
     stop_signals,
+    stopping,
 )
 from assay.store.rundir import RunWriter
 
@@ -127,7 +128,7 @@ def _execute_auto(
                     result, samples = hooked(one)
                 return Ended(one, result, samples, result.hosts, writer.job_dir(one))
 
-            followup.run_followed(job, run_one, ctx, lambda: _stopping(writer, outcome))
+            followup.run_followed(job, run_one, ctx, stopping(writer, outcome))
             if outcome.results[-1].status == "interrupted":
                 status = "interrupted"
                 outcome.stop_signal = stop_received()
@@ -149,10 +150,6 @@ class _Rule:
     budget_s: float
     min_reps: int
     max_reps: int
-
-
-def _stopping(writer: RunWriter, outcome: RunOutcome) -> bool:
-    return writer.disk_full or outcome.results[-1].status == "interrupted"
 
 
 def _repetitions(
