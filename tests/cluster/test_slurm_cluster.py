@@ -573,9 +573,14 @@ def test_a_node_dying_mid_run_loses_only_its_jobs(cluster, tmp_path: Path) -> No
     assert state in ("NODE_FAIL", "COMPLETED"), info["batch"]
     assert info["status"] == ("failed" if state == "NODE_FAIL" else "complete"), info
     # The third job never ran on the dead allocation: it carries Slurm's final state, or, when
-    # the runner reached it before slurmctld declared the node dead, Slurm's refusal of its step.
+    # the runner reached it before slurmctld declared the node dead, Slurm's refusal of its step
+    # or its launch failing on the dead node (a clean-clone run saw each).
     third = results[2]
-    assert third["scheduler_state"] == "NODE_FAIL" or "Unable to create step" in third["reason"]
+    assert (
+        third["scheduler_state"] == "NODE_FAIL"
+        or "Unable to create step" in third["reason"]
+        or "failed on node anode2" in third["reason"]
+    ), third
     assert samples_of(cluster, rid)  # the first job's samples are still there
 
 
