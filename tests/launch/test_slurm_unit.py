@@ -586,3 +586,23 @@ def test_a_per_node_pass_of_an_output_only_probe_is_one_step(tmp_path: Path) -> 
     ]
     assert problem.startswith("on 1 of 3 nodes: a3: printed no measurement")
     assert "out of memory" in problem
+
+
+def test_a_slurm_conf_that_names_no_file_is_refused_before_anything_runs(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Slurm's commands retry a missing SLURM_CONF for 60 s: sbatch was cut off at 30 s and
+    the run said "is slurmctld reachable?", which was not the cause."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sbatch", "scontrol", "scancel"):  # present: the check after them is tested
+        (bin_dir / tool).write_text("#!/bin/sh\nsleep 60\n")
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "none.conf"))
+    scheduler = SlurmScheduler(SlurmOptions())
+    with pytest.raises(LaunchError, match=r"SLURM_CONF=\S+none.conf names no file") as refused:
+        scheduler.require()
+    assert "unset it" in (refused.value.hint or "")
+    monkeypatch.setenv("SLURM_CONF", str(bin_dir / "sbatch"))  # a file: the front end is fine
+    scheduler.require()

@@ -317,7 +317,8 @@ def test_parse_cpulist_and_size() -> None:
     assert parse_size("lots") is None
 
 
-def test_gpus_compilers_and_tools_from_programs(tmp_path: Path) -> None:
+def test_gpus_compilers_and_tools_from_programs(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("SLURM_CONF", raising=False)
     which, run = fake_programs(
         {
             "nvidia-smi": "NVIDIA H100 80GB HBM3, 81559, 550.54.15, 1980\n"
@@ -355,6 +356,22 @@ def test_gpus_compilers_and_tools_from_programs(tmp_path: Path) -> None:
         "slurm": "slurm 23.11.4",
         "nvidia-smi": "/opt/bin/nvidia-smi",
     }
+
+
+def test_slurm_is_not_asked_its_version_when_slurm_conf_names_no_file(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Every Slurm command, --version included, retries a missing SLURM_CONF for 60 s: each
+    assay start waited the 5 s command timeout for it (a third of `assay check`'s refusals)."""
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "missing.conf"))
+    which, run = fake_programs({"sinfo": "slurm 23.11.4\n", "fio": "fio-3.36\n"})
+    ran: list[str] = []
+    system = collect_system(
+        ctx=Context(root=tmp_path, which=which, run=lambda argv: ran.append(argv[0]) or run(argv))
+    )
+    assert "/opt/bin/sinfo" not in ran and "/opt/bin/fio" in ran
+    assert system.tools["slurm"] == "/opt/bin/sinfo"  # there, version unknown
+    assert any(f"SLURM_CONF={tmp_path / 'missing.conf'} names no file" in n for n in system.notes)
 
 
 def test_nvidia_smi_that_fails_is_a_note_not_an_error(tmp_path: Path) -> None:

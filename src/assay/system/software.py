@@ -7,6 +7,7 @@ Programs are found with ``ctx.which`` and run with ``ctx.run`` (short timeout, n
 from __future__ import annotations
 
 import csv
+import os
 import shlex
 from typing import Any
 
@@ -31,6 +32,11 @@ TOOLS: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
     ("numactl", "numactl", None),
     ("nvidia-smi", "nvidia-smi", None),
 )
+
+# Tools that read a configuration file even for --version, and the variable that names it:
+# every Slurm command retries for 60 s when SLURM_CONF names a missing file (the version is
+# then left unknown rather than waited for to the run timeout on every assay start).
+CONFIG_FILE_VARIABLE: dict[str, str] = {"slurm": "SLURM_CONF"}
 
 # CBLAS headers as Debian installs them (libopenblas-dev puts cblas.h under the multiarch dir).
 # Plain cblas.h first: it is what a probe includes; cblas-openblas.h etc. only show a BLAS is there.
@@ -105,13 +111,24 @@ def tools(ctx: Context) -> dict[str, str]:
         if not path:
             continue
         version = None
-        if version_args is not None:
+        if version_args is not None and not _config_missing(ctx, key, executable):
             version = _version_line(key, ctx.run([path, *version_args]))
         found[key] = version or path
     cblas = _cblas(ctx)
     if cblas:
         found["cblas"] = cblas
     return found
+
+
+def _config_missing(ctx: Context, key: str, executable: str) -> bool:
+    """Whether the variable naming ``key``'s configuration file names a missing one (noted)."""
+    variable = CONFIG_FILE_VARIABLE.get(key)
+    value = os.environ.get(variable, "") if variable else ""
+    if not value or os.path.exists(value):
+        return False
+    ctx.note(f"{key}: {variable}={value} names no file: {executable} --version not run "
+             "(it would wait for the file)")  # fmt: skip
+    return True
 
 
 def _cblas(ctx: Context) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import re
 import shutil
 import subprocess
@@ -84,6 +85,12 @@ def require_slurm() -> None:
     """Fail before anything is built or stored when this is no Slurm front end."""
     for tool in ("sbatch", "scontrol", "scancel"):
         _slurm_tool(tool)
+    conf = os.environ.get("SLURM_CONF", "")
+    if conf and not os.path.exists(conf):  # every Slurm command would retry it for 60 s
+        raise LaunchError(
+            f"SLURM_CONF={conf} names no file: Slurm's commands cannot read their configuration",
+            hint="set SLURM_CONF to the cluster's slurm.conf, or unset it",
+        )
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
