@@ -16,7 +16,11 @@
  *              the mean half round trip; warm-up iterations first, untimed.
  *   bandwidth  osu_bw's window from the lower rank to the higher: `window` sends, then the
  *              receiver's 4-byte ack; size * window * iters / (t_end - t_start).
- * Where this differs from OSU: every wait is MPI_Test polled against a deadline (MPI_Testsome
+ * Where this differs from OSU: OSU's warm-up counts (100/10 round trips, 10/2 windows) are
+ * kept, but never more than the timed iterations (at least 10 round trips and 1 window)
+ * unless --lat-warmup/--bw-warmup say: on a slow or busy fabric the pilot times a few
+ * iterations, and 100 untimed round trips and 2 windows were three times a pair's timed
+ * work (64 nodes on 2 cores: 17 round trips and 1 window timed, 0.6 s warm of a 1.1 s round); every wait is MPI_Test polled against a deadline (MPI_Testsome
  * for a window) instead of the blocking MPI_Send/MPI_Recv/MPI_Waitall, so that a partner that
  * stops answering cannot hang the job; no barrier inside a pair (the warm-up absorbs the skew
  * of the pair's start); and the iteration counts come from a time budget (below), not OSU's
@@ -89,6 +93,8 @@ static const char *const KINDS[] = {"sweep", "retest", "resume", NULL};
 #define ABORT_DRAIN_S 1 /* s for the launcher to read rank 0's output before MPI_Abort */
 #define PILOT_FRACTION 0.1  /* a pilot step long enough to time: a tenth of the share */
 #define LARGE_THRESHOLD 8192 /* OSU's LARGE_MESSAGE_SIZE: above it, the large warm-up counts */
+#define LAT_WARMUP_FLOOR 10  /* the fewest untimed round trips (OSU's count above 8 KiB) */
+#define BW_WARMUP_FLOOR 1   /* the fewest untimed windows */
 #define ACK_BYTES 4          /* osu_bw's ack */
 #define MAX_NODES 65535      /* node numbers are u16 in the file */
 
@@ -97,6 +103,7 @@ enum { TAG_PING = 1, TAG_DATA = 100, TAG_ACK = 101, TAG_PILOT = 102, TAG_STALL =
 typedef struct {
     long long lat_size, bw_size, window, pairs_at_once, first_round;
     long long lat_iters, bw_iters, lat_warmup, bw_warmup;
+    int lat_warmup_given, bw_warmup_given; /* the user's counts, not capped (cap_warmup) */
     long long hang_rank, hang_round, die_rank, die_round;
     double budget, stall_factor, sweep_target, coordinator_delay;
     int kind, yield;
@@ -763,6 +770,19 @@ static long long pair_groups(const schedule *s)
     return groups;
 }
 
+/* OSU's warm-up, at most the timed iterations and at least the floor (unless given): the
+ * pilot ran with OSU's counts; the sweep and its retests, whose counts are the sweep's, cap
+ * them the same way, so their figures compare. */
+static void cap_warmup(void)
+{
+    long long lat = now_.lat_iters > LAT_WARMUP_FLOOR ? now_.lat_iters : LAT_WARMUP_FLOOR;
+    long long bw = now_.bw_iters > BW_WARMUP_FLOOR ? now_.bw_iters : BW_WARMUP_FLOOR;
+    if (!opt.lat_warmup_given && lat < opt.lat_warmup)
+        opt.lat_warmup = lat;
+    if (!opt.bw_warmup_given && bw < opt.bw_warmup)
+        opt.bw_warmup = bw;
+}
+
 /* Size the iterations from the pilot on the first round (fit_budget): every rank gets the
  * same counts, window and budget, or counts 0 when not one message fits (explained by rank
  * 0). */
@@ -996,8 +1016,10 @@ static void usage(void)
            "                         the whole sweep (default %g)\n"
            "  --lat-iterations N     timed round trips per pair (default: from the pilot)\n"
            "  --bw-iterations N      timed windows per pair (default: from the pilot)\n"
-           "  --lat-warmup N         untimed round trips first (default 100, 10 above 8 KiB)\n"
-           "  --bw-warmup N          untimed windows first (default 10, 2 above 8 KiB)\n"
+           "  --lat-warmup N         untimed round trips first (default OSU's 100, 10 above 8 KiB,\n"
+           "                         but at most the timed ones, at least 10)\n"
+           "  --bw-warmup N          untimed windows first (default OSU's 10, 2 above 8 KiB,\n"
+           "                         but at most the timed ones, at least 1)\n"
            "  --pairs-at-once K      at most K pairs of a round measure at once (default 0:\n"
            "                         the whole round)\n"
            "  --pairs FILE           measure these pairs only: one pair a line, two ranks or\n"
@@ -1093,6 +1115,8 @@ static int parse(int argc, char **argv)
     if (opt.kind < 0)
         opt.kind = opt.pairs_file ? RETEST : SWEEP;
     /* OSU: 100/10 warm-up iterations for latency, 10/2 for bandwidth, the second above 8 KiB */
+    opt.lat_warmup_given = opt.lat_warmup >= 0;
+    opt.bw_warmup_given = opt.bw_warmup >= 0;
     if (opt.lat_warmup < 0)
         opt.lat_warmup = opt.lat_size > LARGE_THRESHOLD ? 10 : 100;
     if (opt.bw_warmup < 0)
@@ -1110,14 +1134,16 @@ static int parse(int argc, char **argv)
  * nodes here, every time (under srun's pmi2 and hydra alike), with the results already out, and
  * after a refused pilot at 64 nodes until the job's 126 s timeout: a rank that does not leave
  * it within FINALIZE_S exits by itself with the status it would have had, rather than hold the
- * allocation to its timeout.  Every exit after MPI_Init goes through here. */
-enum { FINALIZE_S = 10 };
+ * allocation to its timeout.  Every exit after MPI_Init goes through here.  2 s: a healthy
+ * MPI_Finalize took 0.08 s here (Open MPI, 16 nodes), and leaving a slow one loses nothing;
+ * 10 s before cost each MPICH job 10 s (at 64 nodes, 20 of a run's 194 s). */
+enum { FINALIZE_S = 2 };
 static volatile sig_atomic_t leave_status = PROBE_OK;
 
 static void finalize_stuck(int sig)
 {
     (void)sig;
-    static const char msg[] = "allpairs: MPI_Finalize did not return within 10 s, everything "
+    static const char msg[] = "allpairs: MPI_Finalize did not return within 2 s, everything "
                               "written and said before it: leaving it\n";
     if (rank == 0) {
         ssize_t said = write(2, msg, sizeof msg - 1); /* async-signal-safe, unlike fprintf */
@@ -1216,6 +1242,7 @@ int main(int argc, char **argv)
     } else {
         calibrate(&s, &p);
     }
+    cap_warmup();
     if (rank == 0) /* after the pilot: the header records the window and budget it chose */
         file_open();
     if (now_.lat_iters == 0) {
