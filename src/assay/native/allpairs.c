@@ -98,7 +98,8 @@ static const char *const KINDS[] = {"sweep", "retest", "resume", NULL};
 #define ACK_BYTES 4          /* osu_bw's ack */
 #define MAX_NODES 65535      /* node numbers are u16 in the file */
 
-enum { TAG_PING = 1, TAG_DATA = 100, TAG_ACK = 101, TAG_PILOT = 102, TAG_STALL = 103 };
+enum { TAG_PING = 1, TAG_DATA = 100, TAG_ACK = 101, TAG_PILOT = 102, TAG_STALL = 103,
+       TAG_GATHER = 104 };
 
 typedef struct {
     long long lat_size, bw_size, window, pairs_at_once, first_round;
@@ -428,6 +429,42 @@ static void barrier(void)
     MPI_Request req;
     MPI_Ibarrier(MPI_COMM_WORLD, &req);
     wait_quietly(&req);
+}
+
+/* Rank 0 gathers `bytes` from every rank into `all` (rank order; only rank 0's is written)
+ * along a binomial tree of point-to-point messages, waiting quietly.  Not MPI_(I)gather: Open
+ * MPI's is linear, so rank 0 held a connection to every rank from the first round, and over
+ * its TCP transport a rank's latency grows with the connections it holds (64 namespace nodes:
+ * the other pairs 1.25 ms in rounds 1-10, 4.2 ms in rounds 54-63 as theirs accumulate; rank
+ * 0's pairs 2.5 ms from the start), so the first node read 1.3-1.4x the median and was flagged.
+ * Through the tree rank 0 talks to log2(N) ranks, as every rank does. */
+static void tree_gather(const void *mine, int bytes, void *all)
+{
+    char *buf = rank == 0 ? all : malloc((size_t)nprocs * (size_t)bytes);
+    if (!buf) {
+        fprintf(stderr, "allpairs: rank %d: cannot allocate %d x %d bytes\n", rank, nprocs, bytes);
+        MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
+    }
+    memcpy(buf + (size_t)rank * (size_t)bytes, mine, (size_t)bytes);
+    for (int mask = 1; mask < nprocs; mask <<= 1) {
+        MPI_Request req;
+        if (rank & mask) { /* my subtree, ranks [rank, rank + mask), goes up; done */
+            int count = nprocs - rank < mask ? nprocs - rank : mask;
+            MPI_Isend(buf + (size_t)rank * (size_t)bytes, count * bytes, MPI_BYTE, rank - mask,
+                      TAG_GATHER, MPI_COMM_WORLD, &req);
+            wait_quietly(&req);
+            break;
+        }
+        int from = rank + mask;
+        if (from < nprocs) {
+            int count = nprocs - from < mask ? nprocs - from : mask;
+            MPI_Irecv(buf + (size_t)from * (size_t)bytes, count * bytes, MPI_BYTE, from,
+                      TAG_GATHER, MPI_COMM_WORLD, &req);
+            wait_quietly(&req);
+        }
+    }
+    if (rank != 0)
+        free(buf);
 }
 
 /* Rank 0: a rank stopped answering (waited: the rank that waited, silent: its partner; -1, -1
@@ -794,9 +831,7 @@ static void calibrate(const schedule *s, pair *p)
     double *all = rank == 0 ? malloc(2 * (size_t)nprocs * sizeof *all) : NULL;
     if (rank == 0 && !all)
         file_error(ENOMEM);
-    MPI_Request req;
-    MPI_Igather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD, &req);
-    wait_quietly(&req);
+    tree_gather(mine, (int)sizeof mine, all);
     double chosen[4] = {0, 0, (double)opt.window, opt.budget}; /* lat, bw, window, budget */
     if (rank == 0) {
         double *lat = malloc((size_t)nprocs * sizeof *lat);
@@ -841,6 +876,7 @@ static void calibrate(const schedule *s, pair *p)
         free(bw);
         free(all);
     }
+    MPI_Request req;
     MPI_Ibcast(chosen, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD, &req);
     wait_quietly(&req);
     now_.lat_iters = (long long)chosen[0];
@@ -1197,8 +1233,7 @@ int main(int argc, char **argv)
             MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
         }
     }
-    MPI_Gather(my_host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
-               0, MPI_COMM_WORLD);
+    tree_gather(my_host, MPI_MAX_PROCESSOR_NAME, hosts);
     for (int i = 0; rank == 0 && i < nprocs; i++)
         hosts[i][MPI_MAX_PROCESSOR_NAME - 1] = '\0';
 
@@ -1265,10 +1300,7 @@ int main(int argc, char **argv)
         result mine = {-1, 0, (float)m.lat, (float)m.bw};
         if (p.peer > rank)
             mine.partner = p.peer;
-        MPI_Request req;
-        MPI_Igather(&mine, (int)sizeof mine, MPI_BYTE, results, (int)sizeof mine, MPI_BYTE, 0,
-                    MPI_COMM_WORLD, &req);
-        wait_quietly(&req);
+        tree_gather(&mine, (int)sizeof mine, results);
         if (rank == 0) {
             file_round(round_no, results, nprocs, now_.lat_iters, now_.bw_iters,
                        now_.round_start, round_end - now_.round_start);
