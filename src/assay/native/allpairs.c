@@ -20,9 +20,10 @@
  * kept, but never more than the timed iterations (at least 10 round trips and 1 window)
  * unless --lat-warmup/--bw-warmup say: on a slow or busy fabric the pilot times a few
  * iterations, and 100 untimed round trips and 2 windows were three times a pair's timed
- * work (64 nodes on 2 cores: 17 round trips and 1 window timed, 0.6 s warm of a 1.1 s round); every wait is MPI_Test polled against a deadline (MPI_Testsome
- * for a window) instead of the blocking MPI_Send/MPI_Recv/MPI_Waitall, so that a partner that
- * stops answering cannot hang the job; no barrier inside a pair (the warm-up absorbs the skew
+ * work (64 nodes on 2 cores: 17 round trips and 1 window timed, 0.6 s warm of a 1.1 s
+ * round); every wait is MPI_Test polled against a deadline (MPI_Testsome for a window)
+ * instead of the blocking MPI_Send/MPI_Recv/MPI_Waitall, so that a partner that stops
+ * answering cannot hang the job; no barrier inside a pair (the warm-up absorbs the skew
  * of the pair's start); and the iteration counts come from a time budget (below), not OSU's
  * fixed 10000/100.
  *
@@ -1052,10 +1053,10 @@ static void usage(void)
            "                         the whole sweep (default %g)\n"
            "  --lat-iterations N     timed round trips per pair (default: from the pilot)\n"
            "  --bw-iterations N      timed windows per pair (default: from the pilot)\n"
-           "  --lat-warmup N         untimed round trips first (default OSU's 100, 10 above 8 KiB,\n"
-           "                         but at most the timed ones, at least 10)\n"
-           "  --bw-warmup N          untimed windows first (default OSU's 10, 2 above 8 KiB,\n"
-           "                         but at most the timed ones, at least 1)\n"
+           "  --lat-warmup N         untimed round trips first (default OSU's 100, 10 above 8 KiB;\n"
+           "                         at most the timed ones, at least 10)\n"
+           "  --bw-warmup N          untimed windows first (default OSU's 10, 2 above 8 KiB;\n"
+           "                         at most the timed ones, at least 1)\n"
            "  --pairs-at-once K      at most K pairs of a round measure at once (default 0:\n"
            "                         the whole round)\n"
            "  --pairs FILE           measure these pairs only: one pair a line, two ranks or\n"
