@@ -197,12 +197,12 @@ def test_the_warm_up_is_osus_but_never_more_than_the_timed_iterations(
     OSU's 100 round trips and 2 windows untimed (0.6 s of warm-up to 0.2 s measured a pair).
     The warm-up is OSU's count, capped by the timed iterations (at least 10 and 1); a count
     the user gives is kept."""
+    given = ("--lat-warmup", "50", "--bw-warmup", "4")
     cases = (
         (("--lat-iterations", "3", "--bw-iterations", "1"), (10, 1)),
         (("--lat-iterations", "40", "--bw-iterations", "1"), (40, 1)),
         (("--lat-iterations", "500", "--bw-iterations", "5"), (100, 2)),  # OSU's
-        (("--lat-iterations", "3", "--bw-iterations", "1", "--lat-warmup", "50", "--bw-warmup",
-          "4"), (50, 4)),  # fmt: skip
+        (("--lat-iterations", "3", "--bw-iterations", "1", *given), (50, 4)),  # kept
     )
     for i, (args, warm) in enumerate(cases):
         lat, bw = ok(run_probe(mpi, allpairs.exe, 2, tmp_path / str(i), *args)).lines
