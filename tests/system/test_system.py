@@ -362,7 +362,7 @@ def test_slurm_is_not_asked_its_version_when_slurm_conf_names_no_file(
     tmp_path: Path, monkeypatch
 ) -> None:
     """Every Slurm command, --version included, retries a missing SLURM_CONF for 60 s: each
-    assay start waited the 5 s command timeout for it (a third of `assay check`'s refusals)."""
+    assay start waited the 5 s command timeout for it (5 s of `assay check`'s 6.2 s refusal)."""
     monkeypatch.setenv("SLURM_CONF", str(tmp_path / "missing.conf"))
     which, run = fake_programs({"sinfo": "slurm 23.11.4\n", "fio": "fio-3.36\n"})
     ran: list[str] = []

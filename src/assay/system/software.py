@@ -120,13 +120,19 @@ def tools(ctx: Context) -> dict[str, str]:
     return found
 
 
+def missing_config_file(variable: str) -> str | None:
+    """The file the environment's ``variable`` names, when it names one that does not exist."""
+    value = os.environ.get(variable, "")
+    return value if value and not os.path.exists(value) else None
+
+
 def _config_missing(ctx: Context, key: str, executable: str) -> bool:
     """Whether the variable naming ``key``'s configuration file names a missing one (noted)."""
     variable = CONFIG_FILE_VARIABLE.get(key)
-    value = os.environ.get(variable, "") if variable else ""
-    if not value or os.path.exists(value):
+    missing = missing_config_file(variable) if variable else None
+    if missing is None:
         return False
-    ctx.note(f"{key}: {variable}={value} names no file: {executable} --version not run "
+    ctx.note(f"{key}: {variable}={missing} names no file: {executable} --version not run "
              "(it would wait for the file)")  # fmt: skip
     return True
 

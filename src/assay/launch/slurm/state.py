@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
 
 from assay.errors import LaunchError
+from assay.system.software import missing_config_file
 
 FINAL_STATES = {
     "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED", "OUT_OF_MEMORY",
@@ -85,8 +85,8 @@ def require_slurm() -> None:
     """Fail before anything is built or stored when this is no Slurm front end."""
     for tool in ("sbatch", "scontrol", "scancel"):
         _slurm_tool(tool)
-    conf = os.environ.get("SLURM_CONF", "")
-    if conf and not os.path.exists(conf):  # every Slurm command would retry it for 60 s
+    conf = missing_config_file("SLURM_CONF")
+    if conf is not None:  # every Slurm command would retry it for 60 s
         raise LaunchError(
             f"SLURM_CONF={conf} names no file: Slurm's commands cannot read their configuration",
             hint="set SLURM_CONF to the cluster's slurm.conf, or unset it",
