@@ -381,7 +381,11 @@ def test_a_node_killed_mid_sweep_leaves_its_rounds_and_the_sweep_goes_on(cluster
         assert _tc("up").returncode == 0  # anode5 back for the tests after this one
     rid = run_id_of(err)
     assert proc.returncode == 1, err  # the sweep's launch failed; its resume did not
-    sweep, resume = jobs_of(cluster, rid)
+    # after the resume, a retest when the outlier rule flags a link of the 7 nodes' sweep (a
+    # clean-clone run saw one: noise on 2 shared cores), as after any sweep
+    sweep, resume, *retest = jobs_of(cluster, rid)
+    assert [(j["job_id"].removeprefix(sweep["job_id"]), j["status"]) for j in retest] in (
+        [], [("-retest2", "ok")]), retest  # fmt: skip
     assert (
         sweep["status"] == "failed"
         and "points measured before it stopped are kept" in (sweep["reason"])
