@@ -74,6 +74,8 @@ class MetricInfo:
     better: Better
     display: str  # default display unit
     title: str
+    # one point of a series over time (a burn's intervals): drawn, never judged or compared
+    series: bool = False
 
 
 # Dotted metric names. A name not listed here falls back on its family (text before the dot).
@@ -99,6 +101,8 @@ METRICS: dict[str, MetricInfo] = {
     "gpu.dgemm": MetricInfo("flop/s", "higher", "GFLOP/s", "GPU DGEMM"),
     "gpu.flops": MetricInfo("flop/s", "higher", "TFLOP/s", "GPU sustained GEMM"),
     "gpu.errors": MetricInfo("1", "lower", "1", "GPU GEMM errors"),
+    # one interval of the burn (params: t_s, and the telemetry's means over it)
+    "gpu.trace": MetricInfo("flop/s", "higher", "TFLOP/s", "GPU GEMM rate per interval", True),
     "gpu.sm_clock": MetricInfo("Hz", "higher", "MHz", "GPU SM clock"),
     "gpu.mem_clock": MetricInfo("Hz", "higher", "MHz", "GPU memory clock"),
     "gpu.power": MetricInfo("W", "lower", "W", "GPU power"),

@@ -2,8 +2,7 @@
 path is a clean skip, and results are read, reported and judged.
 
 What is NOT real output here: the JSON Lines below were written by hand to the probes' output
-contract (no GPU was available to run the probes; see docs/gpu.md). A GPU session must replace
-them with the probes' own output as fixtures.
+contract, for two GPUs; the probes' own output on a real card is read in test_gpu_h100.py.
 """
 
 from __future__ import annotations
@@ -187,7 +186,8 @@ def test_plan_skips_without_a_gpu_or_a_named_gpu_missing():
 
 
 # *-contract-example.jsonl: written by hand to gpuburn.cu's and gpumem.cu's output contract,
-# NOT the probes' real output (no GPU in this session); replace with a recorded fixture.
+# NOT the probes' real output: kept for what one card cannot show (two GPUs, peer copies, a
+# FAULTY card beside an OK one). The real output of one H100 is read in test_gpu_h100.py.
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "gpu"
 BURN_LINES = (FIXTURES / "gpuburn-contract-example.jsonl").read_text()
 MEM_LINES = (FIXTURES / "gpumem-contract-example.jsonl").read_text()
@@ -208,13 +208,16 @@ def test_parse_and_report_burn_and_memory_samples():
 
     tables = {t.key: t for t in gpu_tables(fold_repetitions(burn + mem))}
     rows = tables["gpu-burn"].rows
-    assert rows[0][:6] == ["0: NVIDIA H100 80GB HBM3", "fp64", "52.1", "51.0–53.0", "0", "OK"]
-    assert rows[0][6] == "1455–1620" and rows[0][8] == "690 (700)" and rows[0][9] == "70"
-    assert rows[1][1] == "bf16" and rows[1][5] == "FAULTY"
+    assert rows[0][:7] == [
+        "0: NVIDIA H100 80GB HBM3", "fp64", "52.1", "51.0–53.0", "28", "0", "OK"
+    ]  # fmt: skip
+    assert rows[0][7] == "1455–1620" and rows[0][9] == "690 (700)" and rows[0][10] == "70"
+    assert rows[1][1] == "bf16" and rows[1][6] == "FAULTY"
     notes = " ".join(tables["gpu-burn"].notes)
-    assert "FAULTY" in notes and "clock-event reasons 0x4" in notes
+    assert "FAULTY" in notes and "held back by SW power cap (NVML clock-event reasons 0x4)" in notes
     mem_rows = tables["gpu-memory"].rows
-    assert mem_rows[0] == ["0: NVIDIA H100 80GB HBM3", "STREAM triad", "2990.0", "89.2%"]
+    assert mem_rows[0][:3] == ["0: NVIDIA H100 80GB HBM3", "STREAM triad", "2990.0"]
+    assert mem_rows[0][-1] == "89.2%"
     assert mem_rows[1][1] == "host→device pinned 1 GiB" and mem_rows[1][2] == "54.6"
     assert mem_rows[2][1].startswith("GPU 0→GPU 1 (peer)")
     assert gpu_tables([]) == []

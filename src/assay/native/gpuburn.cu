@@ -18,9 +18,11 @@
  *   - FLOPs: 2 n^3 per GEMM. Rate per interval = GEMMs x 2n^3 / GEMM time of the interval
  *     (the comparison is not timed). The first --warmup intervals are dropped (clocks and
  *     power settle); min/mean/max/median/stddev are over the rest.
- *   - NVML (libnvidia-ml.so.1, opened at run time) is sampled every 100 ms during the measured
- *     intervals: SM clock, memory clock, power, temperature, and the clock-event (throttle)
- *     reasons seen.
+ *   - NVML (libnvidia-ml.so.1, opened at run time) is sampled every 100 ms: SM clock, memory
+ *     clock, power, temperature, and the clock-event (throttle) reasons seen. The summary
+ *     figures hold the readings of the measured intervals; the series (gpu.trace, one line
+ *     per interval, warm-up ones too) holds each interval's rate and the means of the
+ *     readings taken in it, on one time axis from the probe's start.
  *
  * Precisions: fp64 (cublasDgemm), fp32 (cublasSgemm, pedantic math: no tensor cores),
  * tf32 (cublasGemmEx, float in/out, CUBLAS_COMPUTE_32F_FAST_TF32), fp16 and bf16
@@ -64,9 +66,10 @@ static void usage(void)
           "  --mem-fraction F  share of free GPU memory used for matrices (default 0.9)\n"
           "  --n N             matrix order (default 8192)\n"
           "  --gpus L          comma list of device indices (default every visible GPU)\n"
-          "  --corrupt-for-test  flip one element of one product: proves the check fails\n"
+          "  --corrupt-for-test  flip one bit of one product: proves the check catches it\n"
           "Prints JSON Lines: gpu.flops (flop/s), gpu.errors, gpu.sm_clock, gpu.mem_clock (Hz),\n"
-          "gpu.power (W), gpu.temperature (C) per GPU and precision.\n"
+          "gpu.power (W), gpu.temperature (C) per GPU and precision, and gpu.trace (flop/s\n"
+          "per interval, with t_s and the telemetry's means over the interval).\n"
           "Exit: 0 ok, 1 runtime failure, 2 bad arguments, 3 errors found (FAULTY).\n",
           stdout);
 }
@@ -151,25 +154,66 @@ struct Nvml {
 
 static Nvml nvml;
 
-struct Telemetry {
-    std::vector<double> sm_hz, mem_hz, watts, celsius;
-    unsigned long long reasons = 0; /* OR of every clock-event reason seen */
+/* Seconds since the probe started: one time axis for every GPU and precision. */
+static const auto PROBE_T0 = std::chrono::steady_clock::now();
+
+static double since_start(void)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - PROBE_T0).count();
+}
+
+/* One NVML reading; NaN where the driver did not answer. */
+struct Reading {
+    double t = 0, sm_hz = NAN, mem_hz = NAN, watts = NAN, celsius = NAN;
+    bool measured = false; /* after the warm-up: in the summary figures */
 };
 
-static void sample_once(nvmlDevice_t h, Telemetry &t)
+struct Telemetry {
+    std::vector<Reading> readings;
+    unsigned long long reasons = 0; /* OR of every clock-event reason seen while measured */
+
+    /* The finite values of one quantity, read after the warm-up. */
+    std::vector<double> measured(double Reading::*q) const
+    {
+        std::vector<double> v;
+        for (const Reading &r : readings)
+            if (r.measured && isfinite(r.*q))
+                v.push_back(r.*q);
+        return v;
+    }
+
+    /* The mean of one quantity over the readings taken in [t0, t1), NaN if none. */
+    double mean(double Reading::*q, double t0, double t1) const
+    {
+        double sum = 0;
+        int k = 0;
+        for (const Reading &r : readings)
+            if (r.t >= t0 && r.t < t1 && isfinite(r.*q)) {
+                sum += r.*q;
+                k++;
+            }
+        return k ? sum / k : NAN;
+    }
+};
+
+static void sample_once(nvmlDevice_t h, Telemetry &t, bool measured)
 {
     unsigned v = 0;
     unsigned long long r = 0;
+    Reading x;
+    x.t = since_start();
+    x.measured = measured;
     if (nvml.clock && nvml.clock(h, NVML_CLOCK_SM, &v) == 0)
-        t.sm_hz.push_back(v * 1e6);
+        x.sm_hz = v * 1e6;
     if (nvml.clock && nvml.clock(h, NVML_CLOCK_MEM, &v) == 0)
-        t.mem_hz.push_back(v * 1e6);
+        x.mem_hz = v * 1e6;
     if (nvml.power && nvml.power(h, &v) == 0)
-        t.watts.push_back(v / 1000.0);
+        x.watts = v / 1000.0;
     if (nvml.temperature && nvml.temperature(h, NVML_TEMPERATURE_GPU, &v) == 0)
-        t.celsius.push_back(v);
-    if (nvml.reasons && nvml.reasons(h, &r) == 0)
+        x.celsius = v;
+    if (measured && nvml.reasons && nvml.reasons(h, &r) == 0)
         t.reasons |= r;
+    t.readings.push_back(x);
 }
 
 /* ---------------- kernels ---------------- */
@@ -342,9 +386,29 @@ static void spot(const std::string &p, const void *a, const void *b, const void 
     CUDA_CHECK(cudaGetLastError());
 }
 
+/* One interval of GEMMs, warm-up ones too: the rate over time beside the telemetry. */
+struct Interval {
+    double t0, t1, rate; /* seconds since the probe started; flop/s */
+    bool measured;
+};
+
+/* A planted fault: one bit of one product element flipped, mantissa bit 4 of the element's
+ * lowest byte (little-endian) in every precision, 16 units in the last place, 2 to 4 times
+ * the comparison's 4-ulp tolerance (relative to a value in [2^e, 2^(e+1))). A flip of bits 0-2
+ * (at most 4 ulps) is within the tolerance and not caught, as gpu_burn's absolute tolerance
+ * lets the lowest bits pass too. */
+static void flip_bit(char *element)
+{
+    unsigned char byte = 0;
+    CUDA_CHECK(cudaMemcpy(&byte, element, 1, cudaMemcpyDeviceToHost));
+    byte ^= 0x10;
+    CUDA_CHECK(cudaMemcpy(element, &byte, 1, cudaMemcpyHostToDevice));
+}
+
 struct Result {
     std::string precision;
     std::vector<double> rates; /* flop/s per measured interval */
+    std::vector<Interval> intervals;
     unsigned long long errors = 0, compared = 0, spot_errors = 0;
     long long slots = 0, gemms = 0;
     size_t bytes = 0;
@@ -401,8 +465,8 @@ static Result burn(const Options &o, int device, const std::string &pname, cubla
     std::atomic<bool> measuring{false}, stop{false};
     std::thread sampler([&] {
         while (!stop.load()) {
-            if (measuring.load() && nh)
-                sample_once(nh, r.telemetry);
+            if (nh)
+                sample_once(nh, r.telemetry, measuring.load());
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
     });
@@ -413,7 +477,7 @@ static Result burn(const Options &o, int device, const std::string &pname, cubla
     auto t_start = std::chrono::steady_clock::now();
     while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() <
            o.duration) {
-        double gemm_ms = 0;
+        double gemm_ms = 0, t0 = since_start();
         long long done = 0;
         while (done < per_interval) {
             long long round = std::min(per_interval - done, r.slots - 1);
@@ -426,11 +490,8 @@ static Result burn(const Options &o, int device, const std::string &pname, cubla
             float ms = 0;
             CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
             gemm_ms += ms;
-            if (o.corrupt_for_test && interval == 0 && done == 0) {
-                /* One wrong element in the first product: the comparison must count it. */
-                CUDA_CHECK(cudaMemset(c + (size_t)(1 + first % (r.slots - 1)) * slot, 0x7f,
-                                      prec.out_bytes));
-            }
+            if (o.corrupt_for_test && interval == 0 && done == 0)
+                flip_bit(c + (size_t)(1 + first % (r.slots - 1)) * slot);
             for (long long k = 0; k < round; k++)
                 compare(pname, c, c + (size_t)(1 + ((first + k) % (r.slots - 1))) * slot, elems,
                         prec.repro_tol, d_err);
@@ -439,16 +500,18 @@ static Result burn(const Options &o, int device, const std::string &pname, cubla
         }
         CUDA_CHECK(cudaDeviceSynchronize());
         r.gemms += done;
+        const double rate = (double)done * flop / (gemm_ms / 1e3);
+        r.intervals.push_back({t0, since_start(), rate, interval >= o.warmup});
         if (interval >= o.warmup)
-            r.rates.push_back((double)done * flop / (gemm_ms / 1e3));
+            r.rates.push_back(rate);
         interval++;
         if (interval == o.warmup)
             measuring = true;
     }
     stop = true;
     sampler.join();
-    if (nh && r.telemetry.sm_hz.empty()) /* a run shorter than its warm-up: one sample */
-        sample_once(nh, r.telemetry);
+    if (nh && r.telemetry.measured(&Reading::sm_hz).empty()) /* all warm-up: one reading */
+        sample_once(nh, r.telemetry, true);
     if (r.rates.empty())
         probe_warn("GPU %d %s: %d intervals, all warm-up: give a longer --duration", device,
                    pname.c_str(), interval);
@@ -525,24 +588,43 @@ static void report(const Options &o, int device, const char *name, const Result 
     jl_param_double("spot_check_failures", (double)r.spot_errors);
     jl_param_double("tolerance", prec.repro_tol);
     jl_end(nullptr, 0);
-    struct {
-        const char *metric;
-        const std::vector<double> *values;
-    } tele[] = {{"gpu.sm_clock", &r.telemetry.sm_hz},
-                {"gpu.mem_clock", &r.telemetry.mem_hz},
-                {"gpu.power", &r.telemetry.watts},
-                {"gpu.temperature", &r.telemetry.celsius}};
+    const struct {
+        const char *metric, *trace_key;
+        double Reading::*q;
+    } tele[] = {{"gpu.sm_clock", "sm_clock_hz", &Reading::sm_hz},
+                {"gpu.mem_clock", "mem_clock_hz", &Reading::mem_hz},
+                {"gpu.power", "power_w", &Reading::watts},
+                {"gpu.temperature", "temperature_c", &Reading::celsius}};
     for (auto &t : tele) {
-        if (t.values->empty())
+        std::vector<double> values = r.telemetry.measured(t.q);
+        if (values.empty())
             continue;
-        jl_stats s = cp_stats(*t.values);
+        jl_stats s = cp_stats(values);
         jl_begin(t.metric, s.mean);
         jl_param_long("gpu", device);
         jl_param_str("name", name);
         jl_param_str("precision", r.precision.c_str());
-        if (t.values == &r.telemetry.sm_hz)
+        if (t.q == &Reading::sm_hz)
             jl_param_double("clock_event_reasons", (double)r.telemetry.reasons);
         jl_end(&s, JL_SUMMARY);
+    }
+    /* The series: each interval's rate with the telemetry's means over it. */
+    for (size_t k = 0; k < r.intervals.size(); k++) {
+        const Interval &iv = r.intervals[k];
+        jl_begin("gpu.trace", iv.rate);
+        jl_param_long("gpu", device);
+        jl_param_str("name", name);
+        jl_param_str("precision", r.precision.c_str());
+        jl_param_long("interval", (long long)k); /* an integer: repetitions fold by it */
+        jl_param_str("phase", iv.measured ? "measured" : "warm-up");
+        jl_param_double("t_s", iv.t1);
+        jl_param_double("interval_s", iv.t1 - iv.t0);
+        for (auto &t : tele) {
+            double m = r.telemetry.mean(t.q, iv.t0, iv.t1);
+            if (isfinite(m))
+                jl_param_double(t.trace_key, m);
+        }
+        jl_end(nullptr, 0);
     }
     if (faulty)
         probe_error("GPU %d (%s) %s: FAULTY: %llu of %llu compared elements differ from the "

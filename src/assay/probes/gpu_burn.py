@@ -3,9 +3,12 @@
 Every selected GPU burns at once, precision after precision (fp64, fp32, tf32, fp16, bf16),
 for ``duration`` seconds each; each product is compared with the first, and the card is OK
 only when none differs. Samples per GPU and precision: ``gpu.flops`` (mean over the measured
-intervals, min/max in stats), ``gpu.errors`` (params ``verdict`` OK/FAULTY) and the NVML
-telemetry ``gpu.sm_clock``, ``gpu.mem_clock``, ``gpu.power``, ``gpu.temperature``. A FAULTY
-card exits 3: the job fails with the probe's message and its samples are kept.
+intervals, min/max in stats), ``gpu.errors`` (params ``verdict`` OK/FAULTY), the NVML
+telemetry ``gpu.sm_clock``, ``gpu.mem_clock``, ``gpu.power``, ``gpu.temperature``, and the
+series ``gpu.trace`` (each interval's rate with the telemetry's means over it, warm-up
+intervals too). A FAULTY card exits 3: the job fails with the probe's message and its samples
+are kept. ``corrupt_for_test`` flips one bit of one product per precision: the check must
+catch it (docs/gpu.md; caught on an H100, tests/probes/test_gpu_h100.py).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ class GpuBurnParams(ProbeParams):
     n: int = Field(default=8192, ge=64, le=65536, description="matrix order")
     gpus: list[int] | None = Field(default=None, description="device indices; default all")
     corrupt_for_test: bool = Field(
-        default=False, description="spoil one product on purpose: proves the check fails"
+        default=False, description="flip one bit of one product: proves the check catches it"
     )
 
 

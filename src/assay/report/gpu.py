@@ -17,6 +17,9 @@ from assay.units import format_value, human_bytes
 PRECISION_ORDER = ("fp64", "fp32", "tf32", "fp16", "bf16")
 KERNEL_ORDER = ("copy", "scale", "add", "triad")
 TELEMETRY = ("gpu.sm_clock", "gpu.mem_clock", "gpu.power", "gpu.temperature")
+# The burn's series: one figure per interval (params interval, t_s and the telemetry's means
+# over the interval), drawn against time, never a row of the table.
+TRACE = "gpu.trace"
 
 
 def _card(params: dict[str, Any]) -> str:
@@ -43,6 +46,8 @@ def burn_cards(figures: list[Figure]) -> list[tuple[tuple[Any, str], dict[str, F
     each card's precisions in ``PRECISION_ORDER`` (the table's rows, the chart's bars)."""
     keyed: dict[tuple[Any, str], dict[str, Figure]] = {}
     for f in _of(figures, "gpu_burn"):
+        if f.sample.metric == TRACE:
+            continue
         p = f.sample.params
         keyed.setdefault((p.get("gpu"), str(p.get("precision"))), {})[f.sample.metric] = f
     order = {p: i for i, p in enumerate(PRECISION_ORDER)}
@@ -86,94 +91,149 @@ def _hottest(by_metric: dict[str, Figure], imported: tuple[Figure, str, str] | N
     return "–"
 
 
-def burn_table(figures: list[Figure]) -> Table | None:
-    """One row per GPU and precision: TFLOP/s mean (min–max over the measured intervals),
-    errors and verdict, SM and memory clock ranges, power mean (max), hottest temperature."""
-    cards = burn_cards(figures)
-    if not cards:
-        return None
-    rows, notes = [], []
-    for (_gpu, precision), by_metric in cards:
-        flops, errors = by_metric.get("gpu.flops"), by_metric.get("gpu.errors")
-        imported = _imported(by_metric) if flops is None and errors is None else None
-        flops = flops or (imported and imported[0])
-        any_fig = flops or errors or next(iter(by_metric.values()))
-        card = _card(any_fig.sample.params)
-        rate = mean = span = "–"
-        if flops is not None:
-            s = flops.sample.stats
-            mean = format_value(flops.sample.value, "TFLOP/s", 1)
-            if s is not None and s.min is not None and s.max is not None:
-                span = f"{format_value(s.min, 'TFLOP/s', 1)}–{format_value(s.max, 'TFLOP/s', 1)}"
-            rate = mean
-        verdict = "–"
-        count = "–"
-        if errors is not None:
-            count = f"{errors.sample.value:.0f}"
-            verdict = str(errors.sample.params.get("verdict", "?"))
-            if verdict != "OK":
-                notes.append(
-                    f"GPU {card} {precision}: FAULTY, {count} products or elements differ from "
-                    "the reference: the card computes wrong results"
-                )
-        if imported:
-            count, verdict = imported[1], imported[2]
-            if IMPORTED_NOTE not in notes:
-                notes.append(IMPORTED_NOTE)
-        watts, tmax = _watts(by_metric.get("gpu.power")), _hottest(by_metric, imported)
-        sm = by_metric.get("gpu.sm_clock")
-        reasons = sm.sample.params.get("clock_event_reasons") if sm else None
-        if reasons:
-            notes.append(
-                f"GPU {card} {precision}: NVML clock-event reasons 0x{int(reasons):x} "
-                "(power cap, thermal or other slowdown: see nvmlClocksEventReasons)"
-            )
-        rows.append(
-            [
-                card,
-                precision,
-                rate,
-                span,
-                count,
-                verdict,
-                _span(sm, "MHz"),
-                _span(by_metric.get("gpu.mem_clock"), "MHz"),
-                watts,
-                tmax,
-            ]
-        )
-    return Table(
-        key="gpu-burn",
-        title="GPU sustained GEMM throughput (gpu_burn method: every product checked)",
-        columns=[
-            "GPU",
-            "precision",
-            "TFLOP/s mean",
-            "min–max",
-            "errors",
-            "verdict",
-            "SM MHz",
-            "mem MHz",
-            "W mean (max)",
-            "max °C",
-        ],
-        rows=rows,
-        notes=notes,
+def _faults(errors: Figure) -> str:
+    """What the comparison found, as the probe counted it: the card computes wrong results."""
+    p = errors.sample.params
+    mismatches, spots = p.get("mismatches"), p.get("spot_check_failures")
+    if not isinstance(mismatches, int | float) or not isinstance(spots, int | float):
+        return f"{errors.sample.value:.0f} errors: the card computes wrong results"
+    of = p.get("compared_elements")
+    out = f"{mismatches:.0f} of {of:,.0f} elements compared" if isinstance(of, int | float) else (
+        f"{mismatches:.0f} elements")  # fmt: skip
+    return (
+        f"{out} differ from the first product, {spots:.0f} spot checks failed: "
+        "the card computes wrong results"
     )
 
 
-def memory_table(figures: list[Figure]) -> Table | None:
-    """Device STREAM per kernel (best rate, share of theoretical), then transfers."""
-    mem = _of(figures, "gpu_mem")
-    if not mem:
+# nvmlClocksEventReasons (nvml.h): why the SM clock was below its maximum.
+CLOCK_EVENT_REASONS = {
+    0x1: "GPU idle",
+    0x2: "application clocks setting",
+    0x4: "SW power cap",
+    0x8: "HW slowdown",
+    0x10: "sync boost",
+    0x20: "SW thermal slowdown",
+    0x40: "HW thermal slowdown",
+    0x80: "HW power brake",
+    0x100: "display clock setting",
+}
+BURN_COLUMNS = ["GPU", "precision", "TFLOP/s mean", "min–max", "n", "errors", "verdict",
+                "SM MHz", "mem MHz", "W mean (max)", "max °C"]  # fmt: skip
+
+
+def reasons_words(mask: int) -> str:
+    """'SW power cap' for 0x4; every bit set, named, in bit order."""
+    named = [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
+    unknown = mask & ~sum(CLOCK_EVENT_REASONS)
+    return ", ".join(named + ([f"0x{unknown:x}"] if unknown else []))
+
+
+def _value_cells(f: Figure | None, unit: str) -> list[str]:
+    """The figure in ``unit``, its min–max and n from the probe's stats (the measured intervals
+    of a burn, the passes or copies of a memory figure)."""
+    if f is None:
+        return ["–", "–", "–"]
+    s = f.sample.stats
+    span = n = "–"
+    if s is not None and s.min is not None and s.max is not None:
+        span = f"{format_value(s.min, unit, 1)}–{format_value(s.max, unit, 1)}"
+    if s is not None and s.n:
+        n = str(s.n)
+    return [format_value(f.sample.value, unit, 1), span, n]
+
+
+def _burn_row(card: str, precision: str, by_metric: dict[str, Figure], notes: list[str]) -> list:
+    flops, errors = by_metric.get("gpu.flops"), by_metric.get("gpu.errors")
+    imported = _imported(by_metric) if flops is None and errors is None else None
+    count = verdict = "–"
+    if errors is not None:
+        count = f"{errors.sample.value:.0f}"
+        verdict = str(errors.sample.params.get("verdict", "?"))
+        if verdict != "OK":
+            notes.append(f"GPU {card} {precision}: FAULTY, {_faults(errors)}")
+    if imported:
+        count, verdict = imported[1], imported[2]
+        if IMPORTED_NOTE not in notes:
+            notes.append(IMPORTED_NOTE)
+    return [
+        card,
+        precision,
+        *_value_cells(flops or (imported and imported[0]) or None, "TFLOP/s"),
+        count,
+        verdict,
+        _span(by_metric.get("gpu.sm_clock"), "MHz"),
+        _span(by_metric.get("gpu.mem_clock"), "MHz"),
+        _watts(by_metric.get("gpu.power")),
+        _hottest(by_metric, imported),
+    ]
+
+
+def _reasons_notes(cards: list[tuple[tuple[Any, str], dict[str, Figure]]]) -> list[str]:
+    """One line per card and reason mask: which precisions ran with their clocks held back."""
+    held: dict[tuple[str, int], list[str]] = {}
+    for (_gpu, precision), by_metric in cards:
+        sm = by_metric.get("gpu.sm_clock")
+        mask = sm.sample.params.get("clock_event_reasons") if sm else None
+        if isinstance(mask, int | float) and mask:
+            held.setdefault((_card(sm.sample.params), int(mask)), []).append(precision)
+    return [
+        f"GPU {card}: clocks held back by {reasons_words(mask)} (NVML clock-event reasons "
+        f"0x{mask:x}) in {', '.join(precisions)}"
+        for (card, mask), precisions in held.items()
+    ]
+
+
+def burn_table(figures: list[Figure]) -> Table | None:
+    """One row per GPU and precision: TFLOP/s mean, min–max and n over the measured intervals,
+    errors and verdict, SM and memory clock ranges, power mean (max), hottest temperature;
+    why the clocks were held back, once per card."""
+    cards = burn_cards(figures)
+    if not cards:
         return None
-    rows, notes = [], []
+    rows: list[list] = []
+    notes: list[str] = []
+    for (_gpu, precision), by_metric in cards:
+        card = _card(next(iter(by_metric.values())).sample.params)
+        rows.append(_burn_row(card, precision, by_metric, notes))
+    return Table(
+        key="gpu-burn",
+        title="GPU sustained GEMM throughput (gpu_burn method: every product checked)",
+        columns=BURN_COLUMNS,
+        rows=rows,
+        notes=notes + _reasons_notes(cards),
+    )
+
+
+def burn_traces(figures: list[Figure]) -> dict[tuple[Any, str], list[Figure]]:
+    """The series of each (card, precision): its intervals in time order."""
+    traces: dict[tuple[Any, str], list[Figure]] = {}
+    for f in _of(figures, "gpu_burn"):
+        if f.sample.metric == TRACE and isinstance(f.sample.params.get("t_s"), int | float):
+            p = f.sample.params
+            traces.setdefault((p.get("gpu"), str(p.get("precision"))), []).append(f)
+    for series in traces.values():
+        series.sort(key=lambda f: f.sample.params["t_s"])
+    return traces
+
+
+MEMORY_COLUMNS = ["GPU", "measurement", "GB/s", "min–max", "n", "of theoretical"]
+MEMORY_NOTE = (
+    "STREAM: the best pass (STREAM's rule), min–max and n over the passes after the first. "
+    "Copies: the median copy, min–max and n over the timed copies."
+)
+TRANSFER_ORDER = {("gpu.h2d", "pinned"): 0, ("gpu.h2d", "pageable"): 1,
+                  ("gpu.d2h", "pinned"): 2, ("gpu.d2h", "pageable"): 3}  # fmt: skip
+
+
+def _stream_rows(mem: list[Figure], notes: list[str]) -> list[list[str]]:
     kernel_order = {k: i for i, k in enumerate(KERNEL_ORDER)}
 
-    def stream_key(f: Figure) -> tuple:
+    def key(f: Figure) -> tuple:
         return (str(f.sample.params.get("gpu")), kernel_order.get(f.sample.params.get("kernel"), 9))
 
-    for f in sorted((f for f in mem if f.sample.metric == "gpu.bandwidth"), key=stream_key):
+    rows = []
+    for f in sorted((f for f in mem if f.sample.metric == "gpu.bandwidth"), key=key):
         p = f.sample.params
         share = p.get("peak_fraction")
         shown = f"{100 * share:.1f}%" if isinstance(share, float) else "–"
@@ -182,44 +242,51 @@ def memory_table(figures: list[Figure]) -> Table | None:
             notes.append(f"GPU {_card(p)} {p.get('kernel')}: above the theoretical bandwidth")
         if p.get("validated") == "no":
             notes.append(f"GPU {_card(p)}: STREAM validation failed: the figures are not valid")
-        rows.append(
-            [_card(p), f"STREAM {p.get('kernel')}", format_value(f.sample.value, "GB/s", 1), shown]
-        )
-    transfers = [f for f in mem if f.sample.metric in ("gpu.h2d", "gpu.d2h")]
-    for f in sorted(
-        transfers,
-        key=lambda f: (
-            str(f.sample.params.get("gpu")),
-            f.sample.metric,
-            str(f.sample.params.get("memory")),
-            int(f.sample.params.get("size") or 0),
-        ),
-    ):
+        rows.append([_card(p), f"STREAM {p.get('kernel')}", *_value_cells(f, "GB/s"), shown])
+    return rows
+
+
+def _transfer_rows(mem: list[Figure]) -> list[list[str]]:
+    def key(f: Figure) -> tuple:
+        p = f.sample.params
+        order = TRANSFER_ORDER.get((f.sample.metric, str(p.get("memory"))), 9)
+        return (str(p.get("gpu")), order, int(p.get("size") or 0))
+
+    rows = []
+    for f in sorted((f for f in mem if f.sample.metric in ("gpu.h2d", "gpu.d2h")), key=key):
         p = f.sample.params
         what = "host→device" if f.sample.metric == "gpu.h2d" else "device→host"
         size = human_bytes(int(p.get("size") or 0))
-        rows.append(
-            [
-                _card(p),
-                f"{what} {p.get('memory')} {size}",
-                format_value(f.sample.value, "GB/s", 1),
-                "–",
-            ]
-        )
-    for f in sorted(
-        (f for f in mem if f.sample.metric == "gpu.d2d"),
-        key=lambda f: (int(f.sample.params.get("src", 0)), int(f.sample.params.get("dst", 0))),
-    ):
+        rows.append([_card(p), f"{what} {p.get('memory')} {size}", *_value_cells(f, "GB/s"), "–"])
+    return rows
+
+
+def _peer_rows(mem: list[Figure]) -> list[list[str]]:
+    def key(f: Figure) -> tuple:
+        return (int(f.sample.params.get("src", 0)), int(f.sample.params.get("dst", 0)))
+
+    rows = []
+    for f in sorted((f for f in mem if f.sample.metric == "gpu.d2d"), key=key):
         p = f.sample.params
         peer = "peer" if p.get("peer_access") == "yes" else "via host"
-        what = (
-            f"GPU {p.get('src')}→GPU {p.get('dst')} ({peer}) {human_bytes(int(p.get('size') or 0))}"
-        )
-        rows.append(["–", what, format_value(f.sample.value, "GB/s", 1), "–"])
+        size = human_bytes(int(p.get("size") or 0))
+        what = f"GPU {p.get('src')}→GPU {p.get('dst')} ({peer}) {size}"
+        rows.append(["–", what, *_value_cells(f, "GB/s"), "–"])
+    return rows
+
+
+def memory_table(figures: list[Figure]) -> Table | None:
+    """Device STREAM per kernel (best rate, share of theoretical), then host↔device copies
+    (pinned, then pageable, by size), then GPU↔GPU copies; min–max and n beside each."""
+    mem = _of(figures, "gpu_mem")
+    if not mem:
+        return None
+    notes = [MEMORY_NOTE]
+    rows = _stream_rows(mem, notes) + _transfer_rows(mem) + _peer_rows(mem)
     return Table(
         key="gpu-memory",
         title="GPU memory bandwidth (STREAM on device memory) and transfers",
-        columns=["GPU", "measurement", "GB/s", "of theoretical"],
+        columns=MEMORY_COLUMNS,
         rows=rows,
         notes=notes,
     )

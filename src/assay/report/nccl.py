@@ -25,6 +25,16 @@ NOTE = (
     "algbw x the collective's factor (2(n-1)/n for all_reduce), in GB/s = 10^9 B/s."
 )
 
+# One rank: nothing crosses a link (busbw is 0 by definition), out of place the collective
+# is one device copy, and in place it moves nothing at all: NCCL returns at once, and the
+# algbw nccl-tests derives (size / time) reached 2,000,000 GB/s on an H100 (1 GiB), far
+# past any memory. Those cells are marked, never shown as a bandwidth.
+ONE_RANK = (
+    "1 rank: nothing crosses a link (busbw 0 by definition); out of place the collective is a "
+    "device copy, in place it moves no data, so its algbw (marked) is no bandwidth."
+)
+NO_DATA = " (no data moved)"
+
 
 def nccl_figures(figures: list[Figure]) -> list[Figure]:
     return [f for f in figures if f.sample.metric.startswith(PREFIX)]
@@ -64,16 +74,18 @@ def _table(op: str, params: dict[str, Any], figs: list[Figure]) -> Table:
     sizes = sorted({size for size, _, _ in by if isinstance(size, int | float)})
     layouts = [p for p in LAYOUTS if any(k[1] == p for k in by)]
     columns = ["size (B)"] + [f"{p} {name}" for p in layouts for _, name, _, _ in COLUMNS]
+    one_rank = params.get("ranks") == 1
     rows = [
         [str(int(size))]
         + [
-            _cell(by.get((size, p, what)), scale, d)
+            _cell(fig := by.get((size, p, what)), scale, d)
+            + (NO_DATA if fig and one_rank and p == "in-place" and what == "algbw" else "")
             for p in layouts
             for what, _, scale, d in COLUMNS
         ]
         for size in sizes
     ]
-    notes = [NOTE]
+    notes = [NOTE] + ([ONE_RANK] if one_rank else [])
     if average is not None:
         notes.append(
             f"Avg bus bandwidth: {average.sample.value * 1e-9:.4f} GB/s (nccl-tests' own footer)"

@@ -91,6 +91,8 @@ IDENTITY = (
     "direct_io", "reorder_tasks", "reorder_random", "unique_dir", "items_per_rank",
     "items_per_dir", "depth", "branching", "files_only", "dirs_only", "shared_file",
     "stonewall_s",
+    # GPUs: which card, STREAM kernel, host memory, peer pair, NCCL's buffers
+    "gpu", "kernel", "memory", "src", "dst", "buffers",
 )  # fmt: skip
 # Not identity: ``mpi_label`` (a probe's MPI version string, or an import's file name: two runs
 # before and after an MPI upgrade, or two imported files, must still pair) and ``source_file``.
@@ -107,8 +109,11 @@ def measured(samples: Iterable[Sample]) -> list[Measured]:
 
 
 def measured_figures(figures: list[Figure]) -> list[Measured]:
-    """As :func:`measured`, from figures already folded (a run's cache)."""
-    return [measured_one(f) for f in with_derived(figures)]
+    """As :func:`measured`, from figures already folded (a run's cache); the points of a
+    series over time (``MetricInfo.series``) are not figures to judge."""
+    return [
+        measured_one(f) for f in with_derived(figures) if not metric_info(f.sample.metric).series
+    ]
 
 
 def measured_one(fig: Figure) -> Measured:

@@ -344,6 +344,27 @@ def timeseries(lines: Sequence[Line], title: str, ylabel: str) -> Any:
     return _finish(fig, ax, title, "time (s)", ylabel)
 
 
+def panels(rows: Sequence[tuple[str, Sequence[Line]]], title: str) -> Any:
+    """Values against time in seconds, one panel per quantity (its axis title first), stacked
+    on one time axis; a line keeps its colour in every panel."""
+    plt = pyplot()
+    import matplotlib
+
+    with matplotlib.rc_context(STYLE):
+        fig, axes = plt.subplots(len(rows), 1, sharex=True, squeeze=False,
+                                 figsize=(SIZE[0], 1.6 * len(rows) + 0.8))  # fmt: skip
+    colours: dict[str, str] = {}
+    for ax, (ylabel, lines) in zip(axes[:, 0], rows, strict=True):
+        for ln in lines:
+            colour = colours.setdefault(ln.label, PALETTE[len(colours) % len(PALETTE)])
+            ax.plot(ln.xs, ln.ys, "-", lw=1, color=colour, label=text(ln.label))
+        ax.set_ylabel(text(ylabel))
+    axes[0, 0].set_title(text(title), loc="left")
+    axes[0, 0].legend(loc="best", fontsize=7)
+    axes[-1, 0].set_xlabel("time since the probe started (s)")
+    return fig
+
+
 def heatmap(h: Heatmap, title: str = "All pairs") -> Any:
     """An all-pairs matrix as colours, each cell's value written in it, flagged cells boxed."""
     import numpy as np

@@ -21,7 +21,7 @@ from assay.analysis.derived.storage_points import CurveKey, CurveKnee, Point
 from assay.analysis.matrix.allpairs import PairMatrix
 from assay.analysis.statistics.stats import Figure
 from assay.report.allpairs import matrix_key
-from assay.report.gpu import burn_cards
+from assay.report.gpu import burn_cards, burn_traces
 from assay.report.plots import draw
 from assay.report.table import count
 from assay.units import metric_info, to_display
@@ -308,6 +308,44 @@ def gpu_charts(figures: list[Figure]) -> list[Chart]:
     ]
 
 
+# The panels of the burn's series: (title, the figure's field, its scale to the axis unit).
+TRACE_PANELS = (
+    ("TFLOP/s", "value", 1e-12),
+    ("SM clock (MHz)", "sm_clock_hz", 1e-6),
+    ("power (W)", "power_w", 1.0),
+    ("temperature (°C)", "temperature_c", 1.0),
+)
+
+
+def gpu_trace_charts(figures: list[Figure]) -> list[Chart]:
+    """The burn over time: each interval's rate and the SM clock, power and temperature NVML
+    read during it, one line per card and precision (the precisions follow one another on
+    the probe's time axis), warm-up intervals included."""
+    traces = burn_traces(figures)
+    panels = []
+    for title, field, scale in TRACE_PANELS:
+        lines = []
+        for (gpu, precision), series in traces.items():
+            points = [
+                (f.sample.params["t_s"], v * scale)
+                for f in series
+                if isinstance(v := _trace_value(f, field), int | float)
+            ]
+            if points:
+                xs, ys = zip(*points, strict=True)
+                lines.append(draw.Line(f"GPU {gpu} {precision}", xs, ys))
+        if lines:
+            panels.append((title, lines))
+    if not panels:
+        return []
+    title = "GPU burn over time, per interval"
+    return [Chart("plot-gpu-trace", title, "gpu-burn", lambda: draw.panels(panels, title))]
+
+
+def _trace_value(f: Figure, field: str) -> Any:
+    return f.sample.value if field == "value" else f.sample.params.get(field)
+
+
 def allpairs_charts(pair_matrices: list[PairMatrix]) -> list[Chart]:
     """One heatmap per all-pairs matrix (metric, MPI), in the matrix's display unit, its
     outlier links boxed: the same matrix as the table it sits after. Beyond 64 nodes, blocks of
@@ -366,6 +404,7 @@ def charts_of(
         *mpi_charts(figures, derived),
         *storage_charts(derived.storage_points, derived.knees),
         *gpu_charts(figures),
+        *gpu_trace_charts(figures),
     ]
 
 
