@@ -118,7 +118,13 @@ QUIET_MODULES = frozenset({
     "inputs/test_vdbench", "inputs/test_vdbench_suite", "launch/test_launch",
     "architecture/test_extension_points",
 })  # fmt: skip
-NOT_QUIET = frozenset({"probes/test_gpu"})  # compiles with nvcc and reads fixtures: no clock
+# Modules of the quiet stages that read no clock and measure no speed (tests/architecture/
+# test_test_layout.py checks the clock): nvcc builds and recorded GPU output, the inventory on
+# fake trees, kernel limits, compilers, IOR/mdtest's skip path, check's pure judging.
+NOT_QUIET = frozenset({
+    "probes/test_gpu", "probes/test_gpu_h100", "probes/test_ior_mdtest_probes",
+    "system/test_system", "system/test_fabric", "system/test_toolchain", "run/test_check",
+})  # fmt: skip
 
 
 def is_quiet(path: Path) -> bool:
