@@ -166,3 +166,18 @@ def test_two_gpu_runs_compare_figure_by_figure_and_the_series_is_not_judged():
     assert len([r for r in result.rows if r.metric in ("gpu.h2d", "gpu.d2h")]) == 12
     assert not any(r.metric == "gpu.trace" for r in result.rows)
     assert {r.verdict for r in result.rows} == {"same"}
+
+
+def test_the_summary_gives_the_charmed_hpc_pages_gpu_rows(assay_home: Path):
+    """The seed's "Tesla T4 single precision, 1x ..., 4454, Gflops/s" rows, from the card:
+    single then double precision, then the tensor-core precisions, each with how it was made."""
+    _home_with(assay_home, ("run-gpu", GPU_RUN))
+    md = run_cli("summary", GPU_RUN, "-f", "md", home=assay_home, check=True).stdout
+    rows = [line for line in md.splitlines() if line.startswith("| NVIDIA H100")]
+    assert [r.split(" | ")[0] for r in rows] == [
+        f"| NVIDIA H100 80GB HBM3 {words}"
+        for words in ("single precision", "double precision", "TF32 (tensor cores)",
+                      "FP16 (tensor cores)", "BF16 (tensor cores)")
+    ]  # fmt: skip
+    assert "| 1x vm | 51.63 | TFLOP/s | 8192×8192 GEMM, 30 s |" in rows[0]
+    assert "| 55.28 | TFLOP/s |" in rows[1]

@@ -22,7 +22,8 @@ from assay.units import format_value, human_bytes, metric_info
 # storage). Derived figures (Rpeak) and ladders whose best is not a headline (memory latency,
 # whose best is the L1 cache) are left out.
 HEADLINE = (
-    "memory.triad", "compute.dgemm", "compute.sgemm", "compute.hpl", "gpu.sgemm", "gpu.dgemm",
+    "memory.triad", "compute.dgemm", "compute.sgemm", "compute.hpl", "gpu.flops", "gpu.sgemm",
+    "gpu.dgemm",
     "p2p.latency", "p2p.bandwidth", "p2p.bibw", "rdma.latency", "rdma.bandwidth",
     "storage.bandwidth", "storage.iops", "storage.latency",
 )  # fmt: skip
@@ -48,7 +49,36 @@ class Best:
     run_id: str
 
 
+# A GPU's rows as the Charmed HPC page names them ("Tesla T4 single precision"): the card, then
+# the precision in words. gpu_burn's own -d / plain / -tc imports are fp64 / fp32 / fp32 on
+# tensor cores.
+PRECISION_WORDS = {
+    "fp64": "double precision", "fp32": "single precision", "tf32": "TF32 (tensor cores)",
+    "fp16": "FP16 (tensor cores)", "bf16": "BF16 (tensor cores)",
+}  # fmt: skip
+GPU_GEMM = ("gpu.flops", "gpu.sgemm", "gpu.dgemm")
+# the page lists single precision before double (report.gpu orders by the probe: fp64 first)
+SEED_ORDER = ("fp32", "fp64", "tf32", "fp16", "bf16")
+
+
+def _gpu_precision(fig: Measured) -> str:
+    """fp64, fp32, ...: the probe's own, an imported gpu.dgemm's fp64, else fp32."""
+    return str(fig.params.get("precision") or ("fp64" if fig.metric == "gpu.dgemm" else "fp32"))
+
+
+def _gpu_row(fig: Measured) -> str:
+    """'NVIDIA H100 80GB HBM3 single precision' for a GPU GEMM figure."""
+    p = fig.params
+    precision = _gpu_precision(fig)
+    words = PRECISION_WORDS.get(precision, precision)
+    if fig.metric != "gpu.flops" and p.get("tensor_cores"):
+        words += " (tensor cores)"
+    return f"{p.get('name') or p.get('gpu_name') or 'GPU'} {words}"
+
+
 def _split(fig: Measured) -> str:
+    if fig.metric in GPU_GEMM:
+        return _gpu_row(fig)
     if fig.metric.startswith("memory.") and fig.metric != "memory.latency":
         scope = param(fig.params, "scope")
         return "per L3 domain" if scope == "l3" else str(scope)
@@ -77,7 +107,29 @@ def _note(fig: Measured) -> str:
             parts.append(fmt.format(p[key]))
     if "bs" in p and isinstance(p["bs"], int):
         parts.append(f"bs {human_bytes(p['bs'])}")
+    if fig.metric in GPU_GEMM:
+        parts += _gpu_note(p)
     return ", ".join(parts)
+
+
+def _gpu_note(p: dict) -> list[str]:
+    """How a GPU GEMM figure was made: its order and seconds (assay's probe), or the tool."""
+    parts = [f"{p['n']}×{p['n']} GEMM"] if isinstance(p.get("n"), int) else []
+    if isinstance(p.get("duration_s"), int | float):
+        parts.append(f"{p['duration_s']:g} s")
+    if p.get("tool"):
+        parts.append(str(p["tool"]))
+    return parts
+
+
+def _order(metric: str, split: str, fig: Measured) -> tuple:
+    """Rows by headline, then split; a card's GPU rows single, double, then tensor cores."""
+    if metric in GPU_GEMM:
+        precision = _gpu_precision(fig)
+        rank = SEED_ORDER.index(precision) if precision in SEED_ORDER else 9
+        card = str(fig.params.get("name") or fig.params.get("gpu_name") or "")
+        return (HEADLINE.index(metric), card, rank, split)
+    return (HEADLINE.index(metric), "", 0, split)
 
 
 def best_of(sources: Iterable[Source]) -> list[Best]:
@@ -93,10 +145,10 @@ def best_of(sources: Iterable[Source]) -> list[Best]:
                 best[key] = (fig, src)
     out = []
     for (metric, split), (fig, src) in sorted(
-        best.items(), key=lambda kv: (HEADLINE.index(kv[0][0]), kv[0][1])
+        best.items(), key=lambda kv: _order(kv[0][0], kv[0][1], kv[1][0])
     ):
         info = metric_info(metric)
-        title = info.title + (f" ({split})" if split else "")
+        title = split if metric in GPU_GEMM else info.title + (f" ({split})" if split else "")
         nodes = fig.params.get("nodes", 1)
         out.append(
             Best(
