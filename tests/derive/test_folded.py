@@ -15,7 +15,7 @@ from assay.analysis.statistics.stats import fold_samples
 from assay.figures import folded
 from assay.figures.folded import CACHE_NAME, cache_figures, fold_file, folded_of
 from assay.model import JobResult, Sample, Stats, System
-from assay.report import render
+from assay.report.render import render
 from assay.run.importer import import_files
 from assay.store import RunStore
 from assay.store.cache import line_starts, lines_with_offsets

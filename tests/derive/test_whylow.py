@@ -9,7 +9,7 @@ from pathlib import Path
 from test_report import tables_of
 
 from assay.model import RunInfo, Sample, System
-from assay.report import render
+from assay.report.render import render
 from assay.store import LoadedRun
 from assay.system.dram import dimms_from_dmidecode, peak_of
 

@@ -284,7 +284,7 @@ def test_record_files_that_are_devices_are_not_read(assay_home: Path):
 
 
 def test_the_json_report_of_a_run_without_samples(tmp_path: Path):
-    from assay.report import render
+    from assay.report.render import render
 
     store = RunStore(tmp_path)
     w = store.create(suite="t", suite_text="", system=System(hostname="h"), argv=[])

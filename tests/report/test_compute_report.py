@@ -12,8 +12,7 @@ from test_report import loaded, tables_of
 
 from assay.model import Job, Sample
 from assay.probes import get_probe
-from assay.report import render
-from assay.report.render import term_tables
+from assay.report.render import render, term_tables
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 DERIVATION = "2 cores × 2.00 GHz (nominal, /proc/cpuinfo model name) × 16 DP FLOP/cycle"

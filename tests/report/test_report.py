@@ -10,8 +10,8 @@ import pytest
 
 from assay.analysis.compare.verdict import compare_runs, measured
 from assay.model import JobResult, RunInfo, Sample, Stats, System
-from assay.report import render
 from assay.report.build import build_tables
+from assay.report.render import render
 from assay.store import RunStore
 from assay.store.rundir import LoadedRun
 from conftest import run_cli

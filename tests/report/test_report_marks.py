@@ -16,8 +16,8 @@ from assay.analysis.statistics.significance import welch
 from assay.analysis.statistics.spread import robust_spread
 from assay.analysis.statistics.stats import fold_repetitions
 from assay.model import RunInfo, Sample, Stats, System
-from assay.report import render
 from assay.report.build import build_tables
+from assay.report.render import render
 from assay.store.rundir import LoadedRun
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "assay-json" / "quick_2vcpu_epyc.json"

@@ -37,8 +37,6 @@ def report(
 
     Example: assay report --format html -o report.html
     """
-    from assay.report.render import render_chunks
-
     store = open_store()
     refs = run_refs or [None]
     # term/md/html read each run's folded figures (assay.figures.folded: cached beside the run),
@@ -49,6 +47,8 @@ def report(
 
     rule = outlier_rule(load_config())  # a config mistake first, before reading any run
     loaded = [store.load(ref, samples=raw) for ref in refs]
+    from assay.report.render import render_chunks  # after the runs: "no runs yet" answers at once
+
     write_output(render_chunks(loaded, fmt, plots_dir=plots_dir, rule=rule), output)
     say_run_damage(*loaded)  # damaged lines skipped, found while reading (the report says too)
 

@@ -1,5 +1,4 @@
-"""Reports of a run: terminal, Markdown, JSON, CSV."""
+"""Reports of a run: terminal, Markdown, JSON, CSV (``assay.report.render``).
 
-from assay.report.render import FORMATS, render
-
-__all__ = ["FORMATS", "render"]
+Nothing is imported here: a command that needs one of this package's modules (a table, the
+check's output) must not pay for the whole renderer and its plots on its way."""
