@@ -41,13 +41,12 @@ CASES = {
         1e-12,
         {"FP64 peak": 34e12},
     ),
-    "timeseries": lambda: draw.timeseries(
+    "panels": lambda: draw.panels(
         [
-            draw.Line("SM clock (MHz)", [0, 1, 2, 3], [1980, 1755, 1710, 1700]),
-            draw.Line(HOSTILE, [0, 1, 2, 3], [300, 690, 700, 700]),
+            ("SM clock (MHz)", [draw.Line("GPU 0 fp64", [0, 1, 2, 3], [1980, 1755, 1710, 1700])]),
+            (HOSTILE, [draw.Line(HOSTILE, [0, 1, 2, 3], [300, 690, 700, 700])]),
         ],
         "GPU clocks and power",
-        "MHz / W",
     ),
     "latency": lambda: draw.latency_vs_size(_lines(1e-6), HOSTILE),
     "bandwidth": lambda: draw.bandwidth_vs_size(_lines(1e9), {"OpenMPI 4.1": 12e9, HOSTILE: 9e9}),

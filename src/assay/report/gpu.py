@@ -16,7 +16,6 @@ from assay.units import format_value, human_bytes
 
 PRECISION_ORDER = ("fp64", "fp32", "tf32", "fp16", "bf16")
 KERNEL_ORDER = ("copy", "scale", "add", "triad")
-TELEMETRY = ("gpu.sm_clock", "gpu.mem_clock", "gpu.power", "gpu.temperature")
 # The burn's series: one figure per interval (params interval, t_s and the telemetry's means
 # over the interval), drawn against time, never a row of the table.
 TRACE = "gpu.trace"

@@ -25,10 +25,8 @@ NOTE = (
     "algbw x the collective's factor (2(n-1)/n for all_reduce), in GB/s = 10^9 B/s."
 )
 
-# One rank: nothing crosses a link (busbw is 0 by definition), out of place the collective
-# is one device copy, and in place it moves nothing at all: NCCL returns at once, and the
-# algbw nccl-tests derives (size / time) reached 2,000,000 GB/s on an H100 (1 GiB), far
-# past any memory. Those cells are marked, never shown as a bandwidth.
+# In place on one rank NCCL returns at once: nccl-tests' algbw (size / time) read 2,000,000 GB/s
+# on an H100 at 1 GiB, far past any memory, so those cells are marked, never a bandwidth.
 ONE_RANK = (
     "1 rank: nothing crosses a link (busbw 0 by definition); out of place the collective is a "
     "device copy, in place it moves no data, so its algbw (marked) is no bandwidth."

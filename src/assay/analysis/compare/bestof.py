@@ -61,6 +61,11 @@ GPU_GEMM = ("gpu.flops", "gpu.sgemm", "gpu.dgemm")
 SEED_ORDER = ("fp32", "fp64", "tf32", "fp16", "bf16")
 
 
+def _gpu_card(fig: Measured) -> str:
+    """The card's name: assay's probe says ``name``, an imported gpu_burn file ``gpu_name``."""
+    return str(fig.params.get("name") or fig.params.get("gpu_name") or "GPU")
+
+
 def _gpu_precision(fig: Measured) -> str:
     """fp64, fp32, ...: the probe's own, an imported gpu.dgemm's fp64, else fp32."""
     return str(fig.params.get("precision") or ("fp64" if fig.metric == "gpu.dgemm" else "fp32"))
@@ -73,7 +78,7 @@ def _gpu_row(fig: Measured) -> str:
     words = PRECISION_WORDS.get(precision, precision)
     if fig.metric != "gpu.flops" and p.get("tensor_cores"):
         words += " (tensor cores)"
-    return f"{p.get('name') or p.get('gpu_name') or 'GPU'} {words}"
+    return f"{_gpu_card(fig)} {words}"
 
 
 def _split(fig: Measured) -> str:
@@ -127,8 +132,7 @@ def _order(metric: str, split: str, fig: Measured) -> tuple:
     if metric in GPU_GEMM:
         precision = _gpu_precision(fig)
         rank = SEED_ORDER.index(precision) if precision in SEED_ORDER else 9
-        card = str(fig.params.get("name") or fig.params.get("gpu_name") or "")
-        return (HEADLINE.index(metric), card, rank, split)
+        return (HEADLINE.index(metric), _gpu_card(fig), rank, split)
     return (HEADLINE.index(metric), "", 0, split)
 
 

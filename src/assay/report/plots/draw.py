@@ -336,14 +336,6 @@ def response_curves(curves: Sequence[Curve], title: str = "Response-time curves"
     return _finish(fig, ax, title, "achieved IOPS", "latency (ms)")
 
 
-def timeseries(lines: Sequence[Line], title: str, ylabel: str) -> Any:
-    """Values against time in seconds (a GPU's clock or power during a run), one line each."""
-    fig, ax = _new()
-    for i, ln in enumerate(lines):
-        ax.plot(ln.xs, ln.ys, "-", lw=1, color=PALETTE[i % len(PALETTE)], label=text(ln.label))
-    return _finish(fig, ax, title, "time (s)", ylabel)
-
-
 def panels(rows: Sequence[tuple[str, Sequence[Line]]], title: str) -> Any:
     """Values against time in seconds, one panel per quantity (its axis title first), stacked
     on one time axis; a line keeps its colour in every panel."""
