@@ -25,7 +25,8 @@ XDIST := -n $(JOBS) --dist loadgroup
 #   that way in three whole runs;
 # - beside them, at the lowest priority (nice 19: the kernel gives them a core only when the
 #   quiet ones leave it idle, which they mostly do), the tests that read no clock;
-# - then the namespace Slurm cluster's, alone.
+# - then the namespace Slurm cluster's, alone (collecting tests/cluster only: the whole tree's
+#   collection is 6 s; tests/architecture/test_test_layout.py keeps the marker in that folder).
 # $(call quiet_and_others,MARKS): the first two parts for the tests MARKS selects; sets rc.
 LIGHT_LOG := build/test-light.log
 define quiet_and_others
@@ -39,7 +40,7 @@ endef
 
 test: deps
 	@$(call quiet_and_others,not soak and not cluster); \
-	$(BIN)/python -m pytest -q -m "cluster and not soak" || rc=1; \
+	$(BIN)/python -m pytest -q -m "cluster and not soak" tests/cluster || rc=1; \
 	exit $$rc
 
 # The quick loop: make test's layout without the cluster and the tests marked `slow` (whole

@@ -9,7 +9,10 @@ decides where a change goes before writing it.
 from __future__ import annotations
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -363,6 +366,38 @@ def test_no_probe_name_is_tested_by_the_machinery() -> None:
 def test_the_probe_name_check_can_fail() -> None:
     tree = ast.parse('if job.probe in ("p2p", "coll"):\n    pass\nif job.probe == "fio": pass')
     assert _names_in_comparisons(tree) & PROBE_NAMES == {"p2p", "coll", "fio"}
+
+
+def test_each_probe_lives_in_the_module_of_its_name() -> None:
+    """What lets ``get_probe`` import the one module a job needs (``assay.probes``)."""
+    from assay.probes import PROBES
+
+    misplaced = {
+        n: type(p).__module__
+        for n, p in PROBES.items()
+        if type(p).__module__ != f"assay.probes.{n}"
+    }
+    assert not misplaced, misplaced
+
+
+def test_getting_a_probe_imports_its_module_only() -> None:
+    code = (
+        "import sys; from assay.probes import get_probe; get_probe('stream'); "
+        "print(sorted(m for m in sys.modules if m.startswith('assay.probes.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(SRC.parent)}).stdout  # fmt: skip
+    assert "'assay.probes.stream'" in out and "'assay.probes.fio'" not in out, out
+    assert (
+        "numpy"
+        not in subprocess.run(
+            [sys.executable, "-c", "import sys; import assay.probes; print(*sys.modules)"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(SRC.parent)},
+        ).stdout.split()
+    )
 
 
 # The scheduler backends, each ``assay.launch.<name>`` (a module or a folder), as the registry

@@ -43,6 +43,18 @@ def test_the_quiet_tables_name_what_exists() -> None:
     assert not any(m.split("/")[0] in QUIET_STAGES for m in QUIET_MODULES)
 
 
+def test_the_cluster_tests_are_in_their_folder() -> None:
+    """`make test` collects the namespace cluster's tests from tests/cluster alone."""
+    strays = [
+        p.relative_to(TESTS).as_posix()
+        for p in _modules()
+        if p.parent.name != "cluster"
+        and p != Path(__file__).resolve()  # this file names the marker
+        and "mark.cluster" in p.read_text()
+    ]
+    assert not strays, f"move the cluster tests to tests/cluster: {strays}"
+
+
 def test_the_clock_rule_can_fail() -> None:
     assert reads_a_clock("started = time.monotonic()")
     assert reads_a_clock("t0 = perf_counter()\n")

@@ -14,8 +14,6 @@ import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 from typing import TypeVar
 
@@ -209,6 +207,9 @@ def _in_parts(path: Path, workers: int, part: Callable[[Path, int, int | None], 
     parts = min(workers, max(1, path.stat().st_size // PART_BYTES)) if path.exists() else 1
     if parts <= 1:
         return [part(path, 0, None)]
+    from concurrent.futures import ProcessPoolExecutor  # only for files of many parts: 0.06 s
+    from multiprocessing import get_context
+
     cuts = line_starts(path, parts)
     with ProcessPoolExecutor(len(cuts) - 1, mp_context=get_context("fork")) as pool:
         return list(pool.map(part, itertools.repeat(path), cuts[:-1], cuts[1:]))

@@ -1,7 +1,11 @@
 """The probe registry: every probe assay can plan, by name.
 
 Each module of this package that defines a ``Probe`` subclass with a ``name`` registers it;
-adding a probe means adding a module, nothing else.
+adding a probe means adding a module, nothing else. The module is named after its probe
+(``probes/stream.py`` holds "stream"; tests/architecture checks it), so ``get_probe`` imports
+the one module a job needs: a command that plans a memory suite no longer imports fio's, HPL's
+and the all-pairs matrix's modules (numpy among them), 0.4 s of every start on a small VM.
+Reading the whole registry (``PROBES``) still imports every module, once.
 """
 
 from __future__ import annotations
@@ -9,37 +13,73 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+from collections.abc import Iterator, Mapping
+from types import ModuleType
 
 from assay.errors import SuiteError
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, parse_jsonl
 
 
-def _discover() -> dict[str, Probe]:
-    found: dict[str, Probe] = {}
-    for module_info in pkgutil.iter_modules(__path__):
-        if module_info.name.startswith("_") or module_info.name == "base":
-            continue
-        module = importlib.import_module(f"{__name__}.{module_info.name}")
-        for _, cls in inspect.getmembers(module, inspect.isclass):
-            if (
-                issubclass(cls, Probe)
-                and not inspect.isabstract(cls)
-                and cls.__module__ == module.__name__
-            ):
-                found[cls.name] = cls()
-    return dict(sorted(found.items()))
+def _probes_of(module: ModuleType) -> dict[str, Probe]:
+    """The probes ``module`` itself defines (not those it imports), by name."""
+    return {
+        cls.name: cls()
+        for _, cls in inspect.getmembers(module, inspect.isclass)
+        if issubclass(cls, Probe)
+        and not inspect.isabstract(cls)
+        and cls.__module__ == module.__name__
+    }
 
 
-PROBES: dict[str, Probe] = _discover()
+def _module_names() -> list[str]:
+    return [
+        m.name
+        for m in pkgutil.iter_modules(__path__)
+        if not m.name.startswith("_") and m.name != "base"
+    ]
+
+
+class _Registry(Mapping[str, Probe]):
+    """Every probe by name, its modules imported on the first look at the whole table."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, Probe] = {}
+        self._complete = False
+
+    def _all(self) -> dict[str, Probe]:
+        if not self._complete:
+            for name in _module_names():
+                self._loaded.update(_probes_of(importlib.import_module(f"{__name__}.{name}")))
+            self._loaded = dict(sorted(self._loaded.items()))
+            self._complete = True
+        return self._loaded
+
+    def one(self, name: str) -> Probe | None:
+        """The probe ``name``, importing only its own module where there is one."""
+        if name not in self._loaded and not self._complete and name in _module_names():
+            self._loaded.update(_probes_of(importlib.import_module(f"{__name__}.{name}")))
+        if name not in self._loaded:  # a module holding another name's probe: look at all
+            self._all()
+        return self._loaded.get(name)
+
+    def __getitem__(self, name: str) -> Probe:
+        return self._all()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+PROBES: Mapping[str, Probe] = _Registry()
 
 
 def get_probe(name: str) -> Probe:
-    try:
-        return PROBES[name]
-    except KeyError:
-        raise SuiteError(
-            f"unknown probe {name!r}", hint=f"known probes: {', '.join(PROBES)}"
-        ) from None
+    probe = PROBES.one(name)  # type: ignore[attr-defined]
+    if probe is None:
+        raise SuiteError(f"unknown probe {name!r}", hint=f"known probes: {', '.join(PROBES)}")
+    return probe
 
 
 __all__ = ["PROBES", "JobDraft", "PlanContext", "Probe", "ProbeParams", "get_probe", "parse_jsonl"]

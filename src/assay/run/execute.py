@@ -20,13 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.errors import AssayError, StoreError
-from assay.figures.folded import cache_figures
 from assay.launch import run_process
 from assay.launch.registry import here
 from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
 from assay.probes import get_probe
 from assay.probes.base import Ended
-from assay.run import followup
 from assay.run.outputs import parse_each_node, read_output, read_stderr, stderr_tail
 from assay.store import RunWriter, safefile
 from assay.store.rundir import utc_now
@@ -376,6 +374,8 @@ def execute(
     "interrupted" or "failed" (disk full). ``step_argv``: the scheduler's (default: the local
     one's). The hooks report progress: a job's start, a tick while it runs, its end (a
     follow-up shows as the planned job it follows)."""
+    from assay.run import followup  # the outlier rule's numpy: not imported by a run refused
+
     outcome = RunOutcome(info=writer.info)
     cores = cores or os.cpu_count()
     resolve = resolver(step_argv, mpis) if step_argv else None
@@ -440,6 +440,8 @@ def finish_run(writer: RunWriter, outcome: RunOutcome, status: str, not_run: int
         writer.finish(status)
     # The report right after the run need not fold a million samples; a stop now only loses
     # the cache (the run is recorded), so it is not deferred.
+    from assay.figures.folded import cache_figures  # numpy: not imported by a run refused
+
     with contextlib.suppress(KeyboardInterrupt):
         cache_figures(writer.path)
 

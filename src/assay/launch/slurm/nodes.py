@@ -25,6 +25,7 @@ import re
 import shlex
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 from assay.errors import LaunchError
 from assay.launch.admin import NodeAdmin, NodeState
@@ -144,15 +145,19 @@ def update_permission() -> str | None:
     if os.geteuid() == 0:
         return None
     user = getpass.getuser()
-    slurm_user = _slurm_user()
+    sacctmgr = shutil.which("sacctmgr")
+    # Both questions at once: a user Slurm does not let in waits out each one's 5 s.
+    with ThreadPoolExecutor(2) as pool:
+        asked_user = pool.submit(_slurm_user)
+        admin = pool.submit(_ask, [sacctmgr, "-n", "-P", "show", "user", user,
+                                   "format=adminlevel"]) if sacctmgr else None  # fmt: skip
+        slurm_user = asked_user.result()
+        proc = admin.result() if admin else None
     if user == slurm_user:
         return None
-    sacctmgr = shutil.which("sacctmgr")
-    if sacctmgr:
-        proc = _ask([sacctmgr, "-n", "-P", "show", "user", user, "format=adminlevel"])
-        level = proc.stdout.strip().lower() if proc is not None and proc.returncode == 0 else ""
-        if level in ("operator", "administrator"):
-            return None
+    level = proc.stdout.strip().lower() if proc is not None and proc.returncode == 0 else ""
+    if level in ("operator", "administrator"):
+        return None
     return (
         f"you are {user}, not root nor SlurmUser ({slurm_user or 'unknown'})"
         + ("" if sacctmgr else ", and there is no sacctmgr to ask for an AdminLevel")
