@@ -72,11 +72,11 @@ class _Registry(Mapping[str, Probe]):
         return len(self._all())
 
 
-PROBES: Mapping[str, Probe] = _Registry()
+PROBES = _Registry()
 
 
 def get_probe(name: str) -> Probe:
-    probe = PROBES.one(name)  # type: ignore[attr-defined]
+    probe = PROBES.one(name)
     if probe is None:
         raise SuiteError(f"unknown probe {name!r}", hint=f"known probes: {', '.join(PROBES)}")
     return probe
