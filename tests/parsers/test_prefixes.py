@@ -10,6 +10,7 @@ Real prefixed files (nccl-tests under `mpirun --tag-output`, …) are in the cor
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections.abc import Callable
@@ -41,7 +42,10 @@ def _parsed(text: str, fmt: str) -> ParseResult | None:
         return None
 
 
+@functools.cache
 def _bare_results() -> list[tuple[str, Path, str, ParseResult]]:
+    """Every real output that parses and has no launcher prefix: parsed when a test asks, not
+    while pytest collects (3 s of every collection, the quiet tests' included)."""
     out = []
     for fmt, path in _real_files():
         text = path.read_bytes().decode("utf-8", errors="replace")
@@ -49,9 +53,6 @@ def _bare_results() -> list[tuple[str, Path, str, ParseResult]]:
         if result is not None and result.samples and split_writers(text).style is None:
             out.append((fmt, path, text, result))
     return out
-
-
-BARE = _bare_results()
 
 
 def _key(result: ParseResult, drop: str = "") -> list[tuple]:
@@ -95,9 +96,9 @@ WRITERS: dict[str, Callable[[str, random.Random], str]] = {
 
 @pytest.mark.parametrize("style", sorted(WRITERS))
 def test_every_real_output_reads_the_same_through_every_launcher(style: str):
-    assert len(BARE) >= 50, f"only {len(BARE)} real outputs to try"
+    assert len(_bare_results()) >= 50, f"only {len(_bare_results())} real outputs to try"
     rng = random.Random(26)
-    for fmt, path, text, bare in BARE:
+    for fmt, path, text, bare in _bare_results():
         prefixed = WRITERS[style](text, rng)
         for how in (fmt, "auto"):
             try:
@@ -113,7 +114,7 @@ def test_every_real_output_reads_the_same_through_every_launcher(style: str):
 def test_two_hosts_interleaved_by_pdsh_are_kept_apart():
     """pdsh prints each host's lines as they come: two STREAM runs interleaved line by line
     become two runs, each sample naming its host."""
-    streams = [(p, t, r) for f, p, t, r in BARE if f == "stream"][:2]
+    streams = [(p, t, r) for f, p, t, r in _bare_results() if f == "stream"][:2]
     assert len(streams) == 2
     (_, a, ra), (_, b, rb) = streams
     la, lb = a.splitlines(keepends=True), b.splitlines(keepends=True)
@@ -144,7 +145,7 @@ def test_a_table_that_starts_lines_with_numbers_and_colons_is_not_a_label():
 def test_other_ranks_warnings_do_not_hide_rank_zeros_table():
     """Under --tag-output the other ranks print their own lines (NCCL INFO, warnings):
     they are grouped apart and hold no table, so rank 0's table is read alone."""
-    nccl = next((p, t, r) for f, p, t, r in BARE if f == "nccl")
+    nccl = next((p, t, r) for f, p, t, r in _bare_results() if f == "nccl")
     _, text, bare = nccl
     rank1 = "[1,1]<stderr>:Authorization required, but no authorization protocol specified\n"
     tagged = rank1 + _orte("[1,0]<stdout>:", text, random.Random(1)) + rank1
