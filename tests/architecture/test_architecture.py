@@ -399,6 +399,14 @@ def test_getting_a_probe_imports_its_module_only() -> None:
     loaded = proc.stdout.split()
     assert "assay.probes.stream" in loaded and "assay.probes.fio" not in loaded, loaded
     assert "numpy" not in loaded, loaded
+    # ... and the probe it gave is the registry's, once the whole table is read
+    code = (
+        "from assay.probes import PROBES, get_probe; p = get_probe('stream'); "
+        "print(PROBES['stream'] is p)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          check=True)  # fmt: skip
+    assert proc.stdout.strip() == "True", proc.stdout
 
 
 # The scheduler backends, each ``assay.launch.<name>`` (a module or a folder), as the registry

@@ -44,12 +44,18 @@ class _Registry(Mapping[str, Probe]):
 
     def __init__(self) -> None:
         self._loaded: dict[str, Probe] = {}
+        self._read: set[str] = set()  # the modules read: each probe is made once
         self._complete = False
+
+    def _read_module(self, name: str) -> None:
+        if name not in self._read:
+            self._read.add(name)
+            self._loaded.update(_probes_of(importlib.import_module(f"{__name__}.{name}")))
 
     def _all(self) -> dict[str, Probe]:
         if not self._complete:
             for name in _module_names():
-                self._loaded.update(_probes_of(importlib.import_module(f"{__name__}.{name}")))
+                self._read_module(name)
             self._loaded = dict(sorted(self._loaded.items()))
             self._complete = True
         return self._loaded
@@ -57,7 +63,7 @@ class _Registry(Mapping[str, Probe]):
     def one(self, name: str) -> Probe | None:
         """The probe ``name``, importing only its own module where there is one."""
         if name not in self._loaded and not self._complete and name in _module_names():
-            self._loaded.update(_probes_of(importlib.import_module(f"{__name__}.{name}")))
+            self._read_module(name)
         if name not in self._loaded:  # a module holding another name's probe: look at all
             self._all()
         return self._loaded.get(name)
