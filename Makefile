@@ -13,11 +13,12 @@ run: deps
 	@$(BIN)/assay report --format html -o build/report.html >/dev/null
 	@echo "HTML report of this run (one self-contained file): $(CURDIR)/build/report.html"
 
-# The fast loop on every core (pytest-xdist): each module's tests share one worker
-# (tests/conftest.py). The cluster tests run alone: their slow-node and slow-link timings
-# need an idle machine.
+# The fast loop on every core (pytest-xdist): each module's tests share one worker, so a module
+# fixture (compiled probes, a baseline run, a browser) is made once. By file, not by
+# xdist_group: under pytest 9.2 xdist 3.8 no longer reads the groups (each group's tests went
+# to both workers, and test_gpu's nvcc builds were made twice).
 JOBS ?= auto
-XDIST := -n $(JOBS) --dist loadgroup
+XDIST := -n $(JOBS) --dist loadfile
 
 # `make test` (what CI runs), each part run to its end (one CI run shows every failure):
 # - the `quiet` tests, which measure speed or time (tests/conftest.py), in one process: two

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -20,6 +21,12 @@ for _stage in sorted(Path(__file__).parent.iterdir()):
 
 import inprocess  # noqa: E402
 
+# An xdist worker starts with COLUMNS=80 in its environment. A console made then keeps 80 columns
+# for good, so every command run_cli would run in this process (COLUMNS=200) fell back to a
+# fresh interpreter: 0.9 s of CPU each, hundreds of them in `make test-fast`.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+
 # Small, fast settings for real runs in tests (the real probes, real MPIs, tiny sizes).
 FAST_SETS = [
     "--set", "stream.elements=200000",
@@ -34,18 +41,52 @@ FAST_SETS = [
 ]  # fmt: skip
 
 
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's compiled probes, laid out as assay's own cache (``cache/<key>/<probe>``)."""
+    return tmp_path_factory.mktemp("build-cache")
+
+
+def lend_probes(cache: Path, home: Path) -> None:
+    """Copy the session's compiled probes into ``home``'s cache before a test. assay's cache is
+    keyed by the probe's sources, flags and compiler, so a test gets the very binary it would
+    have built, and its digest record with it; compiling is not what these tests test (66
+    compiles of about 0.7 s of CPU each in one `make test-fast` without this). The cache's own
+    tests build into their own directories."""
+    if any(cache.iterdir()):
+        shutil.copytree(cache, home / "cache", dirs_exist_ok=True)
+
+
+def keep_probes(home: Path, cache: Path) -> None:
+    """After a test: keep in the session's cache each probe it compiled, whole and verified."""
+    for key in sorted(p for p in (home / "cache").glob("*") if p.is_dir()):
+        exes = [f for f in key.iterdir() if f.is_file() and "." not in f.name]
+        if (cache / key.name).exists() or not exes or not all(_built(f) for f in exes):
+            continue
+        part = cache / f".{key.name}.part"
+        shutil.rmtree(part, ignore_errors=True)
+        shutil.copytree(key, part)
+        os.replace(part, cache / key.name)
+
+
+def _built(exe: Path) -> bool:
+    from assay.errors import AssayError
+    from assay.toolchain.build import verified
+
+    try:
+        return verified(exe)
+    except (AssayError, OSError):  # a test's tampered or half-written cache: not kept
+        return False
+
+
 @pytest.fixture
-def assay_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def assay_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_cache: Path):
     home = tmp_path / "assay-home"
     monkeypatch.setenv("ASSAY_HOME", str(home))
     monkeypatch.setenv("ASSAY_CONFIG", str(tmp_path / "no-config.toml"))
-    # Keep the compile cache shared across tests: compiling is not what they test.
-    return home
-
-
-@pytest.fixture(scope="session")
-def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("build-cache")
+    lend_probes(shared_cache, home)
+    yield home
+    keep_probes(home, shared_cache)
 
 
 # Commands that only read and write files under ASSAY_HOME: run_cli runs them inside pytest's
@@ -134,12 +175,9 @@ def is_quiet(path: Path) -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under xdist (``-n N --dist loadgroup``) each module's tests share one worker, so a module
-    fixture (compiled probes, a real run, a browser) is made once, not once per worker; and the
-    cluster tests share one: they bring up the one namespace Slurm cluster, two sizes of it in
-    two files, in /tmp/assay-testcluster."""
+    """Marks the tests of the quiet modules. (Under xdist each module's tests share one worker
+    by the Makefile's ``--dist loadfile``, so a module fixture such as test_gpu's nvcc builds or
+    test_check_cli's baseline run is made once, not once per worker.)"""
     for item in items:
-        group = "cluster" if item.get_closest_marker("cluster") else item.module.__name__
-        item.add_marker(pytest.mark.xdist_group(group))
         if is_quiet(Path(str(item.fspath))):
             item.add_marker(pytest.mark.quiet)

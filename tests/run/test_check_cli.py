@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import keep_probes, lend_probes, run_cli
 from html_browser import Browser
 
 SETS = ["--set", "stream.ntimes=4", "--set", "dgemm.n=1024", "--set", "dgemm.min_time=0.2",
@@ -38,15 +38,17 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def home(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> dict:
     """A store with an accepted level-1 run made into the baseline 'l1'."""
     base = tmp_path_factory.mktemp("check")
     config = base / "config.toml"
     config.write_text(CONFIG)
     env = {"ASSAY_CONFIG": str(config), "SLURM_CONF": str(base / "no-slurm.conf")}
     h = {"home": base / "assay", "env": env, "dir": base}
+    lend_probes(shared_cache, h["home"])
     run = run_cli("run", "check-1", *SETS, home=h["home"], env=env)
     assert run.returncode == 0, run.stderr
+    keep_probes(h["home"], shared_cache)
     add = run_cli("references", "add", "--from", "latest", "l1", home=h["home"], env=env)
     assert add.returncode == 0, add.stderr
     assert "node type: " in add.stderr

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from assay.analysis.check.health import Verdict
 from assay.cli.common import console, open_index, open_store, print_summary
 from assay.errors import AssayError
 from assay.textutil import terminal
 
 if TYPE_CHECKING:
+    from assay.analysis.check.health import Verdict
     from assay.run.check.flow import CheckResult
     from assay.run.execute import RunOutcome
     from assay.run.request import PlannedRun
