@@ -30,7 +30,9 @@ class Stats:
     p999: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        # the fields in their order, read directly: dataclasses.asdict deep-copies each number
+        # (a third of the backstop's time on every parse)
+        return {k: v for k in _STATS_ORDER if (v := getattr(self, k)) is not None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Stats:
@@ -45,7 +47,8 @@ class Stats:
         return self.stddev / self.mean
 
 
-_STATS_FIELDS = frozenset(f.name for f in dataclasses.fields(Stats))
+_STATS_ORDER = tuple(f.name for f in dataclasses.fields(Stats))
+_STATS_FIELDS = frozenset(_STATS_ORDER)
 
 
 # Params a stored point may still carry under an older name, each (metric prefix, old key, new

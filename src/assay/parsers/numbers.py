@@ -196,6 +196,18 @@ def _gaps(rows: list[tuple[int, int, Any]], *, table: str, source: str) -> list[
     return out
 
 
+def _possible(value: Any, unit: str | None, positive: bool) -> bool:
+    """The common case, decided without formatting anything: not a number, or a finite one
+    within bounds (the backstop checks every number of every parse)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return True
+    return (
+        math.isfinite(value)
+        and abs(value) <= _UNIT_MAX.get(unit or "", _ANY_MAX)
+        and (value > 0 if positive else value >= 0)
+    )
+
+
 def _check_number(value: Any, *, where: str, unit: str | None, positive: bool) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -262,16 +274,13 @@ def impossible_values(samples: Iterable[Any]) -> list[str]:
     for s in samples:
         name = f"{s.metric} ({s.probe})"
         time = s.unit == "s"
-        found = [_check_number(s.value, where=f"{name} value", unit=s.unit, positive=time)]
+        found = [_checked(s.value, name, "value", s.unit, time)]
         if s.stats is not None:
             for key, v in s.stats.to_dict().items():
                 if key == "n":
-                    found.append(_check_number(v, where=f"{name} n", unit=None, positive=False))
-                elif v is not None:
-                    positive = time and key not in ("stddev",)
-                    found.append(
-                        _check_number(v, where=f"{name} {key}", unit=s.unit, positive=positive)
-                    )
+                    found.append(_checked(v, name, "n", None, False))
+                else:
+                    found.append(_checked(v, name, key, s.unit, time and key != "stddev"))
             if not any(found):  # the numbers are possible one by one: are they together?
                 problems.extend(stats_problems(s.stats, f"{name} stats:"))
         for key, v in s.params.items():
@@ -280,9 +289,15 @@ def impossible_values(samples: Iterable[Any]) -> list[str]:
             if key in _WHOLE and isinstance(v, float) and math.isfinite(v) and not v.is_integer():
                 found.append(f"{name} {key} {v!r} is not a whole number")
                 continue
-            found.append(_check_number(v, where=f"{name} {key}", unit=None, positive=False))
+            found.append(_checked(v, name, key, None, False))
         problems.extend(p for p in found if p)
     return problems
+
+
+def _checked(value: Any, name: str, key: str, unit: str | None, positive: bool) -> str | None:
+    if _possible(value, unit, positive):
+        return None
+    return _check_number(value, where=f"{name} {key}", unit=unit, positive=positive)
 
 
 def check_result(result: Any, *, source: str) -> Any:

@@ -96,12 +96,23 @@ class Split:
     writers: list[Writer]
 
 
-def _starts(style: Style, lines: list[str]) -> list[re.Match[str] | None]:
-    matches = [style.start.match(line) for line in lines]
-    if not style.not_who:
-        return matches
-    words = _compiled(style.not_who)
-    return [m if m and not words.fullmatch(m["who"]) else None for m in matches]
+def _starts(style: Style, lines: list[str], n_text: int) -> list[re.Match[str] | None] | None:
+    """Each line's prefix, or None once too many lines lack it for the style to fit: most
+    texts have no prefix, and each style is then given up after about 40 % of the lines."""
+    start = style.start
+    words = _compiled(style.not_who) if style.not_who else None
+    spare = n_text - max(2, _MIN_SHARE * n_text)  # text lines that may lack the prefix
+    matches: list[re.Match[str] | None] = []
+    for line in lines:
+        m = start.match(line)
+        if m and words and words.fullmatch(m["who"]):
+            m = None
+        if m is None and line.strip():
+            spare -= 1
+            if spare < 0:
+                return None
+        matches.append(m)
+    return matches
 
 
 def _fits(style: Style, matches: list[re.Match[str] | None], n_text: int) -> bool:
@@ -132,8 +143,8 @@ def split_writers(text: str) -> Split:
     lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
     n_text = sum(1 for line in lines if line.strip())
     for style in STYLES:
-        matches = _starts(style, lines)
-        if _fits(style, matches, n_text):
+        matches = _starts(style, lines, n_text)
+        if matches is not None and _fits(style, matches, n_text):
             return Split(style, _group(style, lines, matches))
     return Split(None, [Writer(None, lines)])
 
