@@ -49,9 +49,8 @@ def _ranges(inside: str, expr: str) -> list[tuple[str, int]]:
 
 
 def _numbers(ranges: list[tuple[str, int]]) -> list[str]:
-    width = [len(lo) for lo, _ in ranges]
-    return [f"{v:0{w}d}" for w, (lo, n) in zip(width, ranges, strict=True)
-            for v in range(int(lo), int(lo) + n)]  # fmt: skip
+    # zfill, not a nested format spec: a third of the time of expanding 200,000 names
+    return [str(v).zfill(len(lo)) for lo, n in ranges for v in range(int(lo), int(lo) + n)]
 
 
 def count_hostlist(expr: str) -> int:
@@ -97,13 +96,12 @@ def _expand_item(item: str, expr: str) -> list[str]:
             f"text after the last bracket ({item!r}) in the host list {expr!r}",
             hint="Slurm refuses it too; write each name out, or use a prefix and a range",
         )
-    out = []
-    # Slurm's order: the last bracket fastest, then the first, the second, … (see above)
+    out: list[str] = []
+    # Slurm's order: the last bracket fastest, then the first, the second, … (see above); the
+    # name up to the last bracket is joined once per head, not once per name
     for head in itertools.product(*reversed(ranges[:-1])):
-        chosen = list(reversed(head))
-        for last in ranges[-1]:
-            numbers = [*chosen, last]
-            out.append("".join(t + n for t, n in zip(texts, numbers, strict=False)))
+        stem = "".join(t + n for t, n in zip(texts, reversed(head), strict=False)) + texts[-2]
+        out.extend([stem + last for last in ranges[-1]])
     return out
 
 
