@@ -135,14 +135,14 @@ def free_port(address: str) -> int:
 
 
 def multi_client_suite(tmp_path: Path, hosts: list[str]) -> tuple[Path, Path]:
-    """A one-bench suite: fio's randread-8k from every host at once, 1 s on 8 MiB files in
+    """A one-bench suite: fio's randread-8k from every host at once, 0.5 s on 8 MiB files in
     ``tmp_path/target``; returns (suite file, target)."""
     target = tmp_path / "target"
     suite = tmp_path / "mc.toml"
     suite.write_text(
         'name = "mc"\n[[bench]]\nprobe = "fio"\n'
         f'params = {{ workloads = ["randread-8k"], hosts = {json.dumps(hosts)}, '
-        f'target = "{target}", runtime = 1, ramp_time = 0, size = "8m", iodepth = 4 }}\n'
+        f'target = "{target}", runtime = 0.5, ramp_time = 0, size = "8m", iodepth = 4 }}\n'
     )
     return suite, target
 

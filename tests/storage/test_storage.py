@@ -34,7 +34,7 @@ from assay.drivers.fio.spec import (
 from assay.errors import SuiteError
 from assay.fio import safety
 from assay.fio import target as on_disk
-from assay.fio.job import FioJob, job_file
+from assay.fio.job import FioJob, fio_seconds, job_file
 from assay.fio.workloads import (
     FILENAME_FORMAT,
     NAMES,
@@ -121,6 +121,20 @@ def test_workload_job_file_is_direct_time_based_with_warmup_and_assay_files():
         assert expected in lines, expected
     assert FILENAME_FORMAT == "assay-fio-$jobnum"
     assert not any(ln.startswith("rate") for ln in lines)
+
+
+@needs_fio
+def test_a_time_that_is_not_whole_seconds_reaches_fio_in_milliseconds(tmp_path: Path):
+    """fio reads a time's digits as an integer: ``runtime=0.5`` ran about 0.1 s."""
+    assert [fio_seconds(s) for s in (10, 10.0, 0.5, 1.25, 1e-4, 366 * 86400.0)] == [
+        "10", "10", "500ms", "1250ms", "1ms", "31622400"]  # fmt: skip
+    job = FioJob(name="half", rw="randread", bs=4096, size=2**20, directory=str(tmp_path),
+                 ioengine="psync", direct=False, runtime=0.5)  # fmt: skip
+    (tmp_path / "half.fio").write_text(job_file([job]))
+    out = subprocess.run(["fio", "--output-format=json", str(tmp_path / "half.fio")],
+                         capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
+    ran_ms = json.loads(out.stdout)["jobs"][0]["read"]["runtime"]
+    assert 450 <= ran_ms <= 1000, ran_ms
 
 
 def test_bs_override_and_sync_engine_iodepth():
@@ -566,7 +580,7 @@ def test_curve_table_marks_the_knee_and_names_the_plot():
 # ---------------------------------------------------------------------------- real runs
 
 
-FAST = ["--set", "runtime=1", "--set", "ramp_time=0", "--set", "size=8m"]
+FAST = ["--set", "runtime=0.5", "--set", "ramp_time=0", "--set", "size=8m"]
 
 
 def _report_json(home: Path) -> dict:

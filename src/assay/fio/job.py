@@ -167,6 +167,16 @@ def check_text(section: str, options: list[tuple[str, str | None]]) -> None:
 RW = Literal["read", "write", "randread", "randwrite", "rw", "randrw", "readwrite", "trim"]
 
 
+def fio_seconds(seconds: float) -> str:
+    """A time option's value as fio reads it: whole seconds as a plain number, anything else in
+    milliseconds. fio 3.33 reads a time's digits as an integer: ``runtime=1.5`` ran 1 s and
+    ``runtime=0.5`` about 0.1 s; and ``%g`` writes a long time as ``3.15576e+07``, which fio
+    reads as something else (``runtime=2e+00`` ran 0 s). Measured with fio 3.33."""
+    if seconds == int(seconds):
+        return str(int(seconds))
+    return f"{max(1, round(seconds * 1000))}ms"
+
+
 @dataclass
 class FioJob:
     name: str
@@ -209,9 +219,9 @@ class FioJob:
         if self.rwmixread is not None:
             opts.append(("rwmixread", str(self.rwmixread)))
         if self.runtime is not None:
-            opts.append(("runtime", f"{self.runtime:g}"))
+            opts.append(("runtime", fio_seconds(self.runtime)))
         if self.ramp_time:
-            opts.append(("ramp_time", f"{self.ramp_time:g}"))
+            opts.append(("ramp_time", fio_seconds(self.ramp_time)))
         if self.time_based:
             opts.append(("time_based", None))
         if self.rate_iops is not None:
