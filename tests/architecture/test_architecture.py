@@ -14,9 +14,12 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+
+from sourcetree import nodes, tree
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "assay"
 
@@ -74,7 +77,7 @@ def _modules() -> dict[str, Path]:
 def _imports(name: str, path: Path, known: set[str]) -> set[str]:
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in nodes(path):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
@@ -220,7 +223,7 @@ SHARED_CLASS_NAMES: dict[str, str] = {}
 def _classes() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for name, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in nodes(path):
             if isinstance(node, ast.ClassDef):
                 found.setdefault(node.name, []).append(name)
     return found
@@ -246,7 +249,7 @@ def test_a_private_class_stays_in_its_module() -> None:
     imported = [
         f"{name} imports {alias.name} from {node.module}"
         for name, path in MODULES.items()
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in nodes(path)
         if isinstance(node, ast.ImportFrom)
         for alias in node.names
         if alias.name in private
@@ -281,27 +284,25 @@ def test_no_module_over_500_lines_outside_parsers() -> None:
 PARSER_LINES, OTHER_LINES = 80, 120
 
 
-def _long_functions(path: Path, text: str) -> list[str]:
+def _long_functions(path: Path, walked: Sequence[ast.AST]) -> list[str]:
     limit = PARSER_LINES if "parsers" in path.parts else OTHER_LINES
     if "cli" in path.parts:
         return []
     return [
         f"{path}:{node.lineno} {node.name}: {n} lines (at most {limit})"
-        for node in ast.walk(ast.parse(text))
+        for node in walked
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         and (n := node.end_lineno - node.lineno + 1) > limit
     ]
 
 
 def test_every_function_fits_its_limit() -> None:
-    long = [
-        f for p in SRC.rglob("*.py") for f in _long_functions(p.relative_to(SRC), p.read_text())
-    ]
+    long = [f for p in SRC.rglob("*.py") for f in _long_functions(p.relative_to(SRC), nodes(p))]
     assert not long, "functions too long:\n" + "\n".join(long)
 
 
 def test_the_function_length_check_can_fail() -> None:
-    body = "def parse(text):\n" + "    x = 1\n" * 80
+    body = tuple(ast.walk(ast.parse("def parse(text):\n" + "    x = 1\n" * 80)))
     assert _long_functions(Path("parsers/x.py"), body)
     assert not _long_functions(Path("report/x.py"), body)
 
@@ -366,7 +367,7 @@ def test_no_probe_name_is_tested_by_the_machinery() -> None:
         f"{p.relative_to(SRC)}: {sorted(hits)}"
         for package in MACHINERY
         for p in sorted((SRC / package).rglob("*.py"))
-        if (hits := _names_in_comparisons(ast.parse(p.read_text())) & PROBE_NAMES)
+        if (hits := _names_in_comparisons(tree(p)) & PROBE_NAMES)
     ]
     assert not named, "probe names tested outside their probe:\n" + "\n".join(named)
 
@@ -415,8 +416,7 @@ REGISTRY = "assay.launch.registry"
 
 
 def _backends() -> set[str]:
-    tree = ast.parse(MODULES[REGISTRY].read_text())
-    for node in ast.walk(tree):
+    for node in nodes(MODULES[REGISTRY]):
         target = node.target if isinstance(node, ast.AnnAssign) else None
         if isinstance(target, ast.Name) and target.id == "SCHEDULERS":
             assert isinstance(node.value, ast.Dict)
@@ -425,16 +425,16 @@ def _backends() -> set[str]:
     pytest.fail(f"{REGISTRY}: no SCHEDULERS table")
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
+def _docstrings(walked: Sequence[ast.AST]) -> set[int]:
     kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
     return {
         id(node.body[0].value)
-        for node in ast.walk(tree)
+        for node in walked
         if isinstance(node, kinds) and node.body and isinstance(node.body[0], ast.Expr)
     }
 
 
-def _backend_reaches(name: str, source: str, backends: set[str]) -> set[str]:
+def _backend_reaches(name: str, walked: Sequence[ast.AST], backends: set[str]) -> set[str]:
     """The backends module ``name`` names from outside them: by an import, or by a string
     constant naming one of their modules (the registry's lines excepted); docstrings are
     words, not loads."""
@@ -447,11 +447,10 @@ def _backend_reaches(name: str, source: str, backends: set[str]) -> set[str]:
                 return b
         return None
 
-    tree = ast.parse(source)
-    found = {b for m in _imports_of(name, tree) if (b := outside(m))}
+    found = {b for m in _imports_of(name, walked) if (b := outside(m))}
     if name != REGISTRY:
-        docs = _docstrings(tree)
-        for node in ast.walk(tree):
+        docs = _docstrings(walked)
+        for node in walked:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 if id(node) in docs:
                     continue
@@ -461,10 +460,10 @@ def _backend_reaches(name: str, source: str, backends: set[str]) -> set[str]:
     return found
 
 
-def _imports_of(name: str, tree: ast.AST) -> set[str]:
+def _imports_of(name: str, walked: Sequence[ast.AST]) -> set[str]:
     package = name.rsplit(".", 1)[0]
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in walked:
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -484,16 +483,21 @@ def test_no_module_outside_a_backend_names_it() -> None:
     reaching = [
         f"{name}: {sorted(found)}"
         for name, path in sorted(MODULES.items())
-        if (found := _backend_reaches(name, path.read_text(), backends))
+        if (found := _backend_reaches(name, nodes(path), backends))
     ]
     assert not reaching, "modules naming a backend past the contract:\n" + "\n".join(reaching)
 
 
 def test_the_backend_check_can_fail() -> None:
     backends = {"assay.launch.slurm"}
-    imported = "from assay.launch.slurm.nodes import node_states\n"
-    named = 'import importlib\nmod = importlib.import_module("assay.launch.slurm.nodes")\n'
-    doc = '"""See ``assay.launch.slurm.nodes``."""\n'
+    imported, named, doc = (
+        tuple(ast.walk(ast.parse(text)))
+        for text in (
+            "from assay.launch.slurm.nodes import node_states\n",
+            'import importlib\nmod = importlib.import_module("assay.launch.slurm.nodes")\n',
+            '"""See ``assay.launch.slurm.nodes``."""\n',
+        )
+    )
     assert _backend_reaches("assay.run.x", imported, backends) == backends
     assert _backend_reaches("assay.run.x", named, backends) == backends
     assert _backend_reaches("assay.run.x", doc, backends) == set()
@@ -534,7 +538,7 @@ def test_no_probe_name_in_a_string_of_the_core() -> None:
     named = [
         f"{p.relative_to(SRC)}: {sorted(hits)}"
         for p in _core_modules()
-        if (hits := _names_in_strings(ast.parse(p.read_text())))
+        if (hits := _names_in_strings(tree(p)))
     ]
     assert not named, "probe names in the core (declare it on the probe):\n" + "\n".join(named)
 

@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 from assay import vocab
+from sourcetree import nodes
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "assay"
 # report/ may use analysis, model, store (to load a run), units, vocab, errors; never how
@@ -23,7 +24,7 @@ def imports_of(path: Path) -> set[str]:
     ``assay.report.x``)."""
     package = ".".join(("assay", *path.parent.relative_to(SRC).parts))
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in nodes(path):
         if isinstance(node, ast.ImportFrom) and node.level > 0:
             base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
             found.add(f"{base}.{node.module}" if node.module else base)

@@ -10,6 +10,7 @@ import ast
 from pathlib import Path
 
 import assay
+from sourcetree import nodes
 
 SRC = Path(assay.__file__).parent
 # what each package may import from assay (its own modules always)
@@ -51,7 +52,7 @@ def modules(package: str) -> dict[str, Path]:
 
 def imports(path: Path, name: str) -> set[str]:
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
