@@ -175,9 +175,27 @@ def is_quiet(path: Path) -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Marks the tests of the quiet modules. (Under xdist each module's tests share one worker
-    by the Makefile's ``--dist loadfile``, so a module fixture such as test_gpu's nvcc builds or
-    test_check_cli's baseline run is made once, not once per worker.)"""
+    """Marks the tests of the quiet modules; under xdist, puts the heavy modules first.
+
+    Under xdist each module's tests share one worker (the Makefile's ``--dist loadfile``), so a
+    module fixture such as test_gpu's nvcc builds or test_check_cli's baseline run is made
+    once, not once per worker. A worker takes the next module when it is done with its own,
+    in collection order; xdist's own order (most tests first) left test_check_cli's seven
+    whole checks (40 s) for one worker at the end while the others stood idle."""
     for item in items:
         if is_quiet(Path(str(item.fspath))):
             item.add_marker(pytest.mark.quiet)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = _heavy_modules_first(items)
+
+
+def _heavy_modules_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The modules with the most ``slow`` tests (whole runs) first, then those with the most
+    tests; each module's tests in their own order (the Makefile turns xdist's order off)."""
+    slow: dict[str, int] = {}
+    count: dict[str, int] = {}
+    for item in items:
+        module = str(item.fspath)
+        count[module] = count.get(module, 0) + 1
+        slow[module] = slow.get(module, 0) + (item.get_closest_marker("slow") is not None)
+    return sorted(items, key=lambda i: (-slow[str(i.fspath)], -count[str(i.fspath)], str(i.fspath)))

@@ -91,8 +91,10 @@ def _edited_baseline(home: dict, name: str, edit) -> None:
 
 
 def _scaled(text: str, factor: float) -> str:
-    """A baseline of a node ``factor`` times faster: every figure and statistic scaled (not
-    the counts, not the inventory)."""
+    """A baseline of a node ``factor`` times faster: every figure and its min, max, mean and
+    median scaled (not the counts, not the inventory), its stddev kept: scaled too, a baseline
+    run made noisy by a loaded machine (three test workers on two cores) left a fall to a
+    tenth within the noise (Welch's t), a WARN where the test wants the FAIL."""
     import re
 
     def scale(m: re.Match) -> str:
@@ -103,7 +105,7 @@ def _scaled(text: str, factor: float) -> str:
         if line.startswith("value = "):
             line = re.sub(r"^(value = )([\d.e+-]+)", scale, line)
         elif line.startswith("stats = "):
-            line = re.sub(r'("(?:min|max|mean|median|stddev)" = )([\d.e+-]+)', scale, line)
+            line = re.sub(r'("(?:min|max|mean|median)" = )([\d.e+-]+)', scale, line)
         out.append(line)
     return "\n".join(out) + "\n"
 
