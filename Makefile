@@ -31,20 +31,21 @@ XDIST := -n $(JOBS) --dist loadfile --no-loadscope-reorder
 #   quiet ones leave it idle, which they mostly do), the tests that read no clock;
 # - then the namespace Slurm cluster's, alone (collecting tests/cluster only: the whole tree's
 #   collection is 6 s; tests/architecture/test_test_layout.py keeps the marker in that folder).
+# The quiet and the cluster parts list their 15 longest tests: where CI's time went.
 # $(call quiet_and_others,MARKS): the first two parts for the tests MARKS selects; sets rc.
 LIGHT_LOG := build/test-light.log
 define quiet_and_others
 mkdir -p build; rc=0; \
 nice -n 19 $(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=/tmp/assay-light-tests \
   -m "$(1) and not quiet" >$(LIGHT_LOG) 2>&1 & light=$$!; \
-$(BIN)/python -m pytest -q -m "$(1) and quiet" || rc=1; \
+$(BIN)/python -m pytest -q --durations=15 -m "$(1) and quiet" || rc=1; \
 wait $$light || rc=1; \
 echo "--- the tests that read no clock (run beside these, at nice 19):"; cat $(LIGHT_LOG)
 endef
 
 test: deps
 	@$(call quiet_and_others,not soak and not cluster); \
-	$(BIN)/python -m pytest -q -m "cluster and not soak" tests/cluster || rc=1; \
+	$(BIN)/python -m pytest -q --durations=15 -m "cluster and not soak" tests/cluster || rc=1; \
 	exit $$rc
 
 # The quick loop: make test's layout without the cluster and the tests marked `slow` (whole

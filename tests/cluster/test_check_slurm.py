@@ -5,9 +5,10 @@
   slow link (anode1-anode2 throttled to 30 Mbit/s with tc), and anode4 drained by an earlier
   check (an ``assay:`` reason) and healthy now: ``--drain --resume`` holds anode4 in a
   reservation while the four are measured (the all-pairs probe, one MPI job, over all four),
-  drains exactly anode3 with an assay reason, names the link, passes the healthy nodes and
-  resumes anode4. A node drained for another reason is never resumed: the level-1 test below
-  (through the real HealthCheckProgram) and the planning's unit test (tests/run/test_check.py).
+  drains exactly anode3 with an assay reason, names the link, fails no healthy node (each
+  passes, or warns: this VM's noise) and resumes anode4. A node drained for another reason is
+  never resumed: the level-1 test below (through the real HealthCheckProgram) and the
+  planning's unit test (tests/run/test_check.py).
 * Level 1 as the cluster's real HealthCheckProgram (slurm.conf, via ``scripts/testcluster
   healthcheck``): the slowed node (anode2, 20 % of one CPU) drains itself, a node drained by
   hand stays drained, and once the plant is lifted the next health check resumes the node it
@@ -82,7 +83,7 @@ L2_SETS = [
 # check, its retest included, must end before that (STREAM's default arrays took 19 s there).
 # Level 1's slow node gets 20 %: it still fails below CONFIG's 0.4 and its retest confirms it
 # (asserted below); the test took 39.5-41.0 s in three runs, against 56 s at 10 %. The other
-# node may read WARN here (level 2 keeps 10 %: at 20 % a healthy node read WARN there once).
+# node may read WARN here, as at level 2 (which keeps 10 %).
 L1_SLOW_PERCENT = "20"
 L1_SETS = ["--set", "stream.ntimes=4", "--set", "stream.elements=2000000",
            "--set", "dgemm.n=1024", "--set", "dgemm.min_time=0.2",
@@ -233,7 +234,14 @@ def test_level_2_drains_the_slow_node_names_the_slow_link_and_resumes_its_own(cl
         if v["kind"] == "node":
             grades[v["subject"]] = min(grades.get(v["subject"], "PASS"), v["grade"],
                                        key=["FAIL", "WARN", "PASS"].index)  # fmt: skip
-    assert grades == {"anode1": "PASS", "anode2": "PASS", "anode3": "FAIL", "anode4": "PASS"}
+    not_passed = [(v["subject"], v["metric"], v.get("params"), v["grade"], v.get("ratio"),
+                   v.get("noise"), v.get("retest"))
+                  for v in doc["verdicts"] if v["grade"] != "PASS"]  # fmt: skip
+    # a healthy node may read WARN: four "nodes" share two cores here, and their healthy
+    # figures vary up to 2x (CONFIG); one did in 2 of 6 runs on 2026-11-28. None may fail.
+    assert grades.pop("anode3") == "FAIL", not_passed
+    assert grades.keys() == {"anode1", "anode2", "anode4"}, grades
+    assert set(grades.values()) <= {"PASS", "WARN"}, not_passed
     for node in NODES:  # every node judged on each figure, beside its peers
         checks = {v["metric"] for v in doc["verdicts"] if v["subject"] == node}
         assert {"memory.triad", "compute.dgemm", "compute.hpl", "inventory.cores"} <= checks
