@@ -135,6 +135,9 @@ def test_a_time_that_is_not_whole_seconds_reaches_fio_in_milliseconds(tmp_path: 
                          capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
     ran_ms = json.loads(out.stdout)["jobs"][0]["read"]["runtime"]
     assert 450 <= ran_ms <= 1000, ran_ms
+    for key in ("runtime", "ramp_time"):  # no time fio cannot be given: refused when planned
+        with pytest.raises(ValueError, match="less than or equal to 31622400"):
+            FioParams(**{key: float("inf")})
 
 
 def test_bs_override_and_sync_engine_iodepth():

@@ -78,7 +78,7 @@ from assay.errors import SuiteError
 from assay.fio.hosts import DEFAULT_PORT, ClientError, parse_hosts, read_hostfile
 from assay.fio.job import control_problem, job_file
 from assay.fio.safety import SUBDIR
-from assay.fio.workloads import CUSTOM_NUMBERS, NAMES, WORKLOADS, number_problem
+from assay.fio.workloads import CUSTOM_NUMBERS, NAMES, WORKLOADS, YEAR_S, number_problem
 from assay.model import Job, MpiInfo, Sample, Spread
 from assay.probes.base import JobDraft, PlanContext, Probe, ProbeParams, ServerKeys, parse_jsonl
 from assay.probes.external import size_value
@@ -123,8 +123,10 @@ class FioParams(ProbeParams):
     max_latency_ms: float | None = Field(default=None, gt=0)
     target: str | None = Field(default=None, description="directory; default: job scratch")
     size: int = Field(default=DEFAULT_SIZE, gt=0, description="bytes per file (per fio thread)")
-    runtime: float = Field(default=30.0, gt=0, description="seconds measured per run")
-    ramp_time: float = Field(default=5.0, ge=0, description="warm-up seconds, not counted")
+    runtime: float = Field(default=30.0, gt=0, le=YEAR_S, description="seconds measured per run")
+    ramp_time: float = Field(
+        default=5.0, ge=0, le=YEAR_S, description="warm-up seconds, not counted"
+    )
     numjobs: int = Field(default=1, ge=1)
     iodepth: int = Field(default=16, ge=1)
     bs: int | None = Field(default=None, gt=0, description="block size override, bytes")

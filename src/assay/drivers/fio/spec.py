@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assay.fio.job import FioJob, fio_path
 from assay.fio.safety import SUBDIR
-from assay.fio.workloads import RunSettings, custom_job, get_workload, workload_job
+from assay.fio.workloads import YEAR_S, RunSettings, custom_job, get_workload, workload_job
 
 CURVE_DEFAULT = (10, 50, 70, 80, 90, 100)  # Vdbench's curve= default
 SCRATCH = "scratch"  # the default target, inside the job directory
@@ -50,8 +50,8 @@ class DriverSpec(BaseModel):
     # Vdbench run share one target from their nodes at once (``assay-fio-<host>``)
     subdir: str = Field(default=SUBDIR, pattern=r"^assay-fio[A-Za-z0-9._-]*$")
     size: int = Field(gt=0)
-    runtime: float = Field(gt=0)
-    ramp_time: float = Field(ge=0)
+    runtime: float = Field(gt=0, le=YEAR_S)
+    ramp_time: float = Field(ge=0, le=YEAR_S)
     numjobs: int = Field(ge=1)
     iodepth: int = Field(ge=1)
     bs: int | None = Field(default=None, gt=0)
