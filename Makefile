@@ -19,7 +19,7 @@ run: deps
 # to both workers, and test_gpu's nvcc builds were made twice). The heavy modules first
 # (tests/conftest.py orders them; xdist's own order, most tests first, is turned off). One
 # worker more than the cores: a fifth of the tests' time is waiting (timeouts, fio's I/O, a
-# child's start), and a third worker fills it (2 cores: 4m31s-5m00s in three runs, 5m32s with
+# child's start), and a third worker fills it (2 cores: 4m31s-5m38s in four runs, 5m32s with
 # two workers, 5m11s with four).
 JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
 XDIST := -n $(JOBS) --dist loadfile --no-loadscope-reorder
