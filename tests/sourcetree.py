@@ -18,3 +18,8 @@ def tree(path: Path) -> ast.Module:
 def nodes(path: Path) -> tuple[ast.AST, ...]:
     """Every node of the file's tree, in ``ast.walk``'s order."""
     return tuple(ast.walk(tree(path)))
+
+
+def nodes_of(text: str) -> tuple[ast.AST, ...]:
+    """Every node of a piece of source, as ``nodes`` gives a file's (a rule's own examples)."""
+    return tuple(ast.walk(ast.parse(text)))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from sourcetree import nodes, tree
+from sourcetree import nodes, nodes_of, tree
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "assay"
 
@@ -302,7 +302,7 @@ def test_every_function_fits_its_limit() -> None:
 
 
 def test_the_function_length_check_can_fail() -> None:
-    body = tuple(ast.walk(ast.parse("def parse(text):\n" + "    x = 1\n" * 80)))
+    body = nodes_of("def parse(text):\n" + "    x = 1\n" * 80)
     assert _long_functions(Path("parsers/x.py"), body)
     assert not _long_functions(Path("report/x.py"), body)
 
@@ -490,14 +490,9 @@ def test_no_module_outside_a_backend_names_it() -> None:
 
 def test_the_backend_check_can_fail() -> None:
     backends = {"assay.launch.slurm"}
-    imported, named, doc = (
-        tuple(ast.walk(ast.parse(text)))
-        for text in (
-            "from assay.launch.slurm.nodes import node_states\n",
-            'import importlib\nmod = importlib.import_module("assay.launch.slurm.nodes")\n',
-            '"""See ``assay.launch.slurm.nodes``."""\n',
-        )
-    )
+    imported = nodes_of("from assay.launch.slurm.nodes import node_states\n")
+    named = nodes_of('import importlib\nimportlib.import_module("assay.launch.slurm.nodes")\n')
+    doc = nodes_of('"""See ``assay.launch.slurm.nodes``."""\n')
     assert _backend_reaches("assay.run.x", imported, backends) == backends
     assert _backend_reaches("assay.run.x", named, backends) == backends
     assert _backend_reaches("assay.run.x", doc, backends) == set()
