@@ -48,6 +48,36 @@ def testcluster(nodes: int, *args: str) -> None:
     subprocess.run([str(TESTCLUSTER), *args], env=env, check=True, capture_output=True)
 
 
+# The probe's stderr (allpairs.c, say_start and after): seconds after the job's first rank began.
+START = re.compile(
+    r"start: \d+ ranks began within (?P<spread>\S+) s; the last MPI_Init returned at "
+    r"(?P<init>\S+) s, the host names were gathered at (?P<gathered>\S+) s"
+)
+PILOT, DONE = re.compile(r"pilot done at (\S+) s"), re.compile(r"allpairs: done at (\S+) s")
+
+
+def launch_parts(job: dict, run: Path, rounds_s: float) -> dict:
+    """Where a job's time went besides its rounds (issue 27: the launch taken apart), one
+    span after another so that they add up to the job's wall time: the ranks' start spread
+    (first to last rank in main), MPI_Init's wire-up (from the last rank's start to the last
+    return), the host gather, the pilot, the rounds, and what lies outside the probe (the
+    launcher before the first rank began, MPI_Finalize and the teardown after it: the job's
+    wall time less the probe's)."""
+    text = (run / job["stderr_path"]).read_text(errors="replace")
+    start, pilot, done = START.search(text), PILOT.search(text), DONE.search(text)
+    if not (start and done):
+        return {}
+    t = {k: float(v) for k, v in start.groupdict().items()}
+    t_pilot = float(pilot[1]) if pilot else t["gathered"]
+    t_done = float(done[1])
+    return {
+        "ranks_spread_s": t["spread"], "mpi_init_s": t["init"] - t["spread"],
+        "host_gather_s": t["gathered"] - t["init"], "pilot_s": t_pilot - t["gathered"],
+        "rounds_s": rounds_s, "between_s": t_done - t_pilot - rounds_s,
+        "outside_probe_s": job["wall_time"] - t_done,
+    }  # fmt: skip
+
+
 def one_run(home: Path, nodes: int, mpi: list[str]) -> dict:
     _, logs = steps_launched(STATE)
     t0 = time.monotonic()
@@ -61,14 +91,18 @@ def one_run(home: Path, nodes: int, mpi: list[str]) -> dict:
     run = home / "runs" / rid.group(1)
     files = [p for p in run.rglob("*") if p.is_file()]
     jobs = [json.loads(line) for line in (run / "jobs.jsonl").read_text().splitlines()]
-    sweeps = []  # per sweep job: its wall, the model's point (bench/scale_model.py)
+    sweeps, parts = [], {}  # per sweep job: its wall, the model's point (bench/scale_model.py)
     for job in jobs:
         matrix = run / "jobs" / job["job_id"] / "allpairs.bin"
-        if "-retest" in job["job_id"] or job["status"] != "ok" or not matrix.exists():
+        if job["status"] != "ok" or not matrix.exists():
             continue  # (a failed job: its rc and reason are in the run, not a point)
+        m = read_matrix_file(matrix)
+        parts[job["job_id"]] = launch_parts(job, run, m.rounds[-1].t_start + m.rounds[-1].wall_s)
+        if "-retest" in job["job_id"]:
+            continue
         point = measured_sweep(nodes, job["wall_time"], str(matrix))
         sweeps.append({"job": job["job_id"], "wall_s": job["wall_time"], "point": asdict(point),
-                       "rounds": len(read_matrix_file(matrix).rounds)})  # fmt: skip
+                       "rounds": len(m.rounds)})  # fmt: skip
     report = assay("report", rid.group(1), "-f", "md", home=home, check=False).stdout
     sections = report.split("\n## ")
     bandwidth = [s for s in sections if s.startswith("All-pairs bandwidth")]
@@ -83,7 +117,7 @@ def one_run(home: Path, nodes: int, mpi: list[str]) -> dict:
         "files": len(files), "bytes": sum(p.stat().st_size for p in files),
         "link_named": all(named) and bool(named), "flagged": flagged,
         "first_node_flagged": any(re.search(r"\banode1\b", line) for line in flagged),
-        "sweeps": sweeps,
+        "sweeps": sweeps, "launch_parts": parts,
     }  # fmt: skip
 
 
@@ -117,6 +151,7 @@ def main() -> None:
     finally:
         testcluster(most, "down")
     print_table(args.nodes, rows)
+    print_parts(args.nodes, rows)
     for name in ("openmpi", "mpich"):  # the scale model refitted to each MPI's sweeps
         points = [Measured(**sw["point"]) for r in rows for sw in r["sweeps"]
                   if name in sw["job"]]  # fmt: skip
@@ -140,6 +175,26 @@ def print_table(nodes: list[int], rows: list[dict]) -> None:
             f"| {sum(r['link_named'] for r in mine)} of {len(mine)} "
             f"| {sum(r['first_node_flagged'] for r in mine)} of {len(mine)} |"
         )
+
+
+PARTS = ("ranks_spread_s", "mpi_init_s", "host_gather_s", "pilot_s", "rounds_s", "between_s",
+         "outside_probe_s")  # fmt: skip
+
+
+def print_parts(nodes: list[int], rows: list[dict]) -> None:
+    """Each all-pairs job's time taken apart (launch_parts), medians over the runs."""
+    print("\n| nodes | job | n | ranks began within | MPI_Init after | host gather | pilot "
+          "| rounds | after the rounds | outside the probe |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for n in nodes:
+        jobs: dict[str, list[dict]] = {}
+        for r in (r for r in rows if r["nodes"] == n):
+            for job, parts in r["launch_parts"].items():
+                if parts:
+                    jobs.setdefault(job, []).append(parts)
+        for job, runs in jobs.items():
+            cells = " | ".join(f"{statistics.median(p[k] for p in runs):.2f} s" for k in PARTS)
+            print(f"| {n} | {job} | {len(runs)} | {cells} |")
 
 
 if __name__ == "__main__":

@@ -188,6 +188,16 @@ def test_pilot_sizes_the_iterations_once_for_the_sweep(mpi: Mpi, allpairs: Built
     # OSU's 100 round trips and 2 windows, but no more than the timed ones, at least 10 and 1
     warm = (min(100, max(10, n_lat)), min(2, max(1, n_bw)))
     assert (lat["params"]["warmup"], bw["params"]["warmup"]) == warm
+    # where the start went (issue 27: the launch taken apart), in the order it happened
+    start = re.search(
+        r"start: 4 ranks began within (\S+) s; the last MPI_Init returned at (\S+) s, the host "
+        r"names were gathered at (\S+) s (?s:.*?)pilot done at (\S+) s\n(?s:.*)done at (\S+) s",
+        run.proc.stderr,
+    )
+    assert start, run.proc.stderr
+    times = [float(t) for t in start.groups()]
+    assert times == sorted(times) and times[0] >= 0, times
+    assert times[-1] - times[3] >= m.rounds[-1].t_start + m.rounds[-1].wall_s
 
 
 def test_the_warm_up_is_osus_but_never_more_than_the_timed_iterations(

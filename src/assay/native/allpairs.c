@@ -1164,6 +1164,42 @@ static int parse(int argc, char **argv)
     return 0;
 }
 
+/* ---- where the start went ------------------------------------------------------------ */
+
+/* The launch of a big job is a cost of its own (the launcher's spread, MPI_Init's wire-up, the
+ * pilot): rank 0 says on stderr where it went, so a slow start is seen and bench/ can take it
+ * apart.  Wall-clock time, since ranks on different nodes compare it: off by the nodes' clock
+ * offsets (milliseconds where NTP runs), which these figures of seconds can bear. */
+typedef struct {
+    double began, init_done; /* this rank's entry to main, MPI_Init's return */
+} start_times;
+
+static double wall_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double first_began; /* rank 0: the earliest rank's start, the origin of what it says */
+
+/* Rank 0, once the host names are gathered: how far apart the ranks started (the launcher),
+ * when the last MPI_Init returned and when the names were in. */
+static void say_start(const start_times *all, double gathered)
+{
+    double last_began = all[0].began, last_init = all[0].init_done;
+    first_began = all[0].began;
+    for (int i = 1; i < nprocs; i++) {
+        first_began = fmin(first_began, all[i].began);
+        last_began = fmax(last_began, all[i].began);
+        last_init = fmax(last_init, all[i].init_done);
+    }
+    fprintf(stderr,
+            "allpairs: start: %d ranks began within %.3f s; the last MPI_Init returned at "
+            "%.3f s, the host names were gathered at %.3f s (after the first rank began)\n",
+            nprocs, last_began - first_began, last_init - first_began, gathered - first_began);
+}
+
 /* ---- main --------------------------------------------------------------------------- */
 
 /* Everything is measured, written and printed (or the job refused, every rank knowing why):
@@ -1208,8 +1244,10 @@ int main(int argc, char **argv)
         return PROBE_OK;
     }
     int provided;
+    start_times mine = {wall_clock(), 0.0};
     /* FUNNELED: rank 0's writer thread makes no MPI call, the main thread all of them */
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    mine.init_done = wall_clock();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     probe_init("allpairs");
@@ -1237,6 +1275,16 @@ int main(int argc, char **argv)
     tree_gather(my_host, MPI_MAX_PROCESSOR_NAME, hosts);
     for (int i = 0; rank == 0 && i < nprocs; i++)
         hosts[i][MPI_MAX_PROCESSOR_NAME - 1] = '\0';
+    start_times *starts = rank == 0 ? malloc((size_t)nprocs * sizeof *starts) : NULL;
+    if (rank == 0 && !starts) {
+        probe_error("out of memory for %d start times", nprocs);
+        MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
+    }
+    tree_gather(&mine, (int)sizeof mine, starts);
+    if (rank == 0) {
+        say_start(starts, wall_clock());
+        free(starts);
+    }
 
     schedule s = {.n = nprocs, .ring = nprocs + nprocs % 2, .rounds = nprocs - 1 + nprocs % 2};
     long long planned = (long long)nprocs * (nprocs - 1) / 2;
@@ -1277,6 +1325,8 @@ int main(int argc, char **argv)
         now_.bw_iters = opt.bw_iters;
     } else {
         calibrate(&s, &p);
+        if (rank == 0)
+            fprintf(stderr, "allpairs: pilot done at %.3f s\n", wall_clock() - first_began);
     }
     cap_warmup();
     if (rank == 0) /* after the pilot: the header records the window and budget it chose */
@@ -1326,6 +1376,8 @@ int main(int argc, char **argv)
         file_end(0);
         file_close();
         summary(&s, planned, now_.lat_iters, now_.bw_iters, now_.concurrent, NULL, 0);
+        fprintf(stderr, "allpairs: done at %.3f s, MPI_Finalize next\n",
+                wall_clock() - first_began);
     }
     free(p.s_buf);
     free(p.r_buf);
