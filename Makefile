@@ -54,9 +54,15 @@ test: deps
 test-quick: deps
 	@$(call quiet_and_others,not soak and not cluster and not slow); exit $$rc
 
-# The fast loop: everything but the namespace Slurm cluster (and soak).
+# The fast loop: everything but the namespace Slurm cluster (and soak). The probes it compiles
+# are kept in build/probe-cache for its next run (tests/conftest.py kept_cache: a changed
+# source, header, flag or compiler is a new key), emptied past 60 builds (each edit
+# of a shared header adds a set; every test copies the C probes' folder into its home).
+PROBE_CACHE := build/probe-cache
 test-fast: deps
-	$(BIN)/python -m pytest -q $(XDIST) -m "not soak and not cluster"
+	@if [ -d $(PROBE_CACHE) ] && [ $$(find $(PROBE_CACHE) -mindepth 2 -maxdepth 2 | wc -l) -gt 60 ]; \
+	then rm -rf $(PROBE_CACHE); fi
+	ASSAY_TEST_PROBE_CACHE=$(CURDIR)/$(PROBE_CACHE) $(BIN)/python -m pytest -q $(XDIST) -m "not soak and not cluster"
 
 # Bytecode for the hundreds of 'python -m assay' the tests start, kept in build/ (not in the
 # tree), even where the environment says not to write it: compiling assay's modules again

@@ -41,10 +41,25 @@ FAST_SETS = [
 ]  # fmt: skip
 
 
+def kept_cache(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder for compiled probes, laid out as assay's own cache (``<key>/<probe>``): the
+    session's; or, where ASSAY_TEST_PROBE_CACHE names a folder (`make test-fast`:
+    build/probe-cache), ``name`` in it, holding what earlier sessions compiled too. A key holds
+    the sources with their headers, the flags and the compiler's identity, so a changed probe
+    is compiled again and an unchanged one is not (a warm fast loop skips nvcc's 28 s of CPU
+    and each worker's C compiles); `make test`, CI's, compiles everything in its session."""
+    root = os.environ.get("ASSAY_TEST_PROBE_CACHE")
+    if not root:
+        return tmp_path_factory.mktemp(name)
+    path = Path(root) / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 @pytest.fixture(scope="session")
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's compiled probes, laid out as assay's own cache (``cache/<key>/<probe>``)."""
-    return tmp_path_factory.mktemp("build-cache")
+    """The compiled probes every test's ASSAY_HOME borrows (lend_probes, keep_probes)."""
+    return kept_cache(tmp_path_factory, "probes")
 
 
 def lend_probes(cache: Path, home: Path) -> None:
@@ -53,8 +68,9 @@ def lend_probes(cache: Path, home: Path) -> None:
     have built, and its digest record with it; compiling is not what these tests test (66
     compiles of about 0.7 s of CPU each in one `make test-fast` without this). The cache's own
     tests build into their own directories."""
-    if any(cache.iterdir()):
-        shutil.copytree(cache, home / "cache", dirs_exist_ok=True)
+    if any(cache.iterdir()):  # not another worker's entry being written (".KEY.PID.part")
+        shutil.copytree(cache, home / "cache", dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".*"))  # fmt: skip
 
 
 def keep_probes(home: Path, cache: Path) -> None:
@@ -63,10 +79,13 @@ def keep_probes(home: Path, cache: Path) -> None:
         exes = [f for f in key.iterdir() if f.is_file() and "." not in f.name]
         if (cache / key.name).exists() or not exes or not all(_built(f) for f in exes):
             continue
-        part = cache / f".{key.name}.part"
+        part = cache / f".{key.name}.{os.getpid()}.part"  # workers may share the cache
         shutil.rmtree(part, ignore_errors=True)
         shutil.copytree(key, part)
-        os.replace(part, cache / key.name)
+        try:
+            os.replace(part, cache / key.name)
+        except OSError:  # another worker kept the same build first
+            shutil.rmtree(part, ignore_errors=True)
 
 
 def _built(exe: Path) -> bool:

@@ -24,7 +24,7 @@ from assay.system import Context
 from assay.system.gpu import cuda, find_nvcc, nvcc_version, parse_gpu_rows
 from assay.toolchain import build_probe
 from assay.units import metric_info
-from conftest import run_cli
+from conftest import kept_cache, run_cli
 
 HAS_GPU = shutil.which("nvidia-smi") is not None
 H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_cap": "9.0"}
@@ -33,10 +33,12 @@ H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_cap": "9.0"}
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Both probes, compiled and linked by the real nvcc for one architecture (CI has no GPU
-    but has nvcc: a missing nvcc is a failure, not a skip)."""
+    but has nvcc: a missing nvcc is a failure, not a skip); kept between `make test-fast`
+    sessions (conftest.kept_cache: keyed by sources, flags and nvcc), apart from the probes
+    every test's home borrows (a megabyte each)."""
     if find_nvcc() is None:
         pytest.fail("nvcc not found ($CUDA_HOME/bin, PATH, /usr/local/cuda/bin): install CUDA")
-    cache = tmp_path_factory.mktemp("cuda-cache")
+    cache = kept_cache(tmp_path_factory, "cuda")
     builds = {
         "gpuburn": cuda_build("gpuburn.cu", list(COMPILE_CHECK_CAPS), ("-lcublas", "-ldl")),
         "gpumem": cuda_build("gpumem.cu", list(COMPILE_CHECK_CAPS)),

@@ -472,7 +472,9 @@ def test_doctor_says_what_the_run_report_says_in_the_same_words(assay_home) -> N
     from conftest import run_cli
 
     text = " ".join(run_cli("doctor", home=assay_home, check=True).stdout.split())
-    for field in ("cpu_model", "l3_bytes", "freq_max_hz", "memory_bytes", "numa_nodes"):
+    fields = ("cpu_model", "l3_bytes", "freq_max_hz", "memory_bytes", "numa_nodes", "mbps",
+              "nvcc_version", "cuda_version")  # fmt: skip
+    for field in fields:
         assert field not in text.split("note:")[0], field  # notes may name a field
     for label, _ in system_table(collect_system(), []).rows:
         assert label in text, label
@@ -515,3 +517,26 @@ def test_fabric_limits_are_read_as_the_kernel_states_them() -> None:
     assert fabric["ephemeral_ports"] == high - low + 1
     assert fabric["somaxconn"] == int(Path("/proc/sys/net/core/somaxconn").read_text())
     assert fabric["nofile"] == resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def test_a_gpu_and_a_nic_are_shown_in_words_with_units() -> None:
+    """The inventory keeps SI base units under field names; the doctor's tables say them as
+    the report does (an H100's record as the collector makes it)."""
+    from rich.console import Console
+
+    from assay.cli.system import records_table
+
+    gpu = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "00000000:19:00.0",
+           "memory_bytes": 85520809984, "driver_version": "580.159.04",
+           "clock_max_hz": 1.98e9, "memory_clock_max_hz": 2.619e9, "power_limit_w": 700.0,
+           "compute_cap": "9.0"}  # fmt: skip
+    nic = {"name": "ib0", "kind": "net", "speed_mbps": 200000, "state": "up", "mtu": 2044,
+           "virtual": False}  # fmt: skip
+    console = Console(width=400, record=True)
+    for title, record in (("GPUs", gpu), ("Network interfaces", nic)):
+        console.print(records_table(title, [record]))
+    text = console.export_text()
+    for said in ("memory", "79.6 GiB", "SM clock, max", "1,980 MHz", "2,619 MHz", "700 W",
+                 "compute capability", "PCI bus", "200,000 Mb/s", "2,044 B", "driver"):  # fmt: skip
+        assert said in text, said
+    assert "_" not in "".join(text.split("00000000:19:00.0")), text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -95,7 +96,7 @@ def _facts_table(system: System) -> Table:
             "NUMA node CPUs",
             "; ".join(f"{n['id']}: {_cpus(n['cpus'])}" for n in system.numa_nodes or []),
         ),
-        ("CUDA", ", ".join(f"{k} {v}" for k, v in system.cuda.items())),
+        ("CUDA", ", ".join(f"{_words(k)} {v}" for k, v in system.cuda.items())),
         ("Tools", ", ".join(f"{k} {v}" for k, v in system.tools.items())),
     ]
     for label, value in extra:
@@ -143,23 +144,49 @@ def fabric_table(fabric: dict[str, int]) -> Table:
     return t
 
 
+# The inventory's field names as the doctor says them, with the unit of a number (the record
+# keeps SI base units: bytes, Hz, W). A field not here is shown by its name, spaced.
+FIELD_WORDS: dict[str, tuple[str, Callable[[Any], str]]] = {
+    "speed_mbps": ("speed", lambda v: f"{v:,} Mb/s"),
+    "mtu": ("MTU", lambda v: f"{v:,} B"),
+    "pci_bus_id": ("PCI bus", str),
+    "memory_bytes": ("memory", lambda v: f"{v / 2**30:,.1f} GiB"),
+    "driver_version": ("driver", str),
+    "clock_max_hz": ("SM clock, max", lambda v: f"{v / 1e6:,.0f} MHz"),
+    "memory_clock_max_hz": ("memory clock, max", lambda v: f"{v / 1e6:,.0f} MHz"),
+    "power_limit_w": ("power limit", lambda v: f"{v:,.0f} W"),
+    "compute_cap": ("compute capability", str),
+    "uuid": ("UUID", str),
+    "cuda_version": ("CUDA (driver)", str),
+    "nvcc_version": ("nvcc version", str),
+}
+
+
+def _words(field: str) -> str:
+    return FIELD_WORDS[field][0] if field in FIELD_WORDS else field.replace("_", " ")
+
+
+def _cell(field: str, value: Any) -> str:
+    if value is None or value == "":
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if field in FIELD_WORDS and not isinstance(value, str):
+        return FIELD_WORDS[field][1](value)
+    return str(value)
+
+
 def records_table(title: str, records: list[dict[str, Any]]) -> Table:
-    """One row per record (a NIC, a GPU), one column per field any of them has: readable,
-    never a Python dict."""
+    """One row per record (a NIC, a GPU), one column per field any of them has, in words and
+    with units: readable, never a Python dict nor a field name."""
     columns: list[str] = []
     for record in records:
         columns += [k for k in record if k not in columns]
     table = Table(title=title, title_justify="left")
     for col in columns:
-        table.add_column(col.replace("_", " "))
-    for record in records:
-        cells = []
-        for col in columns:
-            value = record.get(col)
-            if isinstance(value, bool):
-                value = "yes" if value else "no"
-            cells.append(Text("–" if value in (None, "") else str(value)))  # data, not markup
-        table.add_row(*cells)
+        table.add_column(_words(col))
+    for record in records:  # Text: data, not markup
+        table.add_row(*(Text(_cell(col, record.get(col))) for col in columns))
     return table
 
 
