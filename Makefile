@@ -59,7 +59,7 @@ test-quick: deps
 # source, header, flag or compiler is a new key), emptied past 60 builds (each edit
 # of a shared header adds a set; every test copies the C probes' folder into its home). Here,
 # 2026-11-28 on a slow hour: 357-380 s with a cache per worker and session, 340.5 s from an empty
-# shared one, 292.7 s warm.
+# shared one, 292.7 and 316.2 s warm.
 PROBE_CACHE := build/probe-cache
 test-fast: deps
 	@if [ -d $(PROBE_CACHE) ] && [ $$(find $(PROBE_CACHE) -mindepth 2 -maxdepth 2 | wc -l) -gt 60 ]; \
