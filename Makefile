@@ -45,26 +45,33 @@ echo "--- the tests that read no clock (run beside these, at nice 19):"; cat $(L
 endef
 
 test: deps
-	@$(call quiet_and_others,not soak and not cluster); \
+	@$(prune_probe_cache); $(call quiet_and_others,not soak and not cluster); \
 	$(BIN)/python -m pytest -q --durations=15 -m "cluster and not soak" tests/cluster || rc=1; \
 	exit $$rc
 
 # The quick loop: make test's layout without the cluster and the tests marked `slow` (whole
 # runs of a suite, a check or an MPI sweep; ~8 % of the tests, ~3/4 of the quiet ones' time).
 test-quick: deps
-	@$(call quiet_and_others,not soak and not cluster and not slow); exit $$rc
+	@$(prune_probe_cache); $(call quiet_and_others,not soak and not cluster and not slow); exit $$rc
 
-# The fast loop: everything but the namespace Slurm cluster (and soak). The probes it compiles
-# are kept in build/probe-cache for its next run (tests/conftest.py kept_cache: a changed
-# source, header, flag or compiler is a new key), emptied past 60 builds (each edit
-# of a shared header adds a set; every test copies the C probes' folder into its home). Here,
-# 2026-11-28 on a slow hour: 357-380 s with a cache per worker and session, 340.5 s from an empty
-# shared one, 292.7 and 316.2 s warm.
-PROBE_CACHE := build/probe-cache
+# The fast loop: everything but the namespace Slurm cluster (and soak).
 test-fast: deps
-	@if [ -d $(PROBE_CACHE) ] && [ $$(find $(PROBE_CACHE) -mindepth 2 -maxdepth 2 | wc -l) -gt 60 ]; \
-	then rm -rf $(PROBE_CACHE); fi
-	ASSAY_TEST_PROBE_CACHE=$(CURDIR)/$(PROBE_CACHE) $(BIN)/python -m pytest -q $(XDIST) -m "not soak and not cluster"
+	@$(prune_probe_cache)
+	$(BIN)/python -m pytest -q $(XDIST) -m "not soak and not cluster"
+
+# The probes the tests compile are kept in build/probe-cache, one folder for every process of a
+# make target and for its next run (tests/conftest.py kept_cache: a changed source, header,
+# flag or compiler is a new key; a clean clone, as CI's, starts it empty and compiles each
+# probe once for make test's three parts). Emptied past 60 builds (each edit of a shared header
+# adds a set; every test copies the C probes' folder into its home). `make test-fast` here,
+# 2026-11-28 on a slow hour: 357-380 s with a cache per worker and session, 340.5 s from an
+# empty shared one, 292.7 and 316.2 s warm.
+PROBE_CACHE := build/probe-cache
+define prune_probe_cache
+if [ -d $(PROBE_CACHE) ] && [ $$(find $(PROBE_CACHE) -mindepth 2 -maxdepth 2 | wc -l) -gt 60 ]; \
+then rm -rf $(PROBE_CACHE); fi
+endef
+test test-quick test-fast: export ASSAY_TEST_PROBE_CACHE := $(CURDIR)/$(PROBE_CACHE)
 
 # Bytecode for the hundreds of 'python -m assay' the tests start, kept in build/ (not in the
 # tree), even where the environment says not to write it: compiling assay's modules again

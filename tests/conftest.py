@@ -43,11 +43,12 @@ FAST_SETS = [
 
 def kept_cache(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     """A folder for compiled probes, laid out as assay's own cache (``<key>/<probe>``): the
-    session's; or, where ASSAY_TEST_PROBE_CACHE names a folder (`make test-fast`:
-    build/probe-cache), ``name`` in it, holding what earlier sessions compiled too. A key holds
-    the sources with their headers, the flags and the compiler's identity, so a changed probe
-    is compiled again and an unchanged one is not (a warm fast loop skips nvcc's 28 s of CPU
-    and each worker's C compiles); `make test`, CI's, compiles everything in its session."""
+    session's; or, where ASSAY_TEST_PROBE_CACHE names a folder (the Makefile's
+    build/probe-cache), ``name`` in it, shared by the target's processes and holding what
+    earlier runs compiled too. A key holds the sources with their headers, the flags and the
+    compiler's identity, so a changed probe is compiled again and an unchanged one is not (a
+    warm fast loop skips nvcc's 28 s of CPU and each worker's C compiles); a clean clone, as
+    CI's, starts it empty."""
     root = os.environ.get("ASSAY_TEST_PROBE_CACHE")
     if not root:
         return tmp_path_factory.mktemp(name)
