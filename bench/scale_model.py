@@ -136,12 +136,12 @@ def line_at_least_zero(x: list[float], y: list[float]) -> tuple[float, float]:
     import numpy as np
 
     xs, ys = np.asarray(x, float), np.asarray(y, float)
+    flat = (max(float(ys.mean()), 0.0), 0.0)
     if len(xs) == 1 or np.ptp(xs) == 0:
-        return max(float(ys.mean()), 0.0), 0.0
+        return flat
     (a, b), *_ = np.linalg.lstsq(np.c_[np.ones_like(xs), xs], ys, rcond=None)
     if a >= 0 and b >= 0:
         return float(a), float(b)
-    flat = (max(float(ys.mean()), 0.0), 0.0)
     through_zero = (0.0, max(float(xs @ ys / (xs @ xs)), 0.0))
     return min(flat, through_zero, key=lambda ab: float(np.sum((ys - ab[0] - ab[1] * xs) ** 2)))
 

@@ -33,8 +33,8 @@ H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_cap": "9.0"}
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Both probes, compiled and linked by the real nvcc for one architecture (CI has no GPU
-    but has nvcc: a missing nvcc is a failure, not a skip); kept between `make test-fast`
-    sessions (conftest.kept_cache: keyed by sources, flags and nvcc), apart from the probes
+    but has nvcc: a missing nvcc is a failure, not a skip); kept between runs of the Makefile's
+    test targets (conftest.kept_cache: keyed by sources, flags and nvcc), apart from the probes
     every test's home borrows (a megabyte each)."""
     if find_nvcc() is None:
         pytest.fail("nvcc not found ($CUDA_HOME/bin, PATH, /usr/local/cuda/bin): install CUDA")
