@@ -1275,6 +1275,7 @@ int main(int argc, char **argv)
     tree_gather(my_host, MPI_MAX_PROCESSOR_NAME, hosts);
     for (int i = 0; rank == 0 && i < nprocs; i++)
         hosts[i][MPI_MAX_PROCESSOR_NAME - 1] = '\0';
+    double gathered = wall_clock(); /* the names in: before the (small) gather of the times */
     start_times *starts = rank == 0 ? malloc((size_t)nprocs * sizeof *starts) : NULL;
     if (rank == 0 && !starts) {
         probe_error("out of memory for %d start times", nprocs);
@@ -1282,7 +1283,7 @@ int main(int argc, char **argv)
     }
     tree_gather(&mine, (int)sizeof mine, starts);
     if (rank == 0) {
-        say_start(starts, wall_clock());
+        say_start(starts, gathered);
         free(starts);
     }
 
