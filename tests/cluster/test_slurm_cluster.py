@@ -240,7 +240,8 @@ def test_all_pairs_at_32_nodes_with_defaults_names_the_link_in_a_few_steps(clust
     table raised by scripts/testcluster) finishes, names the throttled link, confirmed, and
     nothing else (no healthy link; the first node, where rank 0 gathers and writes, not
     flagged), in at most 3 + 2 x MPIs Slurm steps, nothing per pair (the steps telling nodes
-    apart and ending leftovers included), and the report draws each MPI's matrices. Three runs
+    apart and ending leftovers included): 1 + MPIs, each retest measured inside its sweep's
+    launch; and the report draws each MPI's matrices. Three runs
     in a row at 16 nodes, each naming the link and nothing else, are measured in
     bench/allpairs_cluster.py (docs/benchmarks.md)."""
     throttle = _tc("throttle", "2", "3", "100mbit")
@@ -261,6 +262,12 @@ def test_all_pairs_at_32_nodes_with_defaults_names_the_link_in_a_few_steps(clust
     mpis = [j for j in jobs if "-retest" not in j["job_id"]]
     assert len(mpis) == 2 and all(j["status"] == "ok" for j in jobs), jobs
     assert len(steps) <= 3 + 2 * len(mpis), (sorted(steps), proc.stderr)
+    # each retest measured inside its sweep's launch: a step for the kernels, one per sweep
+    assert len(steps) <= 1 + len(mpis), (sorted(steps), proc.stderr)
+    notes = json.loads((run_dir(cluster, rid) / "run.json").read_text())["notes"]
+    for sweep in mpis:
+        said = f"{sweep['job_id']}-retest1 was measured inside the launch of {sweep['job_id']}"
+        assert any(n.startswith(said) for n in notes), notes
     report = assay(cluster, "report", rid, "--format", "md").stdout
     named = _named_links(report)
     assert len(named) == 4, report

@@ -17,6 +17,8 @@ import os
 import re
 import shutil
 import subprocess
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +38,7 @@ from assay.parsers.allpairs_file import (
     write_sweep,
 )
 from assay.probes.allpairs import AllPairsParams, AllPairsProbe, rounds_of, summary_lines
-from assay.probes.base import PlanContext
+from assay.probes.base import ASK_FILE, DONE_FILE, PLAN_FILE, PlanContext
 from conftest import run_cli
 from tournament import rounds
 
@@ -282,6 +284,87 @@ def test_pairs_file_is_scheduled_greedily_as_a_retest(mpi: Mpi, allpairs: Built,
     assert run.lines[0]["params"]["links_planned"] == 5
 
 
+def _answer_when_asked(where: Path, plan: str | None) -> threading.Thread:
+    """The runner's side of the hand-over: once the job asks, its plan (written whole, by a
+    rename, as the runner writes it); None: no answer at all."""
+
+    def answer() -> None:
+        deadline = time.monotonic() + TIMEOUT
+        while not (where / ASK_FILE).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if plan is not None:
+            (where / "plan.part").write_text(plan)
+            (where / "plan.part").rename(where / PLAN_FILE)
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_retest_planned_while_the_sweep_runs_is_measured_in_its_launch(
+    mpi: Mpi, allpairs: Built, tmp_path: Path
+):
+    """--ask-follow-up: after its rounds the sweep asks, reads the plan, and measures the
+    retest in the same launch, in the retest's directory: its own stdout, stderr and matrix,
+    as a launch of its own would leave them, and follow-up.done saying how it ended."""
+    sweep, retest = tmp_path / "sweep", tmp_path / "retest"
+    retest.mkdir(parents=True)
+    (retest / "pairs.txt").write_text("0 3\n0 3\n1 2\n")
+    args = [*FAST, "--pairs", "pairs.txt", "--kind", "retest", "--first-round", "4"]
+    thread = _answer_when_asked(sweep.mkdir() or sweep, "run\n../retest\n" + "\n".join(args))
+    run = ok(run_probe(mpi, allpairs.exe, 4, sweep, *FAST, "--ask-follow-up", "60"))
+    thread.join()
+    assert [line["params"]["kind"] for line in run.lines] == ["sweep", "sweep"]
+    assert run.matrix().complete and len(run.matrix().rounds) == 3
+    assert "plan read at" in run.proc.stderr, run.proc.stderr
+    done = dict(ln.split() for ln in (retest / DONE_FILE).read_text().splitlines())
+    assert done["exit"] == "0" and float(done["seconds"]) > 0
+    there = Run(run.proc, retest)
+    lines = [json.loads(ln) for ln in (retest / "stdout").read_text().splitlines()]
+    assert [(ln["params"]["kind"], ln["params"]["links_planned"]) for ln in lines] == [
+        ("retest", 3), ("retest", 3)]  # fmt: skip
+    m = there.matrix()
+    assert m.complete and [(r.number, r.kind) for r in m.rounds] == [(4, "retest"), (5, "retest")]
+    assert len(m.retests) == 3 and m.hosts == run.matrix().hosts
+    assert "round 5 (2 of 2, retest)" in (retest / "stderr").read_text()
+
+
+@pytest.mark.parametrize("plan", ["none\n", None])
+def test_without_a_plan_to_run_the_launch_ends_as_before(
+    mpi: Mpi, allpairs: Built, tmp_path: Path, plan: str | None
+):
+    """ "none", or no answer within the wait (an older runner): the job ends with its sweep,
+    exit 0, and says why; nothing else is measured."""
+    thread = _answer_when_asked(tmp_path, plan)
+    run = ok(run_probe(mpi, allpairs.exe, 4, tmp_path, *FAST, "--ask-follow-up", "0.5"))
+    thread.join()
+    assert [line["params"]["kind"] for line in run.lines] == ["sweep", "sweep"]
+    waited = "no plan within 0.5 s: nothing follows inside this launch" in run.proc.stderr
+    assert waited == (plan is None) and "plan read at" not in run.proc.stderr, run.proc.stderr
+    assert not list(tmp_path.rglob(DONE_FILE))
+
+
+@pytest.mark.slow
+def test_a_partner_lost_in_a_retest_inside_the_launch_is_the_retests_exit(
+    mpi: Mpi, allpairs: Built, tmp_path: Path
+):
+    """A rank that stops answering in the retest: the retest's file and stderr say so and
+    follow-up.done has exit 4; the sweep, finished before, stays whole."""
+    sweep, retest = tmp_path / "sweep", tmp_path / "retest"
+    retest.mkdir(parents=True)
+    (retest / "pairs.txt").write_text("0 3\n1 2\n")
+    args = [*FAST, "--pair-budget", "0.01", "--pairs", "pairs.txt", "--kind", "retest",
+            "--first-round", "4", "--test-hang-rank", "3", "--test-hang-round", "4"]  # fmt: skip
+    thread = _answer_when_asked(sweep.mkdir() or sweep, "run\n../retest\n" + "\n".join(args))
+    run = run_probe(mpi, allpairs.exe, 4, sweep, *FAST, "--ask-follow-up", "60")
+    thread.join()
+    assert run.proc.returncode == 4, run.proc.stderr
+    assert run.matrix().complete and not run.matrix().timed_out
+    assert (retest / DONE_FILE).read_text().startswith("exit 4\n")
+    assert Run(run.proc, retest).matrix().timed_out
+    assert "unresponsive: rank 3 (" in (retest / "stderr").read_text()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("hang_rank", "hang_round"), [(3, 3), (1, 2)])
 def test_unresponsive_partner_ends_the_job_with_exit_4(
@@ -515,7 +598,8 @@ def test_assay_run_keeps_the_matrix_and_stores_node_samples(tmp_path: Path, assa
 def test_a_local_run_retests_what_the_rule_flags(tmp_path: Path, assay_home: Path):
     """The probe's follow-up hook runs on a local run too: a rule that calls out every link
     worse than the median (a tiny threshold, no factor) makes the sweep's retest a job of its
-    own, naming its sweep, noted in the run, and the report confirms or clears each link."""
+    own, naming its sweep, noted in the run, measured inside the sweep's launch, and the
+    report confirms or clears each link."""
     run = _local_run(tmp_path, assay_home, "[outliers]\nthreshold = 1e-6\nlink_factor = 1.0\n")
     jobs = [json.loads(ln) for ln in (run / "jobs.jsonl").read_text().splitlines()]
     sweep = jobs[0]["job_id"]
@@ -527,6 +611,11 @@ def test_a_local_run_retests_what_the_rule_flags(tmp_path: Path, assay_home: Pat
     assert all(s["params"]["sweep_job"] == sweep for s in retests)
     notes = json.loads((run / "run.json").read_text())["notes"]
     assert any(n.startswith(f"{sweep}: ") and "more times" in n for n in notes), notes
+    # measured inside the sweep's launch (one launch fewer), recorded as a job of its own
+    said = f"{sweep}-retest1 was measured inside the launch of {sweep} (a launch saved)"
+    assert said in notes, notes
+    assert (run / "jobs" / f"{sweep}-retest1" / DONE_FILE).read_text().startswith("exit 0\n")
+    assert 0 < jobs[1]["wall_time"] < jobs[0]["wall_time"], jobs
     report = run_cli("report", home=assay_home, check=True,
                      env={"ASSAY_CONFIG": str(tmp_path / "config.toml")})  # fmt: skip
     assert "retest" in report.stdout.lower() or "confirmed" in report.stdout.lower()

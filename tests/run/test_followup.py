@@ -220,3 +220,82 @@ def test_a_job_that_ended_well_without_a_flagged_link_has_no_follow_up(tmp_path:
     assert AllPairsProbe().follow_up([_ended(tmp_path, job)], ctx) == []
     missing = Job(job_id="002-allpairs", probe="allpairs", argv=["x"], params={}, ranks=8)
     assert AllPairsProbe().follow_up([_ended(tmp_path, missing, "failed")], ctx) == []
+
+
+def _inside(tmp_path: Path, notes: list[str]):
+    from assay.probes.base import FollowUpContext
+    from assay.run.followup import Inside
+
+    def prepare(job) -> Path:  # as a run saves a job where it would run
+        where = tmp_path / job.job_id
+        where.mkdir(exist_ok=True)
+        for name, text in job.inputs.items():
+            (where / name).write_text(text)
+        return where
+
+    ctx = FollowUpContext(flag=RULE, responsive=list, connects_refused=lambda e: False,
+                          note=notes.append)  # fmt: skip
+    return Inside(ctx, prepare)
+
+
+def test_a_running_sweep_that_asks_gets_its_retest_to_measure_in_its_launch(
+    tmp_path: Path,
+) -> None:
+    """``Inside``: while a sweep runs, nothing until it asks (``follow-up.ask``); then, once,
+    the plan for the retest the probe's hook returns ("run", its directory, its arguments),
+    the retest saved with its pairs where it would run; it is adopted only once its
+    ``follow-up.done`` says how it ended, and the sweep's launch then leaves it its seconds."""
+    from assay.model import Job
+    from assay.probes.allpairs import AllPairsParams, AllPairsProbe, probe_argv
+    from assay.probes.base import ASK_FILE, DONE_FILE, PLAN_FILE
+
+    lat, bw = _healthy(8)
+    bw[link_index(8, 2, 5)] /= 10
+    job = Job(job_id="001-allpairs-openmpi", probe="allpairs", ranks=8, nodes=8, params={},
+              argv=["{exe}", *probe_argv(AllPairsParams())])  # fmt: skip
+    here = tmp_path / job.job_id
+    here.mkdir()
+    write_sweep(here / "allpairs.bin", HOSTS, lat, bw)
+    notes: list[str] = []
+    inside = _inside(tmp_path, notes)
+    assert AllPairsProbe().asks(job)[0] == "--ask-follow-up"
+    inside.answer(job, here, [])
+    assert not (here / PLAN_FILE).exists()  # not asked yet
+    (here / ASK_FILE).touch()
+    inside.answer(job, here, [])
+    run, where, *words = (here / PLAN_FILE).read_text().splitlines()
+    [retest] = AllPairsProbe().follow_up([_ended(tmp_path, job)], inside.ctx)
+    assert (run, where, words) == ("run", f"../{retest.job_id}", retest.argv[1:])
+    assert (tmp_path / retest.job_id / "pairs.txt").read_text() == retest.inputs["pairs.txt"]
+    assert any("more times" in n for n in notes)
+    (here / PLAN_FILE).unlink()
+    inside.answer(job, here, [])
+    assert not (here / PLAN_FILE).exists()  # answered once
+    assert inside.adopts(retest, tmp_path / retest.job_id) is None  # it has not ended there
+    assert inside.measured_after(job) is None
+    (tmp_path / retest.job_id / DONE_FILE).write_text("exit 0\nseconds 2.5\n")
+    assert inside.adopts(retest, tmp_path / retest.job_id) == (0, 2.5, job.job_id)
+    assert inside.measured_after(job) == 2.5
+    assert AllPairsProbe().asks(retest) == []  # a retest has no follow-up to ask for
+
+
+def test_a_sweep_with_nothing_to_retest_is_told_none(tmp_path: Path) -> None:
+    """Nothing flagged: the plan is "none" (the launch ends as it would have); a follow-up
+    on other ranks (a resume without a lost node) is never measured inside."""
+    from assay.model import Job
+    from assay.probes.allpairs import AllPairsProbe
+    from assay.probes.base import ASK_FILE, PLAN_FILE
+
+    lat, bw = _healthy(8)
+    job = Job(job_id="001-allpairs", probe="allpairs", argv=["x"], params={}, ranks=8)
+    here = tmp_path / job.job_id
+    here.mkdir()
+    write_sweep(here / "allpairs.bin", HOSTS, lat, bw)
+    (here / ASK_FILE).touch()
+    inside = _inside(tmp_path, [])
+    inside.answer(job, here, [])
+    assert (here / PLAN_FILE).read_text() == "none\n"
+    assert not inside.handed
+    fewer = Job(job_id="001-allpairs-resume1", probe="allpairs", argv=["x"], ranks=7,
+                params={"kind": "resume"})  # fmt: skip
+    assert AllPairsProbe().inside(job, fewer) is None

@@ -52,6 +52,11 @@
  * ends the job with exit code 4.  If rank 0 itself is the one that stopped, the waiting rank
  * ends the job after a second such wait (the file then lacks its end block: cut short).
  *
+ * A follow-up in the same launch (--ask-follow-up S): after its rounds the job asks the runner
+ * what follows and waits up to S s for the plan; a retest it is given is measured by the same
+ * ranks, in the retest's own directory and files, as a launch of its own would (a launch
+ * saved: see follow_up_inside).
+ *
  * Exit codes: 0 ok, 1 runtime error (MPI, memory, the file), 2 bad arguments, fewer than 2
  * ranks or a pair budget too small for one iteration, 4 a partner stopped answering.
  *
@@ -98,6 +103,13 @@ static const char *const KINDS[] = {"sweep", "retest", "resume", NULL};
 #define BW_WARMUP_FLOOR 1   /* the fewest untimed windows */
 #define ACK_BYTES 4          /* osu_bw's ack */
 #define MAX_NODES 65535      /* node numbers are u16 in the file */
+/* The hand-over of a follow-up run inside this launch (--ask-follow-up; the names are
+ * assay.probes.base's, each in the job's directory, the last in the follow-up's). */
+#define ASK_FILE "follow-up.ask"
+#define PLAN_FILE "follow-up.plan"
+#define DONE_FILE "follow-up.done"
+#define MAX_PLAN_BYTES 65536
+#define MAX_PLAN_ARGS 256
 
 enum { TAG_PING = 1, TAG_DATA = 100, TAG_ACK = 101, TAG_PILOT = 102, TAG_STALL = 103,
        TAG_GATHER = 104 };
@@ -107,7 +119,7 @@ typedef struct {
     long long lat_iters, bw_iters, lat_warmup, bw_warmup;
     int lat_warmup_given, bw_warmup_given; /* the user's counts, not capped (cap_warmup) */
     long long hang_rank, hang_round, die_rank, die_round;
-    double budget, stall_factor, sweep_target, coordinator_delay;
+    double budget, stall_factor, sweep_target, coordinator_delay, ask_wait;
     int kind, yield;
     const char *pairs_file, *output;
 } options;
@@ -135,6 +147,27 @@ static char my_host[MPI_MAX_PROCESSOR_NAME];
 /* A real status array, as OSU's reqstat: MPICH's MPI_STATUSES_IGNORE is the pointer
  * (MPI_Status *)1, which gcc >= 11 flags as -Wstringop-overflow. */
 static MPI_Status *statuses;
+
+/* ---- a follow-up inside this launch: how it ended ------------------------------------ */
+
+static int inside;          /* a follow-up runs: rank 0 is in its directory */
+static double inside_began; /* when its plan was read */
+
+/* Rank 0, as the follow-up ends (its output flushed): DONE_FILE in its directory, "exit S" and
+ * "seconds T", which tells the runner the follow-up ran here (without it, it launches it). */
+static void write_done(int status)
+{
+    if (!inside || rank != 0)
+        return;
+    fflush(stdout);
+    fflush(stderr);
+    FILE *f = fopen(DONE_FILE ".part", "w");
+    if (!f)
+        return;
+    fprintf(f, "exit %d\nseconds %.3f\n", status, probe_now() - inside_began);
+    if (!fclose(f))
+        rename(DONE_FILE ".part", DONE_FILE);
+}
 
 /* ---- the matrix file (rank 0; allpairs_file.h writes it) ------------------------------ */
 
@@ -537,6 +570,7 @@ static void job_stalled(int waited, int silent)
      * job is ending anyway; a second lets the launcher take every line first. */
     fflush(stdout);
     fflush(stderr);
+    write_done(EXIT_UNRESPONSIVE);
     nanosleep(&(struct timespec){ABORT_DRAIN_S, 0}, NULL);
     MPI_Abort(MPI_COMM_WORLD, EXIT_UNRESPONSIVE);
     exit(EXIT_UNRESPONSIVE);
@@ -1064,6 +1098,10 @@ static void usage(void)
            "  --kind K               retest or resume, with --pairs (default retest)\n"
            "  --first-round R        number of the first round in the file (default 1)\n"
            "  --output FILE          the matrix file (default allpairs.bin)\n"
+           "  --ask-follow-up S      after the rounds, ask the runner what follows (leave\n"
+           "                         " ASK_FILE ") and wait up to S s for " PLAN_FILE ": 'none',\n"
+           "                         or 'run', a directory and one argument a line; then\n"
+           "                         measure that inside this launch, in that directory\n"
            "  --stall-factor F       a partner that completes nothing for F x pair budget\n"
            "                         seconds (at least %g s) stopped answering (default %g)\n"
            "  --yield                sched_yield() while polling (more ranks than cores;\n"
@@ -1129,6 +1167,7 @@ static int parse(int argc, char **argv)
         {"--kind", PROBE_CHOICE, &opt.kind, .choices = KINDS},
         {"--first-round", PROBE_INT, &opt.first_round, .min = 1, .max = INT_MAX / 2},
         {"--stall-factor", PROBE_REAL, &opt.stall_factor, .rmin = 1.0, .rmax = 1e6},
+        {"--ask-follow-up", PROBE_REAL, &opt.ask_wait, .rmin = 0.001, .rmax = 86400.0},
         {"--yield", PROBE_FLAG, &opt.yield, .min = 0},
         {"--test-hang-rank", PROBE_INT, &opt.hang_rank, .min = 0, .max = INT_MAX},
         {"--test-hang-round", PROBE_INT, &opt.hang_round, .min = 1, .max = INT_MAX},
@@ -1161,6 +1200,18 @@ static int parse(int argc, char **argv)
     stall_s = opt.stall_factor * opt.budget;
     if (stall_s < STALL_FLOOR_S)
         stall_s = STALL_FLOOR_S;
+    return 0;
+}
+
+/* The options, and what the launcher says of the nodes: "nodes" that share one kernel
+ * (namespaces, containers: the launcher found it and says so) share its CPUs too, and a
+ * busy-polling rank would starve the ranks measuring. */
+static int read_options(int argc, char **argv)
+{
+    if (parse(argc, argv))
+        return -1;
+    if (getenv("ASSAY_SHARED_KERNEL"))
+        opt.yield = 1;
     return 0;
 }
 
@@ -1229,11 +1280,232 @@ static int finalize_or_leave(int status)
 {
     fflush(stdout);
     fflush(stderr);
+    write_done(status);
     leave_status = status;
     signal(SIGALRM, finalize_stuck);
     alarm(FINALIZE_S);
     MPI_Finalize();
     alarm(0);
+    return status;
+}
+
+/* ---- measuring a schedule ------------------------------------------------------------ */
+
+static void free_pair(pair *p)
+{
+    free(p->s_buf);
+    free(p->r_buf);
+    free(p->reqs);
+    free(p->idx);
+    free(statuses);
+    statuses = NULL;
+    *p = (pair){0};
+}
+
+/* Page-aligned buffers, as OSU's, touched before any timing (no page fault is timed), sized
+ * for the options in force (a follow-up's are its own). */
+static void alloc_pair(pair *p)
+{
+    free_pair(p);
+    long page = sysconf(_SC_PAGESIZE);
+    long long big = opt.bw_size > opt.lat_size ? opt.bw_size : opt.lat_size;
+    size_t bufsize = (size_t)(big > ACK_BYTES ? big : ACK_BYTES);
+    p->reqs = malloc((size_t)opt.window * sizeof *p->reqs);
+    p->idx = malloc((size_t)opt.window * sizeof *p->idx);
+    statuses = malloc((size_t)opt.window * sizeof *statuses);
+    if (posix_memalign((void **)&p->s_buf, (size_t)page, bufsize) ||
+        posix_memalign((void **)&p->r_buf, (size_t)page, bufsize) || !p->reqs || !p->idx ||
+        !statuses) {
+        fprintf(stderr, "allpairs: rank %d: cannot allocate buffers of %zu bytes\n", rank,
+                bufsize);
+        MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
+    }
+    memset(p->s_buf, 'a', bufsize);
+    memset(p->r_buf, 'b', bufsize);
+}
+
+/* Schedule s from the pilot (or the given counts) to the summary: PROBE_OK, or PROBE_USAGE when
+ * not one message fits.  results: rank 0's, a slot per rank. */
+static int measure(schedule *s, pair *p, result *results)
+{
+    alloc_pair(p);
+    rec.n = rec.rounds = 0;
+    fitted_how = "";
+    file_opened = 0;
+    long long planned = s->pairs ? (long long)s->start[s->rounds]
+                                 : (long long)nprocs * (nprocs - 1) / 2;
+    now_.sched = s;
+    now_.planned = planned;
+    int widest = 0; /* the most pairs of a round, measured at once unless --pairs-at-once */
+    for (int r = 0; r < s->rounds; r++)
+        widest = pairs_in(s, r) > widest ? pairs_in(s, r) : widest;
+    now_.concurrent = opt.pairs_at_once > 0 && opt.pairs_at_once < widest ? opt.pairs_at_once
+                                                                          : widest;
+    if (opt.lat_iters > 0) {
+        now_.lat_iters = opt.lat_iters;
+        now_.bw_iters = opt.bw_iters;
+    } else {
+        calibrate(s, p);
+        if (rank == 0)
+            fprintf(stderr, "allpairs: pilot done at %.3f s\n", wall_clock() - first_began);
+    }
+    cap_warmup();
+    if (rank == 0) /* after the pilot: the header records the window and budget it chose */
+        file_open();
+    if (now_.lat_iters == 0) {
+        if (rank == 0) {
+            file_end(0);
+            file_close();
+        }
+        return PROBE_USAGE;
+    }
+    barrier();
+    now_.t0 = MPI_Wtime();
+    double last_said = probe_now();
+    for (int r = 0; r < s->rounds; r++) {
+        int round_no = (int)opt.first_round + r;
+        now_.round_no = round_no;
+        now_.round_start = r ? MPI_Wtime() - now_.t0 : 0.0; /* the pairs' window begins */
+        measured m = run_round(s, r, round_no, p, 0);
+        double round_end = MPI_Wtime() - now_.t0;
+        result mine = {-1, 0, (float)m.lat, (float)m.bw};
+        if (p->peer > rank)
+            mine.partner = p->peer;
+        tree_gather(&mine, (int)sizeof mine, results);
+        if (rank == 0) {
+            file_round(round_no, results, nprocs, now_.lat_iters, now_.bw_iters,
+                       now_.round_start, round_end - now_.round_start);
+            if (r + 1 < s->rounds)
+                coordinator_busy();
+            if (probe_now() - last_said > 1.0 || r + 1 == s->rounds) {
+                fprintf(stderr,
+                        "allpairs: round %d (%d of %d, %s): %d pairs, %.3f s; %.1f s so far\n",
+                        round_no, r + 1, s->rounds, KINDS[opt.kind], pairs_in(s, r),
+                        round_end - now_.round_start, round_end);
+                last_said = probe_now();
+            }
+        }
+        /* The coordinator's work (the gather above, the round's block, the progress line) is
+         * done before any pair of the next round starts: otherwise rank 0's pairs start late,
+         * measured apart from the round's other pairs (on 64 nodes of one machine, against 62
+         * ranks waking from their naps: its node read 1.54x slower than the median). */
+        if (r + 1 < s->rounds)
+            barrier();
+    }
+    if (rank == 0) {
+        file_end(0);
+        file_close();
+        summary(s, planned, now_.lat_iters, now_.bw_iters, now_.concurrent, NULL, 0);
+        fflush(stdout);
+        fprintf(stderr, "allpairs: done at %.3f s, %s next\n", wall_clock() - first_began,
+                opt.ask_wait > 0.0 ? "asking for a follow-up" : "MPI_Finalize");
+    }
+    return PROBE_OK;
+}
+
+/* ---- a follow-up inside this launch ---------------------------------------------------- */
+
+/* Wait without polling hard: the ranks waiting for the runner's plan leave it the cores. */
+static void wait_idle(MPI_Request *req)
+{
+    const struct timespec nap = {0, 1000000};
+    int done = 0;
+    for (;;) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (done)
+            return;
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* Rank 0: ask (ASK_FILE), wait up to --ask-follow-up s for PLAN_FILE (the runner writes it
+ * whole, by a rename). "run": move into the directory its second line names, make stdout and
+ * stderr the follow-up's own there, and return its arguments (one a line after that),
+ * '\0'-separated, in *len bytes.  NULL (said why) when nothing follows here. */
+static char *await_plan(size_t *len)
+{
+    FILE *f = fopen(ASK_FILE, "w");
+    if (!f || fclose(f)) {
+        fprintf(stderr, "allpairs: cannot write %s: %s: no follow-up inside this launch\n",
+                ASK_FILE, strerror(errno));
+        return NULL;
+    }
+    fprintf(stderr, "allpairs: asked for a follow-up (%s); waiting up to %g s for %s\n",
+            ASK_FILE, opt.ask_wait, PLAN_FILE);
+    double until = probe_now() + opt.ask_wait;
+    const struct timespec nap = {0, 10000000};
+    while (!(f = fopen(PLAN_FILE, "r")) && probe_now() < until)
+        nanosleep(&nap, NULL);
+    if (!f) {
+        fprintf(stderr, "allpairs: no plan within %g s: nothing follows inside this launch\n",
+                opt.ask_wait);
+        return NULL;
+    }
+    char *text = calloc(1, MAX_PLAN_BYTES + 1);
+    size_t got = text ? fread(text, 1, MAX_PLAN_BYTES, f) : 0;
+    fclose(f);
+    char *save = NULL, *word = text ? strtok_r(text, "\n", &save) : NULL;
+    char *dir = word && !strcmp(word, "run") ? strtok_r(NULL, "\n", &save) : NULL;
+    if (!dir || got == MAX_PLAN_BYTES) {
+        if (!word || strcmp(word, "none"))
+            fprintf(stderr, "allpairs: %s is not a plan ('none', or 'run' and a directory)\n",
+                    PLAN_FILE);
+        free(text);
+        return NULL;
+    }
+    fprintf(stderr, "allpairs: plan read at %.3f s: the follow-up in %s\n",
+            wall_clock() - first_began, dir);
+    fflush(stderr);
+    if (chdir(dir) || !freopen("stdout", "w", stdout) || !freopen("stderr", "w", stderr)) {
+        fprintf(stderr, "allpairs: the follow-up's directory %s: %s\n", dir, strerror(errno));
+        free(text);
+        return NULL;
+    }
+    *len = 0;
+    while ((word = strtok_r(NULL, "\n", &save))) { /* the words, packed '\0'-separated */
+        size_t n = strlen(word) + 1;
+        memmove(text + *len, word, n);
+        *len += n;
+    }
+    return text;
+}
+
+/* After the rounds (--ask-follow-up): the follow-up the runner plans from what they measured
+ * (a retest of the links its rule flags), measured in this launch with the arguments its own
+ * launch would get, as a job of its own would measure it; its end in DONE_FILE.  A launch
+ * fewer: at 64 nodes here MPI_Init alone took 3-3.7 s and the launcher 3-6 s more.  No plan
+ * (nothing follows, an older runner, none in time): the job ends as it would have. */
+static int follow_up_inside(pair *p, result *results)
+{
+    size_t len = 0;
+    char *blob = rank == 0 ? await_plan(&len) : NULL;
+    long long n = rank == 0 && blob ? (long long)len : 0;
+    MPI_Request req;
+    MPI_Ibcast(&n, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD, &req);
+    wait_idle(&req);
+    if (n == 0) {
+        free(blob);
+        return PROBE_OK;
+    }
+    if (rank != 0 && !(blob = malloc((size_t)n))) {
+        fprintf(stderr, "allpairs: rank %d: out of memory for the follow-up's plan\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
+    }
+    MPI_Ibcast(blob, (int)n, MPI_CHAR, 0, MPI_COMM_WORLD, &req);
+    wait_idle(&req);
+    char *args[MAX_PLAN_ARGS + 1] = {"allpairs"};
+    int argc = 1;
+    for (char *a = blob; a < blob + n && argc < MAX_PLAN_ARGS; a += strlen(a) + 1)
+        args[argc++] = a;
+    inside = 1;
+    inside_began = probe_now();
+    int status = PROBE_USAGE;
+    schedule s = {.n = nprocs, .ring = nprocs + nprocs % 2, .rounds = nprocs - 1 + nprocs % 2};
+    if (!read_options(argc, args) && !(opt.pairs_file && share_pairs(&s)))
+        status = measure(&s, p, results);
+    free(s.start);
+    free(s.pairs);
+    free(blob); /* (the options point into it until here) */
     return status;
 }
 
@@ -1252,12 +1524,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     probe_init("allpairs");
     probe_set_quiet(rank != 0);
-    if (parse(argc, argv))
+    if (read_options(argc, argv))
         return finalize_or_leave(PROBE_USAGE);
-    /* "Nodes" that share one kernel (namespaces, containers: the launcher found it and says
-     * so) share its CPUs too: a busy-polling rank would starve the ranks measuring. */
-    if (getenv("ASSAY_SHARED_KERNEL"))
-        opt.yield = 1;
     if (nprocs < 2 || nprocs > MAX_NODES) {
         probe_error("needs 2 to %d MPI ranks (one per node), got %d", MAX_NODES, nprocs);
         return finalize_or_leave(PROBE_USAGE);
@@ -1288,103 +1556,18 @@ int main(int argc, char **argv)
     }
 
     schedule s = {.n = nprocs, .ring = nprocs + nprocs % 2, .rounds = nprocs - 1 + nprocs % 2};
-    long long planned = (long long)nprocs * (nprocs - 1) / 2;
-    if (opt.pairs_file) {
-        if (share_pairs(&s))
-            return finalize_or_leave(PROBE_USAGE);
-        planned = s.start[s.rounds];
-    }
-
-    /* Page-aligned buffers, as OSU's, touched before any timing (no page fault is timed). */
-    long page = sysconf(_SC_PAGESIZE);
-    long long big = opt.bw_size > opt.lat_size ? opt.bw_size : opt.lat_size;
-    size_t bufsize = (size_t)(big > ACK_BYTES ? big : ACK_BYTES);
+    if (opt.pairs_file && share_pairs(&s))
+        return finalize_or_leave(PROBE_USAGE);
     pair p = {0};
-    p.reqs = malloc((size_t)opt.window * sizeof *p.reqs);
-    p.idx = malloc((size_t)opt.window * sizeof *p.idx);
-    statuses = malloc((size_t)opt.window * sizeof *statuses);
     result *results = rank == 0 ? malloc((size_t)nprocs * sizeof *results) : NULL;
-    if (posix_memalign((void **)&p.s_buf, (size_t)page, bufsize) ||
-        posix_memalign((void **)&p.r_buf, (size_t)page, bufsize) || !p.reqs || !p.idx ||
-        !statuses || (rank == 0 && !results)) {
-        fprintf(stderr, "allpairs: rank %d: cannot allocate buffers of %zu bytes\n", rank,
-                bufsize);
+    if (rank == 0 && !results) {
+        fprintf(stderr, "allpairs: cannot allocate %d results\n", nprocs);
         MPI_Abort(MPI_COMM_WORLD, PROBE_RUNTIME);
     }
-    memset(p.s_buf, 'a', bufsize);
-    memset(p.r_buf, 'b', bufsize);
-
-    now_.sched = &s;
-    now_.planned = planned;
-    int widest = 0; /* the most pairs of a round, measured at once unless --pairs-at-once */
-    for (int r = 0; r < s.rounds; r++)
-        widest = pairs_in(&s, r) > widest ? pairs_in(&s, r) : widest;
-    now_.concurrent = opt.pairs_at_once > 0 && opt.pairs_at_once < widest ? opt.pairs_at_once
-                                                                          : widest;
-    if (opt.lat_iters > 0) {
-        now_.lat_iters = opt.lat_iters;
-        now_.bw_iters = opt.bw_iters;
-    } else {
-        calibrate(&s, &p);
-        if (rank == 0)
-            fprintf(stderr, "allpairs: pilot done at %.3f s\n", wall_clock() - first_began);
-    }
-    cap_warmup();
-    if (rank == 0) /* after the pilot: the header records the window and budget it chose */
-        file_open();
-    if (now_.lat_iters == 0) {
-        if (rank == 0) {
-            file_end(0);
-            file_close();
-        }
-        return finalize_or_leave(PROBE_USAGE);
-    }
-
-    barrier();
-    now_.t0 = MPI_Wtime();
-    double last_said = probe_now();
-    for (int r = 0; r < s.rounds; r++) {
-        int round_no = (int)opt.first_round + r;
-        now_.round_no = round_no;
-        now_.round_start = r ? MPI_Wtime() - now_.t0 : 0.0; /* the pairs' window begins */
-        measured m = run_round(&s, r, round_no, &p, 0);
-        double round_end = MPI_Wtime() - now_.t0;
-        result mine = {-1, 0, (float)m.lat, (float)m.bw};
-        if (p.peer > rank)
-            mine.partner = p.peer;
-        tree_gather(&mine, (int)sizeof mine, results);
-        if (rank == 0) {
-            file_round(round_no, results, nprocs, now_.lat_iters, now_.bw_iters,
-                       now_.round_start, round_end - now_.round_start);
-            if (r + 1 < s.rounds)
-                coordinator_busy();
-            if (probe_now() - last_said > 1.0 || r + 1 == s.rounds) {
-                fprintf(stderr,
-                        "allpairs: round %d (%d of %d, %s): %d pairs, %.3f s; %.1f s so far\n",
-                        round_no, r + 1, s.rounds, KINDS[opt.kind], pairs_in(&s, r),
-                        round_end - now_.round_start, round_end);
-                last_said = probe_now();
-            }
-        }
-        /* The coordinator's work (the gather above, the round's block, the progress line) is
-         * done before any pair of the next round starts: otherwise rank 0's pairs start late,
-         * measured apart from the round's other pairs (on 64 nodes of one machine, against 62
-         * ranks waking from their naps: its node read 1.54x slower than the median). */
-        if (r + 1 < s.rounds)
-            barrier();
-    }
-    if (rank == 0) {
-        file_end(0);
-        file_close();
-        summary(&s, planned, now_.lat_iters, now_.bw_iters, now_.concurrent, NULL, 0);
-        fprintf(stderr, "allpairs: done at %.3f s, MPI_Finalize next\n",
-                wall_clock() - first_began);
-    }
-    free(p.s_buf);
-    free(p.r_buf);
-    free(p.reqs);
-    free(p.idx);
-    free(statuses);
+    int status = measure(&s, &p, results);
+    if (status == PROBE_OK && opt.ask_wait > 0.0)
+        status = follow_up_inside(&p, results);
+    free_pair(&p);
     free(results);
-    return finalize_or_leave(PROBE_OK);
+    return finalize_or_leave(status);
 }

@@ -182,6 +182,7 @@ static inline void *apf_main_(void *arg)
 
 static inline int apf_open(const char *path)
 {
+    apf_.closing = apf_.held = apf_.error = 0; /* a second file after the first's close */
     apf_.f = fopen(path, "wb");
     if (!apf_.f)
         return errno;

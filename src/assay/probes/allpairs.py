@@ -229,6 +229,31 @@ class AllPairsProbe(Probe):
         ctx.note(f"{origin.job_id}: {follow.why} ({nxt.job_id})")
         return [nxt]
 
+    def asks(self, job: Job) -> list[str]:
+        """A sweep or a resume asks for its retest (the runner's rule flags the links from
+        the finished file), and measures it in its own launch: at 64 nodes here a launch
+        (the launcher, MPI_Init) was 9-10 s of a retest's 16. It waits for the plan at most
+        30 s, and 10 ms a node more (the runner reads N²/2 links first)."""
+        if job.params.get("kind", "sweep") == "retest":
+            return []
+        return ["--ask-follow-up", f"{30.0 + 0.01 * job.ranks:g}"]
+
+    def inside(self, job: Job, nxt: Job) -> list[str] | None:
+        """A retest on the running job's ranks, in its rank order (a retest keeps every node
+        the sweep or resume did not lose, in the sweep's order) and with its build, expected
+        to take at most a minute more than the job itself (whose timeout, 120 s + 5 times
+        its own estimate, then still covers both)."""
+        same = (nxt.params.get("kind") == "retest" and nxt.probe == job.probe
+                and nxt.build == job.build and nxt.mpi == job.mpi
+                and (nxt.ranks, nxt.nodes) == (job.ranks, job.nodes))  # fmt: skip
+        named = job.params.get("hosts")
+        if isinstance(named, list) and named != nxt.params.get("hosts", named):
+            return None
+        own, more = self.expected_seconds(job), self.expected_seconds(nxt)
+        if own is None or more is None or more > own + 60.0:
+            return None  # a long retest keeps a launch, and a timeout, of its own
+        return nxt.argv[1:] if same else None
+
     def expected_seconds(self, job: Job) -> float | None:
         """From the job's command line and its pairs file, as the probe will run it."""
         argv = job.argv

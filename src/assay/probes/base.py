@@ -24,6 +24,18 @@ if TYPE_CHECKING:  # numpy only for a follow-up's outlier rule: not imported to 
     import numpy as np
 
 
+# A follow-up run inside its job's launch (a launch saved): a job given its probe's ``asks``
+# arguments leaves ASK_FILE in its directory once its own work is written and waits, for a
+# bounded time, for PLAN_FILE: "none", or "run", the follow-up's directory (relative to the
+# job's) and the follow-up's arguments (``Probe.inside``), one a line. It measures the
+# follow-up there, into that job's own files, and leaves DONE_FILE ("exit S", "seconds T")
+# there when it ends; without DONE_FILE the run launches the follow-up as a job of its own.
+# (src/assay/native/allpairs.c uses the same names.)
+ASK_FILE = "follow-up.ask"
+PLAN_FILE = "follow-up.plan"
+DONE_FILE = "follow-up.done"
+
+
 class ProbeParams(BaseModel):
     """Base of every probe's params schema: unknown params are errors."""
 
@@ -148,6 +160,18 @@ class Probe(ABC):
         run is stopping. A follow-up job may name its hosts (``params["hosts"]``, rank
         order), among those the plan's job ran on. Most probes have none: []."""
         return []
+
+    def asks(self, job: Job) -> list[str]:
+        """Arguments that make ``job`` ask for its follow-up before it ends and run it inside
+        its own launch (``ASK_FILE``), added by a run that answers (``assay.run.followup``).
+        Most probes' jobs do not ask: []."""
+        return []
+
+    def inside(self, job: Job, nxt: Job) -> list[str] | None:
+        """The arguments with which ``job``'s launch, still running, measures ``nxt`` (its
+        follow-up, as :meth:`follow_up` returned it) itself; None: ``nxt`` needs a launch of
+        its own (other nodes, another build)."""
+        return None
 
     def preflight(self, job: Job) -> None:
         """Check, just before the run starts, what planning may not look at (a target's files,

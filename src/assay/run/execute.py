@@ -15,96 +15,27 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assay.errors import AssayError, StoreError
-from assay.launch import run_process
+from assay.launch import LaunchOutcome, run_process
 from assay.launch.registry import here
 from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
 from assay.probes import get_probe
-from assay.probes.base import Ended
+from assay.probes.base import DONE_FILE, Ended
 from assay.run.outputs import parse_each_node, read_output, read_stderr, stderr_tail
+from assay.run.stopsignals import STOP, stop_reason, stop_received, stop_signals
 from assay.store import RunWriter, safefile
-from assay.store.rundir import utc_now
+from assay.store.rundir import utc_at, utc_now
 from assay.toolchain import build_probe
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+if TYPE_CHECKING:  # (imported when a run starts: its outlier rule's numpy)
+    from assay.run.followup import Inside
+
 ENOSPC_TEXT = "No space left on device"
-
-
-class StopRequested(KeyboardInterrupt):
-    """A stop signal, raised where Ctrl-C's KeyboardInterrupt would be (and caught alike)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def stop_reason(signum: int) -> str:
-    return "stopped by Ctrl-C" if signum == signal.SIGINT else (
-        f"stopped by {signal.Signals(signum).name}"
-    )  # fmt: skip
-
-
-class _StopSignals:
-    """SIGINT/SIGTERM/SIGHUP → StopRequested, except inside ``deferred()`` (records being
-    written), where the signal waits; after the first, further signals change nothing."""
-
-    def __init__(self) -> None:
-        self.deferring = 0
-        self.pending: int | None = None
-        self.received: int | None = None
-        self._saved: dict[int, object] = {}
-
-    def _handler(self, signum: int, _frame) -> None:
-        if self.received is not None:
-            return
-        self.received = signum
-        if self.deferring:
-            self.pending = signum
-            return
-        raise StopRequested(signum)
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[None]:
-        try:
-            for sig in STOP_SIGNALS:
-                self._saved[sig] = signal.signal(sig, self._handler)
-        except ValueError:  # not the main thread: signals stay as they were
-            self._saved.clear()
-        try:
-            yield
-        finally:
-            for sig, old in self._saved.items():
-                signal.signal(sig, old)  # type: ignore[arg-type]
-
-    @contextlib.contextmanager
-    def deferred(self) -> Iterator[None]:
-        self.deferring += 1
-        try:
-            yield
-        finally:
-            self.deferring -= 1
-        if not self.deferring and self.pending is not None:
-            signum, self.pending = self.pending, None
-            raise StopRequested(signum)
-
-
-_STOP = _StopSignals()
-
-
-def stop_signals():
-    """Install the stop handlers for a run loop (``execute``, ``repeat_auto``): SIGTERM and
-    SIGHUP then stop a run as Ctrl-C does (KeyboardInterrupt carrying ``signum``)."""
-    _STOP.received = _STOP.pending = None
-    return _STOP.installed()
-
-
-def stop_received() -> int:
-    """The stop signal received in this run loop (SIGINT when a plain Ctrl-C raised)."""
-    return _STOP.received or signal.SIGINT
 
 
 @dataclass
@@ -125,6 +56,8 @@ ResultHook = Callable[[int, int, Job, JobResult], None]
 # Called about every TICK_S seconds while a job runs, with the seconds it has run so far.
 TickHook = Callable[[Job, float], None]
 TICK_S = 1.0
+# How often a job that may ask for its follow-up is looked at: its launch waits for the answer.
+ASK_TICK_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -206,14 +139,17 @@ def run_job(
     cores: int | None,
     resolve: Resolve | None = None,
     on_tick: TickHook | None = None,
+    inside: Inside | None = None,
 ) -> tuple[JobResult, list[Sample]]:
     """One job from build to stored samples. Never raises for a probe's own failure.
 
     ``resolve`` gives the job's command (default: the local scheduler's; the runner's put it on
     the allocation's hosts);
-    ``on_tick(job, elapsed_s)`` is called about every ``TICK_S`` s while the job runs.
+    ``on_tick(job, elapsed_s)`` is called about every ``TICK_S`` s while the job runs;
+    ``inside``: the run answers a job that asks for its follow-up while it runs, and a
+    follow-up measured inside another job's launch is recorded from what it left
+    (``assay.run.followup.Inside``).
     """
-    started = utc_now()
     job_dir = writer.job_dir(job)
     rel = job_dir.relative_to(writer.path)
     result = JobResult(
@@ -224,29 +160,32 @@ def run_job(
         argv=list(job.argv),
         stdout_path=str(rel / "stdout"),
         stderr_path=str(rel / "stderr"),
-        started=started,
+        started=utc_now(),
     )
     if job.skip_reason:
         result.status, result.reason = "skipped", job.skip_reason
-        with _STOP.deferred():
+        with STOP.deferred():
             writer.save_job(job, list(job.argv))
             writer.record(result, [])
         return result, []
+    adopted = inside.adopts(job, writer.job_dir(job)) if inside else None
+    if adopted is not None:
+        return _adopted(writer, job, result, adopted)
     try:
         exe = str(build_probe(job.build, mpis)) if job.build else None
-        argv = (resolve or local_resolver(mpis, cores))(job, exe)
+        asks = get_probe(job.probe).asks(job) if inside else []
+        argv = (resolve or local_resolver(mpis, cores))(replace(job, argv=[*job.argv, *asks]), exe)
     except AssayError as exc:
         result.reason = f"build failed: {exc}"
-        with _STOP.deferred():
+        with STOP.deferred():
             writer.save_job(job, list(job.argv))
             writer.record(result, [])
         return result, []
     result.argv = argv
-    with _STOP.deferred():
-        writer.save_job(job, argv)
-        for name, text in job.inputs.items():
-            safefile.write_atomic(job_dir / name, text)
+    with STOP.deferred():
+        prepared(writer, job, argv)
     others = _concurrent(writer)
+    tick, tick_s = _ticks(job, job_dir, on_tick, inside if asks else None)
     try:
         outcome = run_process(
             argv,
@@ -255,15 +194,72 @@ def run_job(
             stdout_path=job_dir / "stdout",
             stderr_path=job_dir / "stderr",
             cwd=job_dir,  # whatever else a probe writes (raw tool output, plots) stays with the run
-            on_tick=(lambda elapsed: on_tick(job, elapsed)) if on_tick else None,
-            tick_s=TICK_S,
+            on_tick=tick,
+            tick_s=tick_s,
         )
     except AssayError as exc:  # the program could not even start: this job fails, the run goes on
         result.reason = str(exc)
-        with _STOP.deferred():
+        with STOP.deferred():
             writer.record(result, [])
         return result, []
     others.update(_concurrent(writer))  # a run that started while this job ran shares it too
+    after = inside.measured_after(job) if inside and not outcome.interrupted else None
+    if after is not None:  # the launch's end (its exit, a finalize that hung) is the follow-up's
+        outcome = LaunchOutcome(0, max(0.0, outcome.wall_time - after), hosts=outcome.hosts)
+    return _finish(writer, job, job_dir, result, outcome, others)
+
+
+def prepared(writer: RunWriter, job: Job, argv: list[str] | None = None) -> Path:
+    """``job`` saved in its directory with its inputs (``argv``: its resolved command), as
+    before a launch; the directory."""
+    job_dir = writer.save_job(job, list(job.argv) if argv is None else argv)
+    for name, text in job.inputs.items():
+        safefile.write_atomic(job_dir / name, text)
+    return job_dir
+
+
+def _ticks(
+    job: Job, job_dir: Path, on_tick: TickHook | None, inside: Inside | None
+) -> tuple[Callable[[float], None] | None, float]:
+    """What runs between waits on the job, and how often: the progress hook every ``TICK_S``
+    s, and for a job that asks for its follow-up a look for its question every
+    ``ASK_TICK_S`` s (the whole launch waits for the answer)."""
+    if inside is None:
+        return ((lambda elapsed: on_tick(job, elapsed)) if on_tick else None), TICK_S
+    said = [0.0]
+
+    def tick(elapsed: float) -> None:
+        inside.answer(job, job_dir, [])
+        if on_tick and elapsed - said[0] >= TICK_S:
+            said[0] = elapsed
+            on_tick(job, elapsed)
+
+    return tick, ASK_TICK_S
+
+
+def _adopted(
+    writer: RunWriter, job: Job, result: JobResult, adopted: tuple[int, float, str]
+) -> tuple[JobResult, list[Sample]]:
+    """A follow-up that another job's launch measured (``Inside``): recorded from the files it
+    left in its directory, as if launched, its exit status and seconds its own."""
+    status, seconds, launch = adopted
+    job_dir = writer.job_dir(job)
+    result.started = utc_at((job_dir / DONE_FILE).stat().st_mtime - seconds)
+    before = writer.recorded.get(launch)
+    outcome = LaunchOutcome(status, seconds, hosts=list(before.hosts) if before else [])
+    writer.note(f"{job.job_id} was measured inside the launch of {launch} (a launch saved)")
+    return _finish(writer, job, job_dir, result, outcome, _concurrent(writer))
+
+
+def _finish(
+    writer: RunWriter,
+    job: Job,
+    job_dir: Path,
+    result: JobResult,
+    outcome: LaunchOutcome,
+    others: dict[str, str],
+) -> tuple[JobResult, list[Sample]]:
+    """The launch's outcome and the job's output read, judged and recorded."""
     result.exit_code, result.wall_time, result.hosts = (
         outcome.exit_code,
         round(outcome.wall_time, 3),
@@ -310,7 +306,7 @@ def run_job(
         for s in samples:
             s.params["concurrent_runs"] = ",".join(sorted(others))
     result.n_samples = len(samples)
-    with _STOP.deferred():
+    with STOP.deferred():
         writer.record(result, samples)
     return result, samples
 
@@ -323,7 +319,7 @@ def _record_cut_short(writer: RunWriter, job: Job, signum: int) -> JobResult:
         argv=list(job.argv), stdout_path=str(rel / "stdout"), stderr_path=str(rel / "stderr"),
         reason=f"{stop_reason(signum)} before it ran", started=utc_now(),
     )  # fmt: skip
-    with _STOP.deferred():
+    with STOP.deferred():
         writer.record(result, [])
     return result
 
@@ -339,12 +335,13 @@ def run_hooked(
     on_end: ResultHook | None,
     on_tick: TickHook | None,
     resolve: Resolve | None = None,
+    inside: Inside | None = None,
 ) -> tuple[JobResult, list[Sample]]:
     """One job between its progress hooks (``position``: its number and the count), its
     result and samples added to ``outcome`` (and returned)."""
     if on_start:
         on_start(*position, job)
-    result, samples = run_job(writer, job, mpis, cores, resolve=resolve, on_tick=on_tick)
+    result, samples = run_job(writer, job, mpis, cores, resolve, on_tick, inside)
     outcome.results.append(result)
     outcome.samples.extend(samples)
     if on_end:
@@ -385,19 +382,19 @@ def execute(
         in_flight: Job | None = None
         position = (0, len(jobs))
 
-        def run_one(one: Job) -> Ended:
+        def run_one(one: Job, inside: Inside | None) -> Ended:
             nonlocal in_flight
             in_flight = one
-            result, samples = run_hooked(
-                writer, one, mpis, cores, outcome, position, on_start, on_end, on_tick, resolve
-            )  # fmt: skip
+            result, samples = run_hooked(writer, one, mpis, cores, outcome, position, on_start,
+                                         on_end, on_tick, resolve, inside)  # fmt: skip
             return Ended(one, result, samples, result.hosts, writer.job_dir(one))
 
         try:
             for i, job in enumerate(jobs, start=1):
                 position = (i, len(jobs))
                 # the job, then what its probe leaves to run (its follow-ups)
-                chain = followup.run_followed(job, run_one, ctx, stopping(writer, outcome))
+                chain = followup.run_followed(job, run_one, ctx, stopping(writer, outcome),
+                                              lambda j: prepared(writer, j))  # fmt: skip
                 if any(e.result.status == "interrupted" for e in chain):
                     outcome.stop_signal = stop_received()
                     status = "interrupted"
@@ -419,7 +416,7 @@ def execute(
         except StoreError:
             # The run directory cannot take more (a full disk): what was recorded stays
             # readable; mark the run failed (the reserve makes room for it), and tell the user.
-            with contextlib.suppress(StoreError), _STOP.deferred():
+            with contextlib.suppress(StoreError), STOP.deferred():
                 writer.finish("failed")
             raise
         done = {r.job_id for r in outcome.results}
@@ -436,7 +433,7 @@ def finish_run(writer: RunWriter, outcome: RunOutcome, status: str, not_run: int
             + (f"; cut short: {', '.join(cut)}" if cut else "")
             + (f"; {not_run} job(s) not run" if not_run else "")
         )
-    with _STOP.deferred():
+    with STOP.deferred():
         writer.finish(status)
     # The report right after the run need not fold a million samples; a stop now only loses
     # the cache (the run is recorded), so it is not deferred.

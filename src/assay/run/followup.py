@@ -10,7 +10,10 @@ the likely cause noted), what the user's outlier rule (``[outliers]``) flags, an
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -25,10 +28,11 @@ from assay.launch.connectfail import (
     neighbour_overflows,
     overflowed,
 )
-from assay.model import Job
+from assay.model import Job, JobResult
 from assay.probes import get_probe
-from assay.probes.base import Ended, FollowUpContext
+from assay.probes.base import ASK_FILE, DONE_FILE, PLAN_FILE, Ended, FollowUpContext
 from assay.run.configfile import load_config
+from assay.store import safefile
 from assay.system._context import Context, run_command
 from assay.system.fabric import Run, fabric_limits, shortfalls
 
@@ -88,17 +92,94 @@ def context(
     )
 
 
+@dataclass
+class Inside:
+    """The follow-up of a job planned while the job still runs, for the job to measure it in
+    its own launch (``assay.probes.base``: ``ASK_FILE``, ``PLAN_FILE``, ``DONE_FILE``). The
+    plan is the probe's hook on the chain so far and the running job as if it ended well (it
+    asks only once its own work is written), so the same hook, asked again after the job
+    ends, returns the same job: that one is then recorded from what the launch left in its
+    directory (``adopts``) instead of launched. ``prepare`` saves a job and its inputs where
+    it would run (its directory)."""
+
+    ctx: FollowUpContext
+    prepare: Callable[[Job], Path]
+    chain: list[Ended] = field(default_factory=list)
+    asked: set[str] = field(default_factory=set)  # the jobs answered
+    # follow-up's id -> the id of the job whose launch measures it, and the follow-up's directory
+    handed: dict[str, tuple[str, Path]] = field(default_factory=dict)
+
+    def answer(self, job: Job, job_dir: Path, hosts: list[str]) -> None:
+        """Called while ``job`` runs: once it asks, write its plan (once)."""
+        if job.job_id in self.asked or not (job_dir / ASK_FILE).exists():
+            return
+        self.asked.add(job.job_id)
+        plan = ["none"]
+        try:
+            plan = self._plan(job, job_dir, hosts)
+        except (AssayError, OSError) as exc:  # the job ends as it would have; the run goes on
+            self.ctx.note(f"{job.job_id}: its follow-up could not be planned inside: {exc}")
+        safefile.write_atomic(job_dir / PLAN_FILE, "\n".join(plan) + "\n")
+
+    def _plan(self, job: Job, job_dir: Path, hosts: list[str]) -> list[str]:
+        probe = get_probe(job.probe)
+        result = JobResult(job_id=job.job_id, status="ok", exit_code=0, wall_time=0.0,
+                           argv=list(job.argv))  # fmt: skip
+        more = probe.follow_up([*self.chain, Ended(job, result, [], hosts, job_dir)], self.ctx)
+        words = probe.inside(job, more[0]) if len(more) == 1 else None
+        if words is None:
+            return ["none"]
+        where = self.prepare(more[0])
+        self.handed[more[0].job_id] = (job.job_id, where)
+        return ["run", os.path.relpath(where, job_dir), *words]
+
+    def adopts(self, job: Job, job_dir: Path) -> tuple[int, float, str] | None:
+        """``job`` ran inside another's launch and ended there: its exit status, its seconds
+        (``DONE_FILE``) and that launch's job; None: it did not (no plan handed it over, or
+        the launch ended before it did), and it gets a launch of its own."""
+        if job.job_id not in self.handed:
+            return None
+        done = read_done(job_dir / DONE_FILE)
+        return None if done is None else (*done, self.handed[job.job_id][0])
+
+    def measured_after(self, job: Job) -> float | None:
+        """The seconds of the follow-up ``job``'s launch measured to its end after its own
+        work (the launch's exit status and end are then the follow-up's, and ``job``'s part
+        ended well); None when it measured none."""
+        for launch, where in self.handed.values():
+            done = read_done(where / DONE_FILE) if launch == job.job_id else None
+            if done is not None:
+                return done[1]
+        return None
+
+
+RunOne = Callable[[Job, "Inside | None"], "Ended | None"]
+
+
+def read_done(path: Path) -> tuple[int, float] | None:
+    """``DONE_FILE``: the follow-up's exit status and seconds; None when absent or unreadable."""
+    try:
+        words = dict(line.split(None, 1) for line in path.read_text().splitlines() if line)
+        return int(words["exit"]), float(words["seconds"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def run_followed(
     job: Job,
-    run_one: Callable[[Job], Ended | None],
+    run_one: RunOne,
     ctx: FollowUpContext,
     stopped: Callable[[], bool],
+    prepare: Callable[[Job], Path] | None = None,
 ) -> list[Ended]:
     """``job``, then what its probe's hook returns, until it returns nothing or the run is
     stopping (``stopped``); ``run_one`` runs a job and says how it ended (None: not recorded).
-    A skipped job has no follow-up. The chain of jobs that ran, in order."""
+    With ``prepare`` (how a job is saved where it would run), a job whose probe asks gets its
+    follow-up planned while it runs, to measure it in the same launch (``Inside``). A skipped
+    job has no follow-up. The chain of jobs that ran, in order."""
     run_one = _marked(run_one, ctx.note)
-    first = run_one(job)
+    inside = Inside(ctx, prepare) if prepare else None
+    first = run_one(job, inside)
     if first is None:
         return []
     chain = [first]
@@ -106,29 +187,31 @@ def run_followed(
         return chain
     probe = get_probe(job.probe)
     while not stopped():
+        if inside:
+            inside.chain = list(chain)
         more = probe.follow_up(chain, ctx)
         if not more:
             break
         for nxt in more:
             if stopped():
                 return chain
-            ended = run_one(nxt)
+            ended = run_one(nxt, inside)
             if ended is None:
                 return chain
             chain.append(ended)
     return chain
 
 
-def _marked(run_one: Callable[[Job], Ended | None], note: Callable[[str], None]):
+def _marked(run_one: RunOne, note: Callable[[str], None]) -> RunOne:
     """``run_one`` with the kernel's clock taken before each job (``Ended.since``: dmesg's
     lines after it are the job's, not an earlier run's), and a note when the kernel's
     neighbour table overflowed while a job over several hosts ran -- even when every connect
     went through in the end (Open MPI retries), links measured then may read slow, and a node
     inside a network namespace cannot read the table's limits beforehand."""
 
-    def run(job: Job) -> Ended | None:
+    def run(job: Job, inside: Inside | None) -> Ended | None:
         since = kernel_clock(run_command(["dmesg"]) or "")
-        ended = run_one(job)
+        ended = run_one(job, inside)
         if ended is None:
             return None
         ended.since = since

@@ -115,8 +115,8 @@ def _execute_auto(
     status = "complete"
     try:
         for i, job in enumerate(jobs, start=1):
-
-            def run_one(one: Job, planned: Job = job, position: tuple = (i, len(jobs))) -> Ended:
+            # (no follow-up inside a launch here: the planned job runs several times)
+            def run_one(one: Job, _inside, planned: Job = job, position=(i, len(jobs))) -> Ended:
                 def hooked(j: Job) -> tuple[JobResult, list[Sample]]:
                     return run_hooked(writer, j, mpis, cores, outcome, position, on_start, on_end,
                                       on_tick, resolve)  # fmt: skip

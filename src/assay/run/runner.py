@@ -27,7 +27,6 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -39,7 +38,7 @@ from assay.model import Job, JobResult, MpiInfo, Placement, RunInfo, Sample
 from assay.probes import get_probe
 from assay.probes.base import Ended, FollowUpContext
 from assay.run import followup
-from assay.run.execute import run_job
+from assay.run.execute import prepared, run_job
 from assay.run.front import RUNNER_NOTES, batch_dir, read_plan
 from assay.store import RunWriter, safefile
 from assay.store.records import read_run_info
@@ -147,14 +146,19 @@ def ended(writer: _Writer, job: Job) -> Ended | None:
 def run_groups(
     writer: _Writer,
     jobs: list[Job],
-    run_one: Callable[[Job], Ended | None],
+    run_one: followup.RunOne,
     ctx: FollowUpContext,
+    hosts_of: list[str],
 ) -> int:
     """The jobs by placement group (a group's jobs at once), each followed by what its probe
     leaves to run inside this allocation (``assay.run.followup``); 130 once a job was stopped."""
 
     def followed(job: Job) -> None:
-        followup.run_followed(job, run_one, ctx, lambda: writer.stopped)
+        followup.run_followed(job, run_one, ctx, lambda: writer.stopped, prepare)
+
+    def prepare(job: Job) -> Path:  # a follow-up measured inside a job's launch, placed
+        placed_follow_up(writer, job, hosts_of)
+        return prepared(writer, job)
 
     for group in groups(jobs):
         if writer.stopped:  # like Ctrl-C locally: start nothing more
@@ -279,16 +283,17 @@ def main(argv: list[str] | None = None) -> int:
     # who still answers (a node lost mid-job) is the scheduler's question
     ctx = followup.context(writer.note, scheduler.responsive)
 
-    def run_one(job: Job) -> Ended | None:
+    def run_one(job: Job, inside: followup.Inside | None) -> Ended | None:
         placed_follow_up(writer, job, allocation.hosts)
         if job.spread.kind == "clients" and not job.skip_reason:
             run_served(writer, job, mpis, scheduler, cores, resolve, where)
         else:
-            run_job(writer, job, mpis, cores, resolve=resolve)
+            run_job(writer, job, mpis, cores, resolve=resolve, inside=inside)
         return ended(writer, job)
 
     try:
-        return run_groups(writer, [j for j in jobs if j.job_id not in done], run_one, ctx)
+        todo = [j for j in jobs if j.job_id not in done]
+        return run_groups(writer, todo, run_one, ctx, allocation.hosts)
     except KeyboardInterrupt:
         print("runner: stopped (SIGTERM/SIGINT); finished jobs are recorded", file=sys.stderr)
         return 130

@@ -49,6 +49,11 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def utc_at(seconds: float) -> str:
+    """A POSIX time (a file's mtime) as ``utc_now`` writes the time."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 # Random hex digits after the millisecond: 24 bits. Two runs made in one millisecond get the
 # same id with probability 2**-24, and ``RunStore.create`` takes another id when it happens.
 ID_RANDOM_HEX = 6
