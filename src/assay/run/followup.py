@@ -20,7 +20,7 @@ import numpy as np
 
 from assay.analysis.statistics.outliers import OutlierRule, outlier_rule, outliers_of
 from assay.errors import AssayError
-from assay.inputfile import read_bounded
+from assay.inputfile import read_bounded, read_side_text
 from assay.launch.connectfail import (
     connect_failures,
     describe,
@@ -159,9 +159,10 @@ RunOne = Callable[[Job, "Inside | None"], "Ended | None"]
 def read_done(path: Path) -> tuple[int, float] | None:
     """``DONE_FILE``: the follow-up's exit status and seconds; None when absent or unreadable."""
     try:
-        words = dict(line.split(None, 1) for line in path.read_text().splitlines() if line)
+        text = read_side_text(path, "follow-up's end", limit=4096)
+        words = dict(line.split(None, 1) for line in text.splitlines() if line)
         return int(words["exit"]), float(words["seconds"])
-    except (OSError, ValueError, KeyError):
+    except (AssayError, OSError, ValueError, KeyError):
         return None
 
 
