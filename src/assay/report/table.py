@@ -11,11 +11,14 @@ import shlex
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from assay.analysis.compare.significant_best import row_best
 from assay.analysis.statistics.spread import FORMULA, RobustSpread, robust_spread
-from assay.analysis.statistics.stats import Figure
 from assay.model import JobResult
+
+if TYPE_CHECKING:  # the comparison (numpy, pydantic) is imported when used: 'assay doctor'
+    # draws the System table from this module and took 0.3 s of CPU more to start with it
+    from assay.analysis.statistics.stats import Figure
 
 
 @dataclass
@@ -114,6 +117,8 @@ class BestMarks:
 
 
 def best_marks(rows: Sequence[Sequence[Figure | None]], better: str) -> BestMarks:
+    from assay.analysis.compare.significant_best import row_best
+
     outcomes = []
     cells = set()
     for r, figures in enumerate(rows):
