@@ -64,17 +64,23 @@ def _mpi_from(name: str, mpicc: str, launcher: str, source: str, flags: list[str
     )
 
 
-def discover_mpis(config: dict | None = None) -> list[MpiInfo]:
-    """Every MPI implementation found on this machine, each once."""
-    from assay.config.schema import validate_section  # pydantic: only with [[mpi]] entries
+def _config_entries(config: dict) -> list[dict]:
+    """The config's [[mpi]] entries, checked by their table."""
+    if not config.get("mpi"):
+        return []  # the check not imported: pydantic costs 'assay doctor' 0.12 s of CPU
+    from assay.config.schema import validate_section
     from assay.toolchain.mpiconfig import SECTION
 
+    return validate_section(SECTION, config["mpi"], "config")
+
+
+def discover_mpis(config: dict | None = None) -> list[MpiInfo]:
+    """Every MPI implementation found on this machine, each once."""
     config = read_config() if config is None else config
     found: list[MpiInfo] = []
     seen_real: set[str] = set()
 
-    entries = validate_section(SECTION, config["mpi"], "config") if config.get("mpi") else []
-    for entry in entries:
+    for entry in _config_entries(config):
         name, mpicc, launcher = entry["name"], entry["mpicc"], entry["launcher"]
         flags = list(entry.get("launcher_flags", []))
         found.append(_mpi_from(name, mpicc, launcher, "config", flags))
