@@ -4,7 +4,6 @@ checked against them."""
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from assay.cli.common import out
@@ -16,6 +15,8 @@ def config() -> None:
     that reads it declares it (the scheduler, a probe, the analysis); then whether your file
     ($ASSAY_CONFIG, else ~/.config/assay/config.toml) holds to them (exit 2 when it does not).
     """
+    from rich.table import Table  # not for --help either
+
     from assay.config.describe import describe  # pydantic: not for --help
     from assay.run.configfile import load_config, schema
 

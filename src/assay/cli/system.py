@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from assay.cli.common import discover, out
 from assay.errors import AssayError
-from assay.model import System
+
+if TYPE_CHECKING:  # imported where a table is drawn: 30 ms of every 'assay --help' otherwise
+    from rich.table import Table
+
+    from assay.model import System
 
 
 def doctor(
@@ -38,6 +41,8 @@ def doctor(
     setting and the value that would do (exit status 1). Example: assay doctor --nodes 64
     (--one-kernel: the nodes are namespaces of this host, as scripts/testcluster's)
     """
+    from rich.table import Table
+
     from assay.system import requirements_report
 
     system, _ = discover()
@@ -81,6 +86,8 @@ def _fabric_warnings(system: System, nodes: int, ppn: int, one_kernel: bool) -> 
 
 def _facts_table(system: System) -> Table:
     """The run report's System table, in its words, and what only the doctor shows."""
+    from rich.table import Table
+
     from assay.report.system import system_table
     from assay.system.clock import describe_clocks
 
@@ -128,6 +135,8 @@ def fold_virtual(nics: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def fabric_table(fabric: dict[str, int]) -> Table:
     """This node's kernel limits and the largest run each serves (assay.system.fabric)."""
+    from rich.table import Table
+
     from assay.system.fabric import LIMITS, largest_run
 
     t = Table(title="Fabric limits (what a run over TCP needs of each node)", title_justify="left")
@@ -179,6 +188,8 @@ def _cell(field: str, value: Any) -> str:
 def records_table(title: str, records: list[dict[str, Any]]) -> Table:
     """One row per record (a NIC, a GPU), one column per field any of them has, in words and
     with units: readable, never a Python dict nor a field name."""
+    from rich.table import Table
+
     columns: list[str] = []
     for record in records:
         columns += [k for k in record if k not in columns]
