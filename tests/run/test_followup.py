@@ -20,6 +20,7 @@ from assay.probes._allpairs_followup import (
     plan_follow_up,
     resume,
 )
+from assay.launch import LaunchOutcome
 from assay.probes.base import Ended
 from assay.run.followup import flagger
 
@@ -268,15 +269,49 @@ def test_a_running_sweep_that_asks_gets_its_retest_to_measure_in_its_launch(
     assert (run, where, words) == ("run", f"../{retest.job_id}", retest.argv[1:])
     assert (tmp_path / retest.job_id / "pairs.txt").read_text() == retest.inputs["pairs.txt"]
     assert any("more times" in n for n in notes)
-    (here / PLAN_FILE).unlink()
+    (here / PLAN_FILE).write_text("as answered\n")
     inside.answer(job, here, [])
-    assert not (here / PLAN_FILE).exists()  # answered once
-    assert inside.adopts(retest, tmp_path / retest.job_id) is None  # it has not ended there
-    assert inside.measured_after(job) is None
-    (tmp_path / retest.job_id / DONE_FILE).write_text("exit 0\nseconds 2.5\n")
-    assert inside.adopts(retest, tmp_path / retest.job_id) == (0, 2.5, job.job_id)
-    assert inside.measured_after(job) == 2.5
+    assert (here / PLAN_FILE).read_text() == "as answered\n"  # answered once
+    launch = LaunchOutcome(0, 10.0, hosts=["h"])
+    assert inside.split(job, here, launch) == launch  # the launch ended before the retest began
+    assert inside.adopts(retest) is None  # so the retest gets a launch of its own
+    there = tmp_path / retest.job_id
+    (there / "stdout").touch()  # it began there (the probe made its stdout), and ended:
+    (there / DONE_FILE).write_text("exit 0\nseconds 2.5\n")
+    own = inside.split(job, here, launch)
+    assert (own.exit_code, own.wall_time, own.hosts) == (0, 7.5, ["h"])
+    tail, began, by = inside.adopts(retest)
+    assert (tail.exit_code, tail.wall_time, tail.interrupted, by) == (0, 2.5, False, job.job_id)
+    assert began == (here / PLAN_FILE).stat().st_mtime
     assert AllPairsProbe().asks(retest) == []  # a retest has no follow-up to ask for
+
+
+def test_a_launch_stopped_in_its_retest_keeps_the_sweep_whole_and_the_retest_stopped(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C (or the timeout) while the launch measures the retest: the sweep, finished
+    before, ended well; the retest, cut short, is recorded as stopped (its rounds kept)."""
+    from assay.model import Job
+    from assay.probes.allpairs import AllPairsParams, AllPairsProbe, probe_argv
+    from assay.probes.base import ASK_FILE
+
+    lat, bw = _healthy(8)
+    bw[link_index(8, 2, 5)] /= 10
+    job = Job(job_id="001-allpairs-openmpi", probe="allpairs", ranks=8, nodes=8, params={},
+              argv=["{exe}", *probe_argv(AllPairsParams())])  # fmt: skip
+    here = tmp_path / job.job_id
+    here.mkdir()
+    write_sweep(here / "allpairs.bin", HOSTS, lat, bw)
+    (here / ASK_FILE).touch()
+    inside = _inside(tmp_path, [])
+    inside.answer(job, here, [])
+    [retest] = AllPairsProbe().follow_up([_ended(tmp_path, job)], inside.ctx)
+    (tmp_path / retest.job_id / "stdout").touch()
+    stopped = LaunchOutcome(None, 30.0, interrupted=True, stop_signal=2)
+    own = inside.split(job, here, stopped)
+    assert own.exit_code == 0 and not own.interrupted and own.wall_time <= 30.0
+    tail, _, _ = inside.adopts(retest)
+    assert tail.interrupted and tail.stop_signal == 2 and tail.exit_code is None
 
 
 def test_a_sweep_with_nothing_to_retest_is_told_none(tmp_path: Path) -> None:

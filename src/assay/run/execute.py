@@ -25,7 +25,7 @@ from assay.launch import LaunchOutcome, run_process
 from assay.launch.registry import here
 from assay.model import Job, JobResult, MpiInfo, RunInfo, Sample
 from assay.probes import get_probe
-from assay.probes.base import DONE_FILE, Ended
+from assay.probes.base import Ended
 from assay.run.outputs import parse_each_node, read_output, read_stderr, stderr_tail
 from assay.run.stopsignals import STOP, stop_reason, stop_received, stop_signals
 from assay.store import RunWriter, safefile
@@ -168,7 +168,7 @@ def run_job(
             writer.save_job(job, list(job.argv))
             writer.record(result, [])
         return result, []
-    adopted = inside.adopts(job, writer.job_dir(job)) if inside else None
+    adopted = inside.adopts(job) if inside else None
     if adopted is not None:
         return _adopted(writer, job, result, adopted)
     try:
@@ -203,9 +203,8 @@ def run_job(
             writer.record(result, [])
         return result, []
     others.update(_concurrent(writer))  # a run that started while this job ran shares it too
-    after = inside.measured_after(job) if inside and not outcome.interrupted else None
-    if after is not None:  # the launch's end (its exit, a finalize that hung) is the follow-up's
-        outcome = LaunchOutcome(0, max(0.0, outcome.wall_time - after), hosts=outcome.hosts)
+    if inside is not None:  # the launch's end may be a follow-up's it measured after this job
+        outcome = inside.split(job, job_dir, outcome)
     return _finish(writer, job, job_dir, result, outcome, others)
 
 
@@ -238,17 +237,14 @@ def _ticks(
 
 
 def _adopted(
-    writer: RunWriter, job: Job, result: JobResult, adopted: tuple[int, float, str]
+    writer: RunWriter, job: Job, result: JobResult, adopted: tuple[LaunchOutcome, float, str]
 ) -> tuple[JobResult, list[Sample]]:
     """A follow-up that another job's launch measured (``Inside``): recorded from the files it
-    left in its directory, as if launched, its exit status and seconds its own."""
-    status, seconds, launch = adopted
-    job_dir = writer.job_dir(job)
-    result.started = utc_at((job_dir / DONE_FILE).stat().st_mtime - seconds)
-    before = writer.recorded.get(launch)
-    outcome = LaunchOutcome(status, seconds, hosts=list(before.hosts) if before else [])
+    left in its directory, as if launched, with how and when it ended there."""
+    outcome, began, launch = adopted
+    result.started = utc_at(began)
     writer.note(f"{job.job_id} was measured inside the launch of {launch} (a launch saved)")
-    return _finish(writer, job, job_dir, result, outcome, _concurrent(writer))
+    return _finish(writer, job, writer.job_dir(job), result, outcome, _concurrent(writer))
 
 
 def _finish(

@@ -10,7 +10,9 @@ the likely cause noted), what the user's outlier rule (``[outliers]``) flags, an
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +23,7 @@ import numpy as np
 from assay.analysis.statistics.outliers import OutlierRule, outlier_rule, outliers_of
 from assay.errors import AssayError
 from assay.inputfile import read_bounded, read_side_text
+from assay.launch import LaunchOutcome
 from assay.launch.connectfail import (
     connect_failures,
     describe,
@@ -108,6 +111,8 @@ class Inside:
     asked: set[str] = field(default_factory=set)  # the jobs answered
     # follow-up's id -> the id of the job whose launch measures it, and the follow-up's directory
     handed: dict[str, tuple[str, Path]] = field(default_factory=dict)
+    # follow-up's id -> how it ended inside the launch, and when it began (``split``)
+    tails: dict[str, tuple[LaunchOutcome, float]] = field(default_factory=dict)
 
     def answer(self, job: Job, job_dir: Path, hosts: list[str]) -> None:
         """Called while ``job`` runs: once it asks, write its plan (once)."""
@@ -133,24 +138,36 @@ class Inside:
         self.handed[more[0].job_id] = (job.job_id, where)
         return ["run", os.path.relpath(where, job_dir), *words]
 
-    def adopts(self, job: Job, job_dir: Path) -> tuple[int, float, str] | None:
-        """``job`` ran inside another's launch and ended there: its exit status, its seconds
-        (``DONE_FILE``) and that launch's job; None: it did not (no plan handed it over, or
-        the launch ended before it did), and it gets a launch of its own."""
-        if job.job_id not in self.handed:
-            return None
-        done = read_done(job_dir / DONE_FILE)
-        return None if done is None else (*done, self.handed[job.job_id][0])
+    def split(self, job: Job, job_dir: Path, outcome: LaunchOutcome) -> LaunchOutcome:
+        """How ``job``'s own part of its launch ended. When the launch went on to measure the
+        follow-up handed to it (it made its stdout there), the launch's end is the
+        follow-up's, kept for ``adopts``: ``DONE_FILE``'s status and seconds, or, cut short
+        (Ctrl-C, the timeout, a crash), the launch's own end from when the plan was written;
+        ``job``'s part, finished before the plan, then ended well, those seconds less."""
+        for follow, (launch, where) in self.handed.items():
+            if launch != job.job_id or not (where / "stdout").exists():
+                continue
+            try:
+                began = (job_dir / PLAN_FILE).stat().st_mtime
+            except OSError:  # (removed meanwhile: the follow-up's time is not known)
+                began = time.time()
+            done = read_done(where / DONE_FILE)
+            tail = dataclasses.replace(outcome, wall_time=max(0.0, time.time() - began))
+            if done is not None:  # (a stop during the launch's finalize stays a stop)
+                tail.exit_code, tail.wall_time, tail.timed_out = done[0], done[1], False
+            self.tails[follow] = (tail, began)
+            return LaunchOutcome(0, max(0.0, outcome.wall_time - tail.wall_time),
+                                 hosts=outcome.hosts)  # fmt: skip
+        return outcome
 
-    def measured_after(self, job: Job) -> float | None:
-        """The seconds of the follow-up ``job``'s launch measured to its end after its own
-        work (the launch's exit status and end are then the follow-up's, and ``job``'s part
-        ended well); None when it measured none."""
-        for launch, where in self.handed.values():
-            done = read_done(where / DONE_FILE) if launch == job.job_id else None
-            if done is not None:
-                return done[1]
-        return None
+    def adopts(self, job: Job) -> tuple[LaunchOutcome, float, str] | None:
+        """``job`` was measured inside another job's launch: how it ended there, when it
+        began (POSIX time) and that launch's job; None: it gets a launch of its own (no
+        plan handed it over, or the launch ended before it began)."""
+        if job.job_id not in self.tails:
+            return None
+        tail, began = self.tails[job.job_id]
+        return tail, began, self.handed[job.job_id][0]
 
 
 RunOne = Callable[[Job, "Inside | None"], "Ended | None"]
@@ -187,14 +204,14 @@ def run_followed(
     if first.result.status == "skipped":
         return chain
     probe = get_probe(job.probe)
-    while not stopped():
+    while not stopped() or (inside and inside.tails):
         if inside:
             inside.chain = list(chain)
         more = probe.follow_up(chain, ctx)
         if not more:
             break
         for nxt in more:
-            if stopped():
+            if stopped() and not (inside and inside.adopts(nxt)):  # (measured: recorded)
                 return chain
             ended = run_one(nxt, inside)
             if ended is None:
