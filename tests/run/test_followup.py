@@ -12,6 +12,7 @@ import pytest
 
 from assay.analysis.statistics.outliers import OutlierRule
 from assay.condensed import link_index, n_links
+from assay.launch import LaunchOutcome
 from assay.parsers.allpairs_file import read_matrix_file, write_sweep
 from assay.probes._allpairs_followup import (
     RETESTS,
@@ -20,7 +21,6 @@ from assay.probes._allpairs_followup import (
     plan_follow_up,
     resume,
 )
-from assay.launch import LaunchOutcome
 from assay.probes.base import Ended
 from assay.run.followup import flagger
 
@@ -280,9 +280,11 @@ def test_a_running_sweep_that_asks_gets_its_retest_to_measure_in_its_launch(
     (there / DONE_FILE).write_text("exit 0\nseconds 2.5\n")
     own = inside.split(job, here, launch)
     assert (own.exit_code, own.wall_time, own.hosts) == (0, 7.5, ["h"])
+    assert inside.holds(retest)
     tail, began, by = inside.adopts(retest)
     assert (tail.exit_code, tail.wall_time, tail.interrupted, by) == (0, 2.5, False, job.job_id)
     assert began == (here / PLAN_FILE).stat().st_mtime
+    assert not inside.holds(retest) and inside.adopts(retest) is None  # recorded once
     assert AllPairsProbe().asks(retest) == []  # a retest has no follow-up to ask for
 
 

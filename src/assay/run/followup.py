@@ -160,13 +160,17 @@ class Inside:
                                  hosts=outcome.hosts)  # fmt: skip
         return outcome
 
+    def holds(self, job: Job) -> bool:
+        """Whether ``job`` was measured inside another job's launch, not yet recorded."""
+        return job.job_id in self.tails
+
     def adopts(self, job: Job) -> tuple[LaunchOutcome, float, str] | None:
         """``job`` was measured inside another job's launch: how it ended there, when it
-        began (POSIX time) and that launch's job; None: it gets a launch of its own (no
-        plan handed it over, or the launch ended before it began)."""
+        began (POSIX time) and that launch's job, given once (to record it); None: it gets a
+        launch of its own (no plan handed it over, or the launch ended before it began)."""
         if job.job_id not in self.tails:
             return None
-        tail, began = self.tails[job.job_id]
+        tail, began = self.tails.pop(job.job_id)
         return tail, began, self.handed[job.job_id][0]
 
 
@@ -211,7 +215,7 @@ def run_followed(
         if not more:
             break
         for nxt in more:
-            if stopped() and not (inside and inside.adopts(nxt)):  # (measured: recorded)
+            if stopped() and not (inside and inside.holds(nxt)):  # (measured: recorded)
                 return chain
             ended = run_one(nxt, inside)
             if ended is None:
