@@ -239,6 +239,22 @@ def _inside(tmp_path: Path, notes: list[str]):
     return Inside(ctx, prepare)
 
 
+def _sweep_job(tmp_path: Path, slow: bool = True):
+    """An 8-node sweep as it stands when it asks: its file written (one link slow), its job."""
+    from assay.model import Job
+    from assay.probes.allpairs import AllPairsParams, probe_argv
+
+    lat, bw = _healthy(8)
+    if slow:
+        bw[link_index(8, 2, 5)] /= 10
+    job = Job(job_id="001-allpairs-openmpi", probe="allpairs", ranks=8, nodes=8, params={},
+              argv=["{exe}", *probe_argv(AllPairsParams())])  # fmt: skip
+    here = tmp_path / job.job_id
+    here.mkdir()
+    write_sweep(here / "allpairs.bin", HOSTS, lat, bw)
+    return job, here
+
+
 def test_a_running_sweep_that_asks_gets_its_retest_to_measure_in_its_launch(
     tmp_path: Path,
 ) -> None:
@@ -246,17 +262,10 @@ def test_a_running_sweep_that_asks_gets_its_retest_to_measure_in_its_launch(
     the plan for the retest the probe's hook returns ("run", its directory, its arguments),
     the retest saved with its pairs where it would run; it is adopted only once its
     ``follow-up.done`` says how it ended, and the sweep's launch then leaves it its seconds."""
-    from assay.model import Job
-    from assay.probes.allpairs import AllPairsParams, AllPairsProbe, probe_argv
+    from assay.probes.allpairs import AllPairsProbe
     from assay.probes.base import ASK_FILE, DONE_FILE, PLAN_FILE
 
-    lat, bw = _healthy(8)
-    bw[link_index(8, 2, 5)] /= 10
-    job = Job(job_id="001-allpairs-openmpi", probe="allpairs", ranks=8, nodes=8, params={},
-              argv=["{exe}", *probe_argv(AllPairsParams())])  # fmt: skip
-    here = tmp_path / job.job_id
-    here.mkdir()
-    write_sweep(here / "allpairs.bin", HOSTS, lat, bw)
+    job, here = _sweep_job(tmp_path)
     notes: list[str] = []
     inside = _inside(tmp_path, notes)
     assert AllPairsProbe().asks(job)[0] == "--ask-follow-up"
@@ -293,17 +302,10 @@ def test_a_launch_stopped_in_its_retest_keeps_the_sweep_whole_and_the_retest_sto
 ) -> None:
     """Ctrl-C (or the timeout) while the launch measures the retest: the sweep, finished
     before, ended well; the retest, cut short, is recorded as stopped (its rounds kept)."""
-    from assay.model import Job
-    from assay.probes.allpairs import AllPairsParams, AllPairsProbe, probe_argv
+    from assay.probes.allpairs import AllPairsProbe
     from assay.probes.base import ASK_FILE
 
-    lat, bw = _healthy(8)
-    bw[link_index(8, 2, 5)] /= 10
-    job = Job(job_id="001-allpairs-openmpi", probe="allpairs", ranks=8, nodes=8, params={},
-              argv=["{exe}", *probe_argv(AllPairsParams())])  # fmt: skip
-    here = tmp_path / job.job_id
-    here.mkdir()
-    write_sweep(here / "allpairs.bin", HOSTS, lat, bw)
+    job, here = _sweep_job(tmp_path)
     (here / ASK_FILE).touch()
     inside = _inside(tmp_path, [])
     inside.answer(job, here, [])
@@ -323,11 +325,7 @@ def test_a_sweep_with_nothing_to_retest_is_told_none(tmp_path: Path) -> None:
     from assay.probes.allpairs import AllPairsProbe
     from assay.probes.base import ASK_FILE, PLAN_FILE
 
-    lat, bw = _healthy(8)
-    job = Job(job_id="001-allpairs", probe="allpairs", argv=["x"], params={}, ranks=8)
-    here = tmp_path / job.job_id
-    here.mkdir()
-    write_sweep(here / "allpairs.bin", HOSTS, lat, bw)
+    job, here = _sweep_job(tmp_path, slow=False)
     (here / ASK_FILE).touch()
     inside = _inside(tmp_path, [])
     inside.answer(job, here, [])
