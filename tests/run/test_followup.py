@@ -5,6 +5,7 @@ reader (the runner reads them so)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -319,8 +320,8 @@ def test_a_launch_stopped_in_its_retest_keeps_the_sweep_whole_and_the_retest_sto
 
 
 def test_a_sweep_with_nothing_to_retest_is_told_none(tmp_path: Path) -> None:
-    """Nothing flagged: the plan is "none" (the launch ends as it would have); a follow-up
-    on other ranks (a resume without a lost node) is never measured inside."""
+    """Nothing flagged: the plan is "none" (the launch ends as it would have); a retest on
+    other ranks (after a lost node) or a resume is never measured inside."""
     from assay.model import Job
     from assay.probes.allpairs import AllPairsProbe
     from assay.probes.base import ASK_FILE, PLAN_FILE
@@ -331,6 +332,8 @@ def test_a_sweep_with_nothing_to_retest_is_told_none(tmp_path: Path) -> None:
     inside.answer(job, here, [])
     assert (here / PLAN_FILE).read_text() == "none\n"
     assert not inside.handed
-    fewer = Job(job_id="001-allpairs-resume1", probe="allpairs", argv=["x"], ranks=7,
-                params={"kind": "resume"})  # fmt: skip
+    fewer = Job(job_id="001-allpairs-retest1", probe="allpairs", argv=job.argv, ranks=7,
+                nodes=7, params={"kind": "retest"})  # fmt: skip
     assert AllPairsProbe().inside(job, fewer) is None
+    resume = dataclasses.replace(job, job_id="001-allpairs-resume1", params={"kind": "resume"})
+    assert AllPairsProbe().inside(job, resume) is None
