@@ -65,7 +65,8 @@ test-fast: deps
 # probe once for make test's three parts). Emptied past 60 builds (each edit of a shared header
 # adds a set; every test copies the C probes' folder into its home). `make test-fast` here,
 # 2026-11-28 on a slow hour: 357-380 s with a cache per worker and session, 340.5 s from an
-# empty shared one, 292.7, 316.2 and 312.3 s warm.
+# empty shared one, 292.7, 316.2 and 312.3 s warm; later that day, with lighter starts and the
+# all-pairs retests inside their sweeps' launches, 294.0, 285.0 and 274.7 s.
 PROBE_CACHE := build/probe-cache
 define prune_probe_cache
 if [ -d $(PROBE_CACHE) ] && [ $$(find $(PROBE_CACHE) -mindepth 2 -maxdepth 2 | wc -l) -gt 60 ]; \
