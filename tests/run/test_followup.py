@@ -270,17 +270,17 @@ def test_a_running_sweep_that_asks_gets_its_retest_to_measure_in_its_launch(
     notes: list[str] = []
     inside = _inside(tmp_path, notes)
     assert AllPairsProbe().asks(job)[0] == "--ask-follow-up"
-    inside.answer(job, here, [])
+    inside.answer(job, here)
     assert not (here / PLAN_FILE).exists()  # not asked yet
     (here / ASK_FILE).touch()
-    inside.answer(job, here, [])
+    inside.answer(job, here)
     run, where, *words = (here / PLAN_FILE).read_text().splitlines()
     [retest] = AllPairsProbe().follow_up([_ended(tmp_path, job)], inside.ctx)
     assert (run, where, words) == ("run", f"../{retest.job_id}", retest.argv[1:])
     assert (tmp_path / retest.job_id / "pairs.txt").read_text() == retest.inputs["pairs.txt"]
     assert any("more times" in n for n in notes)
     (here / PLAN_FILE).write_text("as answered\n")
-    inside.answer(job, here, [])
+    inside.answer(job, here)
     assert (here / PLAN_FILE).read_text() == "as answered\n"  # answered once
     launch = LaunchOutcome(0, 10.0, hosts=["h"])
     assert inside.split(job, here, launch) == launch  # the launch ended before the retest began
@@ -309,7 +309,7 @@ def test_a_launch_stopped_in_its_retest_keeps_the_sweep_whole_and_the_retest_sto
     job, here = _sweep_job(tmp_path)
     (here / ASK_FILE).touch()
     inside = _inside(tmp_path, [])
-    inside.answer(job, here, [])
+    inside.answer(job, here)
     [retest] = AllPairsProbe().follow_up([_ended(tmp_path, job)], inside.ctx)
     (tmp_path / retest.job_id / "stdout").touch()
     stopped = LaunchOutcome(None, 30.0, interrupted=True, stop_signal=2)
@@ -329,7 +329,7 @@ def test_a_sweep_with_nothing_to_retest_is_told_none(tmp_path: Path) -> None:
     job, here = _sweep_job(tmp_path, slow=False)
     (here / ASK_FILE).touch()
     inside = _inside(tmp_path, [])
-    inside.answer(job, here, [])
+    inside.answer(job, here)
     assert (here / PLAN_FILE).read_text() == "none\n"
     assert not inside.handed
     fewer = Job(job_id="001-allpairs-retest1", probe="allpairs", argv=job.argv, ranks=7,

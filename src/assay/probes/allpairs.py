@@ -247,12 +247,12 @@ class AllPairsProbe(Probe):
                 and nxt.build == job.build and nxt.mpi == job.mpi
                 and (nxt.ranks, nxt.nodes) == (job.ranks, job.nodes))  # fmt: skip
         named = job.params.get("hosts")
-        if isinstance(named, list) and named != nxt.params.get("hosts", named):
+        if not same or (isinstance(named, list) and named != nxt.params.get("hosts", named)):
             return None
         own, more = self.expected_seconds(job), self.expected_seconds(nxt)
         if own is None or more is None or more > own + 60.0:
             return None  # a long retest keeps a launch, and a timeout, of its own
-        return nxt.argv[1:] if same else None
+        return nxt.argv[1:]
 
     def expected_seconds(self, job: Job) -> float | None:
         """From the job's command line and its pairs file, as the probe will run it."""

@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # numpy only for a follow-up's outlier rule: not imported to 
 # bounded time, for PLAN_FILE: "none", or "run", the follow-up's directory (relative to the
 # job's) and the follow-up's arguments (``Probe.inside``), one a line. It measures the
 # follow-up there, into that job's own files, and leaves DONE_FILE ("exit S", "seconds T")
-# there when it ends; without DONE_FILE the run launches the follow-up as a job of its own.
+# there when it ends. A follow-up the launch never began gets a launch of its own; one it began
+# and did not end (a stop, the timeout) is recorded with the launch's end.
 # (src/assay/native/allpairs.c uses the same names.)
 ASK_FILE = "follow-up.ask"
 PLAN_FILE = "follow-up.plan"

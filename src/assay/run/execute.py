@@ -228,7 +228,7 @@ def _ticks(
     said = [0.0]
 
     def tick(elapsed: float) -> None:
-        inside.answer(job, job_dir, [])
+        inside.answer(job, job_dir)
         if on_tick and elapsed - said[0] >= TICK_S:
             said[0] = elapsed
             on_tick(job, elapsed)

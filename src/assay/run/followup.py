@@ -114,23 +114,23 @@ class Inside:
     # follow-up's id -> how it ended inside the launch, and when it began (``split``)
     tails: dict[str, tuple[LaunchOutcome, float]] = field(default_factory=dict)
 
-    def answer(self, job: Job, job_dir: Path, hosts: list[str]) -> None:
+    def answer(self, job: Job, job_dir: Path) -> None:
         """Called while ``job`` runs: once it asks, write its plan (once)."""
         if job.job_id in self.asked or not (job_dir / ASK_FILE).exists():
             return
         self.asked.add(job.job_id)
         plan = ["none"]
         try:
-            plan = self._plan(job, job_dir, hosts)
+            plan = self._plan(job, job_dir)
         except (AssayError, OSError) as exc:  # the job ends as it would have; the run goes on
             self.ctx.note(f"{job.job_id}: its follow-up could not be planned inside: {exc}")
         safefile.write_atomic(job_dir / PLAN_FILE, "\n".join(plan) + "\n")
 
-    def _plan(self, job: Job, job_dir: Path, hosts: list[str]) -> list[str]:
+    def _plan(self, job: Job, job_dir: Path) -> list[str]:
         probe = get_probe(job.probe)
         result = JobResult(job_id=job.job_id, status="ok", exit_code=0, wall_time=0.0,
                            argv=list(job.argv))  # fmt: skip
-        more = probe.follow_up([*self.chain, Ended(job, result, [], hosts, job_dir)], self.ctx)
+        more = probe.follow_up([*self.chain, Ended(job, result, [], [], job_dir)], self.ctx)
         words = probe.inside(job, more[0]) if len(more) == 1 else None
         if words is None:
             return ["none"]

@@ -19,7 +19,6 @@ import fcntl
 import json
 import os
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 
 from assay.errors import StoreError
@@ -28,7 +27,7 @@ from assay.model import JobResult
 from assay.store import safefile
 from assay.store.owner import Owner, entries, unregister
 from assay.store.records import read_run_info
-from assay.store.rundir import RunWriter, append_lines, read_jsonl, utc_now, write_atomic
+from assay.store.rundir import RunWriter, append_lines, read_jsonl, utc_at, utc_now, write_atomic
 
 
 def recover(home: Path) -> list[str]:
@@ -74,7 +73,7 @@ def _last_write(run_dir: Path) -> str:
     times = [
         p.stat().st_mtime for p in (run_dir, *run_dir.glob("*.jsonl"), *run_dir.glob("jobs/*/*"))
     ]
-    return datetime.fromtimestamp(max(times), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc_at(max(times))
 
 
 def mark_interrupted(run_dir: Path, owner: Owner | None) -> str:

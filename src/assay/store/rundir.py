@@ -45,13 +45,16 @@ RESERVE_BYTES = 256 * 1024
 FULL_BELOW_BYTES = 64 * 1024
 
 
+UTC_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
 def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime(UTC_FORMAT)
 
 
 def utc_at(seconds: float) -> str:
     """A POSIX time (a file's mtime) as ``utc_now`` writes the time."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(seconds, UTC).strftime(UTC_FORMAT)
 
 
 # Random hex digits after the millisecond: 24 bits. Two runs made in one millisecond get the
