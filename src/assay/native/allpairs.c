@@ -154,7 +154,8 @@ static int inside;          /* a follow-up runs: rank 0 is in its directory */
 static double inside_began; /* when its plan was read */
 
 /* Rank 0, as the follow-up ends (its output flushed): DONE_FILE in its directory, "exit S" and
- * "seconds T", which tells the runner the follow-up ran here (without it, it launches it). */
+ * "seconds T", which tells the runner the follow-up ended here (without it, the launch's own
+ * end is the follow-up's). */
 static void write_done(int status)
 {
     if (!inside || rank != 0)
